@@ -1,0 +1,33 @@
+// The one conversion between absl::Status and grpc::Status.
+#include "common/grpc_status.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace rein {
+namespace {
+
+std::string Cap(absl::string_view message) {
+  if (message.size() <= kMaxStatusMessageBytes) return std::string(message);
+  return absl::StrCat(message.substr(0, kMaxStatusMessageBytes), "... [truncated]");
+}
+
+}  // namespace
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), Cap(status.message()));
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      Cap(status.error_message()));
+}
+
+std::string StatusCodeName(absl::StatusCode code) {
+  std::string name = absl::StatusCodeToString(code);
+  for (char& c : name) c = (c == ' ') ? '_' : static_cast<char>(toupper(c));
+  return name;
+}
+
+}  // namespace rein

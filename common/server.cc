@@ -1,0 +1,71 @@
+// Server bootstrap shared by the three services.
+#include "common/server.h"
+
+#include <signal.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+
+namespace rein {
+
+ServiceHost::ServiceHost(ServiceHostOptions options) : options_(std::move(options)) {}
+
+ServiceHost::~ServiceHost() {
+  if (server_) Shutdown(absl::ZeroDuration());
+}
+
+absl::Status ServiceHost::Start(const std::vector<grpc::Service*>& services) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port_);
+  builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  server_ = builder.BuildAndStart();
+  if (!server_ || port_ == 0) {
+    server_.reset();
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.listen));
+  }
+  if (auto* health = server_->GetHealthCheckService()) {
+    health->SetServingStatus(true);
+    if (!options_.service_name.empty()) health->SetServingStatus(options_.service_name, true);
+  }
+  if (options_.metrics_port != 0) {
+    metrics_ = std::make_unique<MetricsHttpServer>();
+    absl::Status status = metrics_->Start(options_.metrics_port);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+void ServiceHost::Shutdown(absl::Duration grace) {
+  if (!server_) return;
+  if (auto* health = server_->GetHealthCheckService()) health->Shutdown();
+  server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace));
+  server_->Wait();
+  server_.reset();
+  if (metrics_) metrics_->Stop();
+}
+
+void BlockTerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+int WaitForTerminationSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  int sig = 0;
+  sigwait(&set, &sig);
+  return sig;
+}
+
+}  // namespace rein
