@@ -1,0 +1,36 @@
+// Chooses and builds the planner's backend (`scripted` or `anthropic`) from its options.
+#ifndef REIN_PLANNER_SERVICE_BACKEND_FACTORY_H_
+#define REIN_PLANNER_SERVICE_BACKEND_FACTORY_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "planner_service/clock.h"
+#include "planner_service/planner_backend.h"
+
+namespace rein {
+
+// The planner's configuration, copied from main's flags.
+struct PlannerOptions {
+  std::string backend;             // "scripted", "anthropic", or empty: see ResolveBackendName
+  std::string script;              // scripted: the JSON script file
+  std::string model = "claude-sonnet-4-5";
+  std::string api_key_file;        // anthropic: else ANTHROPIC_API_KEY
+  std::string anthropic_base_url;  // anthropic: else ANTHROPIC_BASE_URL, else the public API
+};
+
+// The backend `options` asks for: `options.backend` when set, else "scripted" when a script
+// is given, else "anthropic".
+std::string ResolveBackendName(const PlannerOptions& options);
+
+// Builds the backend. INVALID_ARGUMENT for an unknown backend or options that do not fit it
+// (a scripted backend without a script, a script given to another backend); the script's
+// own load errors as ScriptedBackend::FromFile returns them; UNIMPLEMENTED for `anthropic`
+// until it is built. `clock` (not owned) must outlive the backend.
+absl::StatusOr<std::unique_ptr<PlannerBackend>> MakePlannerBackend(const PlannerOptions& options,
+                                                                   Clock* clock);
+
+}  // namespace rein
+
+#endif  // REIN_PLANNER_SERVICE_BACKEND_FACTORY_H_

@@ -1,0 +1,75 @@
+// rein-planner: serves rein.v1.Planner with the backend chosen by --backend.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/log.h"
+#include "common/server.h"
+#include "planner_service/backend_factory.h"
+#include "planner_service/clock.h"
+#include "planner_service/planner_service.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50052", "HOST:PORT to serve gRPC on (port 0 = any)");
+ABSL_FLAG(int, metrics_port, 0, "port of the Prometheus /metrics endpoint; 0 = off");
+ABSL_FLAG(std::string, backend, "",
+          "scripted or anthropic; default: scripted when --script is given, else anthropic");
+ABSL_FLAG(std::string, script, "", "scripted backend: the JSON script (see SCRIPT.md)");
+ABSL_FLAG(std::string, model, "claude-sonnet-4-5", "anthropic backend: the default model");
+ABSL_FLAG(std::string, api_key_file, "",
+          "anthropic backend: file holding the API key; else ANTHROPIC_API_KEY");
+ABSL_FLAG(std::string, anthropic_base_url, "",
+          "anthropic backend: API base URL; else ANTHROPIC_BASE_URL, else the public API");
+
+namespace {
+
+// How long in-flight calls may finish after SIGTERM (a model call can take a while).
+constexpr absl::Duration kShutdownGrace = absl::Seconds(30);
+
+int Fail(int exit_code, const std::string& message) {
+  std::fprintf(stderr, "rein-planner: %s\n", message.c_str());
+  return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  rein::BlockTerminationSignals();
+  absl::SetProgramUsageMessage("Serves rein.v1.Planner: one model call per stage.");
+  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() > 1) return Fail(2, absl::StrCat("unexpected argument: ", rest[1]));
+  rein::SetLogService("rein-planner");
+
+  rein::PlannerOptions options;
+  options.backend = absl::GetFlag(FLAGS_backend);
+  options.script = absl::GetFlag(FLAGS_script);
+  options.model = absl::GetFlag(FLAGS_model);
+  options.api_key_file = absl::GetFlag(FLAGS_api_key_file);
+  options.anthropic_base_url = absl::GetFlag(FLAGS_anthropic_base_url);
+  absl::StatusOr<std::unique_ptr<rein::PlannerBackend>> backend =
+      rein::MakePlannerBackend(options, rein::RealClock());
+  if (!backend.ok()) return Fail(2, std::string(backend.status().message()));
+
+  rein::PlannerService service(backend->get());
+  rein::ServiceHostOptions host_options;
+  host_options.listen = absl::GetFlag(FLAGS_listen);
+  host_options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  host_options.service_name = "rein.v1.Planner";
+  rein::ServiceHost host(host_options);
+  absl::Status started = host.Start({&service});
+  if (!started.ok()) return Fail(1, std::string(started.message()));
+  rein::LogInfo("serving", {{"listen", host_options.listen},
+                            {"port", absl::StrCat(host.port())},
+                            {"metrics_port", absl::StrCat(host.metrics_port())},
+                            {"backend", (*backend)->name()}});
+
+  const int signal = rein::WaitForTerminationSignal();
+  rein::LogInfo("shutting down", {{"signal", absl::StrCat(signal)}});
+  host.Shutdown(kShutdownGrace);
+  return 0;
+}

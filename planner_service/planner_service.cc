@@ -1,0 +1,96 @@
+// The gRPC adapter of rein.v1.Planner: converts, passes the deadline, logs and counts.
+#include "planner_service/planner_service.h"
+
+#include <chrono>
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/grpc_status.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "planner_service/request_validation.h"
+
+namespace rein {
+namespace {
+
+// The call's deadline; absl::InfiniteFuture() when the client set none.
+absl::Time DeadlineOf(const grpc::ServerContext& context) {
+  const std::chrono::system_clock::time_point deadline = context.deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(deadline);
+}
+
+// Runs one stage: validate, call the backend, convert, log, count.
+template <typename Request, typename Response, typename Validate, typename Call>
+grpc::Status Serve(const char* stage, const grpc::ServerContext& context, const Request& request,
+                   Response* response, Validate validate, Call call) {
+  const absl::Time start = absl::Now();
+  absl::Status status = validate(request);
+  if (status.ok()) {
+    absl::StatusOr<Response> result = call(request, DeadlineOf(context));
+    if (result.ok()) {
+      *response = *std::move(result);
+    } else {
+      status = result.status();
+    }
+  }
+  const std::string code = StatusCodeName(status.code());
+  const std::string millis = absl::StrCat(absl::ToInt64Milliseconds(absl::Now() - start));
+  Metrics::Global().Add("rein_planner_calls_total", 1,
+                        absl::StrCat("stage=\"", stage, "\",code=\"", code, "\""));
+  if (status.ok()) {
+    const int64_t input = response->usage().input_tokens();
+    const int64_t output = response->usage().output_tokens();
+    Metrics::Global().Add("rein_planner_tokens_total", static_cast<double>(input),
+                          "direction=\"input\"");
+    Metrics::Global().Add("rein_planner_tokens_total", static_cast<double>(output),
+                          "direction=\"output\"");
+    LogInfo("planner call", {{"run_id", request.run_id()},
+                             {"stage", stage},
+                             {"code", code},
+                             {"duration_ms", millis},
+                             {"backend", response->backend()},
+                             {"input_tokens", absl::StrCat(input)},
+                             {"output_tokens", absl::StrCat(output)}});
+  } else {
+    LogWarning("planner call", {{"run_id", request.run_id()},
+                                {"stage", stage},
+                                {"code", code},
+                                {"duration_ms", millis},
+                                {"error", status.message()}});
+  }
+  return ToGrpcStatus(status);
+}
+
+}  // namespace
+
+grpc::Status PlannerService::Plan(grpc::ServerContext* context,
+                                  const rein::v1::PlanRequest* request,
+                                  rein::v1::PlanResponse* response) {
+  return Serve("plan", *context, *request, response, ValidatePlanRequest,
+               [this](const rein::v1::PlanRequest& r, absl::Time deadline) {
+                 return backend_->Plan(r, deadline);
+               });
+}
+
+grpc::Status PlannerService::Decide(grpc::ServerContext* context,
+                                    const rein::v1::DecideRequest* request,
+                                    rein::v1::DecideResponse* response) {
+  return Serve("decide", *context, *request, response, ValidateDecideRequest,
+               [this](const rein::v1::DecideRequest& r, absl::Time deadline) {
+                 return backend_->Decide(r, deadline);
+               });
+}
+
+grpc::Status PlannerService::Evaluate(grpc::ServerContext* context,
+                                      const rein::v1::EvaluateRequest* request,
+                                      rein::v1::EvaluateResponse* response) {
+  return Serve("evaluate", *context, *request, response, ValidateEvaluateRequest,
+               [this](const rein::v1::EvaluateRequest& r, absl::Time deadline) {
+                 return backend_->Evaluate(r, deadline);
+               });
+}
+
+}  // namespace rein
