@@ -1,0 +1,635 @@
+// reinctl's command line: parsing argv into a Command, and building requests from it (pure).
+#include "cli/args.h"
+
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
+
+namespace rein::cli {
+namespace {
+
+struct FlagDef {
+  const char* name;
+  bool takes_value;
+  bool repeatable;
+};
+
+struct SubcommandDef {
+  const char* name;
+  Subcommand subcommand;
+  bool takes_run_id;
+  std::vector<FlagDef> flags;
+  const char* usage;
+};
+
+const std::vector<SubcommandDef>& Subcommands() {
+  static const auto* const kDefs = new std::vector<SubcommandDef>{
+      {"start",
+       Subcommand::kStart,
+       false,
+       {{"goal", true, false},           {"goal_file", true, false},
+        {"spec", true, false},           {"workspace", true, false},
+        {"tools", true, true},           {"pause", true, true},
+        {"max_iterations", true, false}, {"deadline", true, false},
+        {"stage_timeout", true, false},  {"retry_budget", true, false},
+        {"token_budget", true, false},   {"on_stagnation", true, false},
+        {"no_pause_on_notes", false, false}, {"label", true, true},
+        {"request_id", true, false},     {"model", true, false},
+        {"watch", false, false},         {"json", false, false}},
+       "start --goal=TEXT | --goal_file=F [--spec=FILE.json] [--workspace=NAME]\n"
+       "      [--tools=a,b] [--pause=AFTER_PLAN,BEFORE_TOOL,BEFORE_MUTATING_TOOL,AFTER_EVALUATE]\n"
+       "      [--max_iterations=N] [--deadline=10m] [--stage_timeout=120s] [--retry_budget=N]\n"
+       "      [--token_budget=N] [--on_stagnation=REPLAN_THEN_PAUSE|PAUSE|FAIL]\n"
+       "      [--no_pause_on_notes] [--label=k=v ...] [--request_id=ID] [--model=M]\n"
+       "      [--watch] [--json]\n"
+       "    Starts a run and prints its id. --spec is a RunSpec in proto3 JSON; flags override\n"
+       "    it. --watch then watches the run (see watch)."},
+      {"watch",
+       Subcommand::kWatch,
+       true,
+       {{"after_seq", true, false}, {"json", false, false}},
+       "watch RUN_ID [--after_seq=N] [--json]\n"
+       "    Prints the run's events (replayed, then live) until it ends or waits for a review.\n"
+       "    --json prints one proto3-JSON RunEvent per line."},
+      {"approve",
+       Subcommand::kApprove,
+       true,
+       {{"version", true, false}, {"watch", false, false}, {"json", false, false}},
+       "approve RUN_ID [--version=V] [--watch]\n"
+       "    Approves a paused run. Without --version the run's current version is used."},
+      {"reject",
+       Subcommand::kReject,
+       true,
+       {{"feedback", true, false},
+        {"abort", false, false},
+        {"version", true, false},
+        {"watch", false, false},
+        {"json", false, false}},
+       "reject RUN_ID --feedback=TEXT [--abort] [--version=V] [--watch]\n"
+       "    Sends a paused run back to PLANNING with the feedback, or fails it with --abort."},
+      {"answer",
+       Subcommand::kAnswer,
+       true,
+       {{"text", true, false}, {"version", true, false}, {"watch", false, false},
+        {"json", false, false}},
+       "answer RUN_ID --text=TEXT [--version=V] [--watch]\n"
+       "    Answers the question of a run paused with NEED_HUMAN."},
+      {"edit-plan",
+       Subcommand::kEditPlan,
+       true,
+       {{"plan_file", true, false}, {"version", true, false}, {"watch", false, false},
+        {"json", false, false}},
+       "edit-plan RUN_ID --plan_file=F.json [--version=V] [--watch]\n"
+       "    Replaces the pending subtasks (top first) with F.json, a JSON array of SubTask."},
+      {"edit-call",
+       Subcommand::kEditCall,
+       true,
+       {{"tool", true, false},
+        {"args", true, false},
+        {"version", true, false},
+        {"watch", false, false},
+        {"json", false, false}},
+       "edit-call RUN_ID --tool=NAME --args='{\"path\":\"x\"}' [--version=V] [--watch]\n"
+       "    Replaces the pending tool call of a paused run, then lets it run."},
+      {"cancel",
+       Subcommand::kCancel,
+       true,
+       {{"reason", true, false}},
+       "cancel RUN_ID [--reason=TEXT]\n"
+       "    Cancels a run."},
+      {"list",
+       Subcommand::kList,
+       false,
+       {{"stage", true, false},
+        {"outcome", true, false},
+        {"page_size", true, false},
+        {"page_token", true, false},
+        {"all", false, false},
+        {"json", false, false}},
+       "list [--stage=PAUSED] [--outcome=GOAL_ACHIEVED] [--page_size=N] [--page_token=T] [--all]\n"
+       "     [--json]\n"
+       "    Lists runs, newest first. --all follows every page."},
+      {"show",
+       Subcommand::kShow,
+       true,
+       {{"json", false, false}},
+       "show RUN_ID [--json]\n"
+       "    Shows a run's spec, stage, pause, subtasks, recent actions, counters and outcome."},
+      {"export",
+       Subcommand::kExport,
+       true,
+       {{"out", true, false}},
+       "export RUN_ID --out=DIR\n"
+       "    Writes each state snapshot to DIR/<run_id>-<iteration>-v<version>.json."},
+  };
+  return *kDefs;
+}
+
+const SubcommandDef* FindSubcommand(absl::string_view name) {
+  for (const SubcommandDef& def : Subcommands()) {
+    if (name == def.name) return &def;
+  }
+  return nullptr;
+}
+
+absl::Status UsageError(absl::string_view message) {
+  return absl::InvalidArgumentError(message);
+}
+
+// The values given for each flag, in order; booleans get "true"/"false".
+using FlagValues = std::map<std::string, std::vector<std::string>>;
+
+std::optional<std::string> Last(const FlagValues& values, const std::string& name) {
+  auto it = values.find(name);
+  if (it == values.end() || it->second.empty()) return std::nullopt;
+  return it->second.back();
+}
+
+absl::StatusOr<bool> ParseBool(absl::string_view flag, absl::string_view value) {
+  std::string lower = absl::AsciiStrToLower(value);
+  if (lower == "true" || lower == "1" || lower == "yes") return true;
+  if (lower == "false" || lower == "0" || lower == "no") return false;
+  return UsageError(absl::StrCat("--", flag, ": \"", value, "\" is not a boolean"));
+}
+
+template <typename Int>
+absl::StatusOr<Int> ParseInt(absl::string_view flag, absl::string_view value, Int min) {
+  Int parsed;
+  if (!absl::SimpleAtoi(value, &parsed)) {
+    return UsageError(absl::StrCat("--", flag, ": \"", value, "\" is not an integer"));
+  }
+  if (parsed < min) {
+    return UsageError(absl::StrCat("--", flag, ": ", parsed, " is below the minimum ", min));
+  }
+  return parsed;
+}
+
+absl::StatusOr<absl::Duration> ParsePositiveDuration(absl::string_view flag,
+                                                     absl::string_view value) {
+  absl::Duration parsed;
+  if (!absl::ParseDuration(value, &parsed) || parsed == absl::InfiniteDuration()) {
+    return UsageError(absl::StrCat("--", flag, ": \"", value,
+                                   "\" is not a duration (e.g. 500ms, 90s, 10m, 1h)"));
+  }
+  if (parsed <= absl::ZeroDuration()) {
+    return UsageError(absl::StrCat("--", flag, ": the duration must be positive"));
+  }
+  return parsed;
+}
+
+// Parses an enum value by its proto name, case-insensitively; *_UNSPECIFIED is refused.
+template <typename Enum>
+absl::StatusOr<Enum> ParseEnum(absl::string_view flag, absl::string_view value,
+                               const google::protobuf::EnumDescriptor* descriptor) {
+  std::string upper = absl::AsciiStrToUpper(absl::StripAsciiWhitespace(value));
+  const google::protobuf::EnumValueDescriptor* found = descriptor->FindValueByName(upper);
+  if (found == nullptr || found->number() == 0) {
+    std::vector<std::string> names;
+    for (int i = 0; i < descriptor->value_count(); ++i) {
+      if (descriptor->value(i)->number() != 0) names.push_back(descriptor->value(i)->name());
+    }
+    return UsageError(absl::StrCat("--", flag, ": \"", value, "\" is not a ",
+                                   descriptor->name(), " (one of ", absl::StrJoin(names, ", "),
+                                   ")"));
+  }
+  return static_cast<Enum>(found->number());
+}
+
+std::vector<std::string> SplitList(const std::vector<std::string>& values) {
+  std::vector<std::string> items;
+  for (const std::string& value : values) {
+    for (absl::string_view item : absl::StrSplit(value, ',')) {
+      item = absl::StripAsciiWhitespace(item);
+      if (!item.empty()) items.emplace_back(item);
+    }
+  }
+  return items;
+}
+
+absl::Status ParseStartFlags(const FlagValues& values, StartOptions& start) {
+  start.goal = Last(values, "goal");
+  start.goal_file = Last(values, "goal_file");
+  start.spec_file = Last(values, "spec");
+  start.workspace = Last(values, "workspace");
+  start.model = Last(values, "model");
+  start.request_id = Last(values, "request_id").value_or("");
+  if (start.goal.has_value() && start.goal_file.has_value()) {
+    return UsageError("--goal and --goal_file: give only one of them");
+  }
+  if (!start.goal.has_value() && !start.goal_file.has_value() && !start.spec_file.has_value()) {
+    return UsageError("start needs --goal, --goal_file or --spec");
+  }
+  if (start.goal.has_value() && absl::StripAsciiWhitespace(*start.goal).empty()) {
+    return UsageError("--goal: the goal is empty");
+  }
+  if (auto it = values.find("tools"); it != values.end()) start.tools = SplitList(it->second);
+  if (auto it = values.find("pause"); it != values.end()) {
+    std::vector<v1::PausePoint> points;
+    for (const std::string& name : SplitList(it->second)) {
+      absl::StatusOr<v1::PausePoint> point =
+          ParseEnum<v1::PausePoint>("pause", name, v1::PausePoint_descriptor());
+      if (!point.ok()) return point.status();
+      points.push_back(*point);
+    }
+    start.pause_points = std::move(points);
+  }
+  if (auto value = Last(values, "max_iterations")) {
+    absl::StatusOr<int32_t> parsed = ParseInt<int32_t>("max_iterations", *value, 1);
+    if (!parsed.ok()) return parsed.status();
+    start.max_iterations = *parsed;
+  }
+  if (auto value = Last(values, "retry_budget")) {
+    absl::StatusOr<int32_t> parsed = ParseInt<int32_t>("retry_budget", *value, -1);
+    if (!parsed.ok()) return parsed.status();
+    start.retry_budget = *parsed;
+  }
+  if (auto value = Last(values, "token_budget")) {
+    absl::StatusOr<int64_t> parsed = ParseInt<int64_t>("token_budget", *value, 0);
+    if (!parsed.ok()) return parsed.status();
+    start.token_budget = *parsed;
+  }
+  if (auto value = Last(values, "deadline")) {
+    absl::StatusOr<absl::Duration> parsed = ParsePositiveDuration("deadline", *value);
+    if (!parsed.ok()) return parsed.status();
+    start.deadline = *parsed;
+  }
+  if (auto value = Last(values, "stage_timeout")) {
+    absl::StatusOr<absl::Duration> parsed = ParsePositiveDuration("stage_timeout", *value);
+    if (!parsed.ok()) return parsed.status();
+    start.stage_timeout = *parsed;
+  }
+  if (auto value = Last(values, "on_stagnation")) {
+    absl::StatusOr<v1::OnStagnation> parsed =
+        ParseEnum<v1::OnStagnation>("on_stagnation", *value, v1::OnStagnation_descriptor());
+    if (!parsed.ok()) return parsed.status();
+    start.on_stagnation = *parsed;
+  }
+  if (auto value = Last(values, "no_pause_on_notes")) start.no_pause_on_notes = *value == "true";
+  if (auto it = values.find("label"); it != values.end()) {
+    std::set<std::string> seen;
+    for (const std::string& label : it->second) {
+      std::pair<std::string, std::string> kv =
+          absl::StrSplit(label, absl::MaxSplits('=', 1));
+      if (kv.first.empty() || !absl::StrContains(label, '=')) {
+        return UsageError(absl::StrCat("--label: \"", label, "\" is not KEY=VALUE"));
+      }
+      if (!seen.insert(kv.first).second) {
+        return UsageError(absl::StrCat("--label: key \"", kv.first, "\" given twice"));
+      }
+      start.labels.push_back(std::move(kv));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequireNonEmpty(const FlagValues& values, const char* flag, std::string& out,
+                             absl::string_view subcommand) {
+  std::optional<std::string> value = Last(values, flag);
+  if (!value.has_value()) {
+    return UsageError(absl::StrCat(subcommand, " needs --", flag));
+  }
+  if (absl::StripAsciiWhitespace(*value).empty()) {
+    return UsageError(absl::StrCat("--", flag, ": the value is empty"));
+  }
+  out = *value;
+  return absl::OkStatus();
+}
+
+absl::Status ParseSubcommandFlags(const SubcommandDef& def, const FlagValues& values,
+                                  Command& command) {
+  command.watch = Last(values, "watch") == std::optional<std::string>("true");
+  command.json = Last(values, "json") == std::optional<std::string>("true");
+  if (auto value = Last(values, "version")) {
+    absl::StatusOr<int64_t> parsed = ParseInt<int64_t>("version", *value, 0);
+    if (!parsed.ok()) return parsed.status();
+    command.expected_version = *parsed;
+  }
+  switch (def.subcommand) {
+    case Subcommand::kStart:
+      return ParseStartFlags(values, command.start);
+    case Subcommand::kWatch:
+      if (auto value = Last(values, "after_seq")) {
+        absl::StatusOr<int64_t> parsed = ParseInt<int64_t>("after_seq", *value, 0);
+        if (!parsed.ok()) return parsed.status();
+        command.after_seq = *parsed;
+      }
+      return absl::OkStatus();
+    case Subcommand::kApprove:
+      return absl::OkStatus();
+    case Subcommand::kReject:
+      command.abort = Last(values, "abort") == std::optional<std::string>("true");
+      return RequireNonEmpty(values, "feedback", command.feedback, def.name);
+    case Subcommand::kAnswer:
+      return RequireNonEmpty(values, "text", command.text, def.name);
+    case Subcommand::kEditPlan:
+      return RequireNonEmpty(values, "plan_file", command.plan_file, def.name);
+    case Subcommand::kEditCall: {
+      absl::Status status = RequireNonEmpty(values, "tool", command.tool, def.name);
+      if (!status.ok()) return status;
+      status = RequireNonEmpty(values, "args", command.args_json, def.name);
+      if (!status.ok()) return status;
+      nlohmann::json parsed = nlohmann::json::parse(command.args_json, /*cb=*/nullptr,
+                                                    /*allow_exceptions=*/false);
+      if (parsed.is_discarded()) return UsageError("--args: not valid JSON");
+      if (!parsed.is_object()) return UsageError("--args: must be a JSON object");
+      return absl::OkStatus();
+    }
+    case Subcommand::kCancel:
+      command.reason = Last(values, "reason").value_or("");
+      return absl::OkStatus();
+    case Subcommand::kList:
+      if (auto value = Last(values, "stage")) {
+        absl::StatusOr<v1::Stage> parsed =
+            ParseEnum<v1::Stage>("stage", *value, v1::Stage_descriptor());
+        if (!parsed.ok()) return parsed.status();
+        command.stage_filter = *parsed;
+      }
+      if (auto value = Last(values, "outcome")) {
+        absl::StatusOr<v1::TerminationReason> parsed = ParseEnum<v1::TerminationReason>(
+            "outcome", *value, v1::TerminationReason_descriptor());
+        if (!parsed.ok()) return parsed.status();
+        command.outcome_filter = *parsed;
+      }
+      if (auto value = Last(values, "page_size")) {
+        absl::StatusOr<int32_t> parsed = ParseInt<int32_t>("page_size", *value, 1);
+        if (!parsed.ok()) return parsed.status();
+        command.page_size = *parsed;
+      }
+      command.page_token = Last(values, "page_token").value_or("");
+      command.all_pages = Last(values, "all") == std::optional<std::string>("true");
+      return absl::OkStatus();
+    case Subcommand::kShow:
+      return absl::OkStatus();
+    case Subcommand::kExport:
+      return RequireNonEmpty(values, "out", command.out_dir, def.name);
+    case Subcommand::kHelp:
+      break;
+  }
+  return absl::OkStatus();
+}
+
+// Splits "--name=value" / "--name" / "-name" into name and optional value.
+std::pair<std::string, std::optional<std::string>> SplitFlag(absl::string_view token) {
+  token.remove_prefix(absl::StartsWith(token, "--") ? 2 : 1);
+  size_t eq = token.find('=');
+  if (eq == absl::string_view::npos) return {std::string(token), std::nullopt};
+  return {std::string(token.substr(0, eq)), std::string(token.substr(eq + 1))};
+}
+
+bool IsFlag(absl::string_view token) { return token.size() > 1 && token[0] == '-'; }
+
+}  // namespace
+
+absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args) {
+  Command command;
+  size_t i = 0;
+  // Global flags before the subcommand.
+  for (; i < args.size() && IsFlag(args[i]); ++i) {
+    auto [name, value] = SplitFlag(args[i]);
+    if (name == "help" || name == "h") {
+      command.subcommand = Subcommand::kHelp;
+      return command;
+    }
+    if (name != "router") {
+      return UsageError(absl::StrCat("unknown flag --", name,
+                                     " (flags other than --router go after the subcommand)"));
+    }
+    if (!value.has_value()) {
+      if (i + 1 >= args.size()) return UsageError("--router needs a value");
+      value = args[++i];
+    }
+    if (value->empty()) return UsageError("--router: the target is empty");
+    command.router = *value;
+  }
+  if (i >= args.size()) {
+    return UsageError("missing subcommand (run `reinctl help`)");
+  }
+  const std::string& name = args[i++];
+  if (name == "help") {
+    command.subcommand = Subcommand::kHelp;
+    if (i < args.size()) {
+      if (FindSubcommand(args[i]) == nullptr) {
+        return UsageError(absl::StrCat("help: unknown subcommand \"", args[i], "\""));
+      }
+      command.help_topic = args[i];
+    }
+    return command;
+  }
+  const SubcommandDef* def = FindSubcommand(name);
+  if (def == nullptr) {
+    return UsageError(absl::StrCat("unknown subcommand \"", name, "\" (run `reinctl help`)"));
+  }
+  command.subcommand = def->subcommand;
+
+  FlagValues values;
+  std::vector<std::string> positional;
+  bool flags_done = false;
+  for (; i < args.size(); ++i) {
+    const std::string& token = args[i];
+    if (flags_done || !IsFlag(token)) {
+      positional.push_back(token);
+      continue;
+    }
+    if (token == "--") {
+      flags_done = true;
+      continue;
+    }
+    auto [flag, value] = SplitFlag(token);
+    if (flag == "help" || flag == "h") {
+      command.subcommand = Subcommand::kHelp;
+      command.help_topic = def->name;
+      return command;
+    }
+    bool takes_value = true;
+    bool repeatable = false;
+    if (flag != "router") {
+      const FlagDef* found = nullptr;
+      for (const FlagDef& candidate : def->flags) {
+        if (flag == candidate.name) found = &candidate;
+      }
+      if (found == nullptr) {
+        return UsageError(absl::StrCat("unknown flag --", flag, " for ", def->name));
+      }
+      takes_value = found->takes_value;
+      repeatable = found->repeatable;
+    }
+    if (takes_value) {
+      if (!value.has_value()) {
+        if (i + 1 >= args.size()) return UsageError(absl::StrCat("--", flag, " needs a value"));
+        value = args[++i];
+      }
+    } else {
+      bool on = true;
+      if (value.has_value()) {
+        absl::StatusOr<bool> parsed = ParseBool(flag, *value);
+        if (!parsed.ok()) return parsed.status();
+        on = *parsed;
+      }
+      value = on ? "true" : "false";
+    }
+    std::vector<std::string>& slot = values[flag];
+    if (!repeatable && !slot.empty() && flag != "router") {
+      return UsageError(absl::StrCat("--", flag, " given twice"));
+    }
+    slot.push_back(*value);
+  }
+  if (auto router = Last(values, "router")) {
+    if (router->empty()) return UsageError("--router: the target is empty");
+    command.router = *router;
+  }
+
+  if (def->takes_run_id) {
+    if (positional.empty()) return UsageError(absl::StrCat(def->name, " needs RUN_ID"));
+    if (positional[0].empty()) return UsageError(absl::StrCat(def->name, ": RUN_ID is empty"));
+    command.run_id = positional[0];
+    positional.erase(positional.begin());
+  }
+  if (!positional.empty()) {
+    return UsageError(
+        absl::StrCat(def->name, ": unexpected argument \"", positional[0], "\""));
+  }
+  absl::Status status = ParseSubcommandFlags(*def, values, command);
+  if (!status.ok()) return status;
+  return command;
+}
+
+std::string Usage(absl::string_view topic) {
+  std::string out;
+  if (topic.empty()) {
+    out =
+        "reinctl: the command-line client of the rein router.\n\n"
+        "usage: reinctl [--router=TARGET] SUBCOMMAND [ARGS] [FLAGS]\n"
+        "  --router=TARGET   the router's gRPC target (default 127.0.0.1:50051); may also\n"
+        "                    follow the subcommand\n\n"
+        "Enum values are the proto names, case-insensitive. Durations: 500ms, 90s, 10m, 1h.\n"
+        "Exit codes: 0 finished, 1 failed or cancelled, 2 usage error, 3 paused for review,\n"
+        "4 error talking to the router.\n\nsubcommands:\n";
+  }
+  for (const SubcommandDef& def : Subcommands()) {
+    if (!topic.empty() && topic != def.name) continue;
+    absl::StrAppend(&out, "  ", def.usage, "\n");
+  }
+  if (topic.empty()) absl::StrAppend(&out, "  help [SUBCOMMAND]\n    Prints this help.\n");
+  return out;
+}
+
+namespace {
+
+void SetDuration(absl::Duration duration, google::protobuf::Duration* out) {
+  int64_t seconds = absl::IDivDuration(duration, absl::Seconds(1), &duration);
+  out->set_seconds(seconds);
+  out->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(duration)));
+}
+
+}  // namespace
+
+absl::StatusOr<v1::RunSpec> BuildRunSpec(const StartOptions& options,
+                                         absl::string_view spec_json,
+                                         std::optional<std::string> goal_file_text) {
+  v1::RunSpec spec;
+  if (!spec_json.empty()) {
+    google::protobuf::util::JsonParseOptions parse_options;
+    auto status = google::protobuf::util::JsonStringToMessage(
+        google::protobuf::StringPiece(spec_json.data(), spec_json.size()), &spec,
+        parse_options);
+    if (!status.ok()) {
+      return UsageError(absl::StrCat("--spec: not a RunSpec in proto3 JSON: ",
+                                     std::string(status.message())));
+    }
+  }
+  if (options.goal.has_value()) {
+    spec.set_goal(*options.goal);
+  } else if (goal_file_text.has_value()) {
+    if (absl::StripAsciiWhitespace(*goal_file_text).empty()) {
+      return UsageError("--goal_file: the file is empty");
+    }
+    spec.set_goal(*goal_file_text);
+  }
+  if (absl::StripAsciiWhitespace(spec.goal()).empty()) {
+    return UsageError("--spec: the spec has no goal; give --goal or --goal_file");
+  }
+  if (options.workspace.has_value()) spec.set_workspace(*options.workspace);
+  if (options.tools.has_value()) {
+    spec.clear_tools();
+    for (const std::string& tool : *options.tools) spec.add_tools(tool);
+  }
+  if (options.pause_points.has_value()) {
+    spec.clear_pause_points();
+    for (v1::PausePoint point : *options.pause_points) spec.add_pause_points(point);
+  }
+  v1::Limits* limits = spec.mutable_limits();
+  if (options.max_iterations.has_value()) limits->set_max_iterations(*options.max_iterations);
+  if (options.deadline.has_value()) SetDuration(*options.deadline, limits->mutable_deadline());
+  if (options.stage_timeout.has_value()) {
+    SetDuration(*options.stage_timeout, limits->mutable_stage_timeout());
+  }
+  if (options.retry_budget.has_value()) limits->set_retry_budget(*options.retry_budget);
+  if (options.token_budget.has_value()) limits->set_token_budget(*options.token_budget);
+  if (options.on_stagnation.has_value()) limits->set_on_stagnation(*options.on_stagnation);
+  if (options.no_pause_on_notes) spec.set_pause_on_notes(false);
+  for (const auto& [key, value] : options.labels) (*spec.mutable_labels())[key] = value;
+  if (options.model.has_value()) spec.mutable_model()->set_model(*options.model);
+  return spec;
+}
+
+absl::StatusOr<std::vector<v1::SubTask>> ParsePlanJson(absl::string_view json) {
+  nlohmann::json parsed = nlohmann::json::parse(json.begin(), json.end(), /*cb=*/nullptr,
+                                                /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return UsageError("--plan_file: not valid JSON");
+  if (!parsed.is_array()) return UsageError("--plan_file: must be a JSON array of SubTask");
+  std::vector<v1::SubTask> subtasks;
+  for (size_t i = 0; i < parsed.size(); ++i) {
+    if (!parsed[i].is_object()) {
+      return UsageError(absl::StrCat("--plan_file: element ", i, " is not a JSON object"));
+    }
+    std::string text = parsed[i].dump();
+    v1::SubTask subtask;
+    auto status = google::protobuf::util::JsonStringToMessage(text, &subtask);
+    if (!status.ok()) {
+      return UsageError(absl::StrCat("--plan_file: element ", i, " is not a SubTask: ",
+                                     std::string(status.message())));
+    }
+    subtasks.push_back(std::move(subtask));
+  }
+  return subtasks;
+}
+
+absl::StatusOr<v1::Review> BuildReview(const Command& command,
+                                       const std::vector<v1::SubTask>& plan) {
+  v1::Review review;
+  switch (command.subcommand) {
+    case Subcommand::kApprove:
+      review.mutable_approve();
+      return review;
+    case Subcommand::kReject:
+      review.mutable_reject()->set_feedback(command.feedback);
+      review.mutable_reject()->set_abort(command.abort);
+      return review;
+    case Subcommand::kAnswer:
+      review.mutable_answer()->set_text(command.text);
+      return review;
+    case Subcommand::kEditPlan:
+      for (const v1::SubTask& subtask : plan) *review.mutable_edit_plan()->add_subtasks() = subtask;
+      review.mutable_edit_plan();
+      return review;
+    case Subcommand::kEditCall:
+      review.mutable_edit_tool_call()->set_tool(command.tool);
+      review.mutable_edit_tool_call()->set_args_json(command.args_json);
+      return review;
+    default:
+      return absl::InvalidArgumentError("not a review subcommand");
+  }
+}
+
+}  // namespace rein::cli

@@ -1,0 +1,120 @@
+// reinctl's command line: parsing argv into a Command, and building requests from it (pure).
+#ifndef REIN_CLI_ARGS_H_
+#define REIN_CLI_ARGS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "rein/v1/router.pb.h"
+#include "rein/v1/types.pb.h"
+
+namespace rein::cli {
+
+inline constexpr char kDefaultRouter[] = "127.0.0.1:50051";
+
+enum class Subcommand {
+  kHelp,
+  kStart,
+  kWatch,
+  kApprove,
+  kReject,
+  kAnswer,
+  kEditPlan,
+  kEditCall,
+  kCancel,
+  kList,
+  kShow,
+  kExport,
+};
+
+// The `start` flags as given; unset fields leave the --spec file (or the router's default) alone.
+struct StartOptions {
+  std::optional<std::string> goal;
+  std::optional<std::string> goal_file;
+  std::optional<std::string> spec_file;
+  std::optional<std::string> workspace;
+  std::optional<std::vector<std::string>> tools;
+  std::optional<std::vector<v1::PausePoint>> pause_points;
+  std::optional<int32_t> max_iterations;
+  std::optional<absl::Duration> deadline;
+  std::optional<absl::Duration> stage_timeout;
+  std::optional<int32_t> retry_budget;
+  std::optional<int64_t> token_budget;
+  std::optional<v1::OnStagnation> on_stagnation;
+  bool no_pause_on_notes = false;
+  std::vector<std::pair<std::string, std::string>> labels;  // in the order given
+  std::optional<std::string> model;
+  std::string request_id;
+};
+
+// One parsed invocation of reinctl. Only the fields of `subcommand` are meaningful.
+struct Command {
+  Subcommand subcommand = Subcommand::kHelp;
+  std::string router = kDefaultRouter;
+  // For kHelp: the subcommand asked about ("" = all).
+  std::string help_topic;
+
+  std::string run_id;
+  bool watch = false;  // start and the reviews: watch afterwards
+  bool json = false;   // start, watch, list, show
+
+  StartOptions start;
+
+  // watch
+  int64_t after_seq = 0;
+
+  // Reviews. Without `expected_version` the current state.version is fetched first.
+  std::optional<int64_t> expected_version;
+  std::string feedback;   // reject
+  bool abort = false;     // reject
+  std::string text;       // answer
+  std::string plan_file;  // edit-plan
+  std::string tool;       // edit-call
+  std::string args_json;  // edit-call, validated to be a JSON object
+
+  // cancel
+  std::string reason;
+
+  // list
+  v1::Stage stage_filter = v1::STAGE_UNSPECIFIED;
+  v1::TerminationReason outcome_filter = v1::TERMINATION_REASON_UNSPECIFIED;
+  int32_t page_size = 0;
+  std::string page_token;
+  bool all_pages = false;
+
+  // export
+  std::string out_dir;
+};
+
+// Parses reinctl's arguments (without argv[0]). `--router` is accepted before or after the
+// subcommand; flags are `--name=value` or `--name value`. Errors are INVALID_ARGUMENT with a
+// message naming the offending flag, argument or subcommand.
+absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args);
+
+// Usage of every subcommand, or of one (`topic`, e.g. "start"); "" = all.
+std::string Usage(absl::string_view topic = "");
+
+// Builds the RunSpec of `start`: the --spec file's RunSpec (`spec_json`, proto3 JSON; empty
+// when no --spec) with every given flag applied over it. `goal_file_text` is the content of
+// --goal_file when given. Errors are INVALID_ARGUMENT naming the flag.
+absl::StatusOr<v1::RunSpec> BuildRunSpec(const StartOptions& options,
+                                         absl::string_view spec_json,
+                                         std::optional<std::string> goal_file_text);
+
+// Parses an edit-plan file: a JSON array of SubTask in proto3 JSON.
+absl::StatusOr<std::vector<v1::SubTask>> ParsePlanJson(absl::string_view json);
+
+// Builds the Review of a review subcommand (approve, reject, answer, edit-plan, edit-call).
+// `plan` is the parsed --plan_file for edit-plan.
+absl::StatusOr<v1::Review> BuildReview(const Command& command,
+                                       const std::vector<v1::SubTask>& plan);
+
+}  // namespace rein::cli
+
+#endif  // REIN_CLI_ARGS_H_

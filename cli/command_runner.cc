@@ -1,0 +1,438 @@
+// Runs one parsed reinctl command against a Router stub and maps the outcome to an exit code.
+#include "cli/command_runner.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "cli/format.h"
+#include "common/grpc_status.h"
+#include "grpcpp/client_context.h"
+
+namespace rein::cli {
+namespace {
+
+constexpr char kClearLine[] = "\r\033[K";
+constexpr int kMaxListPages = 100000;
+
+bool IsTerminal(v1::Stage stage) {
+  return stage == v1::FINISHED || stage == v1::FAILED || stage == v1::CANCELLED;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFileForFlag(absl::string_view flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": cannot read ", path, ": ", std::strerror(errno)));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": error reading ", path));
+  }
+  return text.str();
+}
+
+CommandRunner::CommandRunner(v1::Router::StubInterface* stub, std::ostream& out,
+                             std::ostream& err, RunnerOptions options)
+    : stub_(stub), out_(out), err_(err), options_(std::move(options)) {}
+
+int CommandRunner::Run(const Command& command) {
+  router_flag_ =
+      command.router == kDefaultRouter ? "" : absl::StrCat(" --router=", command.router);
+  switch (command.subcommand) {
+    case Subcommand::kHelp:
+      out_ << Usage(command.help_topic);
+      return kExitFinished;
+    case Subcommand::kStart:
+      return Start(command);
+    case Subcommand::kWatch:
+      return Watch(command.run_id, command.after_seq, /*min_version=*/0, command.json);
+    case Subcommand::kApprove:
+    case Subcommand::kReject:
+    case Subcommand::kAnswer:
+    case Subcommand::kEditPlan:
+    case Subcommand::kEditCall:
+      return Review(command);
+    case Subcommand::kCancel:
+      return Cancel(command);
+    case Subcommand::kList:
+      return List(command);
+    case Subcommand::kShow:
+      return Show(command);
+    case Subcommand::kExport:
+      return Export(command);
+  }
+  return UsageError("unknown subcommand");
+}
+
+void CommandRunner::SetDeadline(grpc::ClientContext& context, absl::Duration timeout) const {
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout)));
+}
+
+grpc::Status CommandRunner::GetRun(const std::string& run_id, v1::Run* run) {
+  grpc::ClientContext context;
+  SetDeadline(context, options_.rpc_timeout);
+  v1::GetRunRequest request;
+  request.set_run_id(run_id);
+  return stub_->GetRun(&context, request, run);
+}
+
+int CommandRunner::RpcError(absl::string_view rpc, const grpc::Status& status) {
+  err_ << "reinctl: " << rpc << ": "
+       << StatusCodeName(static_cast<absl::StatusCode>(status.error_code())) << ": "
+       << status.error_message() << "\n";
+  return kExitRpcError;
+}
+
+int CommandRunner::UsageError(absl::string_view message) {
+  err_ << "reinctl: " << message << "\n";
+  return kExitUsage;
+}
+
+int CommandRunner::Start(const Command& command) {
+  std::string spec_json;
+  if (command.start.spec_file.has_value()) {
+    absl::StatusOr<std::string> text = ReadFileForFlag("spec", *command.start.spec_file);
+    if (!text.ok()) return UsageError(text.status().message());
+    spec_json = std::move(*text);
+    if (spec_json.empty()) return UsageError("--spec: the file is empty");
+  }
+  std::optional<std::string> goal_text;
+  if (command.start.goal_file.has_value()) {
+    absl::StatusOr<std::string> text = ReadFileForFlag("goal_file", *command.start.goal_file);
+    if (!text.ok()) return UsageError(text.status().message());
+    goal_text = std::move(*text);
+  }
+  absl::StatusOr<v1::RunSpec> spec = BuildRunSpec(command.start, spec_json, goal_text);
+  if (!spec.ok()) return UsageError(spec.status().message());
+
+  v1::StartRunRequest request;
+  *request.mutable_spec() = std::move(*spec);
+  request.set_request_id(command.start.request_id);
+  v1::Run run;
+  grpc::ClientContext context;
+  SetDeadline(context, options_.rpc_timeout);
+  grpc::Status status = stub_->StartRun(&context, request, &run);
+  if (!status.ok()) return RpcError("StartRun", status);
+  if (command.json) {
+    out_ << JsonLine(run) << "\n";
+  } else {
+    out_ << run.run_id() << "\n";
+  }
+  out_.flush();
+  if (!command.watch) return kExitFinished;
+  return Watch(run.run_id(), /*after_seq=*/0, /*min_version=*/0, command.json);
+}
+
+int CommandRunner::Conclude(const v1::Run& run, bool json) {
+  std::ostream& text_out = json ? err_ : out_;
+  if (run.state().stage() == v1::PAUSED) {
+    text_out << ReviewHint(run, router_flag_);
+    text_out.flush();
+    return kExitPaused;
+  }
+  text_out << FinalReport(run);
+  text_out.flush();
+  const v1::Stage status = run.state().outcome().status() != v1::STAGE_UNSPECIFIED
+                               ? run.state().outcome().status()
+                               : run.state().stage();
+  return status == v1::FINISHED ? kExitFinished : kExitFailed;
+}
+
+int CommandRunner::Watch(const std::string& run_id, int64_t after_seq, int64_t min_version,
+                         bool json) {
+  v1::Run run;
+  grpc::Status status = GetRun(run_id, &run);
+  if (!status.ok()) return RpcError("GetRun", status);
+  const bool initially_paused = run.state().stage() == v1::PAUSED;
+
+  grpc::ClientContext context;
+  v1::WatchRunRequest request;
+  request.set_run_id(run_id);
+  request.set_after_seq(after_seq);
+  std::unique_ptr<grpc::ClientReaderInterface<v1::RunEvent>> reader =
+      stub_->WatchRun(&context, request);
+
+  // Shared with the ticker thread, which redraws the progress line and notices a run that
+  // was already waiting when nothing arrives.
+  absl::Mutex mu;
+  bool done = false;
+  bool any_event = false;
+  bool idle_cancelled = false;
+  bool progress_shown = false;
+  Progress progress = ProgressOf(run, absl::Now());
+  const absl::Time opened = absl::Now();
+  auto draw_progress = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (!options_.live_progress) return;
+    if (!IsTerminal(progress.stage)) {
+      progress.elapsed = ProgressOf(run, absl::Now()).elapsed;
+    }
+    err_ << kClearLine << ProgressLine(progress) << std::flush;
+    progress_shown = true;
+  };
+  auto clear_progress = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (progress_shown) err_ << kClearLine << std::flush;
+    progress_shown = false;
+  };
+  std::thread ticker;
+  if (options_.live_progress || initially_paused) {
+    ticker = std::thread([&] {
+      absl::MutexLock lock(&mu);
+      while (!done) {
+        mu.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(1) < options_.paused_idle_grace
+                                                        ? absl::Seconds(1)
+                                                        : options_.paused_idle_grace);
+        if (done) break;
+        if (initially_paused && !any_event && absl::Now() - opened >= options_.paused_idle_grace) {
+          idle_cancelled = true;
+          context.TryCancel();
+          break;
+        }
+        draw_progress();
+      }
+    });
+  }
+  {
+    absl::MutexLock lock(&mu);
+    draw_progress();
+  }
+
+  bool ended = false;   // a finished event arrived
+  bool waiting = false; // the run is PAUSED with nothing after the last event
+  int rpc_failure = 0;
+  v1::RunEvent event;
+  while (reader->Read(&event)) {
+    {
+      absl::MutexLock lock(&mu);
+      any_event = true;
+      if (event.version() < min_version) continue;
+      clear_progress();
+      out_ << (json ? JsonLine(event) : EventLine(event)) << "\n" << std::flush;
+      if (event.has_stage_changed()) progress.stage = event.stage_changed().to();
+    }
+    if (event.has_finished()) {
+      ended = true;
+      break;
+    }
+    if (event.has_paused() || (options_.live_progress && event.has_stage_changed())) {
+      v1::Run latest;
+      grpc::Status get_status = GetRun(run_id, &latest);
+      if (!get_status.ok()) {
+        if (event.has_paused()) {
+          rpc_failure = RpcError("GetRun", get_status);
+          break;
+        }
+      } else {
+        absl::MutexLock lock(&mu);
+        run = latest;
+        progress = ProgressOf(run, absl::Now());
+        if (event.has_paused() && latest.state().stage() == v1::PAUSED &&
+            latest.state().version() <= event.version()) {
+          waiting = true;
+          break;
+        }
+      }
+    }
+    absl::MutexLock lock(&mu);
+    draw_progress();
+  }
+  {
+    absl::MutexLock lock(&mu);
+    done = true;
+    clear_progress();
+  }
+  if (ticker.joinable()) ticker.join();
+  if (ended || waiting || rpc_failure != 0) context.TryCancel();
+  grpc::Status finish = reader->Finish();
+  if (rpc_failure != 0) return rpc_failure;
+
+  if (!ended && !waiting && !idle_cancelled && !finish.ok()) {
+    return RpcError("WatchRun", finish);
+  }
+  if (!waiting) {
+    // The final report (or a run that waits although its stream ended) needs the state.
+    status = GetRun(run_id, &run);
+    if (!status.ok()) return RpcError("GetRun", status);
+  }
+  if (run.state().stage() == v1::PAUSED || IsTerminal(run.state().stage())) {
+    return Conclude(run, json);
+  }
+  err_ << "reinctl: WatchRun: the stream ended while the run is "
+       << v1::Stage_Name(run.state().stage()) << "; watch again with: reinctl" << router_flag_
+       << " watch " << run_id << "\n";
+  return kExitRpcError;
+}
+
+int CommandRunner::Review(const Command& command) {
+  std::vector<v1::SubTask> plan;
+  if (command.subcommand == Subcommand::kEditPlan) {
+    absl::StatusOr<std::string> text = ReadFileForFlag("plan_file", command.plan_file);
+    if (!text.ok()) return UsageError(text.status().message());
+    absl::StatusOr<std::vector<v1::SubTask>> parsed = ParsePlanJson(*text);
+    if (!parsed.ok()) return UsageError(parsed.status().message());
+    plan = std::move(*parsed);
+  }
+  absl::StatusOr<v1::Review> review = BuildReview(command, plan);
+  if (!review.ok()) return UsageError(review.status().message());
+  review->set_reviewer(options_.reviewer);
+
+  v1::ResumeRunRequest request;
+  request.set_run_id(command.run_id);
+  if (command.expected_version.has_value()) {
+    request.set_expected_version(*command.expected_version);
+  } else {
+    v1::Run current;
+    grpc::Status status = GetRun(command.run_id, &current);
+    if (!status.ok()) return RpcError("GetRun", status);
+    if (current.state().stage() != v1::PAUSED) {
+      err_ << "reinctl: run " << command.run_id << " is "
+           << v1::Stage_Name(current.state().stage()) << ", not PAUSED; sending the review anyway\n";
+    }
+    request.set_expected_version(current.state().version());
+  }
+  *request.mutable_review() = std::move(*review);
+
+  v1::Run run;
+  grpc::ClientContext context;
+  SetDeadline(context, options_.rpc_timeout);
+  grpc::Status status = stub_->ResumeRun(&context, request, &run);
+  if (!status.ok()) {
+    if (status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+      err_ << "reinctl: the run changed since version " << request.expected_version()
+           << " (or is not paused); check it with: reinctl" << router_flag_ << " show "
+           << command.run_id << "\n";
+    }
+    return RpcError("ResumeRun", status);
+  }
+  if (command.json) {
+    out_ << JsonLine(run) << "\n";
+  } else {
+    out_ << "run " << run.run_id() << ": " << v1::Stage_Name(run.state().stage()) << " (version "
+         << run.state().version() << ")\n";
+  }
+  out_.flush();
+  if (!command.watch) return kExitFinished;
+  return Watch(run.run_id(), /*after_seq=*/0, /*min_version=*/run.state().version(),
+               command.json);
+}
+
+int CommandRunner::Cancel(const Command& command) {
+  v1::CancelRunRequest request;
+  request.set_run_id(command.run_id);
+  request.set_reason(command.reason);
+  v1::Run run;
+  grpc::ClientContext context;
+  SetDeadline(context, options_.rpc_timeout * 5);
+  grpc::Status status = stub_->CancelRun(&context, request, &run);
+  if (!status.ok()) return RpcError("CancelRun", status);
+  out_ << "run " << run.run_id() << ": " << v1::Stage_Name(run.state().stage());
+  if (run.state().outcome().reason() != v1::TERMINATION_REASON_UNSPECIFIED) {
+    out_ << " (" << v1::TerminationReason_Name(run.state().outcome().reason()) << ")";
+  }
+  out_ << "\n" << std::flush;
+  return kExitFinished;
+}
+
+int CommandRunner::List(const Command& command) {
+  std::vector<v1::Run> runs;
+  std::string page_token = command.page_token;
+  std::set<std::string> seen_tokens;
+  for (int page = 0; page < kMaxListPages; ++page) {
+    v1::ListRunsRequest request;
+    request.set_stage(command.stage_filter);
+    request.set_outcome(command.outcome_filter);
+    request.set_page_size(command.page_size);
+    request.set_page_token(page_token);
+    v1::ListRunsResponse response;
+    grpc::ClientContext context;
+    SetDeadline(context, options_.rpc_timeout);
+    grpc::Status status = stub_->ListRuns(&context, request, &response);
+    if (!status.ok()) return RpcError("ListRuns", status);
+    for (v1::Run& run : *response.mutable_runs()) runs.push_back(std::move(run));
+    page_token = response.next_page_token();
+    if (page_token.empty() || !command.all_pages) break;
+    if (!seen_tokens.insert(page_token).second) {
+      err_ << "reinctl: ListRuns returned the page token \"" << page_token
+           << "\" twice; stopping\n";
+      break;
+    }
+  }
+  if (command.json) {
+    for (const v1::Run& run : runs) out_ << JsonLine(run) << "\n";
+  } else {
+    out_ << RunTable(runs, options_.zone);
+  }
+  out_.flush();
+  if (!command.all_pages && !page_token.empty()) {
+    err_ << "more runs: reinctl" << router_flag_ << " list --page_token=" << page_token
+         << " (or --all)\n";
+  }
+  return kExitFinished;
+}
+
+int CommandRunner::Show(const Command& command) {
+  v1::Run run;
+  grpc::Status status = GetRun(command.run_id, &run);
+  if (!status.ok()) return RpcError("GetRun", status);
+  out_ << (command.json ? PrettyMessageJson(run) : RunSummary(run, options_.zone));
+  out_.flush();
+  return kExitFinished;
+}
+
+int CommandRunner::Export(const Command& command) {
+  std::error_code error;
+  std::filesystem::create_directories(command.out_dir, error);
+  if (error) {
+    return UsageError(
+        absl::StrCat("--out: cannot create directory ", command.out_dir, ": ", error.message()));
+  }
+  grpc::ClientContext context;
+  v1::ExportRunRequest request;
+  request.set_run_id(command.run_id);
+  std::unique_ptr<grpc::ClientReaderInterface<v1::RunSnapshot>> reader =
+      stub_->ExportRun(&context, request);
+  v1::RunSnapshot snapshot;
+  int written = 0;
+  std::string write_error;
+  while (reader->Read(&snapshot)) {
+    const std::filesystem::path path =
+        std::filesystem::path(command.out_dir) / SnapshotFileName(snapshot);
+    std::ofstream file(path, std::ios::binary | std::ios::trunc);
+    file << PrettyJson(snapshot.state_json());
+    file.close();
+    if (!file) {
+      write_error = absl::StrCat("--out: cannot write ", path.string());
+      context.TryCancel();
+      break;
+    }
+    ++written;
+  }
+  grpc::Status status = reader->Finish();
+  if (!write_error.empty()) return UsageError(write_error);
+  if (!status.ok()) {
+    err_ << "reinctl: wrote " << written << " snapshots to " << command.out_dir
+         << " before the error\n";
+    return RpcError("ExportRun", status);
+  }
+  out_ << "exported " << written << (written == 1 ? " snapshot" : " snapshots") << " of run "
+       << command.run_id << " to " << command.out_dir << "\n"
+       << std::flush;
+  return kExitFinished;
+}
+
+}  // namespace rein::cli

@@ -1,0 +1,80 @@
+// Runs one parsed reinctl command against a Router stub and maps the outcome to an exit code.
+#ifndef REIN_CLI_COMMAND_RUNNER_H_
+#define REIN_CLI_COMMAND_RUNNER_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "cli/args.h"
+#include "grpcpp/support/status.h"
+#include "rein/v1/router.grpc.pb.h"
+
+namespace rein::cli {
+
+// reinctl's exit codes.
+enum ExitCode : int {
+  kExitFinished = 0,     // the run finished (or the command succeeded)
+  kExitFailed = 1,       // the run FAILED or was CANCELLED
+  kExitUsage = 2,        // bad subcommand, flag or file
+  kExitPaused = 3,       // the run waits for a review
+  kExitRpcError = 4,     // talking to the router failed
+};
+
+struct RunnerOptions {
+  // Keep a live progress line (redrawn with \r) on `err` while watching.
+  bool live_progress = false;
+  // Time zone of the times shown by list and show.
+  absl::TimeZone zone = absl::UTCTimeZone();
+  // Recorded as Review.reviewer.
+  std::string reviewer;
+  // Deadline of each unary RPC (CancelRun gets five times as long: it waits for the run).
+  absl::Duration rpc_timeout = absl::Seconds(30);
+  // Watching a run that is already PAUSED: when no event arrives for this long, the run is
+  // taken to be waiting and watch exits 3 (the log had nothing after --after_seq).
+  absl::Duration paused_idle_grace = absl::Seconds(1);
+};
+
+// Runs reinctl commands. Writes results to `out` and diagnostics (and the progress line) to
+// `err`. Not thread-safe: one command at a time.
+class CommandRunner {
+ public:
+  CommandRunner(v1::Router::StubInterface* stub, std::ostream& out, std::ostream& err,
+                RunnerOptions options);
+
+  // Runs `command`; returns one of ExitCode.
+  int Run(const Command& command);
+
+ private:
+  int Start(const Command& command);
+  int Watch(const std::string& run_id, int64_t after_seq, int64_t min_version, bool json);
+  int Review(const Command& command);
+  int Cancel(const Command& command);
+  int List(const Command& command);
+  int Show(const Command& command);
+  int Export(const Command& command);
+
+  grpc::Status GetRun(const std::string& run_id, v1::Run* run);
+  // Prints "reinctl: <rpc>: <CODE>: <message>" and returns kExitRpcError.
+  int RpcError(absl::string_view rpc, const grpc::Status& status);
+  // Prints "reinctl: <message>" and returns kExitUsage.
+  int UsageError(absl::string_view message);
+  // Prints the final report or the review hint of `run` and returns the matching exit code.
+  int Conclude(const v1::Run& run, bool json);
+  void SetDeadline(grpc::ClientContext& context, absl::Duration timeout) const;
+
+  v1::Router::StubInterface* const stub_;
+  std::ostream& out_;
+  std::ostream& err_;
+  const RunnerOptions options_;
+  std::string router_flag_;  // " --router=X" when not the default, for printed commands
+};
+
+// Reads a whole file; NOT_FOUND / PERMISSION_DENIED-style errors name `flag` and the path.
+absl::StatusOr<std::string> ReadFileForFlag(absl::string_view flag, const std::string& path);
+
+}  // namespace rein::cli
+
+#endif  // REIN_CLI_COMMAND_RUNNER_H_

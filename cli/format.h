@@ -1,0 +1,75 @@
+// reinctl's output: event lines, the live progress line, reports, tables and file names (pure).
+#ifndef REIN_CLI_FORMAT_H_
+#define REIN_CLI_FORMAT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "google/protobuf/message.h"
+#include "rein/v1/router.pb.h"
+#include "rein/v1/types.pb.h"
+
+namespace rein::cli {
+
+// What the live progress line shows. Limits are the effective ones (defaults applied).
+struct Progress {
+  v1::Stage stage = v1::STAGE_UNSPECIFIED;
+  int32_t iteration = 0;
+  int32_t max_iterations = 0;
+  absl::Duration elapsed;
+  absl::Duration deadline;
+  int32_t retries_used = 0;
+  int32_t retry_budget = 0;
+  int64_t tokens_used = 0;
+  int64_t token_budget = 0;  // 0 = none
+};
+
+// `text` on one line: its first line, control characters replaced by spaces, cut (on a UTF-8
+// boundary) to at most `max_bytes` with "..." appended when cut.
+std::string OneLine(absl::string_view text, size_t max_bytes);
+
+// The effective limits of a spec: unset fields take the defaults of DESIGN.md.
+int32_t EffectiveMaxIterations(const v1::RunSpec& spec);
+absl::Duration EffectiveDeadline(const v1::RunSpec& spec);
+int32_t EffectiveRetryBudget(const v1::RunSpec& spec);
+
+// Progress of `run` at `now`; elapsed runs from state.started_at (else created_at) to now,
+// or to updated_at once the run has ended.
+Progress ProgressOf(const v1::Run& run, absl::Time now);
+
+// e.g. "stage PLANNING  iter 3/50  elapsed 12s/10m  retries 1/5  tokens 1234".
+std::string ProgressLine(const Progress& progress);
+
+// One readable line for an event, without a trailing newline, e.g. "#12 PLANNING -> DECIDING".
+std::string EventLine(const v1::RunEvent& event);
+
+// A message as one line of proto3 JSON (no trailing newline).
+std::string JsonLine(const google::protobuf::Message& message);
+// A message as indented proto3 JSON.
+std::string PrettyMessageJson(const google::protobuf::Message& message);
+// `json` re-indented; returned unchanged when it does not parse.
+std::string PrettyJson(absl::string_view json);
+
+// The report printed when a run has ended: outcome, counters, completed subtasks.
+std::string FinalReport(const v1::Run& run);
+
+// How to review a paused run: the pause and the reinctl commands that fit it.
+// `router_flag` is appended to each command (e.g. " --router=host:1" or "").
+std::string ReviewHint(const v1::Run& run, absl::string_view router_flag);
+
+// The `list` table: run id, stage, reason, iteration, created, goal (cut to 50 characters).
+std::string RunTable(const std::vector<v1::Run>& runs, absl::TimeZone zone);
+
+// The readable `show` summary of a run.
+std::string RunSummary(const v1::Run& run, absl::TimeZone zone);
+
+// "<run_id>-<iteration, 4 digits>-v<version>.json", with characters unsafe in a file name
+// (anything but letters, digits, '.', '_' and '-') in the run id replaced by '_'.
+std::string SnapshotFileName(const v1::RunSnapshot& snapshot);
+
+}  // namespace rein::cli
+
+#endif  // REIN_CLI_FORMAT_H_

@@ -1,0 +1,35 @@
+// reinctl: the command-line client of the rein router (start, watch, review, list, show, export).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "cli/args.h"
+#include "cli/command_runner.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "rein/v1/router.grpc.pb.h"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  absl::StatusOr<rein::cli::Command> command = rein::cli::ParseArgs(args);
+  if (!command.ok()) {
+    std::cerr << "reinctl: " << command.status().message()
+              << "\nrun `reinctl help` for usage\n";
+    return rein::cli::kExitUsage;
+  }
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(command->router, grpc::InsecureChannelCredentials());
+  std::unique_ptr<rein::v1::Router::Stub> stub = rein::v1::Router::NewStub(channel);
+
+  rein::cli::RunnerOptions options;
+  options.live_progress = isatty(STDERR_FILENO) == 1;
+  options.zone = absl::LocalTimeZone();
+  if (const char* user = std::getenv("USER"); user != nullptr) options.reviewer = user;
+  rein::cli::CommandRunner runner(stub.get(), std::cout, std::cerr, options);
+  return runner.Run(*command);
+}
