@@ -1,0 +1,104 @@
+// Depth-first directory walk over descriptors.
+#include "executor_service/dir_walker.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "executor_service/tool.h"
+#include "executor_service/unique_fd.h"
+#include "executor_service/workspace.h"
+
+namespace rein {
+namespace {
+
+// Reads the names in `dir_fd` (excluding "." and ".."), sorted. Uses a duplicate descriptor
+// so that `dir_fd` stays open for the caller.
+absl::Status ReadNames(int dir_fd, size_t max_names, std::vector<std::string>* names,
+                       bool* oversized) {
+  int dup_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+  if (dup_fd < 0) return absl::InternalError(absl::StrCat("dup: ", strerror(errno)));
+  DIR* dir = fdopendir(dup_fd);
+  if (dir == nullptr) {
+    const int err = errno;
+    close(dup_fd);
+    return absl::InternalError(absl::StrCat("fdopendir: ", strerror(err)));
+  }
+  rewinddir(dir);
+  *oversized = false;
+  errno = 0;
+  while (struct dirent* entry = readdir(dir)) {
+    if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
+    if (names->size() >= max_names) {
+      *oversized = true;
+      break;
+    }
+    names->emplace_back(entry->d_name);
+  }
+  const int err = errno;
+  closedir(dir);
+  if (err != 0 && !*oversized) {
+    return absl::InternalError(absl::StrCat("readdir: ", strerror(err)));
+  }
+  std::sort(names->begin(), names->end());
+  return absl::OkStatus();
+}
+
+// Returns false when the walk must stop.
+bool Walk(int dir_fd, const std::string& prefix, int depth, const WalkOptions& options,
+          const std::function<WalkAction(const WalkEntry&)>& visit, WalkStats* stats,
+          absl::Status* top_status) {
+  std::vector<std::string> names;
+  bool oversized = false;
+  absl::Status read = ReadNames(dir_fd, options.max_names_per_directory, &names, &oversized);
+  if (!read.ok()) {
+    if (depth == 0) *top_status = read;
+    ++stats->unreadable_directories;
+    return true;
+  }
+  if (oversized) ++stats->oversized_directories;
+  for (const std::string& name : names) {
+    if (!options.include_hidden && name[0] == '.') continue;
+    WalkEntry entry;
+    entry.parent_fd = dir_fd;
+    entry.name = name;
+    entry.path = JoinDisplayPath(prefix, name);
+    entry.depth = depth;
+    if (fstatat(dir_fd, name.c_str(), &entry.st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone
+    if (visit(entry) == WalkAction::kStop) return false;
+    if (!options.recursive || !S_ISDIR(entry.st.st_mode)) continue;
+    if (depth + 1 > options.max_depth) {
+      ++stats->depth_limited;
+      continue;
+    }
+    absl::StatusOr<UniqueFd> child =
+        OpenBeneath(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, RESOLVE_NO_SYMLINKS);
+    if (!child.ok()) {
+      ++stats->unreadable_directories;
+      continue;
+    }
+    if (!Walk(child->get(), entry.path, depth + 1, options, visit, stats, top_status)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::Status WalkDirectory(int dir_fd, const std::string& prefix, const WalkOptions& options,
+                           const std::function<WalkAction(const WalkEntry&)>& visit,
+                           WalkStats* stats) {
+  absl::Status status;
+  Walk(dir_fd, prefix, 0, options, visit, stats, &status);
+  return status;
+}
+
+}  // namespace rein

@@ -1,0 +1,40 @@
+// A small JSON Schema validator for tool arguments (the subset the tools' schemas use).
+#ifndef REIN_EXECUTOR_SERVICE_JSON_SCHEMA_H_
+#define REIN_EXECUTOR_SERVICE_JSON_SCHEMA_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include <nlohmann/json.hpp>
+
+namespace rein {
+
+// Largest args_json accepted, and its deepest nesting.
+inline constexpr size_t kMaxArgsJsonBytes = 1 << 20;
+inline constexpr int kMaxArgsJsonDepth = 64;
+
+// Parses untrusted JSON text. INVALID_ARGUMENT naming `field` when it is longer than
+// kMaxArgsJsonBytes, nested deeper than kMaxArgsJsonDepth, or not valid JSON.
+absl::StatusOr<nlohmann::json> ParseUntrustedJson(absl::string_view text,
+                                                  absl::string_view field = "args_json");
+
+// Validates `value` against `schema`. Supported keywords: type (object, string, integer,
+// number, boolean, array, null), required, properties, additionalProperties (false or a
+// schema), items, minimum, maximum, minLength, maxLength (in code points), minItems, maxItems,
+// enum. Unknown keywords (description, default, ...) are ignored. Integers are JSON integers
+// or integral numbers such as 5.0. On failure returns INVALID_ARGUMENT whose message names the
+// field, e.g. "args.limit: must be an integer between 1 and 20000, got 0". `where` names the
+// value itself ("args").
+absl::Status ValidateJson(const nlohmann::json& schema, const nlohmann::json& value,
+                          absl::string_view where = "args");
+
+// Returns `value` with each absent property that has a "default" in `schema.properties`
+// filled in, recursively into present object properties. Integral numbers in integer fields
+// are normalized to JSON integers. Call after ValidateJson succeeded.
+nlohmann::json ApplyDefaults(const nlohmann::json& schema, nlohmann::json value);
+
+}  // namespace rein
+
+#endif  // REIN_EXECUTOR_SERVICE_JSON_SCHEMA_H_

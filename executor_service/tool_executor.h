@@ -1,0 +1,76 @@
+// The executor's logic: checks a call, validates its arguments against the tool's schema,
+// opens its workspace and runs the tool within limits. No gRPC here.
+#ifndef REIN_EXECUTOR_SERVICE_TOOL_EXECUTOR_H_
+#define REIN_EXECUTOR_SERVICE_TOOL_EXECUTOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "executor_service/tool.h"
+#include "executor_service/tool_registry.h"
+#include "executor_service/workspace.h"
+
+namespace rein {
+
+// Configuration of one executor process (filled from flags in main).
+struct ExecutorOptions {
+  std::string workspace_root;        // --workspace_root (required)
+  std::string executor_id;           // --executor_id; reported in every reply
+  std::string sandbox = "bwrap";     // --sandbox: "bwrap" or "none"
+  bool allow_unsandboxed = false;    // --allow_unsandboxed: permits --sandbox=none
+};
+
+// One Execute request, converted from the wire.
+struct ExecuteCall {
+  std::string call_id;
+  std::string run_id;
+  std::string workspace;
+  std::string tool;
+  std::string args_json;
+  absl::Duration timeout = absl::ZeroDuration();  // 0 = the tool's default_timeout
+  int64_t max_output_bytes = 0;                   // 0 = kDefaultMaxOutputBytes
+  absl::Time deadline = absl::InfiniteFuture();   // the caller's own deadline
+};
+
+// Longest call_id / run_id accepted.
+inline constexpr size_t kMaxIdBytes = 256;
+// Longest timeout a call may ask for.
+inline constexpr absl::Duration kMaxToolTimeout = absl::Hours(1);
+
+// Runs tool calls. Keeps nothing between calls; immutable and thread-safe.
+class ToolExecutor {
+ public:
+  // Opens options.workspace_root and registers the read-only tools.
+  static absl::StatusOr<std::unique_ptr<ToolExecutor>> Create(const ExecutorOptions& options);
+
+  ToolExecutor(ExecutorOptions options, std::unique_ptr<WorkspaceRoot> root,
+               std::unique_ptr<ToolRegistry> registry);
+
+  const ExecutorOptions& options() const { return options_; }
+
+  // Every tool's spec, sorted by name.
+  std::vector<ToolSpec> ListTools() const;
+
+  // How tools are sandboxed, as ListTools reports it.
+  std::string SandboxDescription() const;
+
+  // Runs `call`. Returns INVALID_ARGUMENT (naming the field: call_id, run_id, tool,
+  // workspace, limits.timeout, limits.max_output_bytes) when the request itself is wrong.
+  // Everything else, including bad tool arguments (code INVALID_ARGUMENT, naming args.<field>),
+  // a missing workspace (NOT_FOUND), a path outside the workspace (PERMISSION_DENIED) and a
+  // deadline (TIMEOUT), is a ToolResult with ok=false.
+  absl::StatusOr<ToolResult> Execute(const ExecuteCall& call) const;
+
+ private:
+  ExecutorOptions options_;
+  std::unique_ptr<WorkspaceRoot> root_;
+  std::unique_ptr<ToolRegistry> registry_;
+};
+
+}  // namespace rein
+
+#endif  // REIN_EXECUTOR_SERVICE_TOOL_EXECUTOR_H_

@@ -1,0 +1,46 @@
+// The set of tools an executor offers.
+#include "executor_service/tool_registry.h"
+
+#include "absl/strings/str_cat.h"
+#include "executor_service/file_info_tool.h"
+#include "executor_service/list_files_tool.h"
+#include "executor_service/read_file_tool.h"
+#include "executor_service/search_text_tool.h"
+
+namespace rein {
+
+absl::Status ToolRegistry::Add(std::unique_ptr<Tool> tool) {
+  const ToolSpec& spec = tool->spec();
+  if (spec.name.empty()) return absl::InvalidArgumentError("tool name must not be empty");
+  if (!spec.input_schema.is_object() || !spec.input_schema.contains("type") ||
+      spec.input_schema["type"] != "object") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tool ", spec.name, ": input_schema must be an object schema"));
+  }
+  const std::string name = spec.name;
+  if (!tools_.emplace(name, std::move(tool)).second) {
+    return absl::AlreadyExistsError(absl::StrCat("tool ", name, " is already registered"));
+  }
+  return absl::OkStatus();
+}
+
+const Tool* ToolRegistry::Find(absl::string_view name) const {
+  auto it = tools_.find(name);
+  return it == tools_.end() ? nullptr : it->second.get();
+}
+
+std::vector<const Tool*> ToolRegistry::tools() const {
+  std::vector<const Tool*> out;
+  for (const auto& [name, tool] : tools_) out.push_back(tool.get());
+  return out;
+}
+
+absl::Status RegisterReadOnlyTools(ToolRegistry* registry) {
+  absl::Status status = registry->Add(std::make_unique<ListFilesTool>());
+  if (status.ok()) status = registry->Add(std::make_unique<ReadFileTool>());
+  if (status.ok()) status = registry->Add(std::make_unique<SearchTextTool>());
+  if (status.ok()) status = registry->Add(std::make_unique<FileInfoTool>());
+  return status;
+}
+
+}  // namespace rein

@@ -1,0 +1,38 @@
+// The set of tools an executor offers, by name.
+#ifndef REIN_EXECUTOR_SERVICE_TOOL_REGISTRY_H_
+#define REIN_EXECUTOR_SERVICE_TOOL_REGISTRY_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "executor_service/tool.h"
+
+namespace rein {
+
+// Owns tools by name. Filled once at startup, then read-only and thread-safe.
+class ToolRegistry {
+ public:
+  // Adds `tool`. ALREADY_EXISTS when a tool of that name is registered; INVALID_ARGUMENT when
+  // its name is empty or its input schema is not an object schema.
+  absl::Status Add(std::unique_ptr<Tool> tool);
+
+  // The tool named `name`, or nullptr.
+  const Tool* Find(absl::string_view name) const;
+
+  // Every tool, sorted by name.
+  std::vector<const Tool*> tools() const;
+
+ private:
+  std::map<std::string, std::unique_ptr<Tool>, std::less<>> tools_;
+};
+
+// Registers list_files, read_file, search_text and file_info.
+absl::Status RegisterReadOnlyTools(ToolRegistry* registry);
+
+}  // namespace rein
+
+#endif  // REIN_EXECUTOR_SERVICE_TOOL_REGISTRY_H_
