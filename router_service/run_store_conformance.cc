@@ -1,0 +1,766 @@
+// RunStore conformance suite: the tests every RunStore implementation must pass unchanged.
+//
+// Where run_store.h is silent, these tests fix the behaviour so that every implementation
+// agrees:
+//  - Commit requires new_state.version == expected_version + 1, else INVALID_ARGUMENT;
+//  - ReadEvents with limit <= 0 returns every event after after_seq;
+//  - CreateRun with an empty run_id is INVALID_ARGUMENT.
+#include "router_service/run_store_conformance.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "rein/v1/types.pb.h"
+
+namespace rein {
+
+std::string RunStoreFactoryName(const ::testing::TestParamInfo<RunStoreFactory>& info) {
+  return info.param.name;
+}
+
+void PrintTo(const RunStoreFactory& factory, std::ostream* os) { *os << factory.name; }
+
+void RunStoreConformanceTest::SetUp() {
+  const RunStoreFactory& factory = GetParam();
+  absl::StatusOr<std::string> location = factory.new_location();
+  ASSERT_TRUE(location.ok()) << location.status();
+  location_ = *location;
+  absl::StatusOr<std::unique_ptr<RunStore>> store = factory.open(location_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  store_ = std::move(*store);
+}
+
+void RunStoreConformanceTest::TearDown() {
+  store_.reset();
+  if (!location_.empty() && GetParam().remove) GetParam().remove(location_);
+}
+
+void RunStoreConformanceTest::Reopen() {
+  store_.reset();
+  absl::StatusOr<std::unique_ptr<RunStore>> store = GetParam().open(location_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  store_ = std::move(*store);
+}
+
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+using ::testing::UnorderedElementsAre;
+
+constexpr int64_t kEpoch = 1700000000;  // created_at of the runs, in seconds
+
+MATCHER_P(EqualsProto, expected, "equals " + expected.ShortDebugString()) {
+  if (google::protobuf::util::MessageDifferencer::Equals(arg, expected)) return true;
+  *result_listener << "which is " << arg.ShortDebugString();
+  return false;
+}
+
+template <typename T>
+absl::StatusCode CodeOf(const absl::StatusOr<T>& result) {
+  return result.status().code();
+}
+
+google::protobuf::Timestamp Seconds(int64_t seconds, int32_t nanos = 0) {
+  google::protobuf::Timestamp ts;
+  ts.set_seconds(seconds);
+  ts.set_nanos(nanos);
+  return ts;
+}
+
+rein::v1::Run MakeRun(const std::string& run_id, int64_t created_seconds = kEpoch,
+                      const std::string& request_id = "",
+                      rein::v1::Stage stage = rein::v1::INITIALIZING) {
+  rein::v1::Run run;
+  run.set_run_id(run_id);
+  run.set_request_id(request_id);
+  run.mutable_spec()->set_goal(absl::StrCat("goal of ", run_id));
+  run.mutable_spec()->set_workspace("default");
+  run.mutable_spec()->add_tools("read_file");
+  run.mutable_spec()->mutable_limits()->set_max_iterations(7);
+  run.mutable_state()->set_stage(stage);
+  run.mutable_state()->set_version(1);
+  *run.mutable_created_at() = Seconds(created_seconds, 125000000);
+  *run.mutable_updated_at() = Seconds(created_seconds, 125000000);
+  return run;
+}
+
+rein::v1::Run MakeEndedRun(const std::string& run_id, int64_t created_seconds,
+                           rein::v1::Stage stage, rein::v1::TerminationReason reason) {
+  rein::v1::Run run = MakeRun(run_id, created_seconds, /*request_id=*/"", stage);
+  run.mutable_state()->mutable_outcome()->set_status(stage);
+  run.mutable_state()->mutable_outcome()->set_reason(reason);
+  return run;
+}
+
+rein::v1::RunEvent StageEvent(rein::v1::Stage from, rein::v1::Stage to, int64_t version = 1) {
+  rein::v1::RunEvent event;
+  event.set_version(version);
+  *event.mutable_time() = Seconds(kEpoch);
+  event.mutable_stage_changed()->set_from(from);
+  event.mutable_stage_changed()->set_to(to);
+  return event;
+}
+
+rein::v1::RunEvent NoteEvent(const std::string& text, int64_t version) {
+  rein::v1::RunEvent event;
+  event.set_version(version);
+  event.mutable_error()->set_stage(rein::v1::PLANNING);
+  event.mutable_error()->set_code("UNAVAILABLE");
+  event.mutable_error()->set_message(text);
+  return event;
+}
+
+// The state after one transition from `state`: version + 1, `stage`.
+rein::v1::RunState Next(const rein::v1::RunState& state, rein::v1::Stage stage) {
+  rein::v1::RunState next = state;
+  next.set_version(state.version() + 1);
+  next.set_stage(stage);
+  return next;
+}
+
+std::vector<int64_t> Seqs(const std::vector<rein::v1::RunEvent>& events) {
+  std::vector<int64_t> seqs;
+  for (const rein::v1::RunEvent& event : events) seqs.push_back(event.seq());
+  return seqs;
+}
+
+std::vector<std::string> Ids(const std::vector<rein::v1::Run>& runs) {
+  std::vector<std::string> ids;
+  for (const rein::v1::Run& run : runs) ids.push_back(run.run_id());
+  return ids;
+}
+
+absl::Time At(int64_t seconds) { return absl::FromUnixSeconds(seconds); }
+
+TEST_P(RunStoreConformanceTest, CreateThenGetReturnsStoredRun) {
+  rein::v1::Run run = MakeRun("run-1", kEpoch, "request-1");
+  (*run.mutable_spec()->mutable_labels())["team"] = "search";
+
+  absl::StatusOr<CreateResult> created = store().CreateRun(run, {});
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_TRUE(created->created);
+  EXPECT_THAT(created->run, EqualsProto(run));
+
+  absl::StatusOr<rein::v1::Run> got = store().GetRun("run-1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_THAT(*got, EqualsProto(run));
+}
+
+TEST_P(RunStoreConformanceTest, CreateNumbersEventsFromOne) {
+  ASSERT_TRUE(store()
+                  .CreateRun(MakeRun("run-1"), {StageEvent(rein::v1::STAGE_UNSPECIFIED,
+                                                           rein::v1::INITIALIZING),
+                                                NoteEvent("a", 1), NoteEvent("b", 1)})
+                  .ok());
+
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events =
+      store().ReadEvents("run-1", /*after_seq=*/0, /*limit=*/100);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_THAT(*events, SizeIs(3));
+  EXPECT_THAT(Seqs(*events), ElementsAre(1, 2, 3));
+  for (const rein::v1::RunEvent& event : *events) EXPECT_EQ(event.run_id(), "run-1");
+  EXPECT_EQ((*events)[0].stage_changed().to(), rein::v1::INITIALIZING);
+  EXPECT_EQ((*events)[2].error().message(), "b");
+}
+
+TEST_P(RunStoreConformanceTest, CreateWithEmptyRunIdIsInvalidArgument) {
+  absl::StatusOr<CreateResult> created = store().CreateRun(MakeRun(""), {});
+  EXPECT_EQ(CodeOf(created), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(created.status().message(), HasSubstr("run_id"));
+}
+
+TEST_P(RunStoreConformanceTest, GetUnknownRunIsNotFound) {
+  EXPECT_EQ(CodeOf(store().GetRun("no-such-run")), absl::StatusCode::kNotFound);
+}
+
+TEST_P(RunStoreConformanceTest, CreateWithSameRequestIdReturnsFirstRun) {
+  const rein::v1::Run first = MakeRun("run-1", kEpoch, "request-1");
+  ASSERT_TRUE(store().CreateRun(first, {NoteEvent("first", 1)}).ok());
+
+  absl::StatusOr<CreateResult> second = store().CreateRun(
+      MakeRun("run-2", kEpoch + 5, "request-1"), {NoteEvent("second", 1), NoteEvent("x", 1)});
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_FALSE(second->created);
+  EXPECT_THAT(second->run, EqualsProto(first));
+
+  EXPECT_EQ(CodeOf(store().GetRun("run-2")), absl::StatusCode::kNotFound);
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = store().ReadEvents("run-1", 0, 100);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_THAT(*events, SizeIs(1));
+  EXPECT_EQ((*events)[0].error().message(), "first");
+}
+
+TEST_P(RunStoreConformanceTest, CreateWithoutRequestIdTwiceCreatesTwoRuns) {
+  ASSERT_TRUE(store().CreateRun(MakeRun("run-1"), {}).ok());
+  absl::StatusOr<CreateResult> second = store().CreateRun(MakeRun("run-2"), {});
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(second->created);
+  EXPECT_EQ(second->run.run_id(), "run-2");
+}
+
+TEST_P(RunStoreConformanceTest, CreateWithDuplicateRunIdIsAlreadyExists) {
+  const rein::v1::Run first = MakeRun("run-1", kEpoch, "request-1");
+  ASSERT_TRUE(store().CreateRun(first, {}).ok());
+
+  rein::v1::Run again = MakeRun("run-1", kEpoch + 9, "request-2");
+  again.mutable_spec()->set_goal("another goal");
+  EXPECT_EQ(CodeOf(store().CreateRun(again, {NoteEvent("x", 1)})),
+            absl::StatusCode::kAlreadyExists);
+
+  absl::StatusOr<rein::v1::Run> got = store().GetRun("run-1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_THAT(*got, EqualsProto(first));
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = store().ReadEvents("run-1", 0, 100);
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_THAT(*events, IsEmpty());
+}
+
+TEST_P(RunStoreConformanceTest, CommitWithCurrentVersionReplacesState) {
+  const rein::v1::Run run = MakeRun("run-1");
+  ASSERT_TRUE(store()
+                  .CreateRun(run, {StageEvent(rein::v1::STAGE_UNSPECIFIED,
+                                              rein::v1::INITIALIZING)})
+                  .ok());
+
+  rein::v1::RunState next = Next(run.state(), rein::v1::PLANNING);
+  next.set_iteration(1);
+  next.set_tokens_used(1234);
+  next.set_latest_observation("listed 3 tools");
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> stored = store().Commit(
+      "run-1", /*expected_version=*/1, next,
+      {StageEvent(rein::v1::INITIALIZING, rein::v1::PLANNING, 2), NoteEvent("n", 2)},
+      /*snapshot=*/std::nullopt, At(kEpoch + 100) + absl::Milliseconds(250));
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  ASSERT_THAT(*stored, SizeIs(2));
+  EXPECT_THAT(Seqs(*stored), ElementsAre(2, 3));
+  EXPECT_EQ((*stored)[0].run_id(), "run-1");
+  EXPECT_EQ((*stored)[1].run_id(), "run-1");
+  EXPECT_EQ((*stored)[0].stage_changed().to(), rein::v1::PLANNING);
+
+  absl::StatusOr<rein::v1::Run> got = store().GetRun("run-1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_THAT(got->state(), EqualsProto(next));
+  EXPECT_THAT(got->updated_at(), EqualsProto(Seconds(kEpoch + 100, 250000000)));
+  EXPECT_THAT(got->created_at(), EqualsProto(run.created_at()));
+  EXPECT_THAT(got->spec(), EqualsProto(run.spec()));
+
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = store().ReadEvents("run-1", 0, 100);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_THAT(*events, SizeIs(3));
+  EXPECT_THAT((*events)[1], EqualsProto((*stored)[0]));
+  EXPECT_THAT((*events)[2], EqualsProto((*stored)[1]));
+}
+
+TEST_P(RunStoreConformanceTest, CommitWithStaleVersionIsFailedPreconditionAndWritesNothing) {
+  const rein::v1::Run run = MakeRun("run-1");
+  ASSERT_TRUE(store().CreateRun(run, {NoteEvent("created", 1)}).ok());
+  const rein::v1::RunState planning = Next(run.state(), rein::v1::PLANNING);
+  ASSERT_TRUE(store()
+                  .Commit("run-1", 1, planning, {NoteEvent("won", 2)},
+                          Snapshot{/*iteration=*/0, /*version=*/2, R"({"stage":"PLANNING"})"},
+                          At(kEpoch + 1))
+                  .ok());
+
+  rein::v1::RunState stale = Next(run.state(), rein::v1::CANCELLED);
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> result =
+      store().Commit("run-1", /*expected_version=*/1, stale, {NoteEvent("lost", 2)},
+                     Snapshot{/*iteration=*/0, /*version=*/3, R"({"stage":"CANCELLED"})"},
+                     At(kEpoch + 2));
+  EXPECT_EQ(CodeOf(result), absl::StatusCode::kFailedPrecondition);
+
+  absl::StatusOr<rein::v1::Run> got = store().GetRun("run-1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_THAT(got->state(), EqualsProto(planning));
+  EXPECT_THAT(got->updated_at(), EqualsProto(Seconds(kEpoch + 1)));
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = store().ReadEvents("run-1", 0, 100);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_THAT(*events, SizeIs(2));
+  EXPECT_EQ((*events)[1].error().message(), "won");
+  absl::StatusOr<std::vector<Snapshot>> snapshots = store().ListSnapshots("run-1");
+  ASSERT_TRUE(snapshots.ok()) << snapshots.status();
+  ASSERT_THAT(*snapshots, SizeIs(1));
+  EXPECT_EQ((*snapshots)[0].version, 2);
+}
+
+TEST_P(RunStoreConformanceTest, CommitWithVersionNotOneAheadIsInvalidArgument) {
+  const rein::v1::Run run = MakeRun("run-1");
+  ASSERT_TRUE(store().CreateRun(run, {}).ok());
+  rein::v1::RunState next = Next(run.state(), rein::v1::PLANNING);
+  next.set_version(5);
+
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> result =
+      store().Commit("run-1", 1, next, {NoteEvent("x", 5)}, std::nullopt, At(kEpoch + 1));
+  EXPECT_EQ(CodeOf(result), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), HasSubstr("new_state.version"));
+
+  absl::StatusOr<rein::v1::Run> got = store().GetRun("run-1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->state().version(), 1);
+  EXPECT_EQ(got->state().stage(), rein::v1::INITIALIZING);
+}
+
+TEST_P(RunStoreConformanceTest, CommitOnUnknownRunIsNotFound) {
+  rein::v1::RunState next;
+  next.set_version(2);
+  next.set_stage(rein::v1::PLANNING);
+  EXPECT_EQ(CodeOf(store().Commit("no-such-run", 1, next, {NoteEvent("x", 2)}, std::nullopt,
+                                  At(kEpoch))),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(CodeOf(store().GetRun("no-such-run")), absl::StatusCode::kNotFound);
+}
+
+TEST_P(RunStoreConformanceTest, ConcurrentCommitsOnOneVersionHaveOneWinner) {
+  const rein::v1::Run run = MakeRun("run-1");
+  ASSERT_TRUE(store().CreateRun(run, {NoteEvent("created", 1)}).ok());
+
+  constexpr int kThreads = 8;
+  absl::Notification start;
+  std::vector<absl::StatusCode> codes(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      rein::v1::RunState next = Next(run.state(), rein::v1::PLANNING);
+      next.set_latest_observation(absl::StrCat("thread ", i));
+      start.WaitForNotification();
+      codes[i] = store()
+                     .Commit("run-1", /*expected_version=*/1, next,
+                             {NoteEvent(absl::StrCat("thread ", i), 2)},
+                             Snapshot{0, 2, absl::StrCat(R"({"thread":)", i, "}")}, At(kEpoch + i))
+                     .status()
+                     .code();
+    });
+  }
+  start.Notify();
+  for (std::thread& thread : threads) thread.join();
+
+  const int winners = static_cast<int>(std::count(codes.begin(), codes.end(), absl::StatusCode::kOk));
+  const int losers = static_cast<int>(
+      std::count(codes.begin(), codes.end(), absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(winners, 1);
+  EXPECT_EQ(losers, kThreads - 1);
+  const int winner = static_cast<int>(
+      std::find(codes.begin(), codes.end(), absl::StatusCode::kOk) - codes.begin());
+
+  absl::StatusOr<rein::v1::Run> got = store().GetRun("run-1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->state().version(), 2);
+  EXPECT_EQ(got->state().latest_observation(), absl::StrCat("thread ", winner));
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = store().ReadEvents("run-1", 0, 100);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_THAT(*events, SizeIs(2));
+  EXPECT_THAT(Seqs(*events), ElementsAre(1, 2));
+  EXPECT_EQ((*events)[1].error().message(), absl::StrCat("thread ", winner));
+  absl::StatusOr<std::vector<Snapshot>> snapshots = store().ListSnapshots("run-1");
+  ASSERT_TRUE(snapshots.ok()) << snapshots.status();
+  ASSERT_THAT(*snapshots, SizeIs(1));
+  EXPECT_EQ((*snapshots)[0].state_json, absl::StrCat(R"({"thread":)", winner, "}"));
+}
+
+TEST_P(RunStoreConformanceTest, ConcurrentCommitsOnDifferentRunsAllSucceed) {
+  constexpr int kThreads = 8;
+  constexpr int kCommitsPerThread = 10;
+  for (int i = 0; i < kThreads; ++i) {
+    ASSERT_TRUE(store().CreateRun(MakeRun(absl::StrCat("run-", i), kEpoch + i), {}).ok());
+  }
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      rein::v1::RunState state = MakeRun("x").state();
+      for (int c = 0; c < kCommitsPerThread; ++c) {
+        rein::v1::RunState next = Next(state, rein::v1::DECIDING);
+        if (!store()
+                 .Commit(absl::StrCat("run-", i), state.version(), next,
+                         {NoteEvent("a", next.version()), NoteEvent("b", next.version())},
+                         std::nullopt, At(kEpoch + 100 + c))
+                 .ok()) {
+          ++failures;
+        }
+        state = next;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+
+  for (int i = 0; i < kThreads; ++i) {
+    const std::string run_id = absl::StrCat("run-", i);
+    absl::StatusOr<rein::v1::Run> got = store().GetRun(run_id);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->state().version(), 1 + kCommitsPerThread);
+    absl::StatusOr<std::vector<rein::v1::RunEvent>> events = store().ReadEvents(run_id, 0, 0);
+    ASSERT_TRUE(events.ok()) << events.status();
+    EXPECT_THAT(*events, SizeIs(2 * kCommitsPerThread));
+  }
+}
+
+TEST_P(RunStoreConformanceTest, CommitsNumberEventsWithoutGaps) {
+  const rein::v1::Run run = MakeRun("run-1");
+  ASSERT_TRUE(store().CreateRun(run, {}).ok());
+
+  rein::v1::RunState state = run.state();
+  int64_t expected_next_seq = 1;
+  for (int i = 0; i < 30; ++i) {
+    rein::v1::RunState next = Next(state, rein::v1::DECIDING);
+    std::vector<rein::v1::RunEvent> events;
+    for (int e = 0; e < i % 4; ++e) events.push_back(NoteEvent(absl::StrCat(i, ".", e), i));
+    absl::StatusOr<std::vector<rein::v1::RunEvent>> stored =
+        store().Commit("run-1", state.version(), next, events, std::nullopt, At(kEpoch + i));
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    ASSERT_THAT(*stored, SizeIs(events.size()));
+    for (const rein::v1::RunEvent& event : *stored) EXPECT_EQ(event.seq(), expected_next_seq++);
+    state = next;
+  }
+
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = store().ReadEvents("run-1", 0, 0);
+  ASSERT_TRUE(events.ok()) << events.status();
+  std::vector<int64_t> expected(static_cast<size_t>(expected_next_seq - 1));
+  for (size_t i = 0; i < expected.size(); ++i) expected[i] = static_cast<int64_t>(i) + 1;
+  EXPECT_THAT(Seqs(*events), ElementsAreArray(expected));
+  EXPECT_EQ(expected.size(), 43u);  // 0+1+2+3 per 4 commits: 7 * 6 + 0 + 1
+}
+
+TEST_P(RunStoreConformanceTest, ReadEventsHonorsAfterSeqAndLimit) {
+  std::vector<rein::v1::RunEvent> created;
+  for (int i = 1; i <= 10; ++i) created.push_back(NoteEvent(absl::StrCat("e", i), 1));
+  ASSERT_TRUE(store().CreateRun(MakeRun("run-1"), created).ok());
+
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> middle = store().ReadEvents("run-1", 3, 4);
+  ASSERT_TRUE(middle.ok()) << middle.status();
+  EXPECT_THAT(Seqs(*middle), ElementsAre(4, 5, 6, 7));
+  EXPECT_EQ((*middle)[0].error().message(), "e4");
+
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> tail = store().ReadEvents("run-1", 8, 10);
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  EXPECT_THAT(Seqs(*tail), ElementsAre(9, 10));
+
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> past = store().ReadEvents("run-1", 10, 5);
+  ASSERT_TRUE(past.ok()) << past.status();
+  EXPECT_THAT(*past, IsEmpty());
+
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> unlimited = store().ReadEvents("run-1", 2, 0);
+  ASSERT_TRUE(unlimited.ok()) << unlimited.status();
+  EXPECT_THAT(Seqs(*unlimited), ElementsAre(3, 4, 5, 6, 7, 8, 9, 10));
+}
+
+TEST_P(RunStoreConformanceTest, ReadEventsOfUnknownRunIsNotFound) {
+  EXPECT_EQ(CodeOf(store().ReadEvents("no-such-run", 0, 10)), absl::StatusCode::kNotFound);
+}
+
+TEST_P(RunStoreConformanceTest, SnapshotsAreListedOldestFirst) {
+  const rein::v1::Run run = MakeRun("run-1");
+  ASSERT_TRUE(store().CreateRun(run, {}).ok());
+  absl::StatusOr<std::vector<Snapshot>> none = store().ListSnapshots("run-1");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_THAT(*none, IsEmpty());
+
+  rein::v1::RunState state = run.state();
+  for (int i = 1; i <= 5; ++i) {
+    rein::v1::RunState next = Next(state, rein::v1::EVALUATING);
+    next.set_iteration(i);
+    std::optional<Snapshot> snapshot;
+    if (i != 3) {  // a commit without a snapshot in between
+      snapshot = Snapshot{i, next.version(), absl::StrCat(R"({"iteration":)", i, "}")};
+    }
+    ASSERT_TRUE(
+        store().Commit("run-1", state.version(), next, {}, snapshot, At(kEpoch + i)).ok());
+    state = next;
+  }
+
+  absl::StatusOr<std::vector<Snapshot>> snapshots = store().ListSnapshots("run-1");
+  ASSERT_TRUE(snapshots.ok()) << snapshots.status();
+  ASSERT_THAT(*snapshots, SizeIs(4));
+  const int iterations[] = {1, 2, 4, 5};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ((*snapshots)[i].iteration, iterations[i]);
+    EXPECT_EQ((*snapshots)[i].version, iterations[i] + 1);
+    EXPECT_EQ((*snapshots)[i].state_json, absl::StrCat(R"({"iteration":)", iterations[i], "}"));
+  }
+}
+
+TEST_P(RunStoreConformanceTest, ListSnapshotsOfUnknownRunIsNotFound) {
+  EXPECT_EQ(CodeOf(store().ListSnapshots("no-such-run")), absl::StatusCode::kNotFound);
+}
+
+TEST_P(RunStoreConformanceTest, ListRunsReturnsNewestFirst) {
+  ASSERT_TRUE(store().CreateRun(MakeRun("b", kEpoch + 1), {}).ok());
+  ASSERT_TRUE(store().CreateRun(MakeRun("a", kEpoch + 3), {}).ok());
+  ASSERT_TRUE(store().CreateRun(MakeRun("c", kEpoch + 2), {}).ok());
+  ASSERT_TRUE(store().CreateRun(MakeRun("d", kEpoch + 2), {}).ok());  // same time: by run_id
+
+  absl::StatusOr<RunPage> page = store().ListRuns(RunFilter{}, 10, "");
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_THAT(Ids(page->runs), ElementsAre("a", "d", "c", "b"));
+  EXPECT_EQ(page->next_page_token, "");
+  EXPECT_THAT(page->runs[0], EqualsProto(MakeRun("a", kEpoch + 3)));
+}
+
+TEST_P(RunStoreConformanceTest, ListRunsOfEmptyStoreIsEmpty) {
+  absl::StatusOr<RunPage> page = store().ListRuns(RunFilter{}, 10, "");
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_THAT(page->runs, IsEmpty());
+  EXPECT_EQ(page->next_page_token, "");
+}
+
+TEST_P(RunStoreConformanceTest, ListRunsFiltersByStage) {
+  ASSERT_TRUE(store().CreateRun(MakeRun("init", kEpoch + 1), {}).ok());
+  ASSERT_TRUE(
+      store().CreateRun(MakeRun("plan-1", kEpoch + 2, "", rein::v1::PLANNING), {}).ok());
+  ASSERT_TRUE(store().CreateRun(MakeRun("paused", kEpoch + 3, "", rein::v1::PAUSED), {}).ok());
+  ASSERT_TRUE(
+      store().CreateRun(MakeRun("plan-2", kEpoch + 4, "", rein::v1::PLANNING), {}).ok());
+
+  RunFilter planning;
+  planning.stage = rein::v1::PLANNING;
+  absl::StatusOr<RunPage> page = store().ListRuns(planning, 10, "");
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_THAT(Ids(page->runs), ElementsAre("plan-2", "plan-1"));
+
+  RunFilter finished;
+  finished.stage = rein::v1::FINISHED;
+  absl::StatusOr<RunPage> none = store().ListRuns(finished, 10, "");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_THAT(none->runs, IsEmpty());
+}
+
+TEST_P(RunStoreConformanceTest, ListRunsFiltersByOutcomeReason) {
+  ASSERT_TRUE(store()
+                  .CreateRun(MakeEndedRun("max-iter", kEpoch + 1, rein::v1::FAILED,
+                                          rein::v1::MAX_ITERATIONS),
+                             {})
+                  .ok());
+  ASSERT_TRUE(store()
+                  .CreateRun(MakeEndedRun("stagnated", kEpoch + 2, rein::v1::FAILED,
+                                          rein::v1::STAGNATION),
+                             {})
+                  .ok());
+  ASSERT_TRUE(store()
+                  .CreateRun(MakeEndedRun("done", kEpoch + 3, rein::v1::FINISHED,
+                                          rein::v1::GOAL_ACHIEVED),
+                             {})
+                  .ok());
+  ASSERT_TRUE(store().CreateRun(MakeRun("running", kEpoch + 4), {}).ok());
+
+  RunFilter max_iterations;
+  max_iterations.outcome = rein::v1::MAX_ITERATIONS;
+  absl::StatusOr<RunPage> page = store().ListRuns(max_iterations, 10, "");
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_THAT(Ids(page->runs), ElementsAre("max-iter"));
+
+  RunFilter failed;
+  failed.stage = rein::v1::FAILED;
+  absl::StatusOr<RunPage> failed_page = store().ListRuns(failed, 10, "");
+  ASSERT_TRUE(failed_page.ok()) << failed_page.status();
+  EXPECT_THAT(Ids(failed_page->runs), ElementsAre("stagnated", "max-iter"));
+
+  RunFilter failed_stagnation;
+  failed_stagnation.stage = rein::v1::FAILED;
+  failed_stagnation.outcome = rein::v1::STAGNATION;
+  absl::StatusOr<RunPage> both = store().ListRuns(failed_stagnation, 10, "");
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_THAT(Ids(both->runs), ElementsAre("stagnated"));
+}
+
+TEST_P(RunStoreConformanceTest, ListRunsSeesCommittedStageAndOutcome) {
+  const rein::v1::Run run = MakeRun("run-1");
+  ASSERT_TRUE(store().CreateRun(run, {}).ok());
+  rein::v1::RunState done = Next(run.state(), rein::v1::FINISHED);
+  done.mutable_outcome()->set_status(rein::v1::FINISHED);
+  done.mutable_outcome()->set_reason(rein::v1::GOAL_ACHIEVED);
+  ASSERT_TRUE(store().Commit("run-1", 1, done, {}, std::nullopt, At(kEpoch + 1)).ok());
+
+  RunFilter finished;
+  finished.stage = rein::v1::FINISHED;
+  absl::StatusOr<RunPage> page = store().ListRuns(finished, 10, "");
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_THAT(Ids(page->runs), ElementsAre("run-1"));
+  EXPECT_THAT(page->runs[0].state(), EqualsProto(done));
+
+  RunFilter goal_achieved;
+  goal_achieved.outcome = rein::v1::GOAL_ACHIEVED;
+  absl::StatusOr<RunPage> by_reason = store().ListRuns(goal_achieved, 10, "");
+  ASSERT_TRUE(by_reason.ok()) << by_reason.status();
+  EXPECT_THAT(Ids(by_reason->runs), ElementsAre("run-1"));
+
+  RunFilter initializing;
+  initializing.stage = rein::v1::INITIALIZING;
+  absl::StatusOr<RunPage> none = store().ListRuns(initializing, 10, "");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_THAT(none->runs, IsEmpty());
+}
+
+TEST_P(RunStoreConformanceTest, ListRunsPagingVisitsEveryRunOnce) {
+  std::vector<std::pair<int64_t, std::string>> expected;  // (created, id)
+  for (int i = 0; i < 23; ++i) {
+    const std::string run_id = absl::StrCat("run-", 100 + i);
+    const int64_t created = kEpoch + i / 3;  // three runs share each second
+    ASSERT_TRUE(store().CreateRun(MakeRun(run_id, created), {}).ok());
+    expected.emplace_back(created, run_id);
+  }
+  std::sort(expected.rbegin(), expected.rend());
+  std::vector<std::string> expected_ids;
+  for (const auto& [created, id] : expected) expected_ids.push_back(id);
+
+  std::vector<std::string> seen;
+  std::string token;
+  int pages = 0;
+  do {
+    absl::StatusOr<RunPage> page = store().ListRuns(RunFilter{}, 5, token);
+    ASSERT_TRUE(page.ok()) << page.status();
+    EXPECT_LE(page->runs.size(), 5u);
+    for (const std::string& id : Ids(page->runs)) seen.push_back(id);
+    token = page->next_page_token;
+    ASSERT_LT(++pages, 10) << "paging does not end";
+  } while (!token.empty());
+  EXPECT_EQ(pages, 5);
+  EXPECT_THAT(seen, ElementsAreArray(expected_ids));
+}
+
+TEST_P(RunStoreConformanceTest, ListRunsPagingWithFilterVisitsMatchingRunsOnce) {
+  std::vector<std::string> expected_ids;
+  for (int i = 0; i < 12; ++i) {
+    const std::string run_id = absl::StrCat("run-", 10 + i);
+    const rein::v1::Stage stage = i % 2 == 0 ? rein::v1::PAUSED : rein::v1::DECIDING;
+    ASSERT_TRUE(store().CreateRun(MakeRun(run_id, kEpoch + i, "", stage), {}).ok());
+    if (stage == rein::v1::PAUSED) expected_ids.insert(expected_ids.begin(), run_id);
+  }
+  RunFilter paused;
+  paused.stage = rein::v1::PAUSED;
+  std::vector<std::string> seen;
+  std::string token;
+  int pages = 0;
+  do {
+    absl::StatusOr<RunPage> page = store().ListRuns(paused, 4, token);
+    ASSERT_TRUE(page.ok()) << page.status();
+    for (const std::string& id : Ids(page->runs)) seen.push_back(id);
+    token = page->next_page_token;
+    ASSERT_LT(++pages, 10) << "paging does not end";
+  } while (!token.empty());
+  EXPECT_THAT(seen, ElementsAreArray(expected_ids));
+}
+
+TEST_P(RunStoreConformanceTest, ListRunsDefaultsAndCapsPageSize) {
+  for (int i = 0; i < 60; ++i) {
+    ASSERT_TRUE(store().CreateRun(MakeRun(absl::StrCat("run-", 100 + i), kEpoch + i), {}).ok());
+  }
+  absl::StatusOr<RunPage> first = store().ListRuns(RunFilter{}, 0, "");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_THAT(first->runs, SizeIs(50));
+  EXPECT_EQ(first->runs.front().run_id(), "run-159");
+  ASSERT_NE(first->next_page_token, "");
+  absl::StatusOr<RunPage> second = store().ListRuns(RunFilter{}, -3, first->next_page_token);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_THAT(second->runs, SizeIs(10));
+  EXPECT_EQ(second->runs.back().run_id(), "run-100");
+  EXPECT_EQ(second->next_page_token, "");
+
+  absl::StatusOr<RunPage> huge = store().ListRuns(RunFilter{}, 1 << 30, "");
+  ASSERT_TRUE(huge.ok()) << huge.status();
+  EXPECT_THAT(huge->runs, SizeIs(60));
+}
+
+TEST_P(RunStoreConformanceTest, ListRunsWithGarbagePageTokenIsInvalidArgument) {
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(store().CreateRun(MakeRun(absl::StrCat("run-", i), kEpoch + i), {}).ok());
+  }
+  absl::StatusOr<RunPage> first = store().ListRuns(RunFilter{}, 1, "");
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::string good = first->next_page_token;
+  ASSERT_NE(good, "");
+
+  std::string flipped = good;
+  flipped[flipped.size() / 2] = flipped[flipped.size() / 2] == 'A' ? 'B' : 'A';
+  for (const std::string& token :
+       {std::string("garbage"), std::string("%%%"), std::string("\xff\x00\x01", 3),
+        good.substr(0, good.size() / 2), flipped, good + "AAAA"}) {
+    absl::StatusOr<RunPage> page = store().ListRuns(RunFilter{}, 1, token);
+    EXPECT_EQ(CodeOf(page), absl::StatusCode::kInvalidArgument) << "token " << token;
+    EXPECT_THAT(page.status().message(), HasSubstr("page_token")) << "token " << token;
+  }
+}
+
+TEST_P(RunStoreConformanceTest, ListUnfinishedRunIdsExcludesTerminalRuns) {
+  const rein::v1::Stage stages[] = {rein::v1::INITIALIZING, rein::v1::PLANNING,
+                                    rein::v1::DECIDING,     rein::v1::EXECUTING,
+                                    rein::v1::EVALUATING,   rein::v1::PAUSED,
+                                    rein::v1::FINISHED,     rein::v1::FAILED,
+                                    rein::v1::CANCELLED};
+  for (rein::v1::Stage stage : stages) {
+    ASSERT_TRUE(store()
+                    .CreateRun(MakeRun(rein::v1::Stage_Name(stage), kEpoch + stage, "", stage),
+                               {})
+                    .ok());
+  }
+  // A run that ends by a commit leaves the list too.
+  const rein::v1::Run ending = MakeRun("ending", kEpoch + 20, "", rein::v1::EVALUATING);
+  ASSERT_TRUE(store().CreateRun(ending, {}).ok());
+  ASSERT_TRUE(store()
+                  .Commit("ending", 1, Next(ending.state(), rein::v1::CANCELLED), {},
+                          std::nullopt, At(kEpoch + 21))
+                  .ok());
+
+  absl::StatusOr<std::vector<std::string>> ids = store().ListUnfinishedRunIds();
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_THAT(*ids, UnorderedElementsAre("INITIALIZING", "PLANNING", "DECIDING", "EXECUTING",
+                                         "EVALUATING", "PAUSED"));
+}
+
+TEST_P(RunStoreConformanceTest, ReopenKeepsRunsEventsAndSnapshots) {
+  const rein::v1::Run run = MakeRun("run-1", kEpoch, "request-1");
+  ASSERT_TRUE(store().CreateRun(run, {NoteEvent("created", 1)}).ok());
+  rein::v1::RunState next = Next(run.state(), rein::v1::PLANNING);
+  next.set_iteration(1);
+  ASSERT_TRUE(store()
+                  .Commit("run-1", 1, next, {NoteEvent("planned", 2)},
+                          Snapshot{1, 2, R"({"iteration":1})"}, At(kEpoch + 1))
+                  .ok());
+
+  Reopen();
+
+  absl::StatusOr<rein::v1::Run> got = store().GetRun("run-1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_THAT(got->state(), EqualsProto(next));
+  EXPECT_THAT(got->spec(), EqualsProto(run.spec()));
+  EXPECT_EQ(got->request_id(), "request-1");
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = store().ReadEvents("run-1", 0, 0);
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_THAT(Seqs(*events), ElementsAre(1, 2));
+  EXPECT_EQ((*events)[1].error().message(), "planned");
+  absl::StatusOr<std::vector<Snapshot>> snapshots = store().ListSnapshots("run-1");
+  ASSERT_TRUE(snapshots.ok()) << snapshots.status();
+  ASSERT_THAT(*snapshots, SizeIs(1));
+  EXPECT_EQ((*snapshots)[0].state_json, R"({"iteration":1})");
+  absl::StatusOr<std::vector<std::string>> unfinished = store().ListUnfinishedRunIds();
+  ASSERT_TRUE(unfinished.ok()) << unfinished.status();
+  EXPECT_THAT(*unfinished, ElementsAre("run-1"));
+
+  // The request_id still deduplicates, and seq goes on where it stopped.
+  absl::StatusOr<CreateResult> again = store().CreateRun(MakeRun("run-2", kEpoch, "request-1"), {});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->created);
+  EXPECT_EQ(again->run.run_id(), "run-1");
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> more = store().Commit(
+      "run-1", 2, Next(next, rein::v1::DECIDING), {NoteEvent("decided", 3)}, std::nullopt,
+      At(kEpoch + 2));
+  ASSERT_TRUE(more.ok()) << more.status();
+  EXPECT_THAT(Seqs(*more), ElementsAre(3));
+}
+
+}  // namespace
+}  // namespace rein

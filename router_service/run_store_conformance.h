@@ -1,0 +1,57 @@
+// RunStore conformance suite: the tests every RunStore implementation must pass unchanged.
+//
+// An implementation's test file instantiates it with a factory:
+//
+//   INSTANTIATE_TEST_SUITE_P(Sqlite, RunStoreConformanceTest,
+//                            ::testing::Values(MySqliteFactory()), RunStoreFactoryName);
+#ifndef REIN_ROUTER_SERVICE_RUN_STORE_CONFORMANCE_H_
+#define REIN_ROUTER_SERVICE_RUN_STORE_CONFORMANCE_H_
+
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "gtest/gtest.h"
+#include "router_service/run_store.h"
+
+namespace rein {
+
+// How the suite makes stores. Each test takes a new location, opens a store there, may drop it
+// and open the same location again (to check durability), and removes the location at the end.
+struct RunStoreFactory {
+  // Names the instantiation in test names: letters, digits and '_' only.
+  std::string name;
+  // A new, empty location (a database file path, a PostgreSQL schema, ...).
+  std::function<absl::StatusOr<std::string>()> new_location;
+  // Opens the store at `location`, creating its tables when missing.
+  std::function<absl::StatusOr<std::unique_ptr<RunStore>>(const std::string& location)> open;
+  // Deletes what `new_location` made; may be empty when there is nothing to clean up.
+  std::function<void(const std::string& location)> remove;
+};
+
+// For INSTANTIATE_TEST_SUITE_P's name generator.
+std::string RunStoreFactoryName(const ::testing::TestParamInfo<RunStoreFactory>& info);
+
+// So gtest prints the parameter by name.
+void PrintTo(const RunStoreFactory& factory, std::ostream* os);
+
+// The fixture of the suite: a fresh store per test in `store()`.
+class RunStoreConformanceTest : public ::testing::TestWithParam<RunStoreFactory> {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  RunStore& store() { return *store_; }
+  // Drops the store and opens the same location again.
+  void Reopen();
+
+ private:
+  std::string location_;
+  std::unique_ptr<RunStore> store_;
+};
+
+}  // namespace rein
+
+#endif  // REIN_ROUTER_SERVICE_RUN_STORE_CONFORMANCE_H_

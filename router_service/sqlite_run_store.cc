@@ -1,0 +1,648 @@
+// SqliteRunStore: the embedded RunStore, one SQLite file in WAL mode.
+#include "router_service/sqlite_run_store.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/status_macros.h"
+#include "google/protobuf/timestamp.pb.h"
+#include "rein/v1/types.pb.h"
+
+namespace rein {
+namespace {
+
+constexpr int kDefaultPageSize = 50;
+constexpr int kMaxPageSize = 1000;
+
+// The range of google.protobuf.Timestamp: 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z.
+constexpr int64_t kMinTimestampSeconds = -62135596800;
+constexpr int64_t kMaxTimestampSeconds = 253402300799;
+
+constexpr char kSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS runs (
+  run_id TEXT PRIMARY KEY NOT NULL,
+  request_id TEXT UNIQUE,
+  stage INTEGER NOT NULL,
+  reason INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  last_seq INTEGER NOT NULL,
+  created_us INTEGER NOT NULL,
+  updated_us INTEGER NOT NULL,
+  run BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created_us DESC, run_id DESC);
+CREATE INDEX IF NOT EXISTS runs_by_stage ON runs (stage, created_us DESC, run_id DESC);
+CREATE INDEX IF NOT EXISTS runs_by_reason ON runs (reason, created_us DESC, run_id DESC);
+CREATE TABLE IF NOT EXISTS events (
+  run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  body BLOB NOT NULL,
+  PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS snapshots (
+  run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+  version INTEGER NOT NULL,
+  iteration INTEGER NOT NULL,
+  json TEXT NOT NULL,
+  PRIMARY KEY (run_id, version)
+) WITHOUT ROWID;
+)sql";
+
+absl::StatusCode CodeForSqlite(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_IOERR:
+    case SQLITE_PROTOCOL:
+      return absl::StatusCode::kUnavailable;
+    case SQLITE_CORRUPT:
+      return absl::StatusCode::kDataLoss;
+    case SQLITE_NOTADB:
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+      return absl::StatusCode::kFailedPrecondition;
+    case SQLITE_FULL:
+    case SQLITE_NOMEM:
+    case SQLITE_TOOBIG:
+      return absl::StatusCode::kResourceExhausted;
+    default:
+      return absl::StatusCode::kInternal;
+  }
+}
+
+absl::StatusOr<int64_t> TimestampMicros(const google::protobuf::Timestamp& ts,
+                                        absl::string_view field) {
+  if (ts.seconds() < kMinTimestampSeconds || ts.seconds() > kMaxTimestampSeconds ||
+      ts.nanos() < 0 || ts.nanos() > 999999999) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " is not a valid timestamp (seconds ",
+                                                   ts.seconds(), ", nanos ", ts.nanos(), ")"));
+  }
+  return ts.seconds() * 1000000 + ts.nanos() / 1000;
+}
+
+absl::StatusOr<google::protobuf::Timestamp> ToTimestamp(absl::Time t, absl::string_view field) {
+  if (t < absl::FromUnixSeconds(kMinTimestampSeconds) ||
+      t >= absl::FromUnixSeconds(kMaxTimestampSeconds + 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " is outside the range of a timestamp: ", absl::FormatTime(t)));
+  }
+  const int64_t seconds = absl::ToUnixSeconds(t);  // rounds down
+  google::protobuf::Timestamp ts;
+  ts.set_seconds(seconds);
+  ts.set_nanos(static_cast<int32_t>((t - absl::FromUnixSeconds(seconds)) / absl::Nanoseconds(1)));
+  return ts;
+}
+
+// FNV-1a, 64 bits: a check that a page token was made here, not a secret.
+uint64_t Fnv1a64(absl::string_view data) {
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : data) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+// Where the next page starts: after the run (created_us, run_id) in newest-first order.
+struct Cursor {
+  int64_t created_us = 0;
+  std::string run_id;
+};
+
+// Token text: "<check hex>|1|<stage>|<reason>|<created_us>|<run_id>", base64 (web-safe).
+std::string MakePageToken(const RunFilter& filter, const Cursor& cursor) {
+  const std::string payload = absl::StrCat("1|", static_cast<int>(filter.stage), "|",
+                                           static_cast<int>(filter.outcome), "|",
+                                           cursor.created_us, "|", cursor.run_id);
+  return absl::WebSafeBase64Escape(
+      absl::StrCat(absl::Hex(Fnv1a64(payload), absl::kZeroPad16), "|", payload));
+}
+
+absl::StatusOr<Cursor> ParsePageToken(const RunFilter& filter, const std::string& token) {
+  const absl::Status not_ours =
+      absl::InvalidArgumentError("page_token is not a token returned by ListRuns");
+  std::string text;
+  if (!absl::WebSafeBase64Unescape(token, &text)) return not_ours;
+  std::vector<absl::string_view> parts = absl::StrSplit(text, absl::MaxSplits('|', 5));
+  if (parts.size() != 6 || parts[0].size() != 16) return not_ours;
+  const absl::string_view payload = absl::string_view(text).substr(17);
+  uint64_t check = 0;
+  if (!absl::SimpleHexAtoi(parts[0], &check) || check != Fnv1a64(payload)) return not_ours;
+  int stage = 0;
+  int reason = 0;
+  Cursor cursor;
+  if (parts[1] != "1" || !absl::SimpleAtoi(parts[2], &stage) ||
+      !absl::SimpleAtoi(parts[3], &reason) || !absl::SimpleAtoi(parts[4], &cursor.created_us) ||
+      parts[5].empty()) {
+    return not_ours;
+  }
+  if (stage != static_cast<int>(filter.stage) || reason != static_cast<int>(filter.outcome)) {
+    return absl::InvalidArgumentError(
+        "page_token was made for a different filter; start again without a page_token");
+  }
+  cursor.run_id = std::string(parts[5]);
+  return cursor;
+}
+
+}  // namespace
+
+// A cached prepared statement on loan: bindings and state are reset when it goes out of scope.
+class SqliteRunStore::Statement {
+ public:
+  explicit Statement(sqlite3_stmt* stmt) : stmt_(stmt) {}
+  Statement(Statement&& other) noexcept
+      : stmt_(std::exchange(other.stmt_, nullptr)), bind_rc_(other.bind_rc_) {}
+  Statement& operator=(Statement&&) = delete;
+  ~Statement() {
+    if (stmt_ != nullptr) {
+      sqlite3_reset(stmt_);
+      sqlite3_clear_bindings(stmt_);
+    }
+  }
+
+  // Parameters are numbered from 1.
+  void BindInt(int index, int64_t value) {
+    Keep(sqlite3_bind_int64(stmt_, index, value));
+  }
+  void BindText(int index, absl::string_view value) {
+    Keep(sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT,
+                             SQLITE_UTF8));
+  }
+  void BindBlob(int index, absl::string_view value) {
+    Keep(sqlite3_bind_blob64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT));
+  }
+  void BindNull(int index) { Keep(sqlite3_bind_null(stmt_, index)); }
+
+  // SQLITE_ROW, SQLITE_DONE or an error code (including a failed bind).
+  int Step() {
+    if (bind_rc_ != SQLITE_OK) return bind_rc_;
+    return sqlite3_step(stmt_);
+  }
+
+  // Columns are numbered from 0.
+  int64_t ColumnInt(int index) const { return sqlite3_column_int64(stmt_, index); }
+  std::string ColumnBytes(int index) const {
+    const void* data = sqlite3_column_blob(stmt_, index);
+    const int size = sqlite3_column_bytes(stmt_, index);
+    if (data == nullptr || size <= 0) return std::string();
+    return std::string(static_cast<const char*>(data), static_cast<size_t>(size));
+  }
+
+ private:
+  void Keep(int rc) {
+    if (bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+  }
+
+  sqlite3_stmt* stmt_;
+  int bind_rc_ = SQLITE_OK;
+};
+
+// One SQLite transaction; rolled back when destroyed without a successful Commit().
+class SqliteRunStore::Transaction {
+ public:
+  // `write`: BEGIN IMMEDIATE (takes the write lock now); else a deferred read transaction.
+  static absl::StatusOr<Transaction> Begin(SqliteRunStore* store, bool write)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(store->mu_) {
+    RETURN_IF_ERROR(store->Exec(write ? "BEGIN IMMEDIATE" : "BEGIN"));
+    return Transaction(store);
+  }
+  Transaction(Transaction&& other) noexcept : store_(std::exchange(other.store_, nullptr)) {}
+  Transaction& operator=(Transaction&&) = delete;
+  ~Transaction() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    // Some errors (SQLITE_FULL, SQLITE_IOERR, ...) end the transaction on their own.
+    if (store_ != nullptr && sqlite3_get_autocommit(store_->db_) == 0) {
+      store_->Exec("ROLLBACK").IgnoreError();
+    }
+  }
+
+  absl::Status Commit() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    RETURN_IF_ERROR(store_->Exec("COMMIT"));
+    store_ = nullptr;
+    return absl::OkStatus();
+  }
+
+ private:
+  explicit Transaction(SqliteRunStore* store) : store_(store) {}
+
+  SqliteRunStore* store_;
+};
+
+absl::StatusOr<std::unique_ptr<SqliteRunStore>> SqliteRunStore::Open(const std::string& path,
+                                                                     const Options& options) {
+  if (path.empty()) return absl::InvalidArgumentError("SQLite database path is empty");
+  if (options.busy_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("busy_timeout is negative");
+  }
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &db,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                                 /*zVfs=*/nullptr);
+  if (rc != SQLITE_OK) {
+    const std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return absl::Status(CodeForSqlite(rc) == absl::StatusCode::kInternal
+                            ? absl::StatusCode::kFailedPrecondition
+                            : CodeForSqlite(rc),
+                        absl::StrCat("cannot open SQLite database ", path, ": ", message));
+  }
+  sqlite3_extended_result_codes(db, 1);
+  std::unique_ptr<SqliteRunStore> store(new SqliteRunStore(db, path));
+  absl::MutexLock lock(&store->mu_);
+  RETURN_IF_ERROR(store->Initialize(options));
+  return store;
+}
+
+SqliteRunStore::SqliteRunStore(sqlite3* db, std::string path) : path_(std::move(path)), db_(db) {}
+
+SqliteRunStore::~SqliteRunStore() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
+  statements_.clear();
+  sqlite3_close(db_);
+}
+
+absl::Status SqliteRunStore::SqliteError(int rc, const std::string& what) {
+  return absl::Status(CodeForSqlite(rc), absl::StrCat("SQLite database ", path_, ": ", what,
+                                                      ": ", sqlite3_errmsg(db_)));
+}
+
+absl::StatusOr<SqliteRunStore::Statement> SqliteRunStore::Prepare(const std::string& sql) {
+  auto it = statements_.find(sql);
+  if (it != statements_.end()) return Statement(it->second);
+  sqlite3_stmt* stmt = nullptr;
+  const int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
+                                    SQLITE_PREPARE_PERSISTENT, &stmt, /*pzTail=*/nullptr);
+  if (rc != SQLITE_OK) return SqliteError(rc, absl::StrCat("preparing `", sql, "`"));
+  statements_.emplace(sql, stmt);
+  return Statement(stmt);
+}
+
+absl::Status SqliteRunStore::Exec(const char* sql) {
+  ASSIGN_OR_RETURN(Statement stmt, Prepare(sql));
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) {
+  }
+  if (rc != SQLITE_DONE) return SqliteError(rc, sql);
+  return absl::OkStatus();
+}
+
+absl::Status SqliteRunStore::Initialize(const Options& options) {
+  int rc = sqlite3_busy_timeout(
+      db_, static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(options.busy_timeout),
+                                              INT32_MAX)));
+  if (rc != SQLITE_OK) return SqliteError(rc, "setting busy_timeout");
+  {
+    ASSIGN_OR_RETURN(Statement stmt, Prepare("PRAGMA journal_mode=WAL"));
+    rc = stmt.Step();
+    if (rc != SQLITE_ROW) return SqliteError(rc, "setting journal_mode=WAL");
+    const std::string mode = stmt.ColumnBytes(0);
+    // An in-memory database reports "memory"; every file must be in WAL mode.
+    if (mode != "wal" && mode != "memory") {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "SQLite database ", path_, ": journal_mode is ", mode, " and cannot be set to wal"));
+    }
+  }
+  RETURN_IF_ERROR(Exec(options.synchronous == Synchronous::kFull ? "PRAGMA synchronous=FULL"
+                                                                 : "PRAGMA synchronous=NORMAL"));
+  RETURN_IF_ERROR(Exec("PRAGMA foreign_keys=ON"));
+
+  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(this, /*write=*/true));
+  RETURN_IF_ERROR(
+      Exec("CREATE TABLE IF NOT EXISTS schema_version ("
+           "id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)"));
+  int64_t version = 0;
+  {
+    ASSIGN_OR_RETURN(Statement stmt, Prepare("SELECT version FROM schema_version WHERE id = 1"));
+    rc = stmt.Step();
+    if (rc == SQLITE_ROW) {
+      version = stmt.ColumnInt(0);
+    } else if (rc != SQLITE_DONE) {
+      return SqliteError(rc, "reading schema_version");
+    }
+  }
+  if (version > kSchemaVersion || version < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("SQLite database ", path_, " has schema version ", version,
+                     "; this binary knows versions up to ", kSchemaVersion));
+  }
+  rc = sqlite3_exec(db_, kSchema, /*callback=*/nullptr, /*arg=*/nullptr, /*errmsg=*/nullptr);
+  if (rc != SQLITE_OK) return SqliteError(rc, "creating tables");
+  if (version == 0) {
+    ASSIGN_OR_RETURN(Statement stmt,
+                     Prepare("INSERT INTO schema_version (id, version) VALUES (1, ?)"));
+    stmt.BindInt(1, kSchemaVersion);
+    rc = stmt.Step();
+    if (rc != SQLITE_DONE) return SqliteError(rc, "writing schema_version");
+  }
+  return tx.Commit();
+}
+
+absl::StatusOr<SqliteRunStore::RunRow> SqliteRunStore::ReadRun(const std::string& run_id) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   Prepare("SELECT run, version, last_seq FROM runs WHERE run_id = ?"));
+  stmt.BindText(1, run_id);
+  const int rc = stmt.Step();
+  if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("no run ", run_id));
+  if (rc != SQLITE_ROW) return SqliteError(rc, absl::StrCat("reading run ", run_id));
+  RunRow row;
+  if (!row.run.ParseFromString(stmt.ColumnBytes(0)) || row.run.run_id() != run_id) {
+    return absl::DataLossError(
+        absl::StrCat("SQLite database ", path_, ": the stored run ", run_id, " is corrupt"));
+  }
+  row.version = stmt.ColumnInt(1);
+  row.last_seq = stmt.ColumnInt(2);
+  return row;
+}
+
+absl::Status SqliteRunStore::RunExists(const std::string& run_id) {
+  ASSIGN_OR_RETURN(Statement stmt, Prepare("SELECT 1 FROM runs WHERE run_id = ?"));
+  stmt.BindText(1, run_id);
+  const int rc = stmt.Step();
+  if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("no run ", run_id));
+  if (rc != SQLITE_ROW) return SqliteError(rc, absl::StrCat("reading run ", run_id));
+  return absl::OkStatus();
+}
+
+absl::Status SqliteRunStore::InsertEvents(const std::string& run_id, int64_t first_seq,
+                                          std::vector<rein::v1::RunEvent>& events) {
+  for (size_t i = 0; i < events.size(); ++i) {
+    rein::v1::RunEvent& event = events[i];
+    event.set_run_id(run_id);
+    event.set_seq(first_seq + static_cast<int64_t>(i));
+    std::string body;
+    if (!event.SerializeToString(&body)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("event ", i, " of run ", run_id, " cannot be serialized (too large)"));
+    }
+    ASSIGN_OR_RETURN(Statement stmt,
+                     Prepare("INSERT INTO events (run_id, seq, body) VALUES (?, ?, ?)"));
+    stmt.BindText(1, run_id);
+    stmt.BindInt(2, event.seq());
+    stmt.BindBlob(3, body);
+    const int rc = stmt.Step();
+    if (rc != SQLITE_DONE) {
+      return SqliteError(rc, absl::StrCat("writing event ", event.seq(), " of run ", run_id));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CreateResult> SqliteRunStore::CreateRun(const rein::v1::Run& run,
+                                                       std::vector<rein::v1::RunEvent> events) {
+  if (run.run_id().empty()) return absl::InvalidArgumentError("run.run_id is empty");
+  ASSIGN_OR_RETURN(const int64_t created_us, TimestampMicros(run.created_at(), "run.created_at"));
+  ASSIGN_OR_RETURN(const int64_t updated_us, TimestampMicros(run.updated_at(), "run.updated_at"));
+  std::string blob;
+  if (!run.SerializeToString(&blob)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run ", run.run_id(), " cannot be serialized (too large)"));
+  }
+
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(this, /*write=*/true));
+  if (!run.request_id().empty()) {
+    ASSIGN_OR_RETURN(Statement stmt, Prepare("SELECT run_id FROM runs WHERE request_id = ?"));
+    stmt.BindText(1, run.request_id());
+    const int rc = stmt.Step();
+    if (rc == SQLITE_ROW) {
+      const std::string existing_id = stmt.ColumnBytes(0);
+      ASSIGN_OR_RETURN(RunRow existing, ReadRun(existing_id));
+      RETURN_IF_ERROR(tx.Commit());
+      return CreateResult{std::move(existing.run), /*created=*/false};
+    }
+    if (rc != SQLITE_DONE) return SqliteError(rc, "looking up request_id");
+  }
+  const absl::Status exists = RunExists(run.run_id());
+  if (exists.ok()) {
+    return absl::AlreadyExistsError(absl::StrCat("run ", run.run_id(), " already exists"));
+  }
+  if (!absl::IsNotFound(exists)) return exists;
+
+  {
+    ASSIGN_OR_RETURN(Statement stmt,
+                     Prepare("INSERT INTO runs (run_id, request_id, stage, reason, version, "
+                             "last_seq, created_us, updated_us, run) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    stmt.BindText(1, run.run_id());
+    if (run.request_id().empty()) {
+      stmt.BindNull(2);
+    } else {
+      stmt.BindText(2, run.request_id());
+    }
+    stmt.BindInt(3, run.state().stage());
+    stmt.BindInt(4, run.state().outcome().reason());
+    stmt.BindInt(5, run.state().version());
+    stmt.BindInt(6, static_cast<int64_t>(events.size()));
+    stmt.BindInt(7, created_us);
+    stmt.BindInt(8, updated_us);
+    stmt.BindBlob(9, blob);
+    const int rc = stmt.Step();
+    if (rc != SQLITE_DONE) return SqliteError(rc, absl::StrCat("writing run ", run.run_id()));
+  }
+  RETURN_IF_ERROR(InsertEvents(run.run_id(), /*first_seq=*/1, events));
+  RETURN_IF_ERROR(tx.Commit());
+  return CreateResult{run, /*created=*/true};
+}
+
+absl::StatusOr<rein::v1::Run> SqliteRunStore::GetRun(const std::string& run_id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(RunRow row, ReadRun(run_id));
+  return std::move(row.run);
+}
+
+absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::Commit(
+    const std::string& run_id, int64_t expected_version, const rein::v1::RunState& new_state,
+    std::vector<rein::v1::RunEvent> events, const std::optional<Snapshot>& snapshot,
+    absl::Time now) {
+  if (new_state.version() != expected_version + 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("new_state.version is ", new_state.version(), "; a commit on version ",
+                     expected_version, " must store version ", expected_version + 1));
+  }
+  ASSIGN_OR_RETURN(const google::protobuf::Timestamp updated_at, ToTimestamp(now, "now"));
+  ASSIGN_OR_RETURN(const int64_t updated_us, TimestampMicros(updated_at, "now"));
+
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(this, /*write=*/true));
+  ASSIGN_OR_RETURN(RunRow row, ReadRun(run_id));
+  if (row.version != expected_version) {
+    return absl::FailedPreconditionError(absl::StrCat("run ", run_id, " is at version ",
+                                                      row.version, ", not expected_version ",
+                                                      expected_version));
+  }
+  *row.run.mutable_state() = new_state;
+  *row.run.mutable_updated_at() = updated_at;
+  std::string blob;
+  if (!row.run.SerializeToString(&blob)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run ", run_id, " cannot be serialized (too large)"));
+  }
+  const int64_t last_seq = row.last_seq + static_cast<int64_t>(events.size());
+  {
+    ASSIGN_OR_RETURN(Statement stmt,
+                     Prepare("UPDATE runs SET stage = ?, reason = ?, version = ?, last_seq = ?, "
+                             "updated_us = ?, run = ? WHERE run_id = ?"));
+    stmt.BindInt(1, new_state.stage());
+    stmt.BindInt(2, new_state.outcome().reason());
+    stmt.BindInt(3, new_state.version());
+    stmt.BindInt(4, last_seq);
+    stmt.BindInt(5, updated_us);
+    stmt.BindBlob(6, blob);
+    stmt.BindText(7, run_id);
+    const int rc = stmt.Step();
+    if (rc != SQLITE_DONE) return SqliteError(rc, absl::StrCat("updating run ", run_id));
+  }
+  RETURN_IF_ERROR(InsertEvents(run_id, row.last_seq + 1, events));
+  if (snapshot.has_value()) {
+    ASSIGN_OR_RETURN(Statement stmt,
+                     Prepare("INSERT INTO snapshots (run_id, version, iteration, json) "
+                             "VALUES (?, ?, ?, ?)"));
+    stmt.BindText(1, run_id);
+    stmt.BindInt(2, snapshot->version);
+    stmt.BindInt(3, snapshot->iteration);
+    stmt.BindText(4, snapshot->state_json);
+    const int rc = stmt.Step();
+    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
+      return absl::AlreadyExistsError(absl::StrCat("run ", run_id, " has a snapshot of version ",
+                                                   snapshot->version, " already"));
+    }
+    if (rc != SQLITE_DONE) {
+      return SqliteError(rc, absl::StrCat("writing a snapshot of run ", run_id));
+    }
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return events;
+}
+
+absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::ReadEvents(
+    const std::string& run_id, int64_t after_seq, int limit) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(this, /*write=*/false));
+  RETURN_IF_ERROR(RunExists(run_id));
+  ASSIGN_OR_RETURN(Statement stmt, Prepare("SELECT seq, body FROM events WHERE run_id = ? "
+                                           "AND seq > ? ORDER BY seq LIMIT ?"));
+  stmt.BindText(1, run_id);
+  stmt.BindInt(2, after_seq);
+  stmt.BindInt(3, limit > 0 ? limit : -1);  // a negative LIMIT is no limit
+  std::vector<rein::v1::RunEvent> events;
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) {
+    const int64_t seq = stmt.ColumnInt(0);
+    rein::v1::RunEvent& event = events.emplace_back();
+    if (!event.ParseFromString(stmt.ColumnBytes(1))) {
+      return absl::DataLossError(absl::StrCat("SQLite database ", path_, ": event ", seq,
+                                              " of run ", run_id, " is corrupt"));
+    }
+    event.set_run_id(run_id);
+    event.set_seq(seq);
+  }
+  if (rc != SQLITE_DONE) return SqliteError(rc, absl::StrCat("reading events of run ", run_id));
+  RETURN_IF_ERROR(tx.Commit());
+  return events;
+}
+
+absl::StatusOr<RunPage> SqliteRunStore::ListRuns(const RunFilter& filter, int page_size,
+                                                 const std::string& page_token) {
+  if (page_size <= 0) page_size = kDefaultPageSize;
+  page_size = std::min(page_size, kMaxPageSize);
+  std::optional<Cursor> cursor;
+  if (!page_token.empty()) {
+    ASSIGN_OR_RETURN(cursor, ParsePageToken(filter, page_token));
+  }
+
+  // One SQL text per combination of conditions, so each is prepared once and uses its index.
+  std::string sql = "SELECT run_id, created_us, run FROM runs WHERE 1";
+  if (filter.stage != rein::v1::STAGE_UNSPECIFIED) absl::StrAppend(&sql, " AND stage = ?");
+  if (filter.outcome != rein::v1::TERMINATION_REASON_UNSPECIFIED) {
+    absl::StrAppend(&sql, " AND reason = ?");
+  }
+  if (cursor.has_value()) absl::StrAppend(&sql, " AND (created_us, run_id) < (?, ?)");
+  absl::StrAppend(&sql, " ORDER BY created_us DESC, run_id DESC LIMIT ?");
+
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Statement stmt, Prepare(sql));
+  int index = 1;
+  if (filter.stage != rein::v1::STAGE_UNSPECIFIED) stmt.BindInt(index++, filter.stage);
+  if (filter.outcome != rein::v1::TERMINATION_REASON_UNSPECIFIED) {
+    stmt.BindInt(index++, filter.outcome);
+  }
+  if (cursor.has_value()) {
+    stmt.BindInt(index++, cursor->created_us);
+    stmt.BindText(index++, cursor->run_id);
+  }
+  stmt.BindInt(index++, page_size + 1);  // one more tells whether there is a next page
+
+  RunPage page;
+  Cursor last;
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) {
+    if (static_cast<int>(page.runs.size()) == page_size) {
+      page.next_page_token = MakePageToken(filter, last);
+      break;
+    }
+    last.run_id = stmt.ColumnBytes(0);
+    last.created_us = stmt.ColumnInt(1);
+    rein::v1::Run& run = page.runs.emplace_back();
+    if (!run.ParseFromString(stmt.ColumnBytes(2)) || run.run_id() != last.run_id) {
+      return absl::DataLossError(absl::StrCat("SQLite database ", path_, ": the stored run ",
+                                              last.run_id, " is corrupt"));
+    }
+  }
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteError(rc, "listing runs");
+  return page;
+}
+
+absl::StatusOr<std::vector<Snapshot>> SqliteRunStore::ListSnapshots(const std::string& run_id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(this, /*write=*/false));
+  RETURN_IF_ERROR(RunExists(run_id));
+  ASSIGN_OR_RETURN(Statement stmt, Prepare("SELECT version, iteration, json FROM snapshots "
+                                           "WHERE run_id = ? ORDER BY version"));
+  stmt.BindText(1, run_id);
+  std::vector<Snapshot> snapshots;
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) {
+    Snapshot& snapshot = snapshots.emplace_back();
+    snapshot.version = stmt.ColumnInt(0);
+    snapshot.iteration = static_cast<int32_t>(stmt.ColumnInt(1));
+    snapshot.state_json = stmt.ColumnBytes(2);
+  }
+  if (rc != SQLITE_DONE) {
+    return SqliteError(rc, absl::StrCat("reading snapshots of run ", run_id));
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return snapshots;
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteRunStore::ListUnfinishedRunIds() {
+  static_assert(rein::v1::FINISHED == 7 && rein::v1::FAILED == 8 && rein::v1::CANCELLED == 9,
+                "the query below names the terminal stages by number");
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Statement stmt, Prepare("SELECT run_id FROM runs WHERE stage NOT IN "
+                                           "(7, 8, 9) ORDER BY created_us, run_id"));
+  std::vector<std::string> ids;
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) ids.push_back(stmt.ColumnBytes(0));
+  if (rc != SQLITE_DONE) return SqliteError(rc, "listing unfinished runs");
+  return ids;
+}
+
+}  // namespace rein

@@ -1,0 +1,120 @@
+// SqliteRunStore: the embedded RunStore, one SQLite file in WAL mode.
+#ifndef REIN_ROUTER_SERVICE_SQLITE_RUN_STORE_H_
+#define REIN_ROUTER_SERVICE_SQLITE_RUN_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "rein/v1/types.pb.h"
+#include "router_service/run_store.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace rein {
+
+// A RunStore kept in one SQLite database file.
+//
+// Layout: `runs` holds each run as a serialized rein.v1.Run (state included) plus the columns
+// the queries need (stage, outcome reason, version, last event seq, created/updated times in
+// microseconds since the epoch); `events` holds each event as a serialized rein.v1.RunEvent
+// keyed by (run_id, seq); `snapshots` holds the per-iteration JSON keyed by (run_id, version);
+// `schema_version` holds the layout's version.
+//
+// Choices where the RunStore contract is silent:
+//  - Commit requires new_state.version == expected_version + 1 (else INVALID_ARGUMENT), so a
+//    committed transition always moves the version on and optimistic concurrency holds.
+//  - A snapshot whose (run_id, version) is stored already is ALREADY_EXISTS; nothing is written.
+//  - ReadEvents with limit <= 0 returns every event after after_seq.
+//  - ListUnfinishedRunIds returns the ids oldest first.
+//  - A page token is bound to the filter it was made for; using it with another filter is
+//    INVALID_ARGUMENT naming page_token.
+//  - A row whose stored bytes do not parse is DATA_LOSS naming the run.
+//
+// Thread-safe: one connection, used under a mutex; every method is one SQLite transaction
+// (writes use BEGIN IMMEDIATE, so several processes sharing the file also serialize).
+class SqliteRunStore final : public RunStore {
+ public:
+  enum class Synchronous { kNormal, kFull };
+
+  struct Options {
+    // NORMAL: in WAL mode a committed transaction survives a process crash but the last ones
+    // may be lost on power failure. FULL: fsync on every commit, survives power failure too.
+    Synchronous synchronous = Synchronous::kNormal;
+    // How long a statement waits for another process's lock before failing with UNAVAILABLE.
+    absl::Duration busy_timeout = absl::Seconds(5);
+  };
+
+  // Opens (creating if missing) the database at `path` and its tables. A path that cannot be
+  // opened, or a file that is not a database, is FAILED_PRECONDITION naming the path; a
+  // database written by a newer layout is FAILED_PRECONDITION naming both versions.
+  static absl::StatusOr<std::unique_ptr<SqliteRunStore>> Open(const std::string& path,
+                                                              const Options& options);
+  static absl::StatusOr<std::unique_ptr<SqliteRunStore>> Open(const std::string& path) {
+    return Open(path, Options());
+  }
+
+  // The layout version this binary writes.
+  static constexpr int kSchemaVersion = 1;
+
+  ~SqliteRunStore() override;
+  SqliteRunStore(const SqliteRunStore&) = delete;
+  SqliteRunStore& operator=(const SqliteRunStore&) = delete;
+
+  absl::StatusOr<CreateResult> CreateRun(const rein::v1::Run& run,
+                                         std::vector<rein::v1::RunEvent> events) override;
+  absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id) override;
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> Commit(
+      const std::string& run_id, int64_t expected_version, const rein::v1::RunState& new_state,
+      std::vector<rein::v1::RunEvent> events, const std::optional<Snapshot>& snapshot,
+      absl::Time now) override;
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> ReadEvents(const std::string& run_id,
+                                                             int64_t after_seq,
+                                                             int limit) override;
+  absl::StatusOr<RunPage> ListRuns(const RunFilter& filter, int page_size,
+                                   const std::string& page_token) override;
+  absl::StatusOr<std::vector<Snapshot>> ListSnapshots(const std::string& run_id) override;
+  absl::StatusOr<std::vector<std::string>> ListUnfinishedRunIds() override;
+
+ private:
+  class Statement;
+  class Transaction;
+
+  SqliteRunStore(sqlite3* db, std::string path);
+
+  // Runs `sql` (no parameters, no rows), e.g. BEGIN or a pragma.
+  absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A prepared statement for `sql` from the cache, reset when the Statement is destroyed.
+  absl::StatusOr<Statement> Prepare(const std::string& sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Initialize(const Options& options) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The stored run row; NOT_FOUND / DATA_LOSS as GetRun.
+  struct RunRow {
+    rein::v1::Run run;
+    int64_t version = 0;
+    int64_t last_seq = 0;
+  };
+  absl::StatusOr<RunRow> ReadRun(const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status RunExists(const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status InsertEvents(const std::string& run_id, int64_t first_seq,
+                            std::vector<rein::v1::RunEvent>& events)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status SqliteError(int rc, const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string path_;
+  absl::Mutex mu_;
+  sqlite3* const db_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<std::string, sqlite3_stmt*> statements_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace rein
+
+#endif  // REIN_ROUTER_SERVICE_SQLITE_RUN_STORE_H_

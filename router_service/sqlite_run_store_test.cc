@@ -1,0 +1,317 @@
+// Tests of SqliteRunStore: the RunStore conformance suite plus what is particular to SQLite.
+#include "router_service/sqlite_run_store.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rein/v1/types.pb.h"
+#include "router_service/run_store_conformance.h"
+
+namespace rein {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A new empty directory under the test's temporary directory.
+std::string NewTempDir() {
+  const char* root = std::getenv("TEST_TMPDIR");
+  std::string pattern = absl::StrCat(root != nullptr ? root : "/tmp", "/sqlite_run_store_XXXXXX");
+  if (mkdtemp(pattern.data()) == nullptr) return "";
+  return pattern;
+}
+
+RunStoreFactory SqliteFactory(const std::string& name, SqliteRunStore::Synchronous synchronous) {
+  RunStoreFactory factory;
+  factory.name = name;
+  factory.new_location = []() -> absl::StatusOr<std::string> {
+    const std::string dir = NewTempDir();
+    if (dir.empty()) return absl::InternalError("mkdtemp failed");
+    return dir + "/runs.db";
+  };
+  factory.open = [synchronous](const std::string& path)
+      -> absl::StatusOr<std::unique_ptr<RunStore>> {
+    SqliteRunStore::Options options;
+    options.synchronous = synchronous;
+    absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path, options);
+    if (!store.ok()) return store.status();
+    return std::unique_ptr<RunStore>(std::move(*store));
+  };
+  factory.remove = [](const std::string& path) {
+    std::error_code ignored;
+    std::filesystem::remove_all(std::filesystem::path(path).parent_path(), ignored);
+  };
+  return factory;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sqlite, RunStoreConformanceTest,
+    ::testing::Values(SqliteFactory("SynchronousNormal", SqliteRunStore::Synchronous::kNormal),
+                      SqliteFactory("SynchronousFull", SqliteRunStore::Synchronous::kFull)),
+    RunStoreFactoryName);
+
+// Runs `sql` on the database file through a separate connection, as an operator or a bug would.
+void ExecRaw(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
+  EXPECT_EQ(rc, SQLITE_OK) << (error != nullptr ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(db);
+}
+
+// The first column of the first row of `sql`, as text.
+std::string QueryRaw(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string value;
+  if (sqlite3_open(path.c_str(), &db) == SQLITE_OK) {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW) {
+      value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    }
+    sqlite3_finalize(stmt);
+  }
+  sqlite3_close(db);
+  return value;
+}
+
+rein::v1::Run MakeRun(const std::string& run_id, const std::string& request_id = "") {
+  rein::v1::Run run;
+  run.set_run_id(run_id);
+  run.set_request_id(request_id);
+  run.mutable_spec()->set_goal("count the files");
+  run.mutable_state()->set_stage(rein::v1::INITIALIZING);
+  run.mutable_state()->set_version(1);
+  run.mutable_created_at()->set_seconds(1700000000);
+  return run;
+}
+
+rein::v1::RunEvent Event(const std::string& message) {
+  rein::v1::RunEvent event;
+  event.mutable_error()->set_message(message);
+  return event;
+}
+
+rein::v1::RunState NextState(int64_t version) {
+  rein::v1::RunState state;
+  state.set_stage(rein::v1::PLANNING);
+  state.set_version(version);
+  return state;
+}
+
+class SqliteRunStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = NewTempDir();
+    ASSERT_NE(dir_, "");
+    path_ = dir_ + "/runs.db";
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+
+  std::unique_ptr<SqliteRunStore> OpenOrDie() {
+    absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path_);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+
+  std::string dir_;
+  std::string path_;
+};
+
+TEST_F(SqliteRunStoreTest, OpenInMissingDirectoryIsFailedPreconditionNamingPath) {
+  const std::string path = dir_ + "/no/such/dir/runs.db";
+  absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(), HasSubstr(path));
+}
+
+TEST_F(SqliteRunStoreTest, OpenEmptyPathIsInvalidArgument) {
+  EXPECT_EQ(SqliteRunStore::Open("").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(SqliteRunStoreTest, OpenFileThatIsNotADatabaseIsFailedPreconditionNamingPath) {
+  {
+    std::ofstream file(path_);
+    for (int i = 0; i < 200; ++i) file << "this is a text file, not an SQLite database\n";
+  }
+  absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(), HasSubstr(path_));
+}
+
+TEST_F(SqliteRunStoreTest, OpenNegativeBusyTimeoutIsInvalidArgument) {
+  SqliteRunStore::Options options;
+  options.busy_timeout = absl::Seconds(-1);
+  EXPECT_EQ(SqliteRunStore::Open(path_, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(SqliteRunStoreTest, OpenUsesWalAndRecordsSchemaVersion) {
+  ASSERT_NE(OpenOrDie(), nullptr);
+  EXPECT_EQ(QueryRaw(path_, "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(QueryRaw(path_, "SELECT version FROM schema_version"), "1");
+}
+
+TEST_F(SqliteRunStoreTest, OpenNewerSchemaVersionIsFailedPrecondition) {
+  ASSERT_NE(OpenOrDie(), nullptr);
+  ExecRaw(path_, "UPDATE schema_version SET version = 2");
+  absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(), HasSubstr("schema version 2"));
+}
+
+TEST_F(SqliteRunStoreTest, CorruptRunIsDataLossNamingRun) {
+  {
+    std::unique_ptr<SqliteRunStore> store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->CreateRun(MakeRun("run-bad", "request-bad"), {}).ok());
+    ASSERT_TRUE(store->CreateRun(MakeRun("run-good"), {}).ok());
+  }
+  ExecRaw(path_, "UPDATE runs SET run = x'ffffffff' WHERE run_id = 'run-bad'");
+  std::unique_ptr<SqliteRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+
+  absl::StatusOr<rein::v1::Run> got = store->GetRun("run-bad");
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(got.status().message(), HasSubstr("run-bad"));
+
+  absl::StatusOr<RunPage> page = store->ListRuns(RunFilter{}, 10, "");
+  EXPECT_EQ(page.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(page.status().message(), HasSubstr("run-bad"));
+
+  EXPECT_EQ(store->Commit("run-bad", 1, NextState(2), {Event("x")}, std::nullopt,
+                          absl::FromUnixSeconds(1700000001))
+                .status()
+                .code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(store->CreateRun(MakeRun("run-new", "request-bad"), {}).status().code(),
+            absl::StatusCode::kDataLoss);
+
+  absl::StatusOr<rein::v1::Run> good = store->GetRun("run-good");
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->spec().goal(), "count the files");
+}
+
+TEST_F(SqliteRunStoreTest, CorruptEventIsDataLossNamingRunAndSeq) {
+  {
+    std::unique_ptr<SqliteRunStore> store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->CreateRun(MakeRun("run-1"), {Event("a"), Event("b")}).ok());
+  }
+  ExecRaw(path_, "UPDATE events SET body = x'ffffffff' WHERE seq = 2");
+  std::unique_ptr<SqliteRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = store->ReadEvents("run-1", 0, 0);
+  EXPECT_EQ(events.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(events.status().message(), HasSubstr("event 2 of run run-1"));
+
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> first = store->ReadEvents("run-1", 0, 1);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ((*first)[0].error().message(), "a");
+}
+
+TEST_F(SqliteRunStoreTest, DuplicateSnapshotVersionIsAlreadyExistsAndWritesNothing) {
+  std::unique_ptr<SqliteRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateRun(MakeRun("run-1"), {}).ok());
+  ASSERT_TRUE(store
+                  ->Commit("run-1", 1, NextState(2), {Event("a")}, Snapshot{1, 7, "{}"},
+                           absl::FromUnixSeconds(1700000001))
+                  .ok());
+
+  EXPECT_EQ(store
+                ->Commit("run-1", 2, NextState(3), {Event("b")}, Snapshot{2, 7, "{}"},
+                         absl::FromUnixSeconds(1700000002))
+                .status()
+                .code(),
+            absl::StatusCode::kAlreadyExists);
+
+  absl::StatusOr<rein::v1::Run> got = store->GetRun("run-1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->state().version(), 2);
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = store->ReadEvents("run-1", 0, 0);
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_EQ(events->size(), 1u);
+  // The failed transaction left the connection usable.
+  EXPECT_TRUE(store
+                  ->Commit("run-1", 2, NextState(3), {Event("c")}, Snapshot{2, 3, "{}"},
+                           absl::FromUnixSeconds(1700000003))
+                  .ok());
+}
+
+TEST_F(SqliteRunStoreTest, CommitAtTimeOutsideTimestampRangeIsInvalidArgument) {
+  std::unique_ptr<SqliteRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateRun(MakeRun("run-1"), {}).ok());
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> result =
+      store->Commit("run-1", 1, NextState(2), {}, std::nullopt, absl::InfiniteFuture());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), HasSubstr("now"));
+}
+
+TEST_F(SqliteRunStoreTest, CreateWithInvalidCreatedAtIsInvalidArgument) {
+  std::unique_ptr<SqliteRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  rein::v1::Run run = MakeRun("run-1");
+  run.mutable_created_at()->set_nanos(-5);
+  absl::StatusOr<CreateResult> result = store->CreateRun(run, {});
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), HasSubstr("run.created_at"));
+  EXPECT_EQ(store->GetRun("run-1").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(SqliteRunStoreTest, TwoStoresOnOneFileHaveOneCommitWinner) {
+  std::unique_ptr<SqliteRunStore> first = OpenOrDie();
+  std::unique_ptr<SqliteRunStore> second = OpenOrDie();
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  ASSERT_TRUE(first->CreateRun(MakeRun("run-1"), {Event("created")}).ok());
+
+  constexpr int kThreads = 8;
+  absl::Notification start;
+  std::vector<absl::StatusCode> codes(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      SqliteRunStore& store = i % 2 == 0 ? *first : *second;
+      start.WaitForNotification();
+      codes[i] = store
+                     .Commit("run-1", 1, NextState(2), {Event(absl::StrCat(i))}, std::nullopt,
+                             absl::FromUnixSeconds(1700000001))
+                     .status()
+                     .code();
+    });
+  }
+  start.Notify();
+  for (std::thread& thread : threads) thread.join();
+
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), absl::StatusCode::kOk), 1);
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), absl::StatusCode::kFailedPrecondition),
+            kThreads - 1);
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = second->ReadEvents("run-1", 0, 0);
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_EQ(events->size(), 2u);
+}
+
+}  // namespace
+}  // namespace rein
