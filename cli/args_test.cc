@@ -1,0 +1,353 @@
+// Tests of reinctl's argument parsing and request building.
+#include "cli/args.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace rein::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::StatusOr<Command> Parse(std::vector<std::string> args) { return ParseArgs(args); }
+
+void ExpectUsageError(std::vector<std::string> args, const std::string& mentions) {
+  absl::StatusOr<Command> command = ParseArgs(args);
+  ASSERT_FALSE(command.ok()) << "expected an error for " << ::testing::PrintToString(args);
+  EXPECT_EQ(command.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(command.status().message()), HasSubstr(mentions));
+}
+
+TEST(ParseArgs, StartWithEveryFlagParsesAll) {
+  absl::StatusOr<Command> command = Parse(
+      {"start", "--goal=fix the bug", "--workspace", "ws1", "--tools=read_file, list_files",
+       "--tools=write_file", "--pause=after_plan,BEFORE_TOOL", "--max_iterations=7",
+       "--deadline=90s", "--stage_timeout=500ms", "--retry_budget=-1", "--token_budget=1000",
+       "--on_stagnation=pause", "--no_pause_on_notes", "--label=team=infra", "--label=k=a=b",
+       "--request_id=req-1", "--model=claude-x", "--watch", "--json"});
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(command->subcommand, Subcommand::kStart);
+  EXPECT_EQ(command->router, "127.0.0.1:50051");
+  const StartOptions& start = command->start;
+  EXPECT_EQ(start.goal, "fix the bug");
+  EXPECT_EQ(start.workspace, "ws1");
+  EXPECT_EQ(start.tools, (std::vector<std::string>{"read_file", "list_files", "write_file"}));
+  EXPECT_EQ(start.pause_points,
+            (std::vector<v1::PausePoint>{v1::AFTER_PLAN, v1::BEFORE_TOOL}));
+  EXPECT_EQ(start.max_iterations, 7);
+  EXPECT_EQ(start.deadline, absl::Seconds(90));
+  EXPECT_EQ(start.stage_timeout, absl::Milliseconds(500));
+  EXPECT_EQ(start.retry_budget, -1);
+  EXPECT_EQ(start.token_budget, 1000);
+  EXPECT_EQ(start.on_stagnation, v1::PAUSE);
+  EXPECT_TRUE(start.no_pause_on_notes);
+  ASSERT_EQ(start.labels.size(), 2u);
+  EXPECT_EQ(start.labels[0], std::make_pair(std::string("team"), std::string("infra")));
+  EXPECT_EQ(start.labels[1], std::make_pair(std::string("k"), std::string("a=b")));
+  EXPECT_EQ(start.request_id, "req-1");
+  EXPECT_EQ(start.model, "claude-x");
+  EXPECT_TRUE(command->watch);
+  EXPECT_TRUE(command->json);
+}
+
+TEST(ParseArgs, RouterBeforeOrAfterSubcommandIsAccepted) {
+  absl::StatusOr<Command> before = Parse({"--router=dns:///r:1", "start", "--goal=g"});
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ(before->router, "dns:///r:1");
+  absl::StatusOr<Command> spaced = Parse({"--router", "ipv4:1.2.3.4:5", "watch", "r1"});
+  ASSERT_TRUE(spaced.ok()) << spaced.status();
+  EXPECT_EQ(spaced->router, "ipv4:1.2.3.4:5");
+  absl::StatusOr<Command> after = Parse({"start", "--goal=g", "--router=h:2"});
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->router, "h:2");
+}
+
+TEST(ParseArgs, StartErrorsNameTheFlag) {
+  ExpectUsageError({"start"}, "--goal");
+  ExpectUsageError({"start", "--goal=a", "--goal_file=f"}, "--goal_file");
+  ExpectUsageError({"start", "--goal=  "}, "--goal");
+  ExpectUsageError({"start", "--goal=a", "--pause=AFTER_LUNCH"}, "--pause");
+  ExpectUsageError({"start", "--goal=a", "--pause=PAUSE_POINT_UNSPECIFIED"}, "--pause");
+  ExpectUsageError({"start", "--goal=a", "--max_iterations=abc"}, "--max_iterations");
+  ExpectUsageError({"start", "--goal=a", "--max_iterations=0"}, "--max_iterations");
+  ExpectUsageError({"start", "--goal=a", "--retry_budget=-2"}, "--retry_budget");
+  ExpectUsageError({"start", "--goal=a", "--token_budget=-1"}, "--token_budget");
+  ExpectUsageError({"start", "--goal=a", "--deadline=10"}, "--deadline");
+  ExpectUsageError({"start", "--goal=a", "--deadline=-5s"}, "--deadline");
+  ExpectUsageError({"start", "--goal=a", "--stage_timeout=inf"}, "--stage_timeout");
+  ExpectUsageError({"start", "--goal=a", "--on_stagnation=sometimes"}, "--on_stagnation");
+  ExpectUsageError({"start", "--goal=a", "--label=novalue"}, "--label");
+  ExpectUsageError({"start", "--goal=a", "--label==v"}, "--label");
+  ExpectUsageError({"start", "--goal=a", "--label=k=1", "--label=k=2"}, "--label");
+  ExpectUsageError({"start", "--goal=a", "--bogus=1"}, "--bogus");
+  ExpectUsageError({"start", "--goal=a", "--watch=maybe"}, "--watch");
+  ExpectUsageError({"start", "--goal=a", "--goal=b"}, "--goal given twice");
+  ExpectUsageError({"start", "--goal"}, "--goal needs a value");
+  ExpectUsageError({"start", "--goal=a", "extra"}, "\"extra\"");
+}
+
+TEST(ParseArgs, StartWithSpecOnlyIsAccepted) {
+  absl::StatusOr<Command> command = Parse({"start", "--spec=s.json"});
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(command->start.spec_file, "s.json");
+  EXPECT_FALSE(command->start.goal.has_value());
+}
+
+TEST(ParseArgs, GlobalErrorsNameTheProblem) {
+  ExpectUsageError({}, "missing subcommand");
+  ExpectUsageError({"frobnicate"}, "unknown subcommand \"frobnicate\"");
+  ExpectUsageError({"--goal=x", "start"}, "--goal");
+  ExpectUsageError({"--router"}, "--router needs a value");
+  ExpectUsageError({"--router=", "list"}, "--router");
+  ExpectUsageError({"help", "nope"}, "\"nope\"");
+}
+
+TEST(ParseArgs, HelpFormsAreRecognized) {
+  absl::StatusOr<Command> help = Parse({"help"});
+  ASSERT_TRUE(help.ok());
+  EXPECT_EQ(help->subcommand, Subcommand::kHelp);
+  EXPECT_EQ(help->help_topic, "");
+  absl::StatusOr<Command> dashed = Parse({"--help"});
+  ASSERT_TRUE(dashed.ok());
+  EXPECT_EQ(dashed->subcommand, Subcommand::kHelp);
+  absl::StatusOr<Command> topic = Parse({"help", "export"});
+  ASSERT_TRUE(topic.ok());
+  EXPECT_EQ(topic->help_topic, "export");
+  absl::StatusOr<Command> sub = Parse({"reject", "-h"});
+  ASSERT_TRUE(sub.ok());
+  EXPECT_EQ(sub->subcommand, Subcommand::kHelp);
+  EXPECT_EQ(sub->help_topic, "reject");
+}
+
+TEST(Usage, MentionsEverySubcommand) {
+  const std::string usage = Usage();
+  for (const char* name : {"start", "watch", "approve", "reject", "answer", "edit-plan",
+                           "edit-call", "cancel", "list", "show", "export", "help"}) {
+    EXPECT_THAT(usage, HasSubstr(std::string("  ") + name)) << name;
+  }
+  EXPECT_THAT(Usage("cancel"), HasSubstr("cancel RUN_ID [--reason=TEXT]"));
+  EXPECT_THAT(Usage("cancel"), ::testing::Not(HasSubstr("export")));
+}
+
+TEST(ParseArgs, WatchParsesRunIdAndAfterSeq) {
+  absl::StatusOr<Command> command = Parse({"watch", "run-1", "--after_seq", "12", "--json"});
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(command->subcommand, Subcommand::kWatch);
+  EXPECT_EQ(command->run_id, "run-1");
+  EXPECT_EQ(command->after_seq, 12);
+  EXPECT_TRUE(command->json);
+  ExpectUsageError({"watch"}, "watch needs RUN_ID");
+  ExpectUsageError({"watch", "a", "b"}, "\"b\"");
+  ExpectUsageError({"watch", "a", "--after_seq=-1"}, "--after_seq");
+  ExpectUsageError({"watch", "a", "--goal=x"}, "unknown flag --goal for watch");
+}
+
+TEST(ParseArgs, ReviewsParseTheirFlags) {
+  absl::StatusOr<Command> approve = Parse({"approve", "r1", "--version=8", "--watch"});
+  ASSERT_TRUE(approve.ok()) << approve.status();
+  EXPECT_EQ(approve->subcommand, Subcommand::kApprove);
+  EXPECT_EQ(approve->expected_version, 8);
+  EXPECT_TRUE(approve->watch);
+
+  absl::StatusOr<Command> unversioned = Parse({"approve", "r1"});
+  ASSERT_TRUE(unversioned.ok());
+  EXPECT_FALSE(unversioned->expected_version.has_value());
+
+  absl::StatusOr<Command> reject = Parse({"reject", "r1", "--feedback=too risky", "--abort"});
+  ASSERT_TRUE(reject.ok()) << reject.status();
+  EXPECT_EQ(reject->feedback, "too risky");
+  EXPECT_TRUE(reject->abort);
+
+  absl::StatusOr<Command> answer = Parse({"answer", "r1", "--text", "yes, go"});
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->text, "yes, go");
+
+  absl::StatusOr<Command> edit_plan = Parse({"edit-plan", "r1", "--plan_file=p.json"});
+  ASSERT_TRUE(edit_plan.ok()) << edit_plan.status();
+  EXPECT_EQ(edit_plan->plan_file, "p.json");
+
+  absl::StatusOr<Command> edit_call =
+      Parse({"edit-call", "r1", "--tool=read_file", R"(--args={"path":"x"})"});
+  ASSERT_TRUE(edit_call.ok()) << edit_call.status();
+  EXPECT_EQ(edit_call->tool, "read_file");
+  EXPECT_EQ(edit_call->args_json, R"({"path":"x"})");
+}
+
+TEST(ParseArgs, ReviewErrorsNameTheFlag) {
+  ExpectUsageError({"approve"}, "approve needs RUN_ID");
+  ExpectUsageError({"approve", "r1", "--version=x"}, "--version");
+  ExpectUsageError({"approve", "r1", "--version=-3"}, "--version");
+  ExpectUsageError({"reject", "r1"}, "--feedback");
+  ExpectUsageError({"reject", "r1", "--feedback="}, "--feedback");
+  ExpectUsageError({"answer", "r1"}, "--text");
+  ExpectUsageError({"edit-plan", "r1"}, "--plan_file");
+  ExpectUsageError({"edit-call", "r1", "--args={}"}, "--tool");
+  ExpectUsageError({"edit-call", "r1", "--tool=t"}, "--args");
+  ExpectUsageError({"edit-call", "r1", "--tool=t", "--args={bad"}, "--args: not valid JSON");
+  ExpectUsageError({"edit-call", "r1", "--tool=t", "--args=[1]"}, "--args: must be a JSON object");
+}
+
+TEST(ParseArgs, CancelListShowExportParse) {
+  absl::StatusOr<Command> cancel = Parse({"cancel", "r1", "--reason=enough"});
+  ASSERT_TRUE(cancel.ok()) << cancel.status();
+  EXPECT_EQ(cancel->subcommand, Subcommand::kCancel);
+  EXPECT_EQ(cancel->reason, "enough");
+
+  absl::StatusOr<Command> list = Parse({"list", "--stage=paused", "--outcome=goal_achieved",
+                                        "--page_size=20", "--page_token=t1", "--all"});
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_EQ(list->stage_filter, v1::PAUSED);
+  EXPECT_EQ(list->outcome_filter, v1::GOAL_ACHIEVED);
+  EXPECT_EQ(list->page_size, 20);
+  EXPECT_EQ(list->page_token, "t1");
+  EXPECT_TRUE(list->all_pages);
+
+  absl::StatusOr<Command> show = Parse({"show", "r1", "--json"});
+  ASSERT_TRUE(show.ok()) << show.status();
+  EXPECT_EQ(show->subcommand, Subcommand::kShow);
+  EXPECT_TRUE(show->json);
+
+  absl::StatusOr<Command> exported = Parse({"export", "r1", "--out=/tmp/x"});
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  EXPECT_EQ(exported->out_dir, "/tmp/x");
+}
+
+TEST(ParseArgs, CancelListShowExportErrorsNameTheFlag) {
+  ExpectUsageError({"cancel"}, "cancel needs RUN_ID");
+  ExpectUsageError({"list", "--stage=SLEEPING"}, "--stage");
+  ExpectUsageError({"list", "--outcome=PAUSED"}, "--outcome");
+  ExpectUsageError({"list", "--page_size=0"}, "--page_size");
+  ExpectUsageError({"list", "extra"}, "\"extra\"");
+  ExpectUsageError({"show"}, "show needs RUN_ID");
+  ExpectUsageError({"export", "r1"}, "--out");
+}
+
+TEST(ParseArgs, DoubleDashEndsFlags) {
+  absl::StatusOr<Command> command = Parse({"show", "--", "-odd-id"});
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(command->run_id, "-odd-id");
+}
+
+TEST(BuildRunSpec, FlagsOverrideTheSpecFile) {
+  const std::string spec_json = R"({
+    "goal": "from spec", "workspace": "spec-ws", "tools": ["a", "b"],
+    "limits": {"maxIterations": 9, "retryBudget": 2, "deadline": "60s"},
+    "pausePoints": ["AFTER_EVALUATE"], "labels": {"x": "1"}
+  })";
+  StartOptions options;
+  options.workspace = "flag-ws";
+  options.max_iterations = 3;
+  options.stage_timeout = absl::Milliseconds(1500);
+  options.on_stagnation = v1::FAIL;
+  options.no_pause_on_notes = true;
+  options.labels = {{"y", "2"}};
+  options.model = "m1";
+  absl::StatusOr<v1::RunSpec> spec = BuildRunSpec(options, spec_json, std::nullopt);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->goal(), "from spec");
+  EXPECT_EQ(spec->workspace(), "flag-ws");
+  EXPECT_EQ(spec->tools_size(), 2);
+  EXPECT_EQ(spec->limits().max_iterations(), 3);
+  EXPECT_EQ(spec->limits().retry_budget(), 2);
+  EXPECT_EQ(spec->limits().deadline().seconds(), 60);
+  EXPECT_EQ(spec->limits().stage_timeout().seconds(), 1);
+  EXPECT_EQ(spec->limits().stage_timeout().nanos(), 500000000);
+  EXPECT_EQ(spec->limits().on_stagnation(), v1::FAIL);
+  ASSERT_EQ(spec->pause_points_size(), 1);
+  EXPECT_EQ(spec->pause_points(0), v1::AFTER_EVALUATE);
+  ASSERT_TRUE(spec->has_pause_on_notes());
+  EXPECT_FALSE(spec->pause_on_notes());
+  EXPECT_EQ(spec->labels().at("x"), "1");
+  EXPECT_EQ(spec->labels().at("y"), "2");
+  EXPECT_EQ(spec->model().model(), "m1");
+}
+
+TEST(BuildRunSpec, GoalFileAndEmptyToolsOverride) {
+  StartOptions options;
+  options.goal_file = "goal.txt";
+  options.tools = std::vector<std::string>{};
+  absl::StatusOr<v1::RunSpec> spec =
+      BuildRunSpec(options, R"({"goal":"old","tools":["w"]})", std::string("new goal\n"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->goal(), "new goal\n");
+  EXPECT_EQ(spec->tools_size(), 0);
+  EXPECT_FALSE(spec->has_pause_on_notes());
+}
+
+TEST(BuildRunSpec, BadInputNamesTheFlag) {
+  StartOptions options;
+  absl::StatusOr<v1::RunSpec> bad_json = BuildRunSpec(options, "{not json", std::nullopt);
+  EXPECT_EQ(bad_json.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad_json.status().message()), HasSubstr("--spec"));
+
+  absl::StatusOr<v1::RunSpec> unknown_field =
+      BuildRunSpec(options, R"({"goal":"g","colour":"red"})", std::nullopt);
+  EXPECT_THAT(std::string(unknown_field.status().message()), HasSubstr("--spec"));
+
+  absl::StatusOr<v1::RunSpec> no_goal = BuildRunSpec(options, R"({"workspace":"w"})", std::nullopt);
+  EXPECT_THAT(std::string(no_goal.status().message()), HasSubstr("no goal"));
+
+  options.goal_file = "g.txt";
+  absl::StatusOr<v1::RunSpec> empty_file = BuildRunSpec(options, "", std::string(" \n"));
+  EXPECT_THAT(std::string(empty_file.status().message()), HasSubstr("--goal_file"));
+}
+
+TEST(ParsePlanJson, ArrayOfSubTasksParses) {
+  absl::StatusOr<std::vector<v1::SubTask>> plan = ParsePlanJson(
+      R"([{"id":"a","description":"first","allowedTools":["read_file"]},
+          {"id":"b","description":"second","allowed_tools":["x"]}])");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->size(), 2u);
+  EXPECT_EQ((*plan)[0].id(), "a");
+  EXPECT_EQ((*plan)[0].allowed_tools(0), "read_file");
+  EXPECT_EQ((*plan)[1].allowed_tools(0), "x");
+}
+
+TEST(ParsePlanJson, BadInputNamesTheElement) {
+  EXPECT_THAT(std::string(ParsePlanJson("[").status().message()), HasSubstr("not valid JSON"));
+  EXPECT_THAT(std::string(ParsePlanJson(R"({"id":"a"})").status().message()),
+              HasSubstr("must be a JSON array"));
+  EXPECT_THAT(std::string(ParsePlanJson(R"([{"id":"a"}, 3])").status().message()),
+              HasSubstr("element 1"));
+  EXPECT_THAT(std::string(ParsePlanJson(R"([{"idd":"a"}])").status().message()),
+              HasSubstr("element 0 is not a SubTask"));
+}
+
+TEST(BuildReview, EachReviewKindIsBuilt) {
+  Command command;
+  command.subcommand = Subcommand::kReject;
+  command.feedback = "no";
+  command.abort = true;
+  absl::StatusOr<v1::Review> reject = BuildReview(command, {});
+  ASSERT_TRUE(reject.ok());
+  EXPECT_EQ(reject->reject().feedback(), "no");
+  EXPECT_TRUE(reject->reject().abort());
+
+  command.subcommand = Subcommand::kEditPlan;
+  absl::StatusOr<v1::Review> empty_plan = BuildReview(command, {});
+  ASSERT_TRUE(empty_plan.ok());
+  EXPECT_EQ(empty_plan->kind_case(), v1::Review::kEditPlan);
+
+  command.subcommand = Subcommand::kEditCall;
+  command.tool = "t";
+  command.args_json = "{}";
+  absl::StatusOr<v1::Review> edit_call = BuildReview(command, {});
+  ASSERT_TRUE(edit_call.ok());
+  EXPECT_EQ(edit_call->edit_tool_call().tool(), "t");
+
+  command.subcommand = Subcommand::kAnswer;
+  command.text = "42";
+  EXPECT_EQ(BuildReview(command, {})->answer().text(), "42");
+
+  command.subcommand = Subcommand::kApprove;
+  EXPECT_EQ(BuildReview(command, {})->kind_case(), v1::Review::kApprove);
+
+  command.subcommand = Subcommand::kList;
+  EXPECT_EQ(BuildReview(command, {}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace rein::cli

@@ -1,0 +1,232 @@
+// Tests of reinctl's output formatting.
+#include "cli/format.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+
+namespace rein::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+v1::RunEvent Event(const std::string& text) {
+  v1::RunEvent event;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &event)) << text;
+  return event;
+}
+
+v1::Run RunFrom(const std::string& text) {
+  v1::Run run;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &run)) << text;
+  return run;
+}
+
+TEST(EventLine, StageChangedShowsFromAndTo) {
+  EXPECT_EQ(EventLine(Event("seq: 12 stage_changed { from: PLANNING to: DECIDING }")),
+            "#12 PLANNING -> DECIDING");
+}
+
+TEST(EventLine, PlanListsSubtaskIds) {
+  EXPECT_EQ(EventLine(Event(R"(seq: 3 plan { subtasks { id: "scan" } subtasks { id: "fix" }
+                                         notes: "check\nme" })")),
+            "#3 plan: 2 subtasks [scan, fix]  notes: check...");
+  EXPECT_EQ(EventLine(Event("seq: 4 plan { goal_achieved: true }")),
+            "#4 plan: 0 subtasks  goal achieved");
+}
+
+TEST(EventLine, DecisionShowsCallAndSubtask) {
+  EXPECT_EQ(EventLine(Event(R"(seq: 13 decision { subtask_id: "scan"
+      tool_call { tool: "list_files" args_json: "{\"path\":\".\"}" } })")),
+            R"(#13 decision: list_files {"path":"."}  (subtask scan))");
+  EXPECT_EQ(EventLine(Event(R"(seq: 14 decision { subtask_id: "s" human_query: "Which file?" })")),
+            "#14 decision: ask a person: Which file?  (subtask s)");
+}
+
+TEST(EventLine, ToolResultShowsFirstLineOfObservationOrError) {
+  EXPECT_EQ(EventLine(Event(R"(seq: 14 tool_result { action { tool: "list_files" ok: true
+      observation: "a.txt\nb.txt\n" duration { nanos: 3000000 } } })")),
+            "#14 tool_result ok list_files 3ms: a.txt...");
+  EXPECT_EQ(EventLine(Event(R"(seq: 15 tool_result { truncated: true action { tool: "run"
+      ok: false error: "exit 2" duration { seconds: 1 nanos: 500000000 } } })")),
+            "#15 tool_result FAILED run 1.5s: exit 2 (output truncated)");
+}
+
+TEST(EventLine, EvaluationShowsStatusAndSummary) {
+  EXPECT_EQ(EventLine(Event(R"(seq: 15 evaluation { subtask_id: "scan" status: COMPLETED
+      summary: "found 3 files" })")),
+            "#15 evaluation scan COMPLETED: found 3 files");
+  EXPECT_EQ(EventLine(Event(R"(seq: 16 evaluation { subtask_id: "x" status: NEEDS_MORE_WORK
+      goal_achieved: true })")),
+            "#16 evaluation x NEEDS_MORE_WORK  goal achieved");
+}
+
+TEST(EventLine, PausedShowsReasonPointDetailAndPendingCall) {
+  EXPECT_EQ(EventLine(Event(R"(seq: 16 paused { pause { reason: PAUSE_POINT point: AFTER_PLAN
+      detail: "3 subtasks planned" } })")),
+            "#16 paused PAUSE_POINT AFTER_PLAN: 3 subtasks planned");
+  EXPECT_EQ(EventLine(Event(R"(seq: 17 paused { pause { reason: PAUSE_POINT point: BEFORE_TOOL
+      pending_call { tool: "write_file" args_json: "{}" } } })")),
+            "#17 paused PAUSE_POINT BEFORE_TOOL  [pending call: write_file {}]");
+  EXPECT_EQ(EventLine(Event(R"(seq: 18 paused { pause { reason: NEED_HUMAN question: "Why?"
+      detail: "the model asked" } })")),
+            "#18 paused NEED_HUMAN: Why?");
+}
+
+TEST(EventLine, ResumedShowsReviewAndTarget) {
+  EXPECT_EQ(EventLine(Event(R"(seq: 19 resumed { to: DECIDING
+      review { approve {} reviewer: "ann" } })")),
+            "#19 resumed approve by ann -> DECIDING");
+  EXPECT_EQ(EventLine(Event(R"(seq: 20 resumed { to: FAILED
+      review { reject { feedback: "no" abort: true } } })")),
+            "#20 resumed reject (abort): no -> FAILED");
+}
+
+TEST(EventLine, ErrorShowsStageCodeAndRetry) {
+  EXPECT_EQ(EventLine(Event(R"(seq: 21 error { stage: PLANNING code: "UNAVAILABLE"
+      message: "planner down" retry_spent: true })")),
+            "#21 error in PLANNING UNAVAILABLE: planner down  (retry spent)");
+}
+
+TEST(EventLine, FinishedShowsOutcome) {
+  EXPECT_EQ(EventLine(Event(R"(seq: 22 finished { outcome { status: FINISHED
+      reason: GOAL_ACHIEVED message: "done" } })")),
+            "#22 finished FINISHED GOAL_ACHIEVED: done");
+}
+
+TEST(EventLine, EmptyBodyIsNamed) {
+  EXPECT_EQ(EventLine(Event("seq: 5")), "#5 (event without a body)");
+}
+
+TEST(OneLine, ControlCharactersAndLongTextAreTamed) {
+  EXPECT_EQ(OneLine("a\tb\x1b[2Jc", 100), "a b [2Jc");
+  EXPECT_EQ(OneLine("abcdef", 3), "abc...");
+  // "é" is two bytes; cutting at 2 would split it.
+  EXPECT_EQ(OneLine("aé", 2), "a...");
+  EXPECT_EQ(OneLine("  padded \n second", 100), "padded...");
+}
+
+TEST(ProgressLine, ShowsCountersAndLimits) {
+  Progress progress;
+  progress.stage = v1::PLANNING;
+  progress.iteration = 3;
+  progress.max_iterations = 50;
+  progress.elapsed = absl::Milliseconds(12700);
+  progress.deadline = absl::Minutes(10);
+  progress.retries_used = 1;
+  progress.retry_budget = 5;
+  progress.tokens_used = 1234;
+  EXPECT_EQ(ProgressLine(progress),
+            "stage PLANNING     iter 3/50  elapsed 12s/10m  retries 1/5  tokens 1234");
+  progress.token_budget = 5000;
+  EXPECT_THAT(ProgressLine(progress), HasSubstr("tokens 1234/5000"));
+}
+
+TEST(ProgressOf, DefaultsApplyAndElapsedRunsFromStart) {
+  v1::Run run = RunFrom(R"(spec { limits { retry_budget: -1 } }
+      state { stage: DECIDING iteration: 4 retries_used: 0 tokens_used: 77
+              started_at { seconds: 1000 } })");
+  Progress progress = ProgressOf(run, absl::FromUnixSeconds(1065));
+  EXPECT_EQ(progress.stage, v1::DECIDING);
+  EXPECT_EQ(progress.max_iterations, 50);
+  EXPECT_EQ(progress.deadline, absl::Minutes(10));
+  EXPECT_EQ(progress.retry_budget, 0);
+  EXPECT_EQ(progress.elapsed, absl::Seconds(65));
+  EXPECT_EQ(progress.tokens_used, 77);
+}
+
+TEST(FinalReport, ListsOutcomeCountersAndCompletedSubtasks) {
+  v1::Run run = RunFrom(R"(run_id: "r1" spec { limits { max_iterations: 20 } }
+      state { stage: FINISHED iteration: 7 retries_used: 1 tokens_used: 900
+        outcome { status: FINISHED reason: GOAL_ACHIEVED message: "all done" }
+        completed_subtasks { id: "scan" status: COMPLETED summary: "3 files" }
+        completed_subtasks { id: "fix" status: FAILED summary: "no access" } })");
+  EXPECT_EQ(FinalReport(run),
+            "run r1: FINISHED (GOAL_ACHIEVED)\n"
+            "message: all done\n"
+            "iterations 7/20  retries 1/5  tokens 900\n"
+            "completed subtasks:\n"
+            "  [COMPLETED] scan: 3 files\n"
+            "  [FAILED] fix: no access\n");
+}
+
+TEST(ReviewHint, OffersCommandsThatFitThePause) {
+  v1::Run run = RunFrom(R"(run_id: "r1" state { stage: PAUSED version: 8
+      pause { reason: NEED_HUMAN question: "Which branch?" } })");
+  const std::string hint = ReviewHint(run, " --router=h:1");
+  EXPECT_THAT(hint, HasSubstr("run r1 is paused (NEED_HUMAN: Which branch?) at version 8."));
+  EXPECT_THAT(hint, HasSubstr("reinctl --router=h:1 answer r1 --version=8 --text=TEXT"));
+  EXPECT_THAT(hint, HasSubstr("reinctl --router=h:1 approve r1 --version=8"));
+  EXPECT_THAT(hint, Not(HasSubstr("edit-call")));
+
+  v1::Run call = RunFrom(R"(run_id: "r2" state { stage: PAUSED version: 3
+      pause { reason: PAUSE_POINT point: BEFORE_TOOL pending_call { tool: "rm" args_json: "{}" } } })");
+  const std::string call_hint = ReviewHint(call, "");
+  EXPECT_THAT(call_hint, HasSubstr("reinctl edit-call r2 --version=3 --tool=NAME --args=JSON"));
+  EXPECT_THAT(call_hint, HasSubstr("pending call: rm {}"));
+  EXPECT_THAT(call_hint, Not(HasSubstr("answer")));
+}
+
+TEST(RunTable, AlignsColumnsAndCutsGoals) {
+  std::vector<v1::Run> runs = {
+      RunFrom(R"(run_id: "r-1" created_at { seconds: 0 }
+          spec { goal: "0123456789012345678901234567890123456789012345678901234567890" }
+          state { stage: FINISHED iteration: 12 outcome { reason: GOAL_ACHIEVED } })"),
+      RunFrom(R"(run_id: "r-22" spec { goal: "short" } state { stage: PAUSED iteration: 3 })"),
+  };
+  EXPECT_EQ(RunTable(runs, absl::UTCTimeZone()),
+            "RUN ID  STAGE     REASON         ITER  CREATED  GOAL\n"
+            "r-1     FINISHED  GOAL_ACHIEVED  12    -        "
+            "01234567890123456789012345678901234567890123456789...\n"
+            "r-22    PAUSED    -              3     -        short\n");
+  runs[0].mutable_created_at()->set_seconds(86400);
+  EXPECT_THAT(RunTable(runs, absl::UTCTimeZone()), HasSubstr("1970-01-02 00:00:00"));
+}
+
+TEST(RunSummary, ShowsPauseSubtasksActionsAndCounters) {
+  v1::Run run = RunFrom(R"(run_id: "r1" spec { goal: "tidy up" tools: "read_file"
+        pause_points: AFTER_PLAN labels { key: "team" value: "infra" } }
+      state { stage: PAUSED version: 9 iteration: 2 tokens_used: 55
+        pause { reason: PAUSE_POINT point: BEFORE_TOOL resume_stage: EXECUTING
+                pending_call { tool: "write_file" args_json: "{\"path\":\"a\"}" } }
+        subtasks { id: "s2" description: "write it" status: IN_PROGRESS allowed_tools: "write_file" }
+        completed_subtasks { id: "s1" status: COMPLETED summary: "read it" }
+        recent_actions { iteration: 1 subtask_id: "s1" tool: "read_file" args_json: "{}"
+                         ok: true observation: "hello" duration { nanos: 2000000 } } })");
+  const std::string summary = RunSummary(run, absl::UTCTimeZone());
+  EXPECT_THAT(summary, HasSubstr("goal:\n  tidy up\n"));
+  EXPECT_THAT(summary, HasSubstr("tools: read_file\n"));
+  EXPECT_THAT(summary, HasSubstr("pause points: AFTER_PLAN  pause on notes: yes\n"));
+  EXPECT_THAT(summary, HasSubstr("labels: team=infra\n"));
+  EXPECT_THAT(summary, HasSubstr("stage: PAUSED  (version 9)\n"));
+  EXPECT_THAT(summary, HasSubstr("pause: PAUSE_POINT BEFORE_TOOL\n"));
+  EXPECT_THAT(summary, HasSubstr("  pending call: write_file {\"path\":\"a\"}\n"));
+  EXPECT_THAT(summary, HasSubstr("  resumes at: EXECUTING\n"));
+  EXPECT_THAT(summary, HasSubstr("  s2 [IN_PROGRESS] write it  (tools: write_file)\n"));
+  EXPECT_THAT(summary, HasSubstr("  [COMPLETED] s1: read it\n"));
+  EXPECT_THAT(summary, HasSubstr("  iter 1 s1 read_file {} ok 2ms: hello\n"));
+  EXPECT_THAT(summary, HasSubstr("counters: iteration 2/50  retries 0/5"));
+  EXPECT_THAT(summary, Not(HasSubstr("outcome:")));
+}
+
+TEST(SnapshotFileName, PadsIterationAndSanitizesRunId) {
+  v1::RunSnapshot snapshot;
+  snapshot.set_run_id("r-1");
+  snapshot.set_iteration(7);
+  snapshot.set_version(31);
+  EXPECT_EQ(SnapshotFileName(snapshot), "r-1-0007-v31.json");
+  snapshot.set_run_id("../etc/passwd");
+  EXPECT_EQ(SnapshotFileName(snapshot), ".._etc_passwd-0007-v31.json");
+}
+
+TEST(PrettyJson, IndentsValidJsonAndKeepsInvalid) {
+  EXPECT_EQ(PrettyJson(R"({"a":[1]})"), "{\n  \"a\": [\n    1\n  ]\n}\n");
+  EXPECT_EQ(PrettyJson("{oops"), "{oops");
+}
+
+}  // namespace
+}  // namespace rein::cli
