@@ -1,0 +1,1186 @@
+// StageRouter: the pure stage logic of a run.
+#include "router_service/stage_router.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "common/grpc_status.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/time_util.h"
+#include "nlohmann/json.hpp"
+
+namespace rein {
+namespace {
+
+using rein::v1::Action;
+using rein::v1::HumanInput;
+using rein::v1::Pause;
+using rein::v1::Run;
+using rein::v1::RunEvent;
+using rein::v1::RunSpec;
+using rein::v1::RunState;
+using rein::v1::Stage;
+using rein::v1::SubTask;
+using rein::v1::TerminationReason;
+using rein::v1::ToolCall;
+using rein::v1::ToolSpec;
+using google::protobuf::util::TimeUtil;
+
+constexpr size_t kMaxGoalBytes = 16 * 1024;
+
+google::protobuf::Timestamp ToProto(absl::Time t) {
+  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+}
+
+absl::Time FromProto(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(t));
+}
+
+absl::Duration FromProto(const google::protobuf::Duration& d) {
+  return absl::Nanoseconds(TimeUtil::DurationToNanoseconds(d));
+}
+
+google::protobuf::Duration ToProtoDuration(absl::Duration d) {
+  return TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(d));
+}
+
+std::string Cap(const std::string& text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  size_t cut = max_bytes;
+  // Do not split a UTF-8 sequence.
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return absl::StrCat(text.substr(0, cut), "\n[observation truncated: ", text.size() - cut,
+                      " bytes omitted]");
+}
+
+bool IsJsonObject(const std::string& text) {
+  nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return parsed.is_object();
+}
+
+// Builds one transition: a copy of the state with version + 1, and its events.
+class Step {
+ public:
+  Step(const Run& run, absl::Time now) : run_(run), now_(now), state_(run.state()) {
+    state_.set_version(run.state().version() + 1);
+  }
+
+  const Run& run() const { return run_; }
+  const RunSpec& spec() const { return run_.spec(); }
+  const RunState& old() const { return run_.state(); }
+  RunState& state() { return state_; }
+  absl::Time now() const { return now_; }
+
+  RunEvent* AddEvent() {
+    events_.emplace_back();
+    return &events_.back();
+  }
+
+  void MoveTo(Stage next) {
+    if (state_.stage() == next) return;
+    auto* changed = AddEvent()->mutable_stage_changed();
+    changed->set_from(state_.stage());
+    changed->set_to(next);
+    state_.set_stage(next);
+  }
+
+  Transition Finish() && {
+    Transition t;
+    for (RunEvent& event : events_) {
+      event.set_run_id(run_.run_id());
+      *event.mutable_time() = ToProto(now_);
+      event.set_version(state_.version());
+    }
+    bool snapshot = state_.iteration() != old().iteration() ||
+                    StageRouter::IsTerminal(state_.stage()) ||
+                    (state_.stage() == rein::v1::PAUSED && old().stage() != rein::v1::PAUSED);
+    if (snapshot) {
+      Snapshot s;
+      s.iteration = state_.iteration();
+      s.version = state_.version();
+      google::protobuf::util::JsonPrintOptions options;
+      options.preserve_proto_field_names = true;
+      (void)google::protobuf::util::MessageToJsonString(state_, &s.state_json, options);
+      t.snapshot = std::move(s);
+    }
+    t.state = std::move(state_);
+    t.events = std::move(events_);
+    return t;
+  }
+
+ private:
+  const Run& run_;
+  absl::Time now_;
+  RunState state_;
+  std::vector<RunEvent> events_;
+};
+
+struct Verdict {
+  TerminationReason reason;
+  std::string message;
+};
+
+void Terminate(Step& s, Stage status, TerminationReason reason, const std::string& message) {
+  RunState& st = s.state();
+  st.clear_pause();
+  st.clear_pending_call();
+  st.set_call_dispatched(false);
+  st.set_cancel_requested(false);
+  auto* outcome = st.mutable_outcome();
+  outcome->set_status(status);
+  outcome->set_reason(reason);
+  outcome->set_message(message);
+  s.MoveTo(status);
+  *s.AddEvent()->mutable_finished()->mutable_outcome() = *outcome;
+}
+
+// Rules 1-6 of DESIGN.md section 2, in order. `begins_iteration`: the transition would start
+// another iteration (only then does the iteration limit apply).
+std::optional<Verdict> CheckLimits(const Step& s, const RunState& st, bool begins_iteration) {
+  const auto& limits = s.spec().limits();
+  if (st.cancel_requested()) {
+    return Verdict{rein::v1::CANCELLED_BY_USER, "cancelled by user"};
+  }
+  if (begins_iteration && st.iteration() >= limits.max_iterations()) {
+    return Verdict{rein::v1::MAX_ITERATIONS,
+                   absl::StrCat("reached max_iterations (", limits.max_iterations(), ")")};
+  }
+  if (st.has_deadline() && s.now() >= FromProto(st.deadline())) {
+    return Verdict{rein::v1::DEADLINE_EXCEEDED,
+                   absl::StrCat("deadline of ", absl::FormatDuration(FromProto(limits.deadline())),
+                                " passed")};
+  }
+  if (st.retries_used() > limits.retry_budget()) {
+    return Verdict{rein::v1::RETRY_BUDGET_EXHAUSTED,
+                   absl::StrCat("retry budget exhausted: ", st.retries_used(),
+                                " failed attempts, budget ", limits.retry_budget())};
+  }
+  if (st.consecutive_tool_failures() >= limits.max_consecutive_tool_failures()) {
+    return Verdict{rein::v1::CONSECUTIVE_TOOL_FAILURES,
+                   absl::StrCat(st.consecutive_tool_failures(), " consecutive tool failures")};
+  }
+  if (limits.token_budget() > 0 && st.tokens_used() > limits.token_budget()) {
+    return Verdict{rein::v1::TOKEN_BUDGET_EXHAUSTED,
+                   absl::StrCat("used ", st.tokens_used(), " tokens, budget ",
+                                limits.token_budget())};
+  }
+  return std::nullopt;
+}
+
+Stage TerminalStageFor(TerminationReason reason) {
+  return reason == rein::v1::CANCELLED_BY_USER ? rein::v1::CANCELLED : rein::v1::FAILED;
+}
+
+// Applies rules 1-6; returns true when the run ended.
+bool EndIfLimited(Step& s, bool begins_iteration) {
+  if (auto verdict = CheckLimits(s, s.state(), begins_iteration)) {
+    Terminate(s, TerminalStageFor(verdict->reason), verdict->reason, verdict->message);
+    return true;
+  }
+  return false;
+}
+
+std::string CallKey(const Action& a) { return absl::StrCat(a.tool(), "\x1f", a.args_json()); }
+
+std::string DescribeCall(const Action& a) {
+  std::string args = a.args_json().size() > 200 ? a.args_json().substr(0, 200) + "..." : a.args_json();
+  return absl::StrCat(a.tool(), "(", args, ")");
+}
+
+// Rule 7's patterns over the actions recorded since the last stagnation mark.
+std::optional<std::string> DetectStagnation(const RunSpec& spec, const RunState& st) {
+  int64_t fresh = st.actions_total() - st.stagnation_mark();
+  int n = static_cast<int>(std::min<int64_t>(fresh, st.recent_actions_size()));
+  if (n <= 0) return std::nullopt;
+  std::vector<const Action*> acts;
+  for (int i = st.recent_actions_size() - n; i < st.recent_actions_size(); ++i) {
+    acts.push_back(&st.recent_actions(i));
+  }
+  auto tail = [&](int k) { return std::vector<const Action*>(acts.end() - k, acts.end()); };
+  const int window = spec.limits().stagnation_window();
+  if (n >= window) {
+    auto last = tail(window);
+    bool same = std::all_of(last.begin(), last.end(), [&](const Action* a) {
+      return CallKey(*a) == CallKey(*last[0]) && a->observation() == last[0]->observation() &&
+             a->ok() == last[0]->ok();
+    });
+    if (same) {
+      return absl::StrCat("repeated call: ", DescribeCall(*last[0]), " ", window,
+                          " times in a row with the same observation");
+    }
+  }
+  if (n >= 3) {
+    auto last = tail(3);
+    bool same_failed = std::all_of(last.begin(), last.end(), [&](const Action* a) {
+      return CallKey(*a) == CallKey(*last[0]) && !a->ok();
+    });
+    if (same_failed) {
+      return absl::StrCat("repeated failure: ", DescribeCall(*last[0]),
+                          " failed 3 times in a row");
+    }
+  }
+  if (n >= 6) {
+    auto last = tail(6);
+    std::string a = CallKey(*last[0]), b = CallKey(*last[1]);
+    bool alternates = a != b;
+    for (int i = 0; alternates && i < 6; ++i) {
+      alternates = CallKey(*last[i]) == (i % 2 == 0 ? a : b);
+    }
+    if (alternates) {
+      return absl::StrCat("alternation: ", DescribeCall(*last[0]), " and ",
+                          DescribeCall(*last[1]), " alternate over the last 6 calls");
+    }
+  }
+  return std::nullopt;
+}
+
+void SetPause(Step& s, Pause pause) {
+  s.state().clear_pending_call();
+  s.MoveTo(rein::v1::PAUSED);
+  *s.state().mutable_pause() = pause;
+  *s.AddEvent()->mutable_paused()->mutable_pause() = std::move(pause);
+}
+
+// Pauses after rules 1-6 (a limit that fires wins over the pause).
+void PauseRun(Step& s, Pause pause) {
+  if (EndIfLimited(s, /*begins_iteration=*/false)) return;
+  SetPause(s, std::move(pause));
+}
+
+void FinishRun(Step& s) {
+  if (EndIfLimited(s, /*begins_iteration=*/false)) return;
+  Terminate(s, rein::v1::FINISHED, rein::v1::GOAL_ACHIEVED,
+            s.state().completed_subtasks_size() > 0
+                ? absl::StrCat("goal achieved; last: ",
+                               s.state().completed_subtasks(s.state().completed_subtasks_size() - 1)
+                                   .summary())
+                : "goal achieved");
+}
+
+// Moves into a working stage after rules 1-6; an iteration begins when entering PLANNING or
+// DECIDING from another stage.
+void Enter(Step& s, Stage next) {
+  bool begins = (next == rein::v1::PLANNING || next == rein::v1::DECIDING) &&
+                s.state().stage() != next;
+  if (EndIfLimited(s, begins)) return;
+  if (begins) s.state().set_iteration(s.state().iteration() + 1);
+  s.state().clear_pause();
+  s.MoveTo(next);
+}
+
+// Spends one unit of the retry budget for a failed stage attempt and stays in the stage.
+void SpendRetry(Step& s, Stage stage, const std::string& code, const std::string& message) {
+  s.state().set_retries_used(s.state().retries_used() + 1);
+  auto* error = s.AddEvent()->mutable_error();
+  error->set_stage(stage);
+  error->set_code(code);
+  error->set_message(message);
+  error->set_retry_spent(true);
+  EndIfLimited(s, /*begins_iteration=*/false);
+}
+
+// A planner error: fatal ones end the run at once, others spend a retry.
+void PlannerFailed(Step& s, Stage stage, const absl::Status& status) {
+  if (StageRouter::IsFatalPlannerError(status.code())) {
+    auto* error = s.AddEvent()->mutable_error();
+    error->set_stage(stage);
+    error->set_code(StatusCodeName(status.code()));
+    error->set_message(std::string(status.message()));
+    error->set_retry_spent(false);
+    Terminate(s, rein::v1::FAILED, rein::v1::PLANNER_ERROR,
+              absl::StrCat("planner error: ", status.message()));
+    return;
+  }
+  SpendRetry(s, stage, StatusCodeName(status.code()), std::string(status.message()));
+}
+
+void InvalidOutput(Step& s, Stage stage, const std::string& what) {
+  SpendRetry(s, stage, "INVALID_OUTPUT", absl::StrCat("invalid output: ", what));
+}
+
+void AddUsage(Step& s, const rein::v1::Usage& usage) {
+  s.state().set_tokens_used(s.state().tokens_used() + usage.input_tokens() +
+                            usage.output_tokens() + usage.cache_read_input_tokens() +
+                            usage.cache_creation_input_tokens());
+}
+
+void AddNote(Step& s, const std::string& notes, int max_notes) {
+  if (notes.empty()) return;
+  auto* list = s.state().mutable_notes();
+  list->Add(std::string(notes));
+  while (list->size() > max_notes) list->erase(list->begin());
+}
+
+bool PausesOnNotes(const RunSpec& spec) { return !spec.has_pause_on_notes() || spec.pause_on_notes(); }
+
+bool HasPausePoint(const RunSpec& spec, rein::v1::PausePoint point) {
+  for (int p : spec.pause_points()) {
+    if (p == point) return true;
+  }
+  return false;
+}
+
+Pause MakePause(rein::v1::PauseReason reason, Stage resume, const std::string& detail) {
+  Pause pause;
+  pause.set_reason(reason);
+  pause.set_resume_stage(resume);
+  pause.set_detail(detail);
+  return pause;
+}
+
+const ToolSpec* FindTool(const RunState& st, const std::string& name) {
+  for (const ToolSpec& tool : st.tools()) {
+    if (tool.name() == name) return &tool;
+  }
+  return nullptr;
+}
+
+// Ends every pending subtask (the stack) as FAILED with `why`.
+void DropStack(RunState& st, const std::string& why) {
+  for (const SubTask& task : st.subtasks()) {
+    SubTask* ended = st.add_completed_subtasks();
+    *ended = task;
+    ended->set_status(SubTask::FAILED);
+    ended->set_summary(why);
+  }
+  st.clear_subtasks();
+}
+
+// Validates subtasks from the planner or a reviewer; fills in defaults. `field` prefixes
+// error messages.
+absl::Status ValidateSubtasks(const RunState& st, const std::string& field,
+                              google::protobuf::RepeatedPtrField<SubTask>* tasks) {
+  std::set<std::string> seen;
+  for (const SubTask& t : st.subtasks()) seen.insert(t.id());
+  for (const SubTask& t : st.completed_subtasks()) seen.insert(t.id());
+  for (int i = 0; i < tasks->size(); ++i) {
+    SubTask& task = tasks->at(i);
+    std::string at = absl::StrCat(field, "[", i, "]");
+    if (task.id().empty() || task.id().size() > 128) {
+      return absl::InvalidArgumentError(absl::StrCat(at, ".id: must be 1..128 bytes"));
+    }
+    if (!seen.insert(task.id()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at, ".id: \"", task.id(), "\" is not unique in the run"));
+    }
+    if (task.description().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(at, ".description: must not be empty"));
+    }
+    std::set<std::string> tools;
+    for (int k = 0; k < task.allowed_tools_size(); ++k) {
+      const std::string& name = task.allowed_tools(k);
+      if (FindTool(st, name) == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(at, ".allowed_tools[", k, "]: \"", name,
+                                                       "\" is not one of the run's tools"));
+      }
+      if (!tools.insert(name).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(at, ".allowed_tools[", k, "]: \"", name, "\" is listed twice"));
+      }
+    }
+    if (task.allowed_tools_size() == 0) {
+      for (const ToolSpec& tool : st.tools()) task.add_allowed_tools(tool.name());
+    }
+    task.set_status(SubTask::PENDING);
+    task.clear_summary();
+  }
+  return absl::OkStatus();
+}
+
+// A call chosen for the top subtask; error when the tool is not allowed or args are bad.
+absl::StatusOr<ToolCall> MakeCall(const Run& run, RunState& st, const std::string& tool,
+                                  const std::string& args_json, const std::string& field) {
+  if (st.subtasks_size() == 0) {
+    return absl::FailedPreconditionError("no subtask to call a tool for");
+  }
+  const SubTask& top = st.subtasks(0);
+  if (std::find(top.allowed_tools().begin(), top.allowed_tools().end(), tool) ==
+      top.allowed_tools().end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".tool: \"", tool, "\" is not allowed for subtask \"", top.id(),
+                     "\" (allowed: ", absl::StrJoin(top.allowed_tools(), ", "), ")"));
+  }
+  const ToolSpec* spec = FindTool(st, tool);
+  if (spec == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".tool: unknown tool \"", tool, "\""));
+  }
+  if (!IsJsonObject(args_json)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".args_json: must be a JSON object"));
+  }
+  ToolCall call;
+  st.set_call_counter(st.call_counter() + 1);
+  call.set_call_id(absl::StrCat(run.run_id(), "-", st.call_counter()));
+  call.set_tool(tool);
+  call.set_args_json(args_json);
+  call.set_mutating(spec->mutating());
+  return call;
+}
+
+// Where the loop goes after EVALUATING (or after a review that finished an evaluation).
+Stage NextAfterEvaluation(const RunState& st) {
+  if (st.subtasks_size() > 0) return rein::v1::DECIDING;
+  return st.goal_achieved() ? rein::v1::FINISHED : rein::v1::PLANNING;
+}
+
+// Goes to `next` from EVALUATING: rules 1-6, then stagnation (rule 7), then pauses, then the
+// move. `pause` is a candidate pause (reason unset = none).
+void ContinueAfterEvaluation(Step& s, Stage next, Pause pause) {
+  if (EndIfLimited(s, next == rein::v1::DECIDING || next == rein::v1::PLANNING)) return;
+  if (next == rein::v1::FINISHED) {
+    FinishRun(s);
+    return;
+  }
+  if (auto pattern = DetectStagnation(s.spec(), s.state())) {
+    RunState& st = s.state();
+    st.set_stagnation_mark(st.actions_total());
+    auto mode = s.spec().limits().on_stagnation();
+    if (mode == rein::v1::FAIL) {
+      Terminate(s, rein::v1::FAILED, rein::v1::STAGNATION, *pattern);
+      return;
+    }
+    if (mode == rein::v1::REPLAN_THEN_PAUSE && st.stagnation_replans() == 0) {
+      st.set_stagnation_replans(st.stagnation_replans() + 1);
+      st.set_replan_reason(absl::StrCat("stagnation: ", *pattern));
+      if (st.subtasks_size() > 0) {
+        SubTask* ended = st.add_completed_subtasks();
+        *ended = st.subtasks(0);
+        ended->set_status(SubTask::FAILED);
+        ended->set_summary(absl::StrCat("stagnated: ", *pattern));
+        st.mutable_subtasks()->erase(st.mutable_subtasks()->begin());
+      }
+      Enter(s, rein::v1::PLANNING);
+      return;
+    }
+    SetPause(s, MakePause(rein::v1::STAGNATED, next, *pattern));
+    return;
+  }
+  if (pause.reason() != rein::v1::PAUSE_REASON_UNSPECIFIED) {
+    pause.set_resume_stage(next);
+    SetPause(s, std::move(pause));
+    return;
+  }
+  Enter(s, next);
+}
+
+absl::Status CheckDuration(const google::protobuf::Duration& d, const std::string& field,
+                           absl::Duration max) {
+  if (d.seconds() < 0 || d.nanos() < 0 || d.nanos() > 999999999 ||
+      (d.seconds() == 0 && d.nanos() == 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": must be a positive duration"));
+  }
+  if (FromProto(d) > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": must be at most ", absl::FormatDuration(max)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRange(int64_t value, int64_t lo, int64_t hi, const std::string& field) {
+  if (value < lo || value > hi) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", value, " is out of range [", lo, ", ", hi, "]"));
+  }
+  return absl::OkStatus();
+}
+
+bool ValidWorkspaceName(const std::string& name) {
+  if (name.empty() || name.size() > 255 || name == "." || name == "..") return false;
+  return name.find('/') == std::string::npos && name.find('\0') == std::string::npos;
+}
+
+}  // namespace
+
+bool StageRouter::IsTerminal(Stage stage) {
+  return stage == rein::v1::FINISHED || stage == rein::v1::FAILED || stage == rein::v1::CANCELLED;
+}
+
+bool StageRouter::IsFatalPlannerError(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kUnimplemented:
+      return true;
+    default:
+      return false;
+  }
+}
+
+absl::StatusOr<RunSpec> StageRouter::NormalizeSpec(const RunSpec& in,
+                                                   const std::vector<ToolSpec>& known_tools) {
+  RunSpec spec = in;
+  std::string goal(absl::StripAsciiWhitespace(spec.goal()));
+  if (goal.empty()) return absl::InvalidArgumentError("spec.goal: required, must not be empty");
+  if (spec.goal().size() > kMaxGoalBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.goal: ", spec.goal().size(),
+                                                   " bytes, at most ", kMaxGoalBytes));
+  }
+  if (spec.workspace().empty()) spec.set_workspace("default");
+  if (!ValidWorkspaceName(spec.workspace())) {
+    return absl::InvalidArgumentError(
+        "spec.workspace: must be one name under the workspace root (no '/', not '.' or '..', "
+        "at most 255 bytes)");
+  }
+  std::set<std::string> names;
+  for (int i = 0; i < spec.tools_size(); ++i) {
+    const std::string& name = spec.tools(i);
+    bool known = std::any_of(known_tools.begin(), known_tools.end(),
+                             [&](const ToolSpec& t) { return t.name() == name; });
+    if (!known) {
+      std::vector<std::string> all;
+      for (const ToolSpec& t : known_tools) all.push_back(t.name());
+      return absl::InvalidArgumentError(absl::StrCat("spec.tools[", i, "]: unknown tool \"", name,
+                                                     "\" (known: ", absl::StrJoin(all, ", "),
+                                                     ")"));
+    }
+    if (!names.insert(name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.tools[", i, "]: \"", name, "\" is listed twice"));
+    }
+  }
+  auto* limits = spec.mutable_limits();
+  if (limits->max_iterations() == 0) limits->set_max_iterations(50);
+  if (auto s = CheckRange(limits->max_iterations(), 1, 100000, "spec.limits.max_iterations");
+      !s.ok()) {
+    return s;
+  }
+  if (!limits->has_deadline()) *limits->mutable_deadline() = ToProtoDuration(absl::Minutes(10));
+  if (auto s = CheckDuration(limits->deadline(), "spec.limits.deadline", absl::Hours(24 * 7));
+      !s.ok()) {
+    return s;
+  }
+  if (!limits->has_stage_timeout()) {
+    *limits->mutable_stage_timeout() = ToProtoDuration(absl::Seconds(120));
+  }
+  if (auto s = CheckDuration(limits->stage_timeout(), "spec.limits.stage_timeout", absl::Hours(1));
+      !s.ok()) {
+    return s;
+  }
+  if (limits->retry_budget() == 0) limits->set_retry_budget(5);
+  if (limits->retry_budget() == -1) limits->set_retry_budget(0);
+  if (auto s = CheckRange(limits->retry_budget(), 0, 1000, "spec.limits.retry_budget"); !s.ok()) {
+    return s;
+  }
+  if (limits->max_consecutive_tool_failures() == 0) limits->set_max_consecutive_tool_failures(3);
+  if (auto s = CheckRange(limits->max_consecutive_tool_failures(), 1, 1000,
+                          "spec.limits.max_consecutive_tool_failures");
+      !s.ok()) {
+    return s;
+  }
+  if (limits->stagnation_window() == 0) limits->set_stagnation_window(4);
+  if (auto s = CheckRange(limits->stagnation_window(), 2, 100, "spec.limits.stagnation_window");
+      !s.ok()) {
+    return s;
+  }
+  if (!rein::v1::OnStagnation_IsValid(limits->on_stagnation())) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.limits.on_stagnation: unknown value ",
+                                                   static_cast<int>(limits->on_stagnation())));
+  }
+  if (limits->on_stagnation() == rein::v1::ON_STAGNATION_UNSPECIFIED) {
+    limits->set_on_stagnation(rein::v1::REPLAN_THEN_PAUSE);
+  }
+  if (limits->token_budget() < 0) {
+    return absl::InvalidArgumentError("spec.limits.token_budget: must be >= 0 (0 = no budget)");
+  }
+  if (limits->action_window() == 0) limits->set_action_window(20);
+  if (auto s = CheckRange(limits->action_window(), 1, 1000, "spec.limits.action_window");
+      !s.ok()) {
+    return s;
+  }
+  if (limits->action_window() < limits->stagnation_window()) {
+    limits->set_action_window(std::max(limits->stagnation_window(), 6));
+  }
+  std::set<int> points;
+  for (int i = 0; i < spec.pause_points_size(); ++i) {
+    int point = spec.pause_points(i);
+    if (!rein::v1::PausePoint_IsValid(point) || point == rein::v1::PAUSE_POINT_UNSPECIFIED) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.pause_points[", i, "]: unknown pause point ", point));
+    }
+    if (!points.insert(point).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.pause_points[", i, "]: listed twice"));
+    }
+  }
+  if (spec.model().max_tokens() < 0 || spec.model().max_tokens() > 128000) {
+    return absl::InvalidArgumentError("spec.model.max_tokens: must be in [0, 128000]");
+  }
+  if (spec.model().has_temperature() &&
+      (spec.model().temperature() < 0 || spec.model().temperature() > 1)) {
+    return absl::InvalidArgumentError("spec.model.temperature: must be in [0, 1]");
+  }
+  if (spec.model().model().size() > 256) {
+    return absl::InvalidArgumentError("spec.model.model: at most 256 bytes");
+  }
+  if (spec.labels_size() > 32) {
+    return absl::InvalidArgumentError("spec.labels: at most 32 labels");
+  }
+  for (const auto& [key, value] : spec.labels()) {
+    if (key.empty() || key.size() > 63) {
+      return absl::InvalidArgumentError("spec.labels: keys must be 1..63 bytes");
+    }
+    if (value.size() > 256) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.labels[", key, "]: value longer than 256 bytes"));
+    }
+  }
+  return spec;
+}
+
+Transition StageRouter::NewRun(const std::string& run_id, const std::string& request_id,
+                               const RunSpec& spec, absl::Time now, Run* run) const {
+  run->set_run_id(run_id);
+  run->set_request_id(request_id);
+  *run->mutable_spec() = spec;
+  *run->mutable_created_at() = ToProto(now);
+  *run->mutable_updated_at() = ToProto(now);
+  RunState* st = run->mutable_state();
+  st->set_stage(rein::v1::STAGE_UNSPECIFIED);
+  st->set_version(0);
+  *st->mutable_started_at() = ToProto(now);
+  *st->mutable_deadline() = ToProto(now + FromProto(spec.limits().deadline()));
+  Step s(*run, now);
+  s.MoveTo(rein::v1::INITIALIZING);
+  Transition t = std::move(s).Finish();
+  *run->mutable_state() = t.state;
+  return t;
+}
+
+Effect StageRouter::NextEffect(const Run& run, absl::Time now) const {
+  Effect effect;
+  const RunState& st = run.state();
+  const RunSpec& spec = run.spec();
+  absl::Time deadline = st.has_deadline() ? FromProto(st.deadline()) : absl::InfiniteFuture();
+  effect.deadline = std::min(now + FromProto(spec.limits().stage_timeout()), deadline);
+  switch (st.stage()) {
+    case rein::v1::INITIALIZING:
+      effect.kind = Effect::Kind::kListTools;
+      break;
+    case rein::v1::PLANNING: {
+      effect.kind = Effect::Kind::kPlan;
+      auto& req = effect.plan;
+      req.set_run_id(run.run_id());
+      req.set_goal(spec.goal());
+      int first = std::max(0, st.completed_subtasks_size() - options_.max_completed_in_plan);
+      for (int i = first; i < st.completed_subtasks_size(); ++i) {
+        *req.add_completed() = st.completed_subtasks(i);
+      }
+      req.set_latest_observation(st.latest_observation());
+      int h = std::max(0, st.human_inputs_size() - options_.max_human_inputs_in_request);
+      for (int i = h; i < st.human_inputs_size(); ++i) *req.add_human_inputs() = st.human_inputs(i);
+      *req.mutable_tools() = st.tools();
+      req.set_replan_reason(st.replan_reason());
+      *req.mutable_model() = spec.model();
+      req.set_iteration(st.iteration());
+      break;
+    }
+    case rein::v1::DECIDING: {
+      if (st.subtasks_size() == 0) break;  // cannot happen: DECIDING needs a subtask
+      effect.kind = Effect::Kind::kDecide;
+      auto& req = effect.decide;
+      req.set_run_id(run.run_id());
+      req.set_goal(spec.goal());
+      *req.mutable_subtask() = st.subtasks(0);
+      for (const std::string& name : st.subtasks(0).allowed_tools()) {
+        if (const ToolSpec* tool = FindTool(st, name)) *req.add_tools() = *tool;
+      }
+      int a = std::max(0, st.recent_actions_size() - options_.decide_actions);
+      for (int i = a; i < st.recent_actions_size(); ++i) {
+        *req.add_recent_actions() = st.recent_actions(i);
+      }
+      int h = std::max(0, st.human_inputs_size() - options_.max_human_inputs_in_request);
+      for (int i = h; i < st.human_inputs_size(); ++i) *req.add_human_inputs() = st.human_inputs(i);
+      *req.mutable_model() = spec.model();
+      req.set_iteration(st.iteration());
+      break;
+    }
+    case rein::v1::EXECUTING: {
+      effect.kind = Effect::Kind::kExecute;
+      auto& req = effect.execute;
+      req.set_call_id(st.pending_call().call_id());
+      req.set_run_id(run.run_id());
+      req.set_workspace(spec.workspace());
+      req.set_tool(st.pending_call().tool());
+      req.set_args_json(st.pending_call().args_json());
+      *req.mutable_limits()->mutable_timeout() =
+          ToProtoDuration(std::max(absl::ZeroDuration(), effect.deadline - now));
+      break;
+    }
+    case rein::v1::EVALUATING: {
+      if (st.subtasks_size() == 0 || st.recent_actions_size() == 0) break;
+      effect.kind = Effect::Kind::kEvaluate;
+      auto& req = effect.evaluate;
+      req.set_run_id(run.run_id());
+      req.set_goal(spec.goal());
+      *req.mutable_subtask() = st.subtasks(0);
+      *req.mutable_action() = st.recent_actions(st.recent_actions_size() - 1);
+      req.set_observation(st.latest_observation());
+      *req.mutable_model() = spec.model();
+      req.set_iteration(st.iteration());
+      break;
+    }
+    default:
+      break;
+  }
+  return effect;
+}
+
+Transition StageRouter::OnTools(const Run& run,
+                                const absl::StatusOr<rein::v1::ListToolsResponse>& tools,
+                                absl::Time now) const {
+  Step s(run, now);
+  if (!tools.ok()) {
+    SpendRetry(s, rein::v1::INITIALIZING, StatusCodeName(tools.status().code()),
+               absl::StrCat("executor ListTools: ", tools.status().message()));
+    return std::move(s).Finish();
+  }
+  RunState& st = s.state();
+  st.clear_tools();
+  if (run.spec().tools_size() == 0) {
+    for (const ToolSpec& tool : tools->tools()) {
+      if (!tool.mutating()) *st.add_tools() = tool;
+    }
+  } else {
+    for (const std::string& name : run.spec().tools()) {
+      auto it = std::find_if(tools->tools().begin(), tools->tools().end(),
+                             [&](const ToolSpec& t) { return t.name() == name; });
+      if (it == tools->tools().end()) {
+        Terminate(s, rein::v1::FAILED, rein::v1::INTERNAL,
+                  absl::StrCat("tool \"", name, "\" is not offered by the executor"));
+        return std::move(s).Finish();
+      }
+      *st.add_tools() = *it;
+    }
+  }
+  Enter(s, rein::v1::PLANNING);
+  return std::move(s).Finish();
+}
+
+Transition StageRouter::OnPlan(const Run& run, const absl::StatusOr<rein::v1::PlanResponse>& reply,
+                               absl::Time now) const {
+  Step s(run, now);
+  RunState& st = s.state();
+  if (!reply.ok()) {
+    PlannerFailed(s, rein::v1::PLANNING, reply.status());
+    return std::move(s).Finish();
+  }
+  AddUsage(s, reply->usage());
+  if (!reply->backend().empty()) st.set_planner_backend(reply->backend());
+  if (!reply->refusal().empty()) {
+    Pause pause = MakePause(rein::v1::NEED_HUMAN, rein::v1::PLANNING,
+                            absl::StrCat("the model refused to plan: ", reply->refusal()));
+    pause.set_question(reply->refusal());
+    PauseRun(s, std::move(pause));
+    return std::move(s).Finish();
+  }
+  google::protobuf::RepeatedPtrField<SubTask> planned = reply->subtasks();
+  if (absl::Status valid = ValidateSubtasks(st, "subtasks", &planned); !valid.ok()) {
+    InvalidOutput(s, rein::v1::PLANNING, std::string(valid.message()));
+    return std::move(s).Finish();
+  }
+  auto* event = s.AddEvent()->mutable_plan();
+  event->set_reasoning(reply->reasoning());
+  *event->mutable_subtasks() = planned;
+  event->set_goal_achieved(reply->goal_achieved());
+  event->set_notes(reply->notes());
+  event->set_planner_backend(reply->backend());
+  *event->mutable_usage() = reply->usage();
+  st.set_goal_achieved(reply->goal_achieved());
+  AddNote(s, reply->notes(), options_.max_notes);
+  if (planned.empty() && !reply->goal_achieved()) {
+    SpendRetry(s, rein::v1::PLANNING, "INVALID_OUTPUT",
+               "the plan has no subtasks and the goal is not achieved");
+    return std::move(s).Finish();
+  }
+  st.clear_replan_reason();
+  // New subtasks go on top of the stack, in the planner's order.
+  google::protobuf::RepeatedPtrField<SubTask> stack = planned;
+  for (const SubTask& task : st.subtasks()) *stack.Add() = task;
+  *st.mutable_subtasks() = std::move(stack);
+  if (st.subtasks_size() == 0) {  // goal achieved, nothing pending
+    FinishRun(s);
+    return std::move(s).Finish();
+  }
+  if (!reply->notes().empty() && PausesOnNotes(run.spec())) {
+    PauseRun(s, MakePause(rein::v1::NOTES, rein::v1::DECIDING, reply->notes()));
+  } else if (!planned.empty() && HasPausePoint(run.spec(), rein::v1::AFTER_PLAN)) {
+    Pause pause = MakePause(rein::v1::PAUSE_POINT, rein::v1::DECIDING,
+                            absl::StrCat("plan of ", planned.size(), " subtasks ready for review"));
+    pause.set_point(rein::v1::AFTER_PLAN);
+    PauseRun(s, std::move(pause));
+  } else {
+    Enter(s, rein::v1::DECIDING);
+  }
+  return std::move(s).Finish();
+}
+
+Transition StageRouter::OnDecide(const Run& run,
+                                 const absl::StatusOr<rein::v1::DecideResponse>& reply,
+                                 absl::Time now) const {
+  Step s(run, now);
+  RunState& st = s.state();
+  if (!reply.ok()) {
+    PlannerFailed(s, rein::v1::DECIDING, reply.status());
+    return std::move(s).Finish();
+  }
+  AddUsage(s, reply->usage());
+  if (!reply->backend().empty()) st.set_planner_backend(reply->backend());
+  if (st.subtasks_size() == 0) {
+    Terminate(s, rein::v1::FAILED, rein::v1::INTERNAL, "DECIDING with an empty subtask stack");
+    return std::move(s).Finish();
+  }
+  st.mutable_subtasks(0)->set_status(SubTask::IN_PROGRESS);
+  if (!reply->refusal().empty()) {
+    Pause pause = MakePause(rein::v1::NEED_HUMAN, rein::v1::DECIDING,
+                            absl::StrCat("the model refused to decide: ", reply->refusal()));
+    pause.set_question(reply->refusal());
+    PauseRun(s, std::move(pause));
+    return std::move(s).Finish();
+  }
+  auto* event = s.AddEvent()->mutable_decision();
+  event->set_reasoning(reply->reasoning());
+  event->set_subtask_id(st.subtasks(0).id());
+  event->set_notes(reply->notes());
+  event->set_planner_backend(reply->backend());
+  *event->mutable_usage() = reply->usage();
+  if (reply->has_tool_call()) {
+    absl::StatusOr<ToolCall> call = MakeCall(run, st, reply->tool_call().tool(),
+                                             reply->tool_call().args_json(), "tool_call");
+    if (!call.ok()) {
+      // Drop the decision event: the output was invalid.
+      s.state().set_call_counter(run.state().call_counter());
+      Step retry(run, now);
+      retry.state().mutable_subtasks(0)->set_status(SubTask::IN_PROGRESS);
+      AddUsage(retry, reply->usage());
+      InvalidOutput(retry, rein::v1::DECIDING, std::string(call.status().message()));
+      return std::move(retry).Finish();
+    }
+    *event->mutable_tool_call() = *call;
+    AddNote(s, reply->notes(), options_.max_notes);
+    *st.mutable_pending_call() = *call;
+    Pause pause;
+    if (!reply->notes().empty() && PausesOnNotes(run.spec())) {
+      pause = MakePause(rein::v1::NOTES, rein::v1::EXECUTING, reply->notes());
+    } else if (HasPausePoint(run.spec(), rein::v1::BEFORE_TOOL) ||
+               (call->mutating() && HasPausePoint(run.spec(), rein::v1::BEFORE_MUTATING_TOOL))) {
+      rein::v1::PausePoint point = HasPausePoint(run.spec(), rein::v1::BEFORE_TOOL)
+                                       ? rein::v1::BEFORE_TOOL
+                                       : rein::v1::BEFORE_MUTATING_TOOL;
+      pause = MakePause(rein::v1::PAUSE_POINT, rein::v1::EXECUTING,
+                        absl::StrCat("about to call ", call->tool(), " ", call->args_json()));
+      pause.set_point(point);
+    }
+    if (pause.reason() != rein::v1::PAUSE_REASON_UNSPECIFIED) {
+      *pause.mutable_pending_call() = *call;
+      PauseRun(s, std::move(pause));
+      return std::move(s).Finish();
+    }
+    Enter(s, rein::v1::EXECUTING);
+    return std::move(s).Finish();
+  }
+  if (!reply->human_query().empty()) {
+    event->set_human_query(reply->human_query());
+    AddNote(s, reply->notes(), options_.max_notes);
+    Pause pause = MakePause(rein::v1::NEED_HUMAN, rein::v1::DECIDING, reply->human_query());
+    pause.set_question(reply->human_query());
+    PauseRun(s, std::move(pause));
+    return std::move(s).Finish();
+  }
+  Step retry(run, now);
+  AddUsage(retry, reply->usage());
+  InvalidOutput(retry, rein::v1::DECIDING, "the decision has neither a tool_call nor a human_query");
+  return std::move(retry).Finish();
+}
+
+Transition StageRouter::MarkDispatched(const Run& run, absl::Time now) const {
+  Step s(run, now);
+  s.state().set_call_dispatched(true);
+  return std::move(s).Finish();
+}
+
+Transition StageRouter::OnExecute(const Run& run,
+                                  const absl::StatusOr<rein::v1::ExecuteResponse>& reply,
+                                  absl::Time now) const {
+  Step s(run, now);
+  RunState& st = s.state();
+  if (!reply.ok()) {
+    SpendRetry(s, rein::v1::EXECUTING, StatusCodeName(reply.status().code()),
+               absl::StrCat("executor: ", reply.status().message()));
+    return std::move(s).Finish();
+  }
+  const ToolCall& call = st.pending_call();
+  Action action;
+  action.set_iteration(st.iteration());
+  action.set_subtask_id(st.subtasks_size() > 0 ? st.subtasks(0).id() : "");
+  action.set_call_id(call.call_id());
+  action.set_tool(call.tool());
+  action.set_args_json(call.args_json());
+  action.set_ok(reply->ok());
+  action.set_observation(Cap(reply->output(), options_.max_observation_bytes));
+  if (!reply->ok()) {
+    action.set_error(absl::StrCat(reply->error().code(), ": ", reply->error().message()));
+  }
+  *action.mutable_duration() = reply->duration();
+  action.set_executor_id(reply->executor_id());
+  st.set_latest_observation(
+      reply->ok() ? action.observation()
+                  : Cap(absl::StrCat("error ", action.error(),
+                                     reply->output().empty() ? "" : "\n", reply->output()),
+                        options_.max_observation_bytes));
+  st.set_consecutive_tool_failures(reply->ok() ? 0 : st.consecutive_tool_failures() + 1);
+  *st.add_recent_actions() = action;
+  while (st.recent_actions_size() > run.spec().limits().action_window()) {
+    st.mutable_recent_actions()->erase(st.mutable_recent_actions()->begin());
+  }
+  st.set_actions_total(st.actions_total() + 1);
+  auto* event = s.AddEvent()->mutable_tool_result();
+  *event->mutable_action() = action;
+  event->set_truncated(reply->truncated());
+  st.clear_pending_call();
+  st.set_call_dispatched(false);
+  Enter(s, rein::v1::EVALUATING);
+  return std::move(s).Finish();
+}
+
+Transition StageRouter::OnEvaluate(const Run& run,
+                                   const absl::StatusOr<rein::v1::EvaluateResponse>& reply,
+                                   absl::Time now) const {
+  Step s(run, now);
+  RunState& st = s.state();
+  if (!reply.ok()) {
+    PlannerFailed(s, rein::v1::EVALUATING, reply.status());
+    return std::move(s).Finish();
+  }
+  AddUsage(s, reply->usage());
+  if (!reply->backend().empty()) st.set_planner_backend(reply->backend());
+  if (!reply->refusal().empty()) {
+    Pause pause = MakePause(rein::v1::NEED_HUMAN, rein::v1::EVALUATING,
+                            absl::StrCat("the model refused to evaluate: ", reply->refusal()));
+    pause.set_question(reply->refusal());
+    PauseRun(s, std::move(pause));
+    return std::move(s).Finish();
+  }
+  using Status = rein::v1::RunEvent::Evaluation;
+  if (reply->status() != Status::COMPLETED && reply->status() != Status::FAILED &&
+      reply->status() != Status::NEEDS_MORE_WORK) {
+    InvalidOutput(s, rein::v1::EVALUATING,
+                  absl::StrCat("status: must be COMPLETED, FAILED or NEEDS_MORE_WORK, got ",
+                               static_cast<int>(reply->status())));
+    return std::move(s).Finish();
+  }
+  if (st.subtasks_size() == 0) {
+    Terminate(s, rein::v1::FAILED, rein::v1::INTERNAL, "EVALUATING with an empty subtask stack");
+    return std::move(s).Finish();
+  }
+  auto* event = s.AddEvent()->mutable_evaluation();
+  event->set_reasoning(reply->reasoning());
+  event->set_subtask_id(st.subtasks(0).id());
+  event->set_status(reply->status());
+  event->set_summary(reply->summary());
+  event->set_goal_achieved(reply->goal_achieved());
+  event->set_notes(reply->notes());
+  event->set_planner_backend(reply->backend());
+  *event->mutable_usage() = reply->usage();
+  if (reply->status() != Status::NEEDS_MORE_WORK) {
+    SubTask* ended = st.add_completed_subtasks();
+    *ended = st.subtasks(0);
+    ended->set_status(reply->status() == Status::COMPLETED ? SubTask::COMPLETED : SubTask::FAILED);
+    ended->set_summary(reply->summary());
+    st.mutable_subtasks()->erase(st.mutable_subtasks()->begin());
+  }
+  st.set_goal_achieved(reply->goal_achieved());
+  AddNote(s, reply->notes(), options_.max_notes);
+  Stage next = NextAfterEvaluation(st);
+  Pause pause;
+  if (!reply->notes().empty() && PausesOnNotes(run.spec()) && next != rein::v1::FINISHED) {
+    pause = MakePause(rein::v1::NOTES, next, reply->notes());
+  } else if (HasPausePoint(run.spec(), rein::v1::AFTER_EVALUATE) && next != rein::v1::FINISHED) {
+    pause = MakePause(rein::v1::PAUSE_POINT, next,
+                      absl::StrCat("subtask ", event->subtask_id(), " evaluated ",
+                                   Status::Status_Name(reply->status())));
+    pause.set_point(rein::v1::AFTER_EVALUATE);
+  }
+  ContinueAfterEvaluation(s, next, std::move(pause));
+  return std::move(s).Finish();
+}
+
+absl::StatusOr<Transition> StageRouter::OnReview(const Run& run, const rein::v1::Review& review,
+                                                 int64_t expected_version, absl::Time now) const {
+  const RunState& old = run.state();
+  if (old.stage() != rein::v1::PAUSED) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "run ", run.run_id(), " is ", rein::v1::Stage_Name(old.stage()), ", not PAUSED"));
+  }
+  if (expected_version != old.version()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("stale version: the review was made against version ", expected_version,
+                     ", the run is at version ", old.version()));
+  }
+  const Pause& pause = old.pause();
+  Step s(run, now);
+  RunState& st = s.state();
+  auto resumed = [&](Stage to) {
+    auto* event = s.AddEvent()->mutable_resumed();
+    *event->mutable_review() = review;
+    event->set_to(to);
+  };
+  // Goes on to the pause's resume stage (the pending call, if any, is run).
+  auto go_on = [&](Stage to) {
+    resumed(to);
+    if (pause.reason() == rein::v1::STAGNATED) st.set_stagnation_mark(st.actions_total());
+    if (to == rein::v1::EXECUTING) {
+      *st.mutable_pending_call() = pause.pending_call();
+      st.set_call_dispatched(false);
+    }
+    if (to == rein::v1::FINISHED) {
+      FinishRun(s);
+    } else {
+      Enter(s, to);
+    }
+  };
+  switch (review.kind_case()) {
+    case rein::v1::Review::kApprove:
+      if (pause.reason() == rein::v1::NEED_HUMAN) {
+        return absl::FailedPreconditionError(
+            "the run waits for an answer (NEED_HUMAN): use answer, reject or edit_plan");
+      }
+      go_on(pause.resume_stage());
+      break;
+    case rein::v1::Review::kAnswer: {
+      if (review.answer().text().empty()) {
+        return absl::InvalidArgumentError("review.answer.text: must not be empty");
+      }
+      if (review.answer().text().size() > 16 * 1024) {
+        return absl::InvalidArgumentError("review.answer.text: at most 16 KiB");
+      }
+      HumanInput* input = st.add_human_inputs();
+      input->set_kind(HumanInput::ANSWER);
+      input->set_text(review.answer().text());
+      input->set_question(pause.question().empty() ? pause.detail() : pause.question());
+      input->set_iteration(st.iteration());
+      while (st.human_inputs_size() > options_.max_human_inputs) {
+        st.mutable_human_inputs()->erase(st.mutable_human_inputs()->begin());
+      }
+      go_on(pause.resume_stage());
+      break;
+    }
+    case rein::v1::Review::kReject: {
+      if (review.reject().feedback().size() > 16 * 1024) {
+        return absl::InvalidArgumentError("review.reject.feedback: at most 16 KiB");
+      }
+      resumed(review.reject().abort() ? rein::v1::FAILED : rein::v1::PLANNING);
+      if (review.reject().abort()) {
+        Terminate(s, rein::v1::FAILED, rein::v1::REJECTED_BY_REVIEWER,
+                  absl::StrCat("rejected by reviewer: ", review.reject().feedback()));
+        break;
+      }
+      if (!review.reject().feedback().empty()) {
+        HumanInput* input = st.add_human_inputs();
+        input->set_kind(HumanInput::FEEDBACK);
+        input->set_text(review.reject().feedback());
+        input->set_iteration(st.iteration());
+      }
+      st.set_replan_reason(absl::StrCat("rejected by reviewer: ", review.reject().feedback()));
+      DropStack(st, absl::StrCat("dropped: rejected by reviewer: ", review.reject().feedback()));
+      st.clear_pending_call();
+      st.set_call_dispatched(false);
+      st.set_goal_achieved(false);
+      Enter(s, rein::v1::PLANNING);
+      break;
+    }
+    case rein::v1::Review::kEditPlan: {
+      google::protobuf::RepeatedPtrField<SubTask> tasks = review.edit_plan().subtasks();
+      if (tasks.empty()) {
+        return absl::InvalidArgumentError("review.edit_plan.subtasks: must not be empty");
+      }
+      RunState without_stack = st;
+      without_stack.clear_subtasks();
+      if (absl::Status valid = ValidateSubtasks(without_stack, "review.edit_plan.subtasks", &tasks);
+          !valid.ok()) {
+        return valid;
+      }
+      resumed(rein::v1::DECIDING);
+      DropStack(st, "dropped: replaced by the reviewer's plan");
+      *st.mutable_subtasks() = std::move(tasks);
+      st.clear_pending_call();
+      st.set_call_dispatched(false);
+      st.set_goal_achieved(false);
+      if (pause.reason() == rein::v1::STAGNATED) st.set_stagnation_mark(st.actions_total());
+      Enter(s, rein::v1::DECIDING);
+      break;
+    }
+    case rein::v1::Review::kEditToolCall: {
+      if (!pause.has_pending_call() || pause.pending_call().tool().empty()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the run is paused for ", rein::v1::PauseReason_Name(pause.reason()),
+            " with no pending tool call; edit_tool_call needs one"));
+      }
+      absl::StatusOr<ToolCall> call =
+          MakeCall(run, st, review.edit_tool_call().tool(), review.edit_tool_call().args_json(),
+                   "review.edit_tool_call");
+      if (!call.ok()) return call.status();
+      resumed(rein::v1::EXECUTING);
+      *st.mutable_pending_call() = *call;
+      st.set_call_dispatched(false);
+      Enter(s, rein::v1::EXECUTING);
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError(
+          "review: one of approve, reject, edit_plan, edit_tool_call, answer is required");
+  }
+  return std::move(s).Finish();
+}
+
+std::optional<Transition> StageRouter::OnCancel(const Run& run, bool call_in_flight,
+                                                const std::string& reason, absl::Time now) const {
+  if (IsTerminal(run.state().stage())) return std::nullopt;
+  Step s(run, now);
+  if (call_in_flight) {
+    if (run.state().cancel_requested()) return std::nullopt;
+    s.state().set_cancel_requested(true);
+  } else {
+    Terminate(s, rein::v1::CANCELLED, rein::v1::CANCELLED_BY_USER,
+              reason.empty() ? "cancelled by user" : absl::StrCat("cancelled by user: ", reason));
+  }
+  return std::move(s).Finish();
+}
+
+std::optional<Transition> StageRouter::OnTick(const Run& run, absl::Time now) const {
+  const RunState& st = run.state();
+  if (IsTerminal(st.stage()) || !st.has_deadline() || now < FromProto(st.deadline())) {
+    return std::nullopt;
+  }
+  Step s(run, now);
+  EndIfLimited(s, /*begins_iteration=*/false);
+  return std::move(s).Finish();
+}
+
+std::optional<Transition> StageRouter::OnRecovery(const Run& run, absl::Time now) const {
+  const RunState& st = run.state();
+  if (st.stage() != rein::v1::EXECUTING || !st.pending_call().mutating() ||
+      !st.call_dispatched()) {
+    return std::nullopt;
+  }
+  Step s(run, now);
+  Pause pause = MakePause(
+      rein::v1::RECOVERY, rein::v1::EXECUTING,
+      absl::StrCat("mutating call ", st.pending_call().call_id(), " (", st.pending_call().tool(),
+                   " ", st.pending_call().args_json(),
+                   ") was sent before the router stopped and its result was not committed; "
+                   "approve to run it again, edit it, or reject"));
+  *pause.mutable_pending_call() = st.pending_call();
+  s.state().set_call_dispatched(false);
+  PauseRun(s, std::move(pause));
+  return std::move(s).Finish();
+}
+
+}  // namespace rein

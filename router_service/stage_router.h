@@ -1,0 +1,112 @@
+// StageRouter: the pure stage logic of a run (transitions, termination rules, pauses, reviews).
+#ifndef REIN_ROUTER_SERVICE_STAGE_ROUTER_H_
+#define REIN_ROUTER_SERVICE_STAGE_ROUTER_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "rein/v1/executor.pb.h"
+#include "rein/v1/planner.pb.h"
+#include "rein/v1/router.pb.h"
+#include "rein/v1/types.pb.h"
+#include "router_service/run_store.h"
+
+namespace rein {
+
+// The result of one transition: the new state (version + 1), the events it emits (seq left
+// for the store to assign) and, at iteration boundaries, pauses and the end, a snapshot.
+struct Transition {
+  rein::v1::RunState state;
+  std::vector<rein::v1::RunEvent> events;
+  std::optional<Snapshot> snapshot;
+};
+
+// What the driver must do next for a run.
+struct Effect {
+  enum class Kind { kNone, kListTools, kPlan, kDecide, kExecute, kEvaluate };
+  Kind kind = Kind::kNone;
+  rein::v1::PlanRequest plan;
+  rein::v1::DecideRequest decide;
+  rein::v1::ExecuteRequest execute;
+  rein::v1::EvaluateRequest evaluate;
+  absl::Time deadline = absl::InfiniteFuture();  // min(now + stage_timeout, run deadline)
+};
+
+struct StageRouterOptions {
+  size_t max_observation_bytes = 8 * 1024;  // Action.observation and latest_observation cap
+  int max_completed_in_plan = 20;           // completed summaries shown to Plan
+  int max_human_inputs_in_request = 10;     // human inputs shown to Plan and Decide
+  int decide_actions = 3;                   // recent actions shown to Decide
+  int max_notes = 20;                       // notes kept in RunState
+  int max_human_inputs = 50;                // human inputs kept in RunState
+};
+
+// Decides every step of a run from its spec and state. Holds no run data: every method is a
+// pure function of its arguments, so the class is thread-safe and trivially testable.
+// Termination is checked before every transition in the order of DESIGN.md section 2.
+class StageRouter {
+ public:
+  explicit StageRouter(StageRouterOptions options = {}) : options_(options) {}
+
+  // Validates a client's spec against the tools executors offer and fills in every default.
+  // Errors are INVALID_ARGUMENT naming the field (e.g. "spec.limits.max_iterations: ...").
+  static absl::StatusOr<rein::v1::RunSpec> NormalizeSpec(
+      const rein::v1::RunSpec& spec, const std::vector<rein::v1::ToolSpec>& known_tools);
+
+  // A new run in INITIALIZING (version 1) with its first event. `spec` must be normalized.
+  Transition NewRun(const std::string& run_id, const std::string& request_id,
+                    const rein::v1::RunSpec& spec, absl::Time now, rein::v1::Run* run) const;
+
+  // The call the driver makes next (kNone for PAUSED and terminal runs).
+  Effect NextEffect(const rein::v1::Run& run, absl::Time now) const;
+
+  // Results of the calls of NextEffect. A non-OK status is the call's gRPC status.
+  Transition OnTools(const rein::v1::Run& run,
+                     const absl::StatusOr<rein::v1::ListToolsResponse>& tools,
+                     absl::Time now) const;
+  Transition OnPlan(const rein::v1::Run& run, const absl::StatusOr<rein::v1::PlanResponse>& reply,
+                    absl::Time now) const;
+  Transition OnDecide(const rein::v1::Run& run,
+                      const absl::StatusOr<rein::v1::DecideResponse>& reply, absl::Time now) const;
+  Transition OnExecute(const rein::v1::Run& run,
+                       const absl::StatusOr<rein::v1::ExecuteResponse>& reply,
+                       absl::Time now) const;
+  Transition OnEvaluate(const rein::v1::Run& run,
+                        const absl::StatusOr<rein::v1::EvaluateResponse>& reply,
+                        absl::Time now) const;
+
+  // Marks a mutating call as sent, before it is sent (recovery then never repeats it silently).
+  Transition MarkDispatched(const rein::v1::Run& run, absl::Time now) const;
+
+  // Applies a review to a PAUSED run. FAILED_PRECONDITION when the run is not paused, the
+  // version is stale or the review does not fit the pause; INVALID_ARGUMENT names a bad field.
+  absl::StatusOr<Transition> OnReview(const rein::v1::Run& run, const rein::v1::Review& review,
+                                      int64_t expected_version, absl::Time now) const;
+
+  // Cancels the run now (when no call is in flight) or records the request (when one is: the
+  // call's result then ends the run). Ended runs are returned unchanged (nullopt).
+  std::optional<Transition> OnCancel(const rein::v1::Run& run, bool call_in_flight,
+                                     const std::string& reason, absl::Time now) const;
+
+  // Ends a run whose deadline has passed while it waited (PAUSED, or between calls).
+  std::optional<Transition> OnTick(const rein::v1::Run& run, absl::Time now) const;
+
+  // After a router restart: pauses a run whose mutating call may have run (RECOVERY).
+  std::optional<Transition> OnRecovery(const rein::v1::Run& run, absl::Time now) const;
+
+  // Whether a planner error code is one that retrying cannot fix (PLANNER_ERROR at once).
+  static bool IsFatalPlannerError(absl::StatusCode code);
+
+  static bool IsTerminal(rein::v1::Stage stage);
+
+ private:
+  StageRouterOptions options_;
+};
+
+}  // namespace rein
+
+#endif  // REIN_ROUTER_SERVICE_STAGE_ROUTER_H_

@@ -1,0 +1,984 @@
+// Tests of StageRouter: transitions, termination order, pauses, reviews, stagnation.
+#include "router_service/stage_router.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace rein {
+namespace {
+
+using rein::v1::Run;
+using rein::v1::RunEvent;
+using rein::v1::Stage;
+using rein::v1::SubTask;
+using Eval = rein::v1::RunEvent::Evaluation;
+
+const absl::Time kStart = absl::FromUnixSeconds(1700000000);
+
+std::vector<rein::v1::ToolSpec> KnownTools() {
+  std::vector<rein::v1::ToolSpec> tools(3);
+  tools[0].set_name("list_files");
+  tools[1].set_name("read_file");
+  tools[2].set_name("write_file");
+  tools[2].set_mutating(true);
+  return tools;
+}
+
+rein::v1::ListToolsResponse ToolsReply() {
+  rein::v1::ListToolsResponse reply;
+  for (const auto& tool : KnownTools()) *reply.add_tools() = tool;
+  return reply;
+}
+
+rein::v1::PlanResponse PlanReply(std::vector<std::string> ids, bool goal_achieved = false) {
+  rein::v1::PlanResponse reply;
+  for (const std::string& id : ids) {
+    SubTask* task = reply.add_subtasks();
+    task->set_id(id);
+    task->set_description("do " + id);
+  }
+  reply.set_goal_achieved(goal_achieved);
+  reply.set_backend("scripted");
+  reply.mutable_usage()->set_input_tokens(10);
+  reply.mutable_usage()->set_output_tokens(5);
+  return reply;
+}
+
+rein::v1::DecideResponse CallReply(const std::string& tool, const std::string& args = "{}") {
+  rein::v1::DecideResponse reply;
+  reply.mutable_tool_call()->set_tool(tool);
+  reply.mutable_tool_call()->set_args_json(args);
+  return reply;
+}
+
+rein::v1::ExecuteResponse ExecReply(bool ok, const std::string& output = "out") {
+  rein::v1::ExecuteResponse reply;
+  reply.set_ok(ok);
+  reply.set_output(output);
+  if (!ok) {
+    reply.mutable_error()->set_code("NOT_FOUND");
+    reply.mutable_error()->set_message("no such file");
+  }
+  return reply;
+}
+
+rein::v1::EvaluateResponse EvalReply(Eval::Status status, bool goal_achieved = false) {
+  rein::v1::EvaluateResponse reply;
+  reply.set_status(status);
+  reply.set_summary("summary");
+  reply.set_goal_achieved(goal_achieved);
+  return reply;
+}
+
+// A run under test: applies transitions and keeps the whole event log.
+class Harness {
+ public:
+  explicit Harness(std::function<void(rein::v1::RunSpec&)> edit = nullptr) {
+    rein::v1::RunSpec spec;
+    spec.set_goal("audit the repo");
+    spec.add_tools("list_files");
+    spec.add_tools("read_file");
+    spec.add_tools("write_file");
+    spec.set_pause_on_notes(true);
+    if (edit) edit(spec);
+    auto normalized = StageRouter::NormalizeSpec(spec, KnownTools());
+    EXPECT_TRUE(normalized.ok()) << normalized.status();
+    Apply(router.NewRun("r1", "", *normalized, now, &run));
+  }
+
+  void Apply(const Transition& t) {
+    EXPECT_EQ(t.state.version(), run.state().version() + (log.empty() ? 0 : 1));
+    run.mutable_state()->CopyFrom(t.state);
+    for (const RunEvent& e : t.events) log.push_back(e);
+  }
+
+  Stage stage() const { return run.state().stage(); }
+  const rein::v1::RunState& state() const { return run.state(); }
+
+  void Tools() { Apply(router.OnTools(run, ToolsReply(), now)); }
+  void Plan(const absl::StatusOr<rein::v1::PlanResponse>& r) { Apply(router.OnPlan(run, r, now)); }
+  void Decide(const absl::StatusOr<rein::v1::DecideResponse>& r) {
+    Apply(router.OnDecide(run, r, now));
+  }
+  void Execute(const absl::StatusOr<rein::v1::ExecuteResponse>& r) {
+    Apply(router.OnExecute(run, r, now));
+  }
+  void Evaluate(const absl::StatusOr<rein::v1::EvaluateResponse>& r) {
+    Apply(router.OnEvaluate(run, r, now));
+  }
+  absl::Status Review(const rein::v1::Review& review) {
+    auto t = router.OnReview(run, review, run.state().version(), now);
+    if (!t.ok()) return t.status();
+    Apply(*t);
+    return absl::OkStatus();
+  }
+  // One DECIDING..EVALUATING cycle.
+  void Cycle(const std::string& tool, const std::string& args, bool ok, const std::string& out,
+             Eval::Status status, bool goal = false) {
+    Decide(CallReply(tool, args));
+    Execute(ExecReply(ok, out));
+    Evaluate(EvalReply(status, goal));
+  }
+
+  int CountFinished() const {
+    int n = 0;
+    for (const auto& e : log) n += e.has_finished();
+    return n;
+  }
+  rein::v1::TerminationReason reason() const { return run.state().outcome().reason(); }
+
+  StageRouter router;
+  absl::Time now = kStart;
+  Run run;
+  std::vector<RunEvent> log;
+};
+
+rein::v1::Review Approve() {
+  rein::v1::Review r;
+  r.mutable_approve();
+  return r;
+}
+
+TEST(StageRouterTest, NewRunStartsInitializingWithOneEvent) {
+  Harness h;
+  EXPECT_EQ(h.stage(), rein::v1::INITIALIZING);
+  EXPECT_EQ(h.state().version(), 1);
+  ASSERT_EQ(h.log.size(), 1u);
+  EXPECT_EQ(h.log[0].stage_changed().to(), rein::v1::INITIALIZING);
+  EXPECT_EQ(h.router.NextEffect(h.run, h.now).kind, Effect::Kind::kListTools);
+}
+
+TEST(StageRouterTest, FullRunFinishesWithGoalAchieved) {
+  Harness h;
+  h.Tools();
+  EXPECT_EQ(h.stage(), rein::v1::PLANNING);
+  EXPECT_EQ(h.state().iteration(), 1);
+  Effect plan = h.router.NextEffect(h.run, h.now);
+  ASSERT_EQ(plan.kind, Effect::Kind::kPlan);
+  EXPECT_EQ(plan.plan.goal(), "audit the repo");
+  EXPECT_EQ(plan.plan.tools_size(), 3);
+  h.Plan(PlanReply({"a", "b"}));
+  EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+  EXPECT_EQ(h.state().subtasks(0).id(), "a");
+  EXPECT_EQ(h.state().subtasks(0).allowed_tools_size(), 3);
+  Effect decide = h.router.NextEffect(h.run, h.now);
+  ASSERT_EQ(decide.kind, Effect::Kind::kDecide);
+  EXPECT_EQ(decide.decide.subtask().id(), "a");
+  h.Decide(CallReply("list_files", R"({"path":"."})"));
+  EXPECT_EQ(h.stage(), rein::v1::EXECUTING);
+  Effect exec = h.router.NextEffect(h.run, h.now);
+  ASSERT_EQ(exec.kind, Effect::Kind::kExecute);
+  EXPECT_EQ(exec.execute.call_id(), "r1-1");
+  EXPECT_EQ(exec.execute.tool(), "list_files");
+  h.Execute(ExecReply(true, "a.txt"));
+  EXPECT_EQ(h.stage(), rein::v1::EVALUATING);
+  EXPECT_EQ(h.state().latest_observation(), "a.txt");
+  h.Evaluate(EvalReply(Eval::COMPLETED));
+  EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+  EXPECT_EQ(h.state().subtasks(0).id(), "b");
+  h.Cycle("read_file", R"({"path":"a.txt"})", true, "x", Eval::COMPLETED, /*goal=*/true);
+  EXPECT_EQ(h.stage(), rein::v1::FINISHED);
+  EXPECT_EQ(h.reason(), rein::v1::GOAL_ACHIEVED);
+  EXPECT_EQ(h.state().completed_subtasks_size(), 2);
+  EXPECT_EQ(h.CountFinished(), 1);
+  EXPECT_EQ(h.state().iteration(), 3);
+  EXPECT_EQ(h.state().tokens_used(), 15);
+  EXPECT_EQ(h.router.NextEffect(h.run, h.now).kind, Effect::Kind::kNone);
+}
+
+TEST(StageRouterTest, EmptyStackWithoutGoalGoesBackToPlanning) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Cycle("list_files", "{}", true, "x", Eval::COMPLETED, /*goal=*/false);
+  EXPECT_EQ(h.stage(), rein::v1::PLANNING);
+  Effect plan = h.router.NextEffect(h.run, h.now);
+  ASSERT_EQ(plan.plan.completed_size(), 1);
+  EXPECT_EQ(plan.plan.completed(0).summary(), "summary");
+  EXPECT_EQ(plan.plan.latest_observation(), "x");
+}
+
+TEST(StageRouterTest, NeedsMoreWorkKeepsSubtask) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Cycle("list_files", R"({"path":"1"})", true, "x", Eval::NEEDS_MORE_WORK);
+  EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+  EXPECT_EQ(h.state().subtasks(0).id(), "a");
+  EXPECT_EQ(h.state().subtasks(0).status(), SubTask::IN_PROGRESS);
+}
+
+TEST(StageRouterTest, FailedEvaluationPopsSubtaskAsFailed) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a", "b"}));
+  h.Cycle("list_files", "{}", true, "x", Eval::FAILED);
+  EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+  ASSERT_EQ(h.state().completed_subtasks_size(), 1);
+  EXPECT_EQ(h.state().completed_subtasks(0).status(), SubTask::FAILED);
+}
+
+TEST(StageRouterTest, PlanGoalAchievedWithEmptyStackFinishes) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({}, /*goal_achieved=*/true));
+  EXPECT_EQ(h.stage(), rein::v1::FINISHED);
+  EXPECT_EQ(h.reason(), rein::v1::GOAL_ACHIEVED);
+}
+
+TEST(StageRouterTest, FinishedRefusedWhileSubtaskPending) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a", "b"}));
+  // The evaluator claims the goal while "b" is still pending: the claim is ignored.
+  h.Cycle("list_files", "{}", true, "x", Eval::COMPLETED, /*goal=*/true);
+  EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+  EXPECT_EQ(h.state().subtasks(0).id(), "b");
+  EXPECT_EQ(h.CountFinished(), 0);
+  // The planner claims success while the stack is non-empty: it pushes and continues.
+  Harness p;
+  p.Tools();
+  p.Plan(PlanReply({"a"}, /*goal_achieved=*/true));
+  EXPECT_EQ(p.stage(), rein::v1::DECIDING);
+}
+
+TEST(StageRouterTest, PlanWithoutSubtasksSpendsRetry) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({}));
+  EXPECT_EQ(h.stage(), rein::v1::PLANNING);
+  EXPECT_EQ(h.state().retries_used(), 1);
+  EXPECT_TRUE(h.log.back().has_error());
+  EXPECT_TRUE(h.log.back().error().retry_spent());
+}
+
+TEST(StageRouterTest, InvalidPlansSpendRetry) {
+  Harness h;
+  h.Tools();
+  auto dup = PlanReply({"a", "a"});
+  h.Plan(dup);
+  EXPECT_EQ(h.state().retries_used(), 1);
+  EXPECT_NE(h.log.back().error().message().find("not unique"), std::string::npos);
+  auto bad_tool = PlanReply({"a"});
+  bad_tool.mutable_subtasks(0)->add_allowed_tools("rm_rf");
+  h.Plan(bad_tool);
+  EXPECT_EQ(h.state().retries_used(), 2);
+  EXPECT_NE(h.log.back().error().message().find("rm_rf"), std::string::npos);
+  EXPECT_EQ(h.stage(), rein::v1::PLANNING);
+}
+
+TEST(StageRouterTest, DecisionOutsideAllowedToolsSpendsRetry) {
+  Harness h;
+  h.Tools();
+  auto plan = PlanReply({"a"});
+  plan.mutable_subtasks(0)->add_allowed_tools("list_files");
+  h.Plan(plan);
+  Effect decide = h.router.NextEffect(h.run, h.now);
+  ASSERT_EQ(decide.decide.tools_size(), 1);
+  EXPECT_EQ(decide.decide.tools(0).name(), "list_files");
+  h.Decide(CallReply("write_file", R"({"path":"x"})"));
+  EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+  EXPECT_EQ(h.state().retries_used(), 1);
+  EXPECT_EQ(h.log.back().error().code(), "INVALID_OUTPUT");
+  EXPECT_NE(h.log.back().error().message().find("not allowed for subtask"), std::string::npos);
+  h.Decide(CallReply("list_files", "[1,2]"));
+  EXPECT_EQ(h.state().retries_used(), 2);
+  EXPECT_NE(h.log.back().error().message().find("args_json"), std::string::npos);
+  rein::v1::DecideResponse empty;
+  h.Decide(empty);
+  EXPECT_EQ(h.state().retries_used(), 3);
+}
+
+TEST(StageRouterTest, FailedToolCallIsAnObservation) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("read_file", R"({"path":"nope"})"));
+  h.Execute(ExecReply(false, ""));
+  EXPECT_EQ(h.stage(), rein::v1::EVALUATING);
+  EXPECT_EQ(h.state().consecutive_tool_failures(), 1);
+  EXPECT_FALSE(h.state().recent_actions(0).ok());
+  EXPECT_NE(h.state().latest_observation().find("NOT_FOUND"), std::string::npos);
+}
+
+TEST(StageRouterTest, ExecutorUnreachableSpendsRetryAndRepeatsSameCall) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("list_files", "{}"));
+  h.Execute(absl::UnavailableError("connection refused"));
+  EXPECT_EQ(h.stage(), rein::v1::EXECUTING);
+  EXPECT_EQ(h.state().retries_used(), 1);
+  EXPECT_EQ(h.router.NextEffect(h.run, h.now).execute.call_id(), "r1-1");
+}
+
+TEST(StageRouterTest, ObservationIsCappedWithMarker) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("list_files", "{}"));
+  h.Execute(ExecReply(true, std::string(100000, 'x')));
+  EXPECT_LT(h.state().latest_observation().size(), 9000u);
+  EXPECT_NE(h.state().latest_observation().find("[observation truncated"), std::string::npos);
+}
+
+// --- Termination rules -------------------------------------------------------------------
+
+TEST(StageRouterTest, MaxIterationsFails) {
+  Harness h([](rein::v1::RunSpec& s) { s.mutable_limits()->set_max_iterations(3); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));                                             // iteration 2 begins
+  h.Cycle("list_files", R"({"path":"1"})", true, "1", Eval::NEEDS_MORE_WORK);  // 3 begins
+  EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+  h.Cycle("list_files", R"({"path":"2"})", true, "2", Eval::NEEDS_MORE_WORK);
+  EXPECT_EQ(h.stage(), rein::v1::FAILED);
+  EXPECT_EQ(h.reason(), rein::v1::MAX_ITERATIONS);
+  EXPECT_EQ(h.state().iteration(), 3);
+  EXPECT_EQ(h.CountFinished(), 1);
+}
+
+TEST(StageRouterTest, DeadlineExceededKeepsState) {
+  Harness h([](rein::v1::RunSpec& s) { s.mutable_limits()->mutable_deadline()->set_seconds(60); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("list_files", "{}"));
+  h.now += absl::Seconds(61);
+  h.Execute(ExecReply(true, "late"));
+  EXPECT_EQ(h.stage(), rein::v1::FAILED);
+  EXPECT_EQ(h.reason(), rein::v1::DEADLINE_EXCEEDED);
+  // The state at that moment is kept: the action was recorded.
+  EXPECT_EQ(h.state().recent_actions_size(), 1);
+  EXPECT_EQ(h.state().subtasks_size(), 1);
+}
+
+TEST(StageRouterTest, DeadlineWhilePausedFailsOnTick) {
+  Harness h([](rein::v1::RunSpec& s) {
+    s.mutable_limits()->mutable_deadline()->set_seconds(60);
+    s.add_pause_points(rein::v1::AFTER_PLAN);
+  });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+  EXPECT_FALSE(h.router.OnTick(h.run, h.now + absl::Seconds(59)).has_value());
+  auto t = h.router.OnTick(h.run, h.now + absl::Seconds(60));
+  ASSERT_TRUE(t.has_value());
+  h.Apply(*t);
+  EXPECT_EQ(h.reason(), rein::v1::DEADLINE_EXCEEDED);
+  EXPECT_EQ(h.CountFinished(), 1);
+}
+
+TEST(StageRouterTest, RetryBudgetIsGlobalAcrossRounds) {
+  Harness h([](rein::v1::RunSpec& s) { s.mutable_limits()->set_retry_budget(2); });
+  h.Tools();
+  h.Plan(absl::UnavailableError("planner down"));  // 1 (PLANNING)
+  EXPECT_EQ(h.stage(), rein::v1::PLANNING);
+  h.Plan(PlanReply({"a", "b"}));
+  h.Decide(absl::InternalError("invalid output: bad json"));  // 2 (DECIDING)
+  EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+  h.Cycle("list_files", "{}", true, "x", Eval::COMPLETED);  // success resets nothing
+  EXPECT_EQ(h.state().retries_used(), 2);
+  h.Decide(CallReply("list_files", R"({"path":"b"})"));
+  h.Execute(absl::UnavailableError("executor down"));  // 3 > 2
+  EXPECT_EQ(h.stage(), rein::v1::FAILED);
+  EXPECT_EQ(h.reason(), rein::v1::RETRY_BUDGET_EXHAUSTED);
+}
+
+TEST(StageRouterTest, FatalPlannerErrorFailsAtOnceWithoutSpending) {
+  Harness h;
+  h.Tools();
+  h.Plan(absl::UnauthenticatedError("invalid x-api-key"));
+  EXPECT_EQ(h.stage(), rein::v1::FAILED);
+  EXPECT_EQ(h.reason(), rein::v1::PLANNER_ERROR);
+  EXPECT_NE(h.state().outcome().message().find("invalid x-api-key"), std::string::npos);
+  EXPECT_EQ(h.state().retries_used(), 0);
+}
+
+TEST(StageRouterTest, ConsecutiveToolFailuresFail) {
+  Harness h([](rein::v1::RunSpec& s) {
+    s.mutable_limits()->set_max_consecutive_tool_failures(2);
+    s.mutable_limits()->set_on_stagnation(rein::v1::PAUSE);
+  });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Cycle("read_file", R"({"path":"1"})", false, "", Eval::NEEDS_MORE_WORK);
+  EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+  h.Decide(CallReply("read_file", R"({"path":"2"})"));
+  h.Execute(ExecReply(false, ""));
+  EXPECT_EQ(h.stage(), rein::v1::FAILED);
+  EXPECT_EQ(h.reason(), rein::v1::CONSECUTIVE_TOOL_FAILURES);
+}
+
+TEST(StageRouterTest, SuccessResetsConsecutiveToolFailures) {
+  Harness h([](rein::v1::RunSpec& s) { s.mutable_limits()->set_max_consecutive_tool_failures(2); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Cycle("read_file", R"({"path":"1"})", false, "", Eval::NEEDS_MORE_WORK);
+  h.Cycle("read_file", R"({"path":"2"})", true, "ok", Eval::NEEDS_MORE_WORK);
+  EXPECT_EQ(h.state().consecutive_tool_failures(), 0);
+  h.Cycle("read_file", R"({"path":"3"})", false, "", Eval::NEEDS_MORE_WORK);
+  EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+}
+
+TEST(StageRouterTest, TokenBudgetExhaustedFails) {
+  Harness h([](rein::v1::RunSpec& s) { s.mutable_limits()->set_token_budget(20); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));  // 15 tokens
+  EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+  auto call = CallReply("list_files", "{}");
+  call.mutable_usage()->set_input_tokens(6);
+  h.Decide(call);
+  EXPECT_EQ(h.stage(), rein::v1::FAILED);
+  EXPECT_EQ(h.reason(), rein::v1::TOKEN_BUDGET_EXHAUSTED);
+}
+
+TEST(StageRouterTest, CancelWinsOverEveryOtherRule) {
+  Harness h([](rein::v1::RunSpec& s) {
+    s.mutable_limits()->set_retry_budget(-1);
+    s.mutable_limits()->mutable_deadline()->set_seconds(10);
+  });
+  h.Tools();
+  auto t = h.router.OnCancel(h.run, /*call_in_flight=*/true, "", h.now);
+  ASSERT_TRUE(t.has_value());
+  h.Apply(*t);
+  EXPECT_EQ(h.stage(), rein::v1::PLANNING);
+  EXPECT_TRUE(h.state().cancel_requested());
+  h.now += absl::Seconds(11);                   // deadline passed too
+  h.Plan(absl::UnavailableError("down"));       // and the retry budget is exceeded
+  EXPECT_EQ(h.stage(), rein::v1::CANCELLED);
+  EXPECT_EQ(h.reason(), rein::v1::CANCELLED_BY_USER);
+  EXPECT_EQ(h.CountFinished(), 1);
+}
+
+TEST(StageRouterTest, DeadlineWinsOverRetryBudget) {
+  Harness h([](rein::v1::RunSpec& s) {
+    s.mutable_limits()->set_retry_budget(-1);
+    s.mutable_limits()->mutable_deadline()->set_seconds(10);
+  });
+  h.Tools();
+  h.now += absl::Seconds(11);
+  h.Plan(absl::UnavailableError("down"));
+  EXPECT_EQ(h.reason(), rein::v1::DEADLINE_EXCEEDED);
+}
+
+TEST(StageRouterTest, MaxIterationsWinsOverDeadline) {
+  Harness h([](rein::v1::RunSpec& s) {
+    s.mutable_limits()->set_max_iterations(2);
+    s.mutable_limits()->mutable_deadline()->set_seconds(10);
+  });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("list_files", "{}"));
+  h.Execute(ExecReply(true));
+  h.now += absl::Seconds(11);
+  h.Evaluate(EvalReply(Eval::NEEDS_MORE_WORK));
+  EXPECT_EQ(h.reason(), rein::v1::MAX_ITERATIONS);
+}
+
+TEST(StageRouterTest, RetryBudgetWinsOverToolFailures) {
+  Harness h([](rein::v1::RunSpec& s) {
+    s.mutable_limits()->set_retry_budget(-1);
+    s.mutable_limits()->set_max_consecutive_tool_failures(1);
+  });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("list_files", "{}"));
+  h.Execute(ExecReply(false, ""));
+  ASSERT_EQ(h.reason(), rein::v1::CONSECUTIVE_TOOL_FAILURES);
+  // Both at once: retries exceeded and tool failures at the limit.
+  Harness g([](rein::v1::RunSpec& s) {
+    s.mutable_limits()->set_retry_budget(-1);
+    s.mutable_limits()->set_max_consecutive_tool_failures(1);
+  });
+  g.Tools();
+  g.Plan(PlanReply({"a"}));
+  g.run.mutable_state()->set_consecutive_tool_failures(1);
+  g.Decide(absl::UnavailableError("down"));
+  EXPECT_EQ(g.reason(), rein::v1::RETRY_BUDGET_EXHAUSTED);
+}
+
+TEST(StageRouterTest, ToolFailuresWinOverTokenBudget) {
+  Harness h([](rein::v1::RunSpec& s) {
+    s.mutable_limits()->set_max_consecutive_tool_failures(1);
+    s.mutable_limits()->set_token_budget(16);
+  });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  auto call = CallReply("list_files", "{}");
+  h.Decide(call);
+  h.run.mutable_state()->set_tokens_used(100);
+  h.Execute(ExecReply(false, ""));
+  EXPECT_EQ(h.reason(), rein::v1::CONSECUTIVE_TOOL_FAILURES);
+}
+
+TEST(StageRouterTest, TokenBudgetWinsOverStagnation) {
+  Harness h([](rein::v1::RunSpec& s) {
+    s.mutable_limits()->set_token_budget(1000);
+    s.mutable_limits()->set_on_stagnation(rein::v1::FAIL);
+  });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  for (int i = 0; i < 3; ++i) h.Cycle("list_files", "{}", true, "same", Eval::NEEDS_MORE_WORK);
+  h.Decide(CallReply("list_files", "{}"));
+  h.Execute(ExecReply(true, "same"));
+  h.run.mutable_state()->set_tokens_used(5000);
+  h.Evaluate(EvalReply(Eval::NEEDS_MORE_WORK));
+  EXPECT_EQ(h.reason(), rein::v1::TOKEN_BUDGET_EXHAUSTED);
+}
+
+// --- Stagnation ----------------------------------------------------------------------------
+
+void RepeatCall(Harness& h, int n) {
+  for (int i = 0; i < n && h.stage() == rein::v1::DECIDING; ++i) {
+    h.Cycle("list_files", R"({"path":"."})", true, "same", Eval::NEEDS_MORE_WORK);
+  }
+}
+
+void RepeatFailure(Harness& h, int n) {
+  for (int i = 0; i < n && h.stage() == rein::v1::DECIDING; ++i) {
+    h.Cycle("read_file", R"({"path":"x"})", false, "", Eval::NEEDS_MORE_WORK);
+  }
+}
+
+void Alternate(Harness& h, int n) {
+  for (int i = 0; i < n && h.stage() == rein::v1::DECIDING; ++i) {
+    h.Cycle("list_files", i % 2 ? R"({"path":"b"})" : R"({"path":"a"})", true,
+            absl::StrCat("obs", i), Eval::NEEDS_MORE_WORK);
+  }
+}
+
+struct StagnationCase {
+  std::string name;
+  std::function<void(Harness&, int)> pattern;
+  int calls;
+  std::string words;
+};
+
+class StagnationTest
+    : public ::testing::TestWithParam<std::tuple<StagnationCase, rein::v1::OnStagnation>> {};
+
+TEST_P(StagnationTest, PatternHandledByMode) {
+  const auto& [pattern, mode] = GetParam();
+  Harness h([mode = mode](rein::v1::RunSpec& s) {
+    s.mutable_limits()->set_on_stagnation(mode);
+    s.mutable_limits()->set_max_consecutive_tool_failures(100);
+  });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  pattern.pattern(h, pattern.calls);
+  if (mode == rein::v1::FAIL) {
+    EXPECT_EQ(h.stage(), rein::v1::FAILED);
+    EXPECT_EQ(h.reason(), rein::v1::STAGNATION);
+    EXPECT_NE(h.state().outcome().message().find(pattern.words), std::string::npos)
+        << h.state().outcome().message();
+    EXPECT_EQ(h.CountFinished(), 1);
+    return;
+  }
+  if (mode == rein::v1::PAUSE) {
+    ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+    EXPECT_EQ(h.state().pause().reason(), rein::v1::STAGNATED);
+    EXPECT_NE(h.state().pause().detail().find(pattern.words), std::string::npos);
+    // Approving continues, and the old actions no longer count.
+    ASSERT_TRUE(h.Review(Approve()).ok());
+    EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+    h.Cycle("list_files", R"({"path":"new"})", true, "new", Eval::NEEDS_MORE_WORK);
+    EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+    return;
+  }
+  // REPLAN_THEN_PAUSE: first time back to PLANNING with the pattern named.
+  ASSERT_EQ(h.stage(), rein::v1::PLANNING);
+  Effect plan = h.router.NextEffect(h.run, h.now);
+  EXPECT_NE(plan.plan.replan_reason().find(pattern.words), std::string::npos);
+  EXPECT_EQ(h.state().completed_subtasks(0).status(), SubTask::FAILED);
+  h.Plan(PlanReply({"b"}));
+  EXPECT_TRUE(h.state().replan_reason().empty());
+  pattern.pattern(h, pattern.calls);
+  ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+  EXPECT_EQ(h.state().pause().reason(), rein::v1::STAGNATED);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllPatternsAllModes, StagnationTest,
+    ::testing::Combine(
+        ::testing::Values(StagnationCase{"RepeatedCall", RepeatCall, 4, "repeated call"},
+                          StagnationCase{"RepeatedFailure", RepeatFailure, 3, "repeated failure"},
+                          StagnationCase{"Alternation", Alternate, 6, "alternation"}),
+        ::testing::Values(rein::v1::REPLAN_THEN_PAUSE, rein::v1::PAUSE, rein::v1::FAIL)),
+    [](const auto& info) {
+      return std::get<0>(info.param).name +
+             rein::v1::OnStagnation_Name(std::get<1>(info.param));
+    });
+
+TEST(StageRouterTest, ThreeRepeatedCallsWithDifferentObservationsAreNotStagnation) {
+  Harness h([](rein::v1::RunSpec& s) { s.mutable_limits()->set_on_stagnation(rein::v1::FAIL); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  for (int i = 0; i < 5; ++i) {
+    h.Cycle("list_files", "{}", true, absl::StrCat("changing ", i), Eval::NEEDS_MORE_WORK);
+  }
+  EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+}
+
+// --- Pause points and reasons --------------------------------------------------------------
+
+TEST(StageRouterTest, AfterPlanPausesThenApproveDecides) {
+  Harness h([](rein::v1::RunSpec& s) { s.add_pause_points(rein::v1::AFTER_PLAN); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+  EXPECT_EQ(h.state().pause().reason(), rein::v1::PAUSE_POINT);
+  EXPECT_EQ(h.state().pause().point(), rein::v1::AFTER_PLAN);
+  EXPECT_TRUE(h.log.back().has_paused());
+  EXPECT_EQ(h.router.NextEffect(h.run, h.now).kind, Effect::Kind::kNone);
+  ASSERT_TRUE(h.Review(Approve()).ok());
+  EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+  EXPECT_EQ(h.state().iteration(), 2);
+}
+
+TEST(StageRouterTest, BeforeToolPausesEveryCall) {
+  Harness h([](rein::v1::RunSpec& s) { s.add_pause_points(rein::v1::BEFORE_TOOL); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("list_files", "{}"));
+  ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+  EXPECT_EQ(h.state().pause().point(), rein::v1::BEFORE_TOOL);
+  EXPECT_EQ(h.state().pause().pending_call().tool(), "list_files");
+  ASSERT_TRUE(h.Review(Approve()).ok());
+  EXPECT_EQ(h.stage(), rein::v1::EXECUTING);
+  EXPECT_EQ(h.router.NextEffect(h.run, h.now).execute.call_id(), "r1-1");
+}
+
+TEST(StageRouterTest, BeforeMutatingToolPausesOnlyMutatingCalls) {
+  Harness h([](rein::v1::RunSpec& s) { s.add_pause_points(rein::v1::BEFORE_MUTATING_TOOL); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("list_files", "{}"));
+  EXPECT_EQ(h.stage(), rein::v1::EXECUTING);
+  h.Execute(ExecReply(true));
+  h.Evaluate(EvalReply(Eval::NEEDS_MORE_WORK));
+  h.Decide(CallReply("write_file", R"({"path":"a","content":"b"})"));
+  ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+  EXPECT_EQ(h.state().pause().point(), rein::v1::BEFORE_MUTATING_TOOL);
+  EXPECT_TRUE(h.state().pause().pending_call().mutating());
+}
+
+TEST(StageRouterTest, AfterEvaluatePausesThenContinues) {
+  Harness h([](rein::v1::RunSpec& s) { s.add_pause_points(rein::v1::AFTER_EVALUATE); });
+  h.Tools();
+  h.Plan(PlanReply({"a", "b"}));
+  h.Cycle("list_files", "{}", true, "x", Eval::COMPLETED);
+  ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+  EXPECT_EQ(h.state().pause().point(), rein::v1::AFTER_EVALUATE);
+  EXPECT_EQ(h.state().pause().resume_stage(), rein::v1::DECIDING);
+  ASSERT_TRUE(h.Review(Approve()).ok());
+  EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+}
+
+TEST(StageRouterTest, NeedHumanThenAnswer) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  rein::v1::DecideResponse ask;
+  ask.set_human_query("which branch?");
+  h.Decide(ask);
+  ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+  EXPECT_EQ(h.state().pause().reason(), rein::v1::NEED_HUMAN);
+  EXPECT_EQ(h.state().pause().question(), "which branch?");
+  EXPECT_EQ(h.Review(Approve()).code(), absl::StatusCode::kFailedPrecondition);
+  rein::v1::Review empty_answer;
+  empty_answer.mutable_answer();
+  EXPECT_EQ(h.Review(empty_answer).code(), absl::StatusCode::kInvalidArgument);
+  rein::v1::Review answer;
+  answer.mutable_answer()->set_text("main");
+  ASSERT_TRUE(h.Review(answer).ok());
+  EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+  Effect decide = h.router.NextEffect(h.run, h.now);
+  ASSERT_EQ(decide.decide.human_inputs_size(), 1);
+  EXPECT_EQ(decide.decide.human_inputs(0).text(), "main");
+  EXPECT_EQ(decide.decide.human_inputs(0).question(), "which branch?");
+}
+
+TEST(StageRouterTest, RefusalPausesNeedHuman) {
+  Harness h;
+  h.Tools();
+  rein::v1::PlanResponse refused;
+  refused.set_refusal("I cannot help with that");
+  h.Plan(refused);
+  ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+  EXPECT_EQ(h.state().pause().reason(), rein::v1::NEED_HUMAN);
+  EXPECT_EQ(h.state().pause().resume_stage(), rein::v1::PLANNING);
+}
+
+TEST(StageRouterTest, NotesPauseWhenOnAndNotWhenOff) {
+  Harness h;
+  h.Tools();
+  auto plan = PlanReply({"a"});
+  plan.set_notes("the repo looks unusual");
+  h.Plan(plan);
+  ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+  EXPECT_EQ(h.state().pause().reason(), rein::v1::NOTES);
+  EXPECT_EQ(h.state().pause().detail(), "the repo looks unusual");
+  EXPECT_EQ(h.state().notes(0), "the repo looks unusual");
+  Harness off([](rein::v1::RunSpec& s) { s.set_pause_on_notes(false); });
+  off.Tools();
+  off.Plan(plan);
+  EXPECT_EQ(off.stage(), rein::v1::DECIDING);
+}
+
+TEST(StageRouterTest, RecoveryPausesDispatchedMutatingCall) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("write_file", R"({"path":"a","content":"b"})"));
+  EXPECT_FALSE(h.router.OnRecovery(h.run, h.now).has_value());  // not sent yet: repeat is safe
+  h.Apply(h.router.MarkDispatched(h.run, h.now));
+  auto t = h.router.OnRecovery(h.run, h.now);
+  ASSERT_TRUE(t.has_value());
+  h.Apply(*t);
+  ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+  EXPECT_EQ(h.state().pause().reason(), rein::v1::RECOVERY);
+  EXPECT_EQ(h.state().pause().pending_call().call_id(), "r1-1");
+  ASSERT_TRUE(h.Review(Approve()).ok());
+  EXPECT_EQ(h.stage(), rein::v1::EXECUTING);
+  EXPECT_FALSE(h.state().call_dispatched());
+  EXPECT_EQ(h.router.NextEffect(h.run, h.now).execute.call_id(), "r1-1");
+}
+
+TEST(StageRouterTest, ReadOnlyCallIsRepeatedOnRecovery) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("list_files", "{}"));
+  EXPECT_FALSE(h.router.OnRecovery(h.run, h.now).has_value());
+  EXPECT_EQ(h.router.NextEffect(h.run, h.now).execute.call_id(), "r1-1");
+}
+
+// --- Reviews -------------------------------------------------------------------------------
+
+TEST(StageRouterTest, RejectWithFeedbackReplans) {
+  Harness h([](rein::v1::RunSpec& s) { s.add_pause_points(rein::v1::AFTER_PLAN); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  rein::v1::Review reject;
+  reject.mutable_reject()->set_feedback("also scan config files");
+  ASSERT_TRUE(h.Review(reject).ok());
+  EXPECT_EQ(h.stage(), rein::v1::PLANNING);
+  Effect plan = h.router.NextEffect(h.run, h.now);
+  ASSERT_EQ(plan.plan.human_inputs_size(), 1);
+  EXPECT_EQ(plan.plan.human_inputs(0).text(), "also scan config files");
+  EXPECT_NE(plan.plan.replan_reason().find("also scan config files"), std::string::npos);
+  EXPECT_EQ(h.state().subtasks_size(), 0);
+  EXPECT_EQ(h.state().completed_subtasks(0).status(), SubTask::FAILED);
+}
+
+TEST(StageRouterTest, RejectWithAbortFails) {
+  Harness h([](rein::v1::RunSpec& s) { s.add_pause_points(rein::v1::AFTER_PLAN); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  rein::v1::Review reject;
+  reject.mutable_reject()->set_abort(true);
+  reject.mutable_reject()->set_feedback("wrong goal");
+  ASSERT_TRUE(h.Review(reject).ok());
+  EXPECT_EQ(h.stage(), rein::v1::FAILED);
+  EXPECT_EQ(h.reason(), rein::v1::REJECTED_BY_REVIEWER);
+  EXPECT_EQ(h.CountFinished(), 1);
+}
+
+TEST(StageRouterTest, EditPlanReplacesStack) {
+  Harness h([](rein::v1::RunSpec& s) { s.add_pause_points(rein::v1::AFTER_PLAN); });
+  h.Tools();
+  h.Plan(PlanReply({"a", "b"}));
+  rein::v1::Review edit;
+  SubTask* task = edit.mutable_edit_plan()->add_subtasks();
+  task->set_id("c");
+  task->set_description("only this");
+  task->add_allowed_tools("read_file");
+  ASSERT_TRUE(h.Review(edit).ok());
+  EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+  ASSERT_EQ(h.state().subtasks_size(), 1);
+  EXPECT_EQ(h.state().subtasks(0).id(), "c");
+  EXPECT_EQ(h.state().subtasks(0).status(), SubTask::PENDING);
+}
+
+TEST(StageRouterTest, EditPlanRejectsBadSubtasks) {
+  Harness h([](rein::v1::RunSpec& s) { s.add_pause_points(rein::v1::AFTER_PLAN); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  rein::v1::Review edit;
+  edit.mutable_edit_plan();
+  EXPECT_EQ(h.Review(edit).code(), absl::StatusCode::kInvalidArgument);
+  SubTask* task = edit.mutable_edit_plan()->add_subtasks();
+  task->set_id("c");
+  task->set_description("x");
+  task->add_allowed_tools("rm_rf");
+  absl::Status status = h.Review(edit);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("review.edit_plan.subtasks[0].allowed_tools[0]"),
+            std::string::npos);
+  EXPECT_EQ(h.stage(), rein::v1::PAUSED);
+}
+
+TEST(StageRouterTest, EditToolCallRunsEditedCall) {
+  Harness h([](rein::v1::RunSpec& s) { s.add_pause_points(rein::v1::BEFORE_TOOL); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("read_file", R"({"path":"secret"})"));
+  rein::v1::Review edit;
+  edit.mutable_edit_tool_call()->set_tool("read_file");
+  edit.mutable_edit_tool_call()->set_args_json(R"({"path":"public"})");
+  ASSERT_TRUE(h.Review(edit).ok());
+  EXPECT_EQ(h.stage(), rein::v1::EXECUTING);
+  Effect exec = h.router.NextEffect(h.run, h.now);
+  EXPECT_EQ(exec.execute.args_json(), R"({"path":"public"})");
+  EXPECT_EQ(exec.execute.call_id(), "r1-2");
+}
+
+TEST(StageRouterTest, EditToolCallWithoutPendingCallIsRefused) {
+  Harness h([](rein::v1::RunSpec& s) { s.add_pause_points(rein::v1::AFTER_PLAN); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  rein::v1::Review edit;
+  edit.mutable_edit_tool_call()->set_tool("read_file");
+  edit.mutable_edit_tool_call()->set_args_json("{}");
+  EXPECT_EQ(h.Review(edit).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(StageRouterTest, StaleVersionIsFailedPrecondition) {
+  Harness h([](rein::v1::RunSpec& s) { s.add_pause_points(rein::v1::AFTER_PLAN); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  auto t = h.router.OnReview(h.run, Approve(), h.state().version() - 1, h.now);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(t.status().message().find("stale version"), std::string::npos);
+}
+
+TEST(StageRouterTest, ReviewOfRunningRunIsFailedPrecondition) {
+  Harness h;
+  h.Tools();
+  auto t = h.router.OnReview(h.run, Approve(), h.state().version(), h.now);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
+  rein::v1::Review none;
+  Harness p([](rein::v1::RunSpec& s) { s.add_pause_points(rein::v1::AFTER_PLAN); });
+  p.Tools();
+  p.Plan(PlanReply({"a"}));
+  EXPECT_EQ(p.Review(none).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(StageRouterTest, CancelPausedRunEndsAtOnce) {
+  Harness h([](rein::v1::RunSpec& s) { s.add_pause_points(rein::v1::AFTER_PLAN); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  auto t = h.router.OnCancel(h.run, /*call_in_flight=*/false, "not needed", h.now);
+  ASSERT_TRUE(t.has_value());
+  h.Apply(*t);
+  EXPECT_EQ(h.stage(), rein::v1::CANCELLED);
+  EXPECT_EQ(h.reason(), rein::v1::CANCELLED_BY_USER);
+  EXPECT_FALSE(h.router.OnCancel(h.run, false, "", h.now).has_value());
+  EXPECT_EQ(h.CountFinished(), 1);
+}
+
+// --- Context restraint and specs -----------------------------------------------------------
+
+TEST(StageRouterTest, DecideSeesOnlyLastThreeActions) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  for (int i = 0; i < 8; ++i) {
+    h.Cycle("list_files", absl::StrCat(R"({"path":")", i, R"("})"), true, absl::StrCat(i),
+            Eval::NEEDS_MORE_WORK);
+  }
+  Effect decide = h.router.NextEffect(h.run, h.now);
+  ASSERT_EQ(decide.decide.recent_actions_size(), 3);
+  EXPECT_EQ(decide.decide.recent_actions(2).observation(), "7");
+}
+
+TEST(StageRouterTest, NormalizeSpecFillsDefaults) {
+  rein::v1::RunSpec spec;
+  spec.set_goal("g");
+  auto n = StageRouter::NormalizeSpec(spec, KnownTools());
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(n->workspace(), "default");
+  EXPECT_EQ(n->limits().max_iterations(), 50);
+  EXPECT_EQ(n->limits().deadline().seconds(), 600);
+  EXPECT_EQ(n->limits().stage_timeout().seconds(), 120);
+  EXPECT_EQ(n->limits().retry_budget(), 5);
+  EXPECT_EQ(n->limits().max_consecutive_tool_failures(), 3);
+  EXPECT_EQ(n->limits().stagnation_window(), 4);
+  EXPECT_EQ(n->limits().on_stagnation(), rein::v1::REPLAN_THEN_PAUSE);
+  EXPECT_EQ(n->limits().token_budget(), 0);
+}
+
+struct BadSpec {
+  std::string field;
+  std::function<void(rein::v1::RunSpec&)> edit;
+};
+
+class BadSpecTest : public ::testing::TestWithParam<BadSpec> {};
+
+TEST_P(BadSpecTest, InvalidArgumentNamesField) {
+  rein::v1::RunSpec spec;
+  spec.set_goal("g");
+  GetParam().edit(spec);
+  auto n = StageRouter::NormalizeSpec(spec, KnownTools());
+  ASSERT_EQ(n.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(n.status().message().find(GetParam().field), std::string::npos) << n.status();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryField, BadSpecTest,
+    ::testing::Values(
+        BadSpec{"spec.goal", [](auto& s) { s.set_goal(""); }},
+        BadSpec{"spec.goal", [](auto& s) { s.set_goal("  \n"); }},
+        BadSpec{"spec.goal", [](auto& s) { s.set_goal(std::string(16 * 1024 + 1, 'g')); }},
+        BadSpec{"spec.workspace", [](auto& s) { s.set_workspace("../etc"); }},
+        BadSpec{"spec.tools[1]", [](auto& s) { s.add_tools("read_file"); s.add_tools("rm"); }},
+        BadSpec{"spec.tools[1]", [](auto& s) { s.add_tools("read_file"); s.add_tools("read_file"); }},
+        BadSpec{"spec.limits.max_iterations", [](auto& s) { s.mutable_limits()->set_max_iterations(-1); }},
+        BadSpec{"spec.limits.deadline", [](auto& s) { s.mutable_limits()->mutable_deadline()->set_seconds(-5); }},
+        BadSpec{"spec.limits.deadline", [](auto& s) { s.mutable_limits()->mutable_deadline()->set_seconds(30 * 86400); }},
+        BadSpec{"spec.limits.stage_timeout", [](auto& s) { s.mutable_limits()->mutable_stage_timeout()->set_nanos(-1); }},
+        BadSpec{"spec.limits.retry_budget", [](auto& s) { s.mutable_limits()->set_retry_budget(-7); }},
+        BadSpec{"spec.limits.max_consecutive_tool_failures", [](auto& s) { s.mutable_limits()->set_max_consecutive_tool_failures(-1); }},
+        BadSpec{"spec.limits.stagnation_window", [](auto& s) { s.mutable_limits()->set_stagnation_window(1); }},
+        BadSpec{"spec.limits.on_stagnation", [](auto& s) { s.mutable_limits()->set_on_stagnation(static_cast<rein::v1::OnStagnation>(42)); }},
+        BadSpec{"spec.limits.token_budget", [](auto& s) { s.mutable_limits()->set_token_budget(-1); }},
+        BadSpec{"spec.pause_points[0]", [](auto& s) { s.add_pause_points(static_cast<rein::v1::PausePoint>(99)); }},
+        BadSpec{"spec.pause_points[0]", [](auto& s) { s.add_pause_points(rein::v1::PAUSE_POINT_UNSPECIFIED); }},
+        BadSpec{"spec.model.temperature", [](auto& s) { s.mutable_model()->set_temperature(3); }},
+        BadSpec{"spec.labels", [](auto& s) { (*s.mutable_labels())[""] = "x"; }}));
+
+TEST(StageRouterTest, EveryEndedRunHasExactlyOneTerminalEvent) {
+  // Drive many small runs to each end and count finished events.
+  std::vector<std::function<void(Harness&)>> endings = {
+      [](Harness& h) { h.Plan(PlanReply({}, true)); },
+      [](Harness& h) { h.Plan(absl::PermissionDeniedError("no")); },
+      [](Harness& h) { h.Apply(*h.router.OnCancel(h.run, false, "", h.now)); },
+      [](Harness& h) {
+        for (int i = 0; i < 10 && h.stage() != rein::v1::FAILED; ++i) h.Plan(absl::UnavailableError("x"));
+      },
+  };
+  for (auto& end : endings) {
+    Harness h;
+    h.Tools();
+    end(h);
+    EXPECT_TRUE(StageRouter::IsTerminal(h.stage()));
+    EXPECT_EQ(h.CountFinished(), 1);
+    EXPECT_TRUE(h.log.back().has_finished());
+    EXPECT_NE(h.log.back().finished().outcome().reason(), rein::v1::TERMINATION_REASON_UNSPECIFIED);
+  }
+}
+
+TEST(StageRouterTest, SnapshotsAtIterationBoundaries) {
+  Harness h;
+  Transition t = h.router.OnTools(h.run, ToolsReply(), h.now);
+  ASSERT_TRUE(t.snapshot.has_value());
+  EXPECT_EQ(t.snapshot->iteration, 1);
+  EXPECT_NE(t.snapshot->state_json.find("\"stage\":\"PLANNING\""), std::string::npos)
+      << t.snapshot->state_json;
+}
+
+}  // namespace
+}  // namespace rein
