@@ -55,6 +55,9 @@ class ToolExecutor {
   // Every tool's spec, sorted by name.
   std::vector<ToolSpec> ListTools() const;
 
+  // True when a tool named `name` is registered.
+  bool HasTool(absl::string_view name) const { return registry_->Find(name) != nullptr; }
+
   // How tools are sandboxed, as ListTools reports it.
   std::string SandboxDescription() const;
 

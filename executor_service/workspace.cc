@@ -106,7 +106,9 @@ absl::StatusOr<UniqueFd> OpenBeneath(int dirfd, absl::string_view path, int flag
   const std::string p(path);
   struct open_how how;
   memset(&how, 0, sizeof(how));
-  how.flags = static_cast<uint64_t>(flags | O_CLOEXEC | O_NOCTTY);
+  // openat2 rejects flags O_PATH ignores (such as O_NOCTTY) instead of dropping them.
+  const int extra_flags = (flags & O_PATH) ? O_CLOEXEC : (O_CLOEXEC | O_NOCTTY);
+  how.flags = static_cast<uint64_t>(flags | extra_flags);
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | extra_resolve;
   // The kernel returns EAGAIN when a rename or mount raced the lookup; retry a few times.
   for (int attempt = 0;; ++attempt) {

@@ -1,0 +1,111 @@
+// The gRPC face of the executor.
+#include "executor_service/executor_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/grpc_status.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "executor_service/output_buffer.h"
+
+namespace rein {
+namespace {
+
+constexpr int64_t kMaxDurationSeconds = 315576000000;  // google.protobuf.Duration's range
+
+void ToProto(absl::Duration d, google::protobuf::Duration* out) {
+  const int64_t seconds = absl::IDivDuration(d, absl::Seconds(1), &d);
+  out->set_seconds(seconds);
+  out->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(d)));
+}
+
+absl::Status FromProto(const google::protobuf::Duration& in, absl::string_view field,
+                       absl::Duration* out) {
+  const int64_t s = in.seconds();
+  const int32_t n = in.nanos();
+  if (s < -kMaxDurationSeconds || s > kMaxDurationSeconds || n <= -1000000000 ||
+      n >= 1000000000 || (s > 0 && n < 0) || (s < 0 && n > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": not a valid duration"));
+  }
+  *out = absl::Seconds(s) + absl::Nanoseconds(n);
+  return absl::OkStatus();
+}
+
+// Untrusted strings are cut before they go into a log line.
+std::string ForLog(const std::string& s) { return s.size() > 256 ? s.substr(0, 256) : s; }
+
+}  // namespace
+
+grpc::Status ExecutorService::ListTools(grpc::ServerContext* /*context*/,
+                                        const rein::v1::ListToolsRequest* /*request*/,
+                                        rein::v1::ListToolsResponse* response) {
+  for (const ToolSpec& spec : executor_->ListTools()) {
+    rein::v1::ToolSpec* out = response->add_tools();
+    out->set_name(spec.name);
+    out->set_description(spec.description);
+    out->set_input_schema_json(spec.input_schema.dump());
+    out->set_mutating(spec.mutating);
+    ToProto(spec.default_timeout, out->mutable_default_timeout());
+  }
+  response->set_executor_id(executor_->options().executor_id);
+  response->set_sandbox(executor_->SandboxDescription());
+  return grpc::Status::OK;
+}
+
+grpc::Status ExecutorService::Execute(grpc::ServerContext* context,
+                                      const rein::v1::ExecuteRequest* request,
+                                      rein::v1::ExecuteResponse* response) {
+  const absl::Time start = absl::Now();
+  ExecuteCall call;
+  call.call_id = request->call_id();
+  call.run_id = request->run_id();
+  call.workspace = request->workspace();
+  call.tool = request->tool();
+  call.args_json = request->args_json();
+  call.max_output_bytes = request->limits().max_output_bytes();
+  call.deadline = absl::FromChrono(context->deadline());
+  absl::Status status = FromProto(request->limits().timeout(), "limits.timeout", &call.timeout);
+
+  absl::StatusOr<ToolResult> result =
+      status.ok() ? executor_->Execute(call) : absl::StatusOr<ToolResult>(status);
+  const absl::Duration elapsed = absl::Now() - start;
+
+  std::string code;
+  if (result.ok()) {
+    response->set_ok(result->ok);
+    response->set_output(SanitizeUtf8(result->output));
+    response->set_truncated(result->truncated);
+    if (!result->ok) {
+      response->mutable_error()->set_code(result->error_code);
+      response->mutable_error()->set_message(SanitizeUtf8(result->error_message));
+    }
+    response->set_exit_code(result->exit_code);
+    response->set_timed_out(result->timed_out);
+    ToProto(elapsed, response->mutable_duration());
+    response->set_executor_id(executor_->options().executor_id);
+    code = result->ok ? "OK" : result->error_code;
+  } else {
+    code = StatusCodeName(result.status().code());
+  }
+
+  // Only registered names become label values, so that callers cannot grow the series.
+  const std::string tool_label = executor_->HasTool(call.tool) ? call.tool : "unknown";
+  Metrics::Global().Add("rein_executor_calls_total", 1,
+                        absl::StrCat("tool=\"", tool_label, "\",code=\"", code, "\""));
+  const std::string duration_ms = absl::StrCat(absl::ToDoubleMilliseconds(elapsed));
+  const std::string message = result.ok() ? result->error_message
+                                          : std::string(result.status().message());
+  LogInfo("execute", {{"run_id", ForLog(call.run_id)},
+                      {"call_id", ForLog(call.call_id)},
+                      {"tool", ForLog(call.tool)},
+                      {"workspace", ForLog(call.workspace)},
+                      {"code", code},
+                      {"duration_ms", duration_ms},
+                      {"error", ForLog(message)}});
+  if (!result.ok()) return ToGrpcStatus(absl::Status(result.status().code(),
+                                                     SanitizeUtf8(result.status().message())));
+  return grpc::Status::OK;
+}
+
+}  // namespace rein
