@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 
@@ -562,6 +563,29 @@ TEST_F(ScriptedBackendTest, FromFileDirectoryIsFailedPrecondition) {
       ScriptedBackend::FromFile(getenv("TEST_TMPDIR"), &clock_);
   EXPECT_EQ(backend.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(backend.status().message()), HasSubstr("not a regular file"));
+}
+
+TEST_F(ScriptedBackendTest, ExampleInScriptMdLoadsAndRuns) {
+  std::ifstream in("planner_service/SCRIPT.md");
+  ASSERT_TRUE(in) << "SCRIPT.md not in runfiles";
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t begin = doc.find("```json\n");
+  ASSERT_NE(begin, std::string::npos);
+  const size_t end = doc.find("```", begin + 8);
+  ASSERT_NE(end, std::string::npos);
+  auto backend = Load(doc.substr(begin + 8, end - begin - 8));
+  ASSERT_NE(backend, nullptr);
+  absl::StatusOr<PlanResponse> plan = backend->Plan(MakePlan(), kNoDeadline);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->subtasks_size(), 2);
+  EXPECT_EQ(backend->Decide(MakeDecide("read"), kNoDeadline)->tool_call().args_json(),
+            R"({"path":"config.env"})");
+  EXPECT_EQ(backend->Evaluate(MakeEvaluate("list", "list_files", true, ""), kNoDeadline)->summary(),
+            "list done at 2");
+  PlanRequest after = MakePlan(5);
+  after.add_completed()->set_id("list");
+  after.add_completed()->set_id("read");
+  EXPECT_TRUE(backend->Plan(after, kNoDeadline)->goal_achieved());
 }
 
 }  // namespace
