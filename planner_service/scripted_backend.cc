@@ -34,6 +34,8 @@ using google::protobuf::OneofDescriptor;
 
 constexpr int64_t kMaxDelayMs = 3600 * 1000;
 constexpr off_t kMaxScriptBytes = 16 << 20;
+// Deeper JSON is refused at load: the walks over a script recurse.
+constexpr int kMaxJsonDepth = 64;
 
 enum class Stage { kPlan, kDecide, kEvaluate };
 
@@ -139,6 +141,16 @@ absl::Status LoadError(absl::string_view path, absl::string_view problem) {
 
 std::string Got(const json& value) { return absl::StrCat("got ", value.type_name()); }
 
+// Whether `value` nests no deeper than `limit` levels (recursion bounded by `limit`).
+bool DepthWithin(const json& value, int limit) {
+  if (!value.is_structured()) return true;
+  if (limit == 0) return false;
+  for (const json& element : value) {
+    if (!DepthWithin(element, limit - 1)) return false;
+  }
+  return true;
+}
+
 // The value of an integral JSON number, or nullopt for anything else or out of int64 range.
 std::optional<int64_t> AsInt(const json& value) {
   if (value.is_number_unsigned()) {
@@ -188,16 +200,16 @@ absl::Status ParseCondition(const ConditionSpec& spec, const json& value, const 
 
 absl::StatusOr<Match> ParseMatch(const json& when, Stage stage, const std::string& path) {
   if (!when.is_object()) return LoadError(path, "expected an object of conditions, " + Got(when));
+  std::vector<std::string> usable;
+  for (const ConditionSpec& candidate : kConditions) {
+    if (AppliesTo(candidate, stage)) usable.push_back(candidate.key);
+  }
   Match match;
   for (const auto& item : when.items()) {
     const std::string key_path = absl::StrCat(path, ".", item.key());
     const ConditionSpec* spec = nullptr;
     for (const ConditionSpec& candidate : kConditions) {
       if (item.key() == candidate.key) spec = &candidate;
-    }
-    std::vector<std::string> usable;
-    for (const ConditionSpec& candidate : kConditions) {
-      if (AppliesTo(candidate, stage)) usable.push_back(candidate.key);
     }
     if (spec == nullptr) {
       return LoadError(key_path, absl::StrCat("unknown condition (", StageName(stage),
@@ -515,6 +527,10 @@ absl::StatusOr<std::unique_ptr<ScriptedBackend>> ScriptedBackend::FromJson(
                        /*ignore_comments=*/true);
   } catch (const json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": not valid JSON: ", e.what()));
+  }
+  if (!DepthWithin(root, kMaxJsonDepth)) {
+    return with_source(
+        LoadError("(top level)", absl::StrCat("nested deeper than ", kMaxJsonDepth, " levels")));
   }
   if (!root.is_object()) {
     return with_source(LoadError("(top level)", "expected an object with plan, decide and "

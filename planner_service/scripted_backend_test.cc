@@ -531,6 +531,13 @@ INSTANTIATE_TEST_SUITE_P(
                       "t.json: plan[0].reply.reasoning: ${subtask} is not available in plan "
                       "replies"}));
 
+TEST_F(ScriptedBackendTest, DeeplyNestedScriptIsRefused) {
+  const std::string deep = absl::StrCat(R"({"decide": [{"reply": {"toolCall": {"args": )",
+                                        std::string(100000, '['), std::string(100000, ']'),
+                                        "}}}]}");
+  EXPECT_EQ(LoadError(deep), "t.json: (top level): nested deeper than 64 levels");
+}
+
 TEST_F(ScriptedBackendTest, FromFileLoadsAScript) {
   const std::string path = absl::StrCat(getenv("TEST_TMPDIR"), "/script.json");
   std::ofstream(path) << R"json({"plan": [{"reply": {"reasoning": "from file"}}]})json";
