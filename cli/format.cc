@@ -31,13 +31,19 @@ bool IsTerminal(v1::Stage stage) {
   return stage == v1::FINISHED || stage == v1::FAILED || stage == v1::CANCELLED;
 }
 
+// absl::FormatDuration, but zero is "0s" rather than "0".
+std::string FormatDurationWithUnit(absl::Duration d) {
+  if (d == absl::ZeroDuration()) return "0s";
+  return absl::FormatDuration(d);
+}
+
 std::string FormatWholeSeconds(absl::Duration d) {
   if (d < absl::ZeroDuration()) d = absl::ZeroDuration();
-  return absl::FormatDuration(absl::Trunc(d, absl::Seconds(1)));
+  return FormatDurationWithUnit(absl::Trunc(d, absl::Seconds(1)));
 }
 
 std::string FormatDurationProto(const google::protobuf::Duration& d) {
-  return absl::FormatDuration(FromProto(d));
+  return FormatDurationWithUnit(FromProto(d));
 }
 
 std::string FormatTime(const google::protobuf::Timestamp& t, absl::TimeZone zone) {
