@@ -53,8 +53,8 @@ const std::vector<SubcommandDef>& Subcommands() {
        "      [--token_budget=N] [--on_stagnation=REPLAN_THEN_PAUSE|PAUSE|FAIL]\n"
        "      [--no_pause_on_notes] [--label=k=v ...] [--request_id=ID] [--model=M]\n"
        "      [--watch] [--json]\n"
-       "    Starts a run and prints its id. --spec is a RunSpec in proto3 JSON; flags override\n"
-       "    it. --watch then watches the run (see watch)."},
+       "    Starts a run and prints its id (--json: the Run in proto3 JSON). --spec is a RunSpec\n"
+       "    in proto3 JSON; flags override it. --watch then watches the run (see watch)."},
       {"watch",
        Subcommand::kWatch,
        true,
