@@ -1,0 +1,67 @@
+// Interfaces of what the router calls: the planner, the executors, and the clock.
+#ifndef REIN_ROUTER_SERVICE_CLIENTS_H_
+#define REIN_ROUTER_SERVICE_CLIENTS_H_
+
+#include <functional>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "rein/v1/executor.pb.h"
+#include "rein/v1/planner.pb.h"
+
+namespace rein {
+
+// A call in flight that can be abandoned. Cancel() is thread-safe and idempotent; the call's
+// callback still runs (with CANCELLED).
+class PendingCall {
+ public:
+  virtual ~PendingCall() = default;
+  virtual void Cancel() = 0;
+};
+
+template <typename T>
+using ReplyCallback = std::function<void(absl::StatusOr<T>)>;
+
+// Asynchronous planner calls. `done` runs exactly once, on any thread, and must not block.
+class PlannerClient {
+ public:
+  virtual ~PlannerClient() = default;
+  virtual std::shared_ptr<PendingCall> Plan(const rein::v1::PlanRequest& request,
+                                            absl::Time deadline,
+                                            ReplyCallback<rein::v1::PlanResponse> done) = 0;
+  virtual std::shared_ptr<PendingCall> Decide(const rein::v1::DecideRequest& request,
+                                              absl::Time deadline,
+                                              ReplyCallback<rein::v1::DecideResponse> done) = 0;
+  virtual std::shared_ptr<PendingCall> Evaluate(const rein::v1::EvaluateRequest& request,
+                                                absl::Time deadline,
+                                                ReplyCallback<rein::v1::EvaluateResponse> done) = 0;
+};
+
+// Asynchronous executor calls, with the same contract as PlannerClient.
+class ExecutorClient {
+ public:
+  virtual ~ExecutorClient() = default;
+  virtual std::shared_ptr<PendingCall> ListTools(
+      absl::Time deadline, ReplyCallback<rein::v1::ListToolsResponse> done) = 0;
+  virtual std::shared_ptr<PendingCall> Execute(const rein::v1::ExecuteRequest& request,
+                                               absl::Time deadline,
+                                               ReplyCallback<rein::v1::ExecuteResponse> done) = 0;
+};
+
+// The time source of the router's decisions.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual absl::Time Now() = 0;
+};
+
+class RealClock final : public Clock {
+ public:
+  absl::Time Now() override { return absl::Now(); }
+};
+
+}  // namespace rein
+
+#endif  // REIN_ROUTER_SERVICE_CLIENTS_H_

@@ -1,0 +1,51 @@
+// gRPC implementations of PlannerClient and ExecutorClient (callback API, no thread per call).
+#ifndef REIN_ROUTER_SERVICE_GRPC_CLIENTS_H_
+#define REIN_ROUTER_SERVICE_GRPC_CLIENTS_H_
+
+#include <memory>
+#include <string>
+
+#include "grpcpp/grpcpp.h"
+#include "rein/v1/executor.grpc.pb.h"
+#include "rein/v1/planner.grpc.pb.h"
+#include "router_service/clients.h"
+
+namespace rein {
+
+// A channel to any gRPC target ("host:port", "dns:///name:port", "ipv4:a:p,b:p") that spreads
+// calls over every address with round_robin.
+std::shared_ptr<grpc::Channel> MakeRoundRobinChannel(const std::string& target);
+
+class GrpcPlannerClient final : public PlannerClient {
+ public:
+  explicit GrpcPlannerClient(std::shared_ptr<grpc::Channel> channel)
+      : stub_(rein::v1::Planner::NewStub(std::move(channel))) {}
+  std::shared_ptr<PendingCall> Plan(const rein::v1::PlanRequest& request, absl::Time deadline,
+                                    ReplyCallback<rein::v1::PlanResponse> done) override;
+  std::shared_ptr<PendingCall> Decide(const rein::v1::DecideRequest& request, absl::Time deadline,
+                                      ReplyCallback<rein::v1::DecideResponse> done) override;
+  std::shared_ptr<PendingCall> Evaluate(const rein::v1::EvaluateRequest& request,
+                                        absl::Time deadline,
+                                        ReplyCallback<rein::v1::EvaluateResponse> done) override;
+
+ private:
+  std::unique_ptr<rein::v1::Planner::Stub> stub_;
+};
+
+class GrpcExecutorClient final : public ExecutorClient {
+ public:
+  explicit GrpcExecutorClient(std::shared_ptr<grpc::Channel> channel)
+      : stub_(rein::v1::Executor::NewStub(std::move(channel))) {}
+  std::shared_ptr<PendingCall> ListTools(absl::Time deadline,
+                                         ReplyCallback<rein::v1::ListToolsResponse> done) override;
+  std::shared_ptr<PendingCall> Execute(const rein::v1::ExecuteRequest& request,
+                                       absl::Time deadline,
+                                       ReplyCallback<rein::v1::ExecuteResponse> done) override;
+
+ private:
+  std::unique_ptr<rein::v1::Executor::Stub> stub_;
+};
+
+}  // namespace rein
+
+#endif  // REIN_ROUTER_SERVICE_GRPC_CLIENTS_H_

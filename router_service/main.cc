@@ -1,0 +1,102 @@
+// rein-router: the public API, run state, stage routing, termination, pauses, persistence.
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/server.h"
+#include "router_service/grpc_clients.h"
+#include "router_service/router_grpc.h"
+#include "router_service/run_engine.h"
+#include "router_service/sqlite_run_store.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "HOST:PORT to serve rein.v1.Router on");
+ABSL_FLAG(int, metrics_port, 0, "port for Prometheus metrics over HTTP (0 = off)");
+ABSL_FLAG(std::string, store, "sqlite:var/rein.db",
+          "run store: sqlite:PATH (PostgreSQL, postgres://..., is not built yet)");
+ABSL_FLAG(std::string, planner_target, "127.0.0.1:50052", "gRPC target of rein-planner");
+ABSL_FLAG(std::string, executor_target, "127.0.0.1:50053",
+          "gRPC target of rein-executor (dns:///name:port or ipv4:a:p,b:p for several)");
+ABSL_FLAG(int, workers, 4, "threads that apply call results and commit transitions");
+ABSL_FLAG(std::string, sqlite_synchronous, "NORMAL",
+          "SQLite synchronous mode: NORMAL (survives a killed process) or FULL (power loss)");
+ABSL_FLAG(int, shutdown_grace_seconds, 10, "on SIGTERM, how long calls in flight may finish");
+
+namespace {
+
+int Fail(const std::string& message) {
+  rein::LogError(message);
+  std::cerr << "rein-router: " << message << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  rein::BlockTerminationSignals();
+  rein::SetLogService("rein-router");
+  absl::SetProgramUsageMessage("rein-router --store=sqlite:PATH --planner_target=T --executor_target=T");
+  absl::ParseCommandLine(argc, argv);
+
+  const std::string store_flag = absl::GetFlag(FLAGS_store);
+  std::unique_ptr<rein::RunStore> store;
+  if (absl::StartsWith(store_flag, "sqlite:")) {
+    rein::SqliteRunStore::Options options;
+    const std::string sync = absl::GetFlag(FLAGS_sqlite_synchronous);
+    if (sync == "FULL") {
+      options.synchronous = rein::SqliteRunStore::Synchronous::kFull;
+    } else if (sync != "NORMAL") {
+      return Fail(absl::StrCat("--sqlite_synchronous: must be NORMAL or FULL, got \"", sync, "\""));
+    }
+    auto opened = rein::SqliteRunStore::Open(store_flag.substr(7), options);
+    if (!opened.ok()) return Fail(absl::StrCat("--store: ", opened.status().message()));
+    store = std::move(*opened);
+  } else if (absl::StartsWith(store_flag, "postgres://") ||
+             absl::StartsWith(store_flag, "postgresql://")) {
+    return Fail("--store: the PostgreSQL store is not built yet; use sqlite:PATH");
+  } else {
+    return Fail(absl::StrCat("--store: must be sqlite:PATH or postgres://..., got \"", store_flag,
+                             "\""));
+  }
+  if (absl::GetFlag(FLAGS_workers) < 1 || absl::GetFlag(FLAGS_workers) > 256) {
+    return Fail("--workers: must be in [1, 256]");
+  }
+
+  rein::GrpcPlannerClient planner(rein::MakeRoundRobinChannel(absl::GetFlag(FLAGS_planner_target)));
+  rein::GrpcExecutorClient executor(
+      rein::MakeRoundRobinChannel(absl::GetFlag(FLAGS_executor_target)));
+  rein::RealClock clock;
+  rein::RunEngineOptions engine_options;
+  engine_options.workers = absl::GetFlag(FLAGS_workers);
+  rein::RunEngine engine(store.get(), &planner, &executor, &clock, engine_options);
+  rein::RouterGrpcService service(&engine);
+
+  rein::ServiceHostOptions host_options;
+  host_options.listen = absl::GetFlag(FLAGS_listen);
+  host_options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  host_options.service_name = "rein.v1.Router";
+  rein::ServiceHost host(host_options);
+  if (absl::Status status = engine.Start(); !status.ok()) {
+    return Fail(absl::StrCat("recovery failed: ", status.message()));
+  }
+  if (absl::Status status = host.Start({&service}); !status.ok()) {
+    return Fail(std::string(status.message()));
+  }
+  rein::LogInfo("serving", {{"listen", host_options.listen},
+                            {"port", std::to_string(host.port())},
+                            {"store", store_flag}});
+  int sig = rein::WaitForTerminationSignal();
+  rein::LogInfo("shutting down", {{"signal", std::to_string(sig)}});
+  absl::Duration grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));
+  // Stop taking requests (watch streams end), then let calls in flight be committed.
+  host.Shutdown(absl::Seconds(1));
+  engine.Shutdown(grace);
+  rein::LogInfo("stopped");
+  return 0;
+}

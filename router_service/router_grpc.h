@@ -1,0 +1,35 @@
+// The rein.v1.Router gRPC service: converts messages and statuses, and calls RunEngine.
+#ifndef REIN_ROUTER_SERVICE_ROUTER_GRPC_H_
+#define REIN_ROUTER_SERVICE_ROUTER_GRPC_H_
+
+#include "rein/v1/router.grpc.pb.h"
+#include "router_service/run_engine.h"
+
+namespace rein {
+
+class RouterGrpcService final : public rein::v1::Router::Service {
+ public:
+  explicit RouterGrpcService(RunEngine* engine) : engine_(engine) {}
+
+  grpc::Status StartRun(grpc::ServerContext* context, const rein::v1::StartRunRequest* request,
+                        rein::v1::Run* response) override;
+  grpc::Status GetRun(grpc::ServerContext* context, const rein::v1::GetRunRequest* request,
+                      rein::v1::Run* response) override;
+  grpc::Status ListRuns(grpc::ServerContext* context, const rein::v1::ListRunsRequest* request,
+                        rein::v1::ListRunsResponse* response) override;
+  grpc::Status CancelRun(grpc::ServerContext* context, const rein::v1::CancelRunRequest* request,
+                         rein::v1::Run* response) override;
+  grpc::Status WatchRun(grpc::ServerContext* context, const rein::v1::WatchRunRequest* request,
+                        grpc::ServerWriter<rein::v1::RunEvent>* writer) override;
+  grpc::Status ResumeRun(grpc::ServerContext* context, const rein::v1::ResumeRunRequest* request,
+                         rein::v1::Run* response) override;
+  grpc::Status ExportRun(grpc::ServerContext* context, const rein::v1::ExportRunRequest* request,
+                         grpc::ServerWriter<rein::v1::RunSnapshot>* writer) override;
+
+ private:
+  RunEngine* engine_;
+};
+
+}  // namespace rein
+
+#endif  // REIN_ROUTER_SERVICE_ROUTER_GRPC_H_

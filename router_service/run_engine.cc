@@ -1,0 +1,556 @@
+// RunEngine: drives many runs at once through StageRouter, the clients and the RunStore.
+#include "router_service/run_engine.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/notification.h"
+#include "common/grpc_status.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace rein {
+
+using rein::v1::Run;
+using rein::v1::RunEvent;
+
+struct RunEngine::Entry {
+  absl::Mutex mu;
+  absl::CondVar changed;  // signalled after every commit
+  Run run ABSL_GUARDED_BY(mu);
+  bool in_flight ABSL_GUARDED_BY(mu) = false;
+  std::shared_ptr<PendingCall> call ABSL_GUARDED_BY(mu);
+  int failed_attempts ABSL_GUARDED_BY(mu) = 0;  // consecutive, for backoff only
+  absl::Time not_before ABSL_GUARDED_BY(mu) = absl::InfinitePast();
+};
+
+namespace {
+
+std::string NewRunId() {
+  static absl::Mutex mu(absl::kConstInit);
+  static absl::BitGen* gen = new absl::BitGen();
+  absl::MutexLock lock(&mu);
+  return absl::StrFormat("run-%016x", absl::Uniform<uint64_t>(*gen));
+}
+
+bool SpentRetry(const Transition& t) {
+  return std::any_of(t.events.begin(), t.events.end(),
+                     [](const RunEvent& e) { return e.has_error() && e.error().retry_spent(); });
+}
+
+}  // namespace
+
+RunEngine::RunEngine(RunStore* store, PlannerClient* planner, ExecutorClient* executor,
+                     Clock* clock, RunEngineOptions options)
+    : store_(store),
+      planner_(planner),
+      executor_(executor),
+      clock_(clock),
+      options_(options),
+      router_(options.stage) {}
+
+RunEngine::~RunEngine() { Shutdown(absl::ZeroDuration()); }
+
+absl::Status RunEngine::Start() {
+  for (int i = 0; i < std::max(1, options_.workers); ++i) {
+    workers_.emplace_back([this] { WorkerLoop(); });
+  }
+  timer_ = std::thread([this] { TimerLoop(); });
+  absl::StatusOr<std::vector<std::string>> ids = store_->ListUnfinishedRunIds();
+  if (!ids.ok()) return ids.status();
+  int recovered = 0;
+  for (const std::string& id : *ids) {
+    absl::StatusOr<Run> run = store_->GetRun(id);
+    if (!run.ok()) {
+      LogError("cannot recover run", {{"run_id", id}, {"error", run.status().ToString()}});
+      continue;
+    }
+    Track(*run);
+    std::shared_ptr<Entry> entry = Find(id);
+    {
+      absl::MutexLock lock(&entry->mu);
+      if (auto t = router_.OnRecovery(entry->run, clock_->Now())) {
+        absl::Status status = CommitLocked(*entry, std::move(*t));
+        if (!status.ok()) LogError("recovery commit failed", {{"run_id", id}});
+      }
+    }
+    ++recovered;
+    Advance(entry);
+  }
+  if (recovered > 0) LogInfo(absl::StrCat("recovered ", recovered, " unfinished runs"));
+  return absl::OkStatus();
+}
+
+void RunEngine::Shutdown(absl::Duration grace) {
+  dispatching_ = false;
+  absl::Time until = absl::Now() + grace;
+  while (in_flight_.load() > 0 && absl::Now() < until) absl::SleepFor(absl::Milliseconds(10));
+  if (in_flight_.load() > 0) {
+    std::vector<std::shared_ptr<Entry>> entries;
+    {
+      absl::MutexLock lock(&runs_mu_);
+      for (auto& [id, entry] : runs_) entries.push_back(entry);
+    }
+    for (auto& entry : entries) {
+      absl::MutexLock entry_lock(&entry->mu);
+      if (entry->call) entry->call->Cancel();
+    }
+  }
+  // Let cancelled callbacks drain through the workers (they commit spent retries, not more).
+  absl::Time drain = absl::Now() + absl::Seconds(2);
+  while (in_flight_.load() > 0 && absl::Now() < drain) absl::SleepFor(absl::Milliseconds(5));
+  {
+    absl::MutexLock lock(&queue_mu_);
+    stopping_ = true;
+  }
+  for (std::thread& worker : workers_) worker.join();
+  workers_.clear();
+  {
+    absl::MutexLock lock(&timer_mu_);
+    timer_stop_ = true;
+  }
+  if (timer_.joinable()) timer_.join();
+}
+
+std::shared_ptr<RunEngine::Entry> RunEngine::Find(const std::string& run_id) {
+  absl::MutexLock lock(&runs_mu_);
+  auto it = runs_.find(run_id);
+  return it == runs_.end() ? nullptr : it->second;
+}
+
+void RunEngine::Track(const Run& run) {
+  auto entry = std::make_shared<Entry>();
+  {
+    absl::MutexLock lock(&entry->mu);
+    entry->run = run;
+  }
+  absl::MutexLock lock(&runs_mu_);
+  runs_.emplace(run.run_id(), std::move(entry));
+  Metrics::Global().Set("rein_router_active_runs", runs_.size());
+}
+
+absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
+  Run& run = entry.run;
+  absl::Time now = clock_->Now();
+  absl::StatusOr<std::vector<RunEvent>> stored = store_->Commit(
+      run.run_id(), run.state().version(), t.state, std::move(t.events), t.snapshot, now);
+  if (!stored.ok()) {
+    LogError("commit failed", {{"run_id", run.run_id()}, {"error", stored.status().ToString()}});
+    Metrics::Global().Add("rein_router_commit_errors_total", 1);
+    return stored.status();
+  }
+  rein::v1::Stage before = run.state().stage();
+  *run.mutable_state() = std::move(t.state);
+  *run.mutable_updated_at() =
+      google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(now));
+  Metrics::Global().Add("rein_router_transitions_total", 1);
+  if (run.state().stage() != before) {
+    const auto& st = run.state();
+    if (StageRouter::IsTerminal(st.stage())) {
+      LogInfo("run ended", {{"run_id", run.run_id()},
+                            {"stage", rein::v1::Stage_Name(st.stage())},
+                            {"reason", rein::v1::TerminationReason_Name(st.outcome().reason())},
+                            {"message", st.outcome().message()}});
+      Metrics::Global().Add(
+          "rein_router_runs_ended_total", 1,
+          absl::StrCat("reason=\"", rein::v1::TerminationReason_Name(st.outcome().reason()), "\""));
+    } else if (st.stage() == rein::v1::PAUSED) {
+      LogInfo("run paused", {{"run_id", run.run_id()},
+                             {"reason", rein::v1::PauseReason_Name(st.pause().reason())},
+                             {"detail", st.pause().detail()}});
+    }
+  }
+  for (const RunEvent& event : *stored) {
+    if (event.has_error()) {
+      LogWarning("stage attempt failed",
+                 {{"run_id", run.run_id()},
+                  {"stage", rein::v1::Stage_Name(event.error().stage())},
+                  {"code", event.error().code()},
+                  {"error", event.error().message()}});
+    }
+  }
+  entry.changed.SignalAll();
+  {
+    absl::MutexLock lock(&events_mu_);
+    ++commits_;
+  }
+  return absl::OkStatus();
+}
+
+void RunEngine::Post(std::function<void()> work) {
+  absl::MutexLock lock(&queue_mu_);
+  queue_.push_back(std::move(work));
+}
+
+void RunEngine::WorkerLoop() {
+  while (true) {
+    std::function<void()> work;
+    {
+      absl::MutexLock lock(&queue_mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) {
+        return stopping_ || !queue_.empty();
+      };
+      queue_mu_.Await(absl::Condition(&ready));
+      if (queue_.empty()) return;  // stopping
+      work = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    work();
+  }
+}
+
+void RunEngine::WakeAt(absl::Time when, const std::string& run_id) {
+  absl::MutexLock lock(&timer_mu_);
+  timers_.emplace(when, run_id);
+}
+
+void RunEngine::TimerLoop() {
+  while (true) {
+    std::vector<std::string> due;
+    {
+      absl::MutexLock lock(&timer_mu_);
+      absl::Time next = timers_.empty() ? absl::Now() + absl::Milliseconds(250)
+                                        : std::min(timers_.begin()->first,
+                                                   absl::Now() + absl::Milliseconds(250));
+      auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(timer_mu_) { return timer_stop_; };
+      timer_mu_.AwaitWithDeadline(absl::Condition(&wake), next);
+      if (timer_stop_) return;
+      absl::Time now = absl::Now();
+      while (!timers_.empty() && timers_.begin()->first <= now) {
+        due.push_back(timers_.begin()->second);
+        timers_.erase(timers_.begin());
+      }
+    }
+    for (const std::string& id : due) Post([this, id] { Wake(id); });
+  }
+}
+
+void RunEngine::Wake(const std::string& run_id) {
+  std::shared_ptr<Entry> entry = Find(run_id);
+  if (!entry) return;
+  {
+    absl::MutexLock lock(&entry->mu);
+    if (!entry->in_flight) {
+      if (auto t = router_.OnTick(entry->run, clock_->Now())) {
+        (void)CommitLocked(*entry, std::move(*t));
+      }
+    }
+  }
+  Advance(entry);
+}
+
+void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
+  absl::MutexLock lock(&entry->mu);
+  if (entry->in_flight) return;
+  const Run& run = entry->run;
+  const std::string run_id = run.run_id();
+  if (StageRouter::IsTerminal(run.state().stage())) {
+    absl::MutexLock runs_lock(&runs_mu_);
+    runs_.erase(run_id);
+    Metrics::Global().Set("rein_router_active_runs", runs_.size());
+    return;
+  }
+  if (!dispatching_) return;
+  absl::Time now = clock_->Now();
+  if (run.state().stage() == rein::v1::PAUSED) {
+    if (run.state().has_deadline()) {
+      WakeAt(absl::FromUnixNanos(google::protobuf::util::TimeUtil::TimestampToNanoseconds(
+                 run.state().deadline())),
+             run_id);
+    }
+    return;
+  }
+  if (now < entry->not_before) {
+    WakeAt(entry->not_before, run_id);
+    return;
+  }
+  Effect effect = router_.NextEffect(run, now);
+  if (effect.kind == Effect::Kind::kNone) {
+    LogError("no call to make for a working stage", {{"run_id", run_id}});
+    return;
+  }
+  if (effect.kind == Effect::Kind::kExecute && run.state().pending_call().mutating() &&
+      !run.state().call_dispatched()) {
+    if (!CommitLocked(*entry, router_.MarkDispatched(run, now)).ok()) {
+      entry->not_before = now + absl::Seconds(1);
+      WakeAt(entry->not_before, run_id);
+      return;
+    }
+  }
+  entry->in_flight = true;
+  in_flight_.fetch_add(1);
+  std::weak_ptr<Entry> weak = entry;
+  auto finish = [this, weak](std::function<Transition(const Run&, absl::Time)> apply) {
+    Post([this, weak, apply = std::move(apply)] {
+      if (std::shared_ptr<Entry> e = weak.lock()) Complete(e, apply);
+      in_flight_.fetch_sub(1);
+    });
+  };
+  const StageRouter* router = &router_;
+  switch (effect.kind) {
+    case Effect::Kind::kListTools:
+      entry->call = executor_->ListTools(
+          effect.deadline, [finish, router](absl::StatusOr<rein::v1::ListToolsResponse> reply) {
+            finish([router, reply = std::move(reply)](const Run& r, absl::Time t) {
+              return router->OnTools(r, reply, t);
+            });
+          });
+      break;
+    case Effect::Kind::kPlan:
+      entry->call = planner_->Plan(
+          effect.plan, effect.deadline,
+          [finish, router](absl::StatusOr<rein::v1::PlanResponse> reply) {
+            finish([router, reply = std::move(reply)](const Run& r, absl::Time t) {
+              return router->OnPlan(r, reply, t);
+            });
+          });
+      break;
+    case Effect::Kind::kDecide:
+      entry->call = planner_->Decide(
+          effect.decide, effect.deadline,
+          [finish, router](absl::StatusOr<rein::v1::DecideResponse> reply) {
+            finish([router, reply = std::move(reply)](const Run& r, absl::Time t) {
+              return router->OnDecide(r, reply, t);
+            });
+          });
+      break;
+    case Effect::Kind::kExecute:
+      entry->call = executor_->Execute(
+          effect.execute, effect.deadline,
+          [finish, router](absl::StatusOr<rein::v1::ExecuteResponse> reply) {
+            finish([router, reply = std::move(reply)](const Run& r, absl::Time t) {
+              return router->OnExecute(r, reply, t);
+            });
+          });
+      break;
+    case Effect::Kind::kEvaluate:
+      entry->call = planner_->Evaluate(
+          effect.evaluate, effect.deadline,
+          [finish, router](absl::StatusOr<rein::v1::EvaluateResponse> reply) {
+            finish([router, reply = std::move(reply)](const Run& r, absl::Time t) {
+              return router->OnEvaluate(r, reply, t);
+            });
+          });
+      break;
+    case Effect::Kind::kNone:
+      break;
+  }
+}
+
+void RunEngine::Complete(const std::shared_ptr<Entry>& entry,
+                         std::function<Transition(const Run&, absl::Time)> apply) {
+  {
+    absl::MutexLock lock(&entry->mu);
+    entry->in_flight = false;
+    entry->call.reset();
+    absl::Time now = clock_->Now();
+    Transition t = apply(entry->run, now);
+    bool spent = SpentRetry(t);
+    if (!dispatching_ && spent && !entry->run.state().cancel_requested()) {
+      // Shutting down: a call we cancelled is not the run's failure; it runs again later.
+      entry->changed.SignalAll();
+      return;
+    }
+    absl::Status status = CommitLocked(*entry, std::move(t));
+    if (!status.ok()) {
+      entry->not_before = now + absl::Seconds(1);
+    } else if (spent) {
+      entry->failed_attempts++;
+      entry->not_before =
+          now + std::min(options_.max_retry_backoff,
+                         options_.retry_backoff * (1 << std::min(entry->failed_attempts - 1, 10)));
+    } else {
+      entry->failed_attempts = 0;
+      entry->not_before = absl::InfinitePast();
+    }
+  }
+  Advance(entry);
+}
+
+absl::StatusOr<std::vector<rein::v1::ToolSpec>> RunEngine::KnownTools() {
+  {
+    absl::MutexLock lock(&tools_mu_);
+    if (!tools_.empty() && absl::Now() - tools_at_ < options_.tools_cache_ttl) return tools_;
+  }
+  absl::Notification done;
+  absl::StatusOr<rein::v1::ListToolsResponse> result;
+  executor_->ListTools(absl::Now() + options_.list_tools_timeout,
+                       [&](absl::StatusOr<rein::v1::ListToolsResponse> reply) {
+                         result = std::move(reply);
+                         done.Notify();
+                       });
+  done.WaitForNotification();
+  if (!result.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot list tools from an executor: ", result.status().message()));
+  }
+  absl::MutexLock lock(&tools_mu_);
+  tools_.assign(result->tools().begin(), result->tools().end());
+  tools_at_ = absl::Now();
+  return tools_;
+}
+
+absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request) {
+  if (request.request_id().size() > 128) {
+    return absl::InvalidArgumentError("request_id: at most 128 bytes");
+  }
+  if (!request.has_spec()) return absl::InvalidArgumentError("spec: required");
+  if (!dispatching_) return absl::UnavailableError("the router is shutting down");
+  absl::StatusOr<std::vector<rein::v1::ToolSpec>> tools = KnownTools();
+  if (!tools.ok()) return tools.status();
+  absl::StatusOr<rein::v1::RunSpec> spec = StageRouter::NormalizeSpec(request.spec(), *tools);
+  if (!spec.ok()) return spec.status();
+  Run run;
+  Transition t = router_.NewRun(NewRunId(), request.request_id(), *spec, clock_->Now(), &run);
+  absl::StatusOr<CreateResult> created = store_->CreateRun(run, std::move(t.events));
+  if (!created.ok()) return created.status();
+  if (!created->created) return created->run;  // the same request_id: the first run
+  Metrics::Global().Add("rein_router_runs_started_total", 1);
+  LogInfo("run started", {{"run_id", run.run_id()}, {"request_id", run.request_id()}});
+  Track(created->run);
+  Advance(Find(run.run_id()));
+  return created->run;
+}
+
+absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id) {
+  if (run_id.empty()) return absl::InvalidArgumentError("run_id: required");
+  if (std::shared_ptr<Entry> entry = Find(run_id)) {
+    absl::MutexLock lock(&entry->mu);
+    return entry->run;
+  }
+  absl::StatusOr<Run> run = store_->GetRun(run_id);
+  if (!run.ok() && absl::IsNotFound(run.status())) {
+    return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
+  }
+  return run;
+}
+
+absl::StatusOr<RunPage> RunEngine::ListRuns(const rein::v1::ListRunsRequest& request) {
+  if (!rein::v1::Stage_IsValid(request.stage())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stage: unknown stage ", static_cast<int>(request.stage())));
+  }
+  if (!rein::v1::TerminationReason_IsValid(request.outcome())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("outcome: unknown termination reason ", static_cast<int>(request.outcome())));
+  }
+  if (request.page_size() < 0 || request.page_size() > 1000) {
+    return absl::InvalidArgumentError("page_size: must be in [0, 1000] (0 = 50)");
+  }
+  RunFilter filter;
+  filter.stage = request.stage();
+  filter.outcome = request.outcome();
+  absl::StatusOr<RunPage> page =
+      store_->ListRuns(filter, request.page_size() == 0 ? 50 : request.page_size(),
+                       request.page_token());
+  if (!page.ok()) return page;
+  // The store may lag the in-memory view by nothing: every transition is committed first.
+  return page;
+}
+
+absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::string& reason) {
+  if (run_id.empty()) return absl::InvalidArgumentError("run_id: required");
+  if (reason.size() > 4096) return absl::InvalidArgumentError("reason: at most 4096 bytes");
+  std::shared_ptr<Entry> entry = Find(run_id);
+  if (!entry) return GetRun(run_id);  // unknown (NOT_FOUND) or already ended
+  {
+    absl::MutexLock lock(&entry->mu);
+    auto t = router_.OnCancel(entry->run, entry->in_flight, reason, clock_->Now());
+    if (t.has_value()) {
+      absl::Status status = CommitLocked(*entry, std::move(*t));
+      if (!status.ok()) return status;
+    }
+    if (entry->in_flight && entry->call) entry->call->Cancel();
+    absl::Time until = absl::Now() + options_.cancel_wait;
+    while (!StageRouter::IsTerminal(entry->run.state().stage())) {
+      if (entry->changed.WaitWithDeadline(&entry->mu, until)) break;
+    }
+  }
+  Advance(entry);
+  return GetRun(run_id);
+}
+
+absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& request) {
+  if (request.run_id().empty()) return absl::InvalidArgumentError("run_id: required");
+  std::shared_ptr<Entry> entry = Find(request.run_id());
+  if (!entry) {
+    absl::StatusOr<Run> run = GetRun(request.run_id());
+    if (!run.ok()) return run.status();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "run ", request.run_id(), " is ", rein::v1::Stage_Name(run->state().stage()),
+        ", not PAUSED"));
+  }
+  Run result;
+  {
+    absl::MutexLock lock(&entry->mu);
+    absl::StatusOr<Transition> t = router_.OnReview(entry->run, request.review(),
+                                                    request.expected_version(), clock_->Now());
+    if (!t.ok()) return t.status();
+    absl::Status status = CommitLocked(*entry, std::move(*t));
+    if (!status.ok()) return status;
+    entry->failed_attempts = 0;
+    entry->not_before = absl::InfinitePast();
+    result = entry->run;
+  }
+  Advance(entry);
+  return result;
+}
+
+absl::StatusOr<std::vector<Snapshot>> RunEngine::ListSnapshots(const std::string& run_id) {
+  if (run_id.empty()) return absl::InvalidArgumentError("run_id: required");
+  absl::StatusOr<std::vector<Snapshot>> snapshots = store_->ListSnapshots(run_id);
+  if (!snapshots.ok() && absl::IsNotFound(snapshots.status())) {
+    return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
+  }
+  return snapshots;
+}
+
+absl::StatusOr<std::vector<RunEvent>> RunEngine::WaitEvents(const std::string& run_id,
+                                                            int64_t after_seq,
+                                                            absl::Duration max_wait, bool* ended) {
+  *ended = false;
+  if (run_id.empty()) return absl::InvalidArgumentError("run_id: required");
+  if (after_seq < 0) return absl::InvalidArgumentError("after_seq: must be >= 0");
+  absl::Time until = absl::Now() + max_wait;
+  while (true) {
+    int64_t seen;
+    {
+      absl::MutexLock lock(&events_mu_);
+      seen = commits_;
+    }
+    absl::StatusOr<std::vector<RunEvent>> events = store_->ReadEvents(run_id, after_seq, 256);
+    if (!events.ok()) {
+      if (absl::IsNotFound(events.status())) {
+        return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
+      }
+      return events.status();
+    }
+    if (!events->empty()) return events;
+    if (!Find(run_id)) {
+      // Not in memory: ended (or unknown, which ReadEvents reported). Nothing more will come.
+      absl::StatusOr<Run> run = GetRun(run_id);
+      if (run.ok() && StageRouter::IsTerminal(run->state().stage())) {
+        *ended = true;
+        return events;
+      }
+    }
+    absl::MutexLock lock(&events_mu_);
+    auto changed = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(events_mu_) {
+      return commits_ != seen;
+    };
+    if (!events_mu_.AwaitWithDeadline(absl::Condition(&changed), until)) return events;
+  }
+}
+
+int RunEngine::active_runs() {
+  absl::MutexLock lock(&runs_mu_);
+  return static_cast<int>(runs_.size());
+}
+
+int RunEngine::calls_in_flight() { return in_flight_.load(); }
+
+}  // namespace rein
