@@ -1,6 +1,7 @@
 // Runs one parsed reinctl command against a Router stub and maps the outcome to an exit code.
 #include "cli/command_runner.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -212,6 +213,7 @@ int CommandRunner::Watch(const std::string& run_id, int64_t after_seq, int64_t m
     draw_progress();
   }
 
+  int64_t last_seq = after_seq;
   bool ended = false;   // a finished event arrived
   bool waiting = false; // the run is PAUSED with nothing after the last event
   int rpc_failure = 0;
@@ -220,6 +222,7 @@ int CommandRunner::Watch(const std::string& run_id, int64_t after_seq, int64_t m
     {
       absl::MutexLock lock(&mu);
       any_event = true;
+      last_seq = std::max(last_seq, event.seq());
       if (event.version() < min_version) continue;
       clear_progress();
       out_ << (json ? JsonLine(event) : EventLine(event)) << "\n" << std::flush;
@@ -262,7 +265,10 @@ int CommandRunner::Watch(const std::string& run_id, int64_t after_seq, int64_t m
   if (rpc_failure != 0) return rpc_failure;
 
   if (!ended && !waiting && !idle_cancelled && !finish.ok()) {
-    return RpcError("WatchRun", finish);
+    int code = RpcError("WatchRun", finish);
+    err_ << "reinctl: watch again with: reinctl" << router_flag_ << " watch " << run_id
+         << " --after_seq=" << last_seq << "\n";
+    return code;
   }
   if (!waiting) {
     // The final report (or a run that waits although its stream ended) needs the state.
@@ -274,7 +280,7 @@ int CommandRunner::Watch(const std::string& run_id, int64_t after_seq, int64_t m
   }
   err_ << "reinctl: WatchRun: the stream ended while the run is "
        << v1::Stage_Name(run.state().stage()) << "; watch again with: reinctl" << router_flag_
-       << " watch " << run_id << "\n";
+       << " watch " << run_id << " --after_seq=" << last_seq << "\n";
   return kExitRpcError;
 }
 

@@ -344,6 +344,14 @@ TEST_F(CommandRunnerTest, EarlierPauseInTheLogDoesNotStopTheWatch) {
   EXPECT_THAT(out_.str(), HasSubstr("#2 resumed approve -> DECIDING\n#3 finished"));
 }
 
+TEST_F(CommandRunnerTest, WatchStreamEndingMidRunExitsFourWithResumeHint) {
+  AddRun(R"(run_id: "run-1" state { stage: DECIDING version: 3 })",
+         {R"(seq: 4 version: 3 stage_changed { from: PLANNING to: DECIDING })"});
+  EXPECT_EQ(Run({"watch", "run-1", "--after_seq=3"}), kExitRpcError);
+  EXPECT_THAT(err_.str(), HasSubstr("the stream ended while the run is DECIDING; watch again "
+                                    "with: reinctl watch run-1 --after_seq=4\n"));
+}
+
 TEST_F(CommandRunnerTest, WatchToFailedExitsOne) {
   AddRun(R"(run_id: "run-1" state { stage: FAILED iteration: 50
               outcome { status: FAILED reason: MAX_ITERATIONS message: "50 iterations" } })",
