@@ -39,7 +39,7 @@ const char* TypeName(const json& v) {
 
 // A short rendering of `v` for messages: scalars as JSON (bounded), containers by type.
 std::string Got(const json& v) {
-  if (v.is_object() || v.is_array()) return absl::StrCat("got ", TypeName(v));
+  if (v.is_object() || v.is_array() || v.is_null()) return absl::StrCat("got ", TypeName(v));
   std::string text = v.dump(-1, ' ', /*ensure_ascii=*/true, json::error_handler_t::replace);
   if (text.size() > 64) text = absl::StrCat(text.substr(0, 64), "...");
   return absl::StrCat("got ", TypeName(v), " ", text);
