@@ -306,7 +306,10 @@ std::optional<std::string> FindString(const json& value, absl::string_view needl
 
 std::string Substitute(absl::string_view text, const Facts& facts) {
   return absl::StrReplaceAll(
-      text, {{"${iteration}", absl::StrCat(facts.iteration)}, {"${subtask}", facts.subtask}});
+      text, {{"${iteration}", absl::StrCat(facts.iteration)},
+             {"${subtask}", facts.subtask},
+             {"${observation}",
+              facts.observations.empty() ? absl::string_view() : facts.observations[0]}});
 }
 
 void SubstituteStrings(json* value, const Facts& facts) {
