@@ -48,7 +48,7 @@ ToolResult FileInfoTool::Execute(const ToolContext& context, const nlohmann::jso
   info["type"] = FileTypeName(st.st_mode);
   info["size"] = static_cast<int64_t>(st.st_size);
   info["mode"] = absl::StrFormat("%04o", st.st_mode & 07777);
-  info["mtime"] = absl::FormatTime(absl::RFC3339_sec, absl::TimeFromTimespec(st.st_mtim),
+  info["mtime"] = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::TimeFromTimespec(st.st_mtim),
                                    absl::UTCTimeZone());
   info["nlink"] = static_cast<uint64_t>(st.st_nlink);
 
