@@ -1,0 +1,6 @@
+"""HTTP entry point."""
+from src import config
+
+
+def handler(event):
+    return {"region": config.AWS_REGION, "ok": True}
