@@ -97,6 +97,7 @@ grpc::Status ExecutorService::Execute(grpc::ServerContext* context,
   const std::string message = result.ok() ? result->error_message
                                           : std::string(result.status().message());
   LogInfo("execute", {{"run_id", ForLog(call.run_id)},
+                      {"rpc_status", result.ok() ? "OK" : code},
                       {"call_id", ForLog(call.call_id)},
                       {"tool", ForLog(call.tool)},
                       {"workspace", ForLog(call.workspace)},

@@ -1,0 +1,199 @@
+// Tests of ToolExecutor: request checks, argument validation, workspaces and limits.
+#include "executor_service/tool_executor.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "executor_service/testing/temp_workspace.h"
+#include "gtest/gtest.h"
+
+namespace rein {
+namespace {
+
+using ::rein::testing::TempWorkspace;
+
+class ToolExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    temp_.WriteFile("three.txt", "one\ntwo\nthree\n");
+    ExecutorOptions options;
+    options.workspace_root = temp_.root();
+    options.executor_id = "exec-1";
+    auto executor = ToolExecutor::Create(options);
+    ASSERT_TRUE(executor.ok()) << executor.status();
+    executor_ = *std::move(executor);
+  }
+
+  ExecuteCall Call(const std::string& tool, const std::string& args) {
+    ExecuteCall call;
+    call.call_id = "run-1-1";
+    call.run_id = "run-1";
+    call.workspace = TempWorkspace::kName;
+    call.tool = tool;
+    call.args_json = args;
+    return call;
+  }
+
+  // Runs a read_file call whose arguments must be refused.
+  ToolResult Refused(const std::string& args) {
+    absl::StatusOr<ToolResult> result = executor_->Execute(Call("read_file", args));
+    EXPECT_TRUE(result.ok()) << result.status();
+    if (!result.ok()) return ToolResult::Failure(result.status());
+    EXPECT_FALSE(result->ok) << args;
+    EXPECT_EQ(result->error_code, "INVALID_ARGUMENT") << args;
+    EXPECT_EQ(result->output, "");
+    return *result;
+  }
+
+  TempWorkspace temp_;
+  std::unique_ptr<ToolExecutor> executor_;
+};
+
+TEST_F(ToolExecutorTest, CreateWithMissingRootFails) {
+  ExecutorOptions options;
+  options.workspace_root = temp_.root() + "/missing";
+  EXPECT_EQ(ToolExecutor::Create(options).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ToolExecutorTest, ListToolsReturnsTheReadOnlyToolsSorted) {
+  std::vector<ToolSpec> tools = executor_->ListTools();
+  ASSERT_EQ(tools.size(), 4u);
+  EXPECT_EQ(tools[0].name, "file_info");
+  EXPECT_EQ(tools[1].name, "list_files");
+  EXPECT_EQ(tools[2].name, "read_file");
+  EXPECT_EQ(tools[3].name, "search_text");
+  for (const ToolSpec& spec : tools) {
+    EXPECT_FALSE(spec.mutating) << spec.name;
+    EXPECT_EQ(spec.input_schema["type"], "object") << spec.name;
+    EXPECT_EQ(spec.input_schema["additionalProperties"], false) << spec.name;
+    EXPECT_GT(spec.default_timeout, absl::ZeroDuration());
+  }
+  EXPECT_EQ(executor_->SandboxDescription(), "none: read-only tools only");
+}
+
+TEST_F(ToolExecutorTest, SuccessfulCallReturnsOutput) {
+  absl::StatusOr<ToolResult> result = executor_->Execute(Call("read_file", R"({"path": "three.txt", "limit": 1})"));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->ok);
+  EXPECT_EQ(result->output, "1: one\n[more lines after line 1; continue with offset=1]\n");
+}
+
+TEST_F(ToolExecutorTest, BadRequestsAreInvalidArgumentNamingTheField) {
+  struct Case {
+    std::function<void(ExecuteCall*)> edit;
+    std::string message_prefix;
+  };
+  const std::vector<Case> cases = {
+      {[](ExecuteCall* c) { c->call_id = ""; }, "call_id: must not be empty"},
+      {[](ExecuteCall* c) { c->call_id = std::string(300, 'x'); }, "call_id: must be at most"},
+      {[](ExecuteCall* c) { c->run_id = std::string(300, 'x'); }, "run_id: must be at most"},
+      {[](ExecuteCall* c) { c->tool = ""; }, "tool: must not be empty"},
+      {[](ExecuteCall* c) { c->tool = "rm_rf"; },
+       "tool: unknown tool \"rm_rf\" (available: file_info, list_files, read_file, search_text)"},
+      {[](ExecuteCall* c) { c->workspace = ""; }, "workspace: must not be empty"},
+      {[](ExecuteCall* c) { c->workspace = "../ws"; }, "workspace: must be a single name"},
+      {[](ExecuteCall* c) { c->workspace = ".."; }, "workspace: must not be"},
+      {[](ExecuteCall* c) { c->workspace = std::string(256, 'w'); }, "workspace: must be at most"},
+      {[](ExecuteCall* c) { c->workspace = std::string("w\0s", 3); }, "workspace: must not contain"},
+      {[](ExecuteCall* c) { c->timeout = absl::Seconds(-1); }, "limits.timeout: must not be negative"},
+      {[](ExecuteCall* c) { c->max_output_bytes = -5; },
+       "limits.max_output_bytes: must not be negative"},
+  };
+  for (const Case& c : cases) {
+    ExecuteCall call = Call("read_file", R"({"path": "three.txt"})");
+    c.edit(&call);
+    absl::StatusOr<ToolResult> result = executor_->Execute(call);
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument) << c.message_prefix;
+    EXPECT_EQ(result.status().message().rfind(c.message_prefix, 0), 0u) << result.status();
+  }
+}
+
+TEST_F(ToolExecutorTest, ArgsThatAreNotJsonAreRefused) {
+  EXPECT_EQ(Refused("{path: 1}").error_message.rfind("args_json: not valid JSON", 0), 0u);
+  EXPECT_EQ(Refused("\xff\xfe").error_message.rfind("args_json: not valid JSON", 0), 0u);
+}
+
+TEST_F(ToolExecutorTest, ArgsThatAreNotAnObjectAreRefused) {
+  EXPECT_EQ(Refused(R"(["three.txt"])").error_message, "args: must be a JSON object, got array");
+  EXPECT_EQ(Refused("42").error_message, "args: must be a JSON object, got integer 42");
+}
+
+TEST_F(ToolExecutorTest, UnknownFieldIsRefused) {
+  EXPECT_EQ(Refused(R"({"path": "three.txt", "lines": 3})").error_message,
+            "args.lines: unknown field (allowed: limit, offset, path)");
+}
+
+TEST_F(ToolExecutorTest, MissingRequiredFieldIsRefused) {
+  EXPECT_EQ(Refused("{}").error_message, "args.path: is required");
+  EXPECT_EQ(Refused("").error_message, "args.path: is required");  // empty args_json = {}
+}
+
+TEST_F(ToolExecutorTest, WrongTypesAreRefused) {
+  EXPECT_EQ(Refused(R"({"path": 7})").error_message,
+            "args.path: must be a string of 1 to 4096 characters, got integer 7");
+  EXPECT_EQ(Refused(R"({"path": "three.txt", "limit": "10"})").error_message,
+            "args.limit: must be an integer between 1 and 20000, got string \"10\"");
+  EXPECT_EQ(Refused(R"({"path": "three.txt", "offset": true})").error_message,
+            "args.offset: must be an integer between 0 and 1000000000, got boolean true");
+}
+
+TEST_F(ToolExecutorTest, OutOfRangeNumbersAreRefused) {
+  EXPECT_EQ(Refused(R"({"path": "three.txt", "offset": -1})").error_message,
+            "args.offset: must be an integer between 0 and 1000000000, got integer -1");
+  EXPECT_EQ(Refused(R"({"path": "three.txt", "limit": 1000000000000})").error_message,
+            "args.limit: must be an integer between 1 and 20000, got integer 1000000000000");
+  EXPECT_EQ(Refused(R"({"path": "three.txt", "limit": 0})").error_message,
+            "args.limit: must be an integer between 1 and 20000, got integer 0");
+}
+
+TEST_F(ToolExecutorTest, ArgumentsAreCheckedBeforeTheWorkspaceIsOpened) {
+  ExecuteCall call = Call("read_file", R"({"bogus": 1})");
+  call.workspace = "no_such_workspace";
+  absl::StatusOr<ToolResult> result = executor_->Execute(call);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->error_code, "INVALID_ARGUMENT");
+}
+
+TEST_F(ToolExecutorTest, MissingWorkspaceIsNotFoundToolError) {
+  ExecuteCall call = Call("read_file", R"({"path": "three.txt"})");
+  call.workspace = "no_such_workspace";
+  absl::StatusOr<ToolResult> result = executor_->Execute(call);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_FALSE(result->ok);
+  EXPECT_EQ(result->error_code, "NOT_FOUND");
+  EXPECT_EQ(result->error_message,
+            "workspace \"no_such_workspace\" does not exist or is not a directory");
+}
+
+TEST_F(ToolExecutorTest, DefaultOutputCapIsOneMebibyteAndTheHardCapEight) {
+  // 20,000 lines of 600 bytes: about 12 MB of output.
+  std::string text;
+  for (int i = 0; i < 20000; ++i) absl::StrAppend(&text, std::string(599, 'x'), "\n");
+  temp_.WriteFile("big.txt", text);
+  ExecuteCall call = Call("read_file", R"({"path": "big.txt", "limit": 20000})");
+  absl::StatusOr<ToolResult> result = executor_->Execute(call);
+  ASSERT_TRUE(result.ok());
+  EXPECT_TRUE(result->truncated);
+  const size_t marker = result->output.find("\n[output truncated: ");
+  EXPECT_EQ(marker, size_t{1} << 20);
+
+  call.max_output_bytes = int64_t{100} << 20;  // asks for 100 MiB, gets 8 MiB
+  result = executor_->Execute(call);
+  ASSERT_TRUE(result.ok());
+  EXPECT_TRUE(result->truncated);
+  EXPECT_EQ(result->output.find("\n[output truncated: "), size_t{8} << 20);
+}
+
+TEST_F(ToolExecutorTest, CallerDeadlineIsPassedOn) {
+  ExecuteCall call = Call("list_files", R"({"recursive": true})");
+  call.deadline = absl::InfinitePast();
+  absl::StatusOr<ToolResult> result = executor_->Execute(call);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result->error_code, "TIMEOUT");
+  EXPECT_TRUE(result->timed_out);
+}
+
+}  // namespace
+}  // namespace rein
