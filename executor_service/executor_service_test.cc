@@ -87,6 +87,14 @@ TEST_F(ExecutorServiceTest, ExecuteReturnsOutputDurationAndExecutorId) {
   EXPECT_GE(response.duration().nanos(), 0);
 }
 
+TEST_F(ExecutorServiceTest, CallWithoutDeadlineRunsUnderTheToolTimeout) {
+  grpc::ClientContext context;  // no deadline: the server sees an infinite one
+  rein::v1::ExecuteResponse response;
+  ASSERT_TRUE(stub_->Execute(&context, Request("list_files", ""), &response).ok());
+  EXPECT_TRUE(response.ok()) << response.error().message();
+  EXPECT_EQ(response.output(), "hello.txt\tfile\t12\n");
+}
+
 TEST_F(ExecutorServiceTest, ToolFailureIsAnOkReplyWithError) {
   rein::v1::ExecuteResponse response;
   ASSERT_TRUE(Execute(Request("read_file", R"({"path": "/etc/passwd"})"), &response).ok());

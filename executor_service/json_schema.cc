@@ -262,7 +262,7 @@ absl::StatusOr<nlohmann::json> ParseUntrustedJson(absl::string_view text,
         return absl::InvalidArgumentError(
             absl::StrCat(field, ": nested deeper than ", kMaxArgsJsonDepth, " levels"));
       }
-    } else if (c == ']' || c == '}') {
+    } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
     }
   }
