@@ -1,0 +1,231 @@
+// Test helper: the three real rein binaries started as processes on loopback TCP.
+#include "tests/cluster.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace rein::testing {
+
+Process::Process(std::string name, std::vector<std::string> argv, std::string log_path)
+    : name_(std::move(name)), argv_(std::move(argv)), log_path_(std::move(log_path)) {}
+
+Process::~Process() {
+  if (pid_ > 0) {
+    Kill(SIGKILL);
+    Wait(absl::Seconds(5));
+  }
+}
+
+bool Process::Start() {
+  pid_ = fork();
+  if (pid_ < 0) return false;
+  if (pid_ == 0) {
+    int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    std::vector<char*> args;
+    for (auto& a : argv_) args.push_back(a.data());
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return true;
+}
+
+void Process::Kill(int signal) {
+  if (pid_ > 0) kill(pid_, signal);
+}
+
+int Process::Wait(absl::Duration timeout) {
+  if (pid_ <= 0) return 0;
+  absl::Time until = absl::Now() + timeout;
+  while (true) {
+    int status = 0;
+    pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      pid_ = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    if (absl::Now() > until) return -1;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+}
+
+std::string RunfilePath(const std::string& relative) {
+  const char* srcdir = getenv("TEST_SRCDIR");
+  const char* workspace = getenv("TEST_WORKSPACE");
+  if (srcdir == nullptr) return relative;
+  return absl::StrCat(srcdir, "/", workspace ? workspace : "rein", "/", relative);
+}
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+Cluster::Cluster(Options options) : options_(std::move(options)) {
+  if (options_.workspace_root.empty()) options_.workspace_root = options_.dir + "/workspaces";
+  mkdir(options_.workspace_root.c_str(), 0755);
+  router_port_ = FreePort();
+  planner_port_ = FreePort();
+  executor_port_ = FreePort();
+}
+
+Cluster::~Cluster() {
+  for (auto* p : {&router_, &planner_, &executor_}) {
+    if (*p) {
+      (*p)->Kill(SIGTERM);
+      if ((*p)->Wait(absl::Seconds(10)) < 0) (*p)->Kill(SIGKILL);
+    }
+  }
+}
+
+bool Cluster::WaitServing(const std::string& target, absl::Duration timeout) {
+  absl::Time until = absl::Now() + timeout;
+  auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  while (absl::Now() < until) {
+    Process probe("health", {RunfilePath("common/rein-health"), target},
+                  options_.dir + "/health.log");
+    probe.Start();
+    if (probe.Wait(absl::Seconds(5)) == 0) return true;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return false;
+}
+
+bool Cluster::StartRouter() {
+  router_ = std::make_unique<Process>(
+      "router",
+      std::vector<std::string>{RunfilePath("router_service/rein-router"),
+                               absl::StrCat("--listen=", router_target()),
+                               absl::StrCat("--store=sqlite:", options_.dir, "/rein.db"),
+                               absl::StrCat("--planner_target=", planner_target()),
+                               absl::StrCat("--executor_target=", executor_target())},
+      options_.dir + "/router.log");
+  if (!router_->Start()) return false;
+  if (!WaitServing(router_target(), absl::Seconds(20))) return false;
+  stub_ = rein::v1::Router::NewStub(
+      grpc::CreateChannel(router_target(), grpc::InsecureChannelCredentials()));
+  return true;
+}
+
+void Cluster::KillRouter(int signal) {
+  router_->Kill(signal);
+  router_->Wait(absl::Seconds(20));
+}
+
+bool Cluster::Start() {
+  std::string script = options_.dir + "/script.json";
+  std::ofstream(script) << options_.script_json;
+  std::vector<std::string> exec_argv = {RunfilePath("executor_service/rein-executor"),
+                                        absl::StrCat("--listen=", executor_target()),
+                                        absl::StrCat("--workspace_root=", options_.workspace_root)};
+  for (const auto& flag : options_.executor_flags) exec_argv.push_back(flag);
+  executor_ = std::make_unique<Process>("executor", exec_argv, options_.dir + "/executor.log");
+  planner_ = std::make_unique<Process>(
+      "planner",
+      std::vector<std::string>{RunfilePath("planner_service/rein-planner"),
+                               absl::StrCat("--listen=", planner_target()), "--backend=scripted",
+                               absl::StrCat("--script=", script)},
+      options_.dir + "/planner.log");
+  if (!executor_->Start() || !planner_->Start()) return false;
+  if (!WaitServing(executor_target(), absl::Seconds(20))) return false;
+  if (!WaitServing(planner_target(), absl::Seconds(20))) return false;
+  return StartRouter();
+}
+
+absl::StatusOr<rein::v1::Run> Cluster::StartRun(const rein::v1::RunSpec& spec,
+                                                const std::string& request_id) {
+  rein::v1::StartRunRequest request;
+  *request.mutable_spec() = spec;
+  request.set_request_id(request_id);
+  rein::v1::Run run;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  grpc::Status status = stub_->StartRun(&context, request, &run);
+  if (!status.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                        status.error_message());
+  }
+  return run;
+}
+
+absl::StatusOr<rein::v1::Run> Cluster::GetRun(const std::string& run_id) {
+  rein::v1::GetRunRequest request;
+  request.set_run_id(run_id);
+  rein::v1::Run run;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Status status = stub_->GetRun(&context, request, &run);
+  if (!status.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                        status.error_message());
+  }
+  return run;
+}
+
+grpc::Status Cluster::Watch(const std::string& run_id, int64_t after_seq, absl::Duration timeout,
+                            std::vector<rein::v1::RunEvent>* events) {
+  rein::v1::WatchRunRequest request;
+  request.set_run_id(run_id);
+  request.set_after_seq(after_seq);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  auto reader = stub_->WatchRun(&context, request);
+  rein::v1::RunEvent event;
+  while (reader->Read(&event)) events->push_back(event);
+  return reader->Finish();
+}
+
+absl::StatusOr<rein::v1::Run> Cluster::WaitForStage(const std::string& run_id,
+                                                    rein::v1::Stage stage,
+                                                    absl::Duration timeout) {
+  absl::Time until = absl::Now() + timeout;
+  while (true) {
+    absl::StatusOr<rein::v1::Run> run = GetRun(run_id);
+    if (!run.ok()) return run;
+    rein::v1::Stage s = run->state().stage();
+    if (s == stage || s == rein::v1::FINISHED || s == rein::v1::FAILED ||
+        s == rein::v1::CANCELLED || absl::Now() > until) {
+      return run;
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
+std::string Cluster::Logs() {
+  std::string out;
+  for (const char* name : {"router", "planner", "executor"}) {
+    std::ifstream in(options_.dir + "/" + name + ".log");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    if (text.size() > 4000) text = text.substr(text.size() - 4000);
+    absl::StrAppend(&out, "--- ", name, " ---\n", text, "\n");
+  }
+  return out;
+}
+
+}  // namespace rein::testing

@@ -1,0 +1,89 @@
+// Test helper: the three real rein binaries started as processes on loopback TCP.
+#ifndef REIN_TESTS_CLUSTER_H_
+#define REIN_TESTS_CLUSTER_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "rein/v1/router.grpc.pb.h"
+
+namespace rein::testing {
+
+// One child process with its output in a log file.
+class Process {
+ public:
+  Process(std::string name, std::vector<std::string> argv, std::string log_path);
+  ~Process();
+  bool Start();
+  void Kill(int signal);
+  // Waits for exit; returns the exit status (or -1 when still running after `timeout`).
+  int Wait(absl::Duration timeout);
+  bool running() const { return pid_ > 0; }
+  const std::string& log_path() const { return log_path_; }
+
+ private:
+  std::string name_;
+  std::vector<std::string> argv_;
+  std::string log_path_;
+  pid_t pid_ = -1;
+};
+
+// Path of a binary built by Bazel, from the test's runfiles.
+std::string RunfilePath(const std::string& relative);
+
+// A free TCP port on 127.0.0.1.
+int FreePort();
+
+// The router, planner and executor, each on its own port, with a SQLite store and a
+// workspace root under `dir`.
+class Cluster {
+ public:
+  struct Options {
+    std::string dir;            // scratch directory (store, logs, workspaces)
+    std::string script_json;    // the scripted planner's script
+    std::string workspace_root; // empty = dir + "/workspaces"
+    std::vector<std::string> executor_flags = {"--sandbox=none", "--allow_unsandboxed"};
+  };
+  explicit Cluster(Options options);
+  ~Cluster();
+
+  // Starts all three and waits until each answers grpc.health.v1 with SERVING.
+  bool Start();
+  bool StartRouter();
+  void KillRouter(int signal);
+  bool WaitServing(const std::string& target, absl::Duration timeout);
+
+  rein::v1::Router::Stub* router() { return stub_.get(); }
+  std::string router_target() const { return "127.0.0.1:" + std::to_string(router_port_); }
+  std::string planner_target() const { return "127.0.0.1:" + std::to_string(planner_port_); }
+  std::string executor_target() const { return "127.0.0.1:" + std::to_string(executor_port_); }
+  const Options& options() const { return options_; }
+
+  // Starts a run and returns it (or the RPC's error).
+  absl::StatusOr<rein::v1::Run> StartRun(const rein::v1::RunSpec& spec,
+                                         const std::string& request_id = "");
+  // Follows WatchRun from `after_seq` until the stream ends or `timeout`; appends events.
+  grpc::Status Watch(const std::string& run_id, int64_t after_seq, absl::Duration timeout,
+                     std::vector<rein::v1::RunEvent>* events);
+  // Polls GetRun until the run's stage is `stage` or a terminal stage.
+  absl::StatusOr<rein::v1::Run> WaitForStage(const std::string& run_id, rein::v1::Stage stage,
+                                             absl::Duration timeout);
+  absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id);
+  std::string Logs();
+
+ private:
+  Options options_;
+  int router_port_ = 0, planner_port_ = 0, executor_port_ = 0;
+  std::unique_ptr<Process> router_, planner_, executor_;
+  std::unique_ptr<rein::v1::Router::Stub> stub_;
+};
+
+}  // namespace rein::testing
+
+#endif  // REIN_TESTS_CLUSTER_H_
