@@ -314,11 +314,14 @@ std::string FinalReport(const v1::Run& run) {
   } else {
     absl::StrAppend(&out, "completed subtasks:\n");
     for (const v1::SubTask& subtask : state.completed_subtasks()) {
+      // The whole summary, one indented line per line: it is the run's result.
+      const std::string& text = subtask.summary().empty() ? subtask.description() : subtask.summary();
+      std::vector<std::string> lines = absl::StrSplit(text, '\n');
       absl::StrAppend(&out, "  [", v1::SubTask::Status_Name(subtask.status()), "] ",
-                      OneLine(subtask.id(), 40), ": ",
-                      OneLine(subtask.summary().empty() ? subtask.description() : subtask.summary(),
-                              kLineBytes),
-                      "\n");
+                      OneLine(subtask.id(), 40), ": ", OneLine(lines[0], kLineBytes), "\n");
+      for (size_t i = 1; i < lines.size() && i <= 200; ++i) {
+        if (!lines[i].empty()) absl::StrAppend(&out, "      ", OneLine(lines[i], kLineBytes), "\n");
+      }
     }
   }
   if (state.subtasks_size() > 0) {
