@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <linux/openat2.h>
 #include <string.h>
 #include <unistd.h>
@@ -70,6 +71,7 @@ bool Walk(int dir_fd, const std::string& prefix, int depth, const WalkOptions& o
     entry.parent_fd = dir_fd;
     entry.name = name;
     entry.path = JoinDisplayPath(prefix, name);
+    if (IsExcluded(options.exclude, name, entry.path)) continue;
     entry.depth = depth;
     if (fstatat(dir_fd, name.c_str(), &entry.st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone
     if (visit(entry) == WalkAction::kStop) return false;
@@ -92,6 +94,54 @@ bool Walk(int dir_fd, const std::string& prefix, int depth, const WalkOptions& o
 }
 
 }  // namespace
+
+nlohmann::json ExcludeArgumentSchema() {
+  return {{"type", "array"},
+          {"maxItems", kMaxExcludePatterns},
+          {"items", {{"type", "string"}, {"minLength", 1}, {"maxLength", kMaxExcludePatternBytes}}},
+          {"description",
+           "Glob patterns (fnmatch) of entries to skip, matched against the base name and the "
+           "workspace-relative path; a matching directory is not entered. Example: "
+           "[\"node_modules\", \"*_test.*\"]"}};
+}
+
+absl::StatusOr<std::vector<std::string>> ExcludePatterns(const nlohmann::json& args) {
+  std::vector<std::string> patterns;
+  if (!args.contains("exclude")) return patterns;
+  const nlohmann::json& list = args["exclude"];
+  if (!list.is_array() || list.size() > kMaxExcludePatterns) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "args.exclude: must be an array of at most ", kMaxExcludePatterns, " glob patterns"));
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat("args.exclude[", i, "]: must be a string"));
+    }
+    std::string pattern = list[i].get<std::string>();
+    if (pattern.empty() || pattern.size() > kMaxExcludePatternBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("args.exclude[", i, "]: must be 1 to ",
+                                                     kMaxExcludePatternBytes, " bytes, got ",
+                                                     pattern.size()));
+    }
+    if (pattern.find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("args.exclude[", i, "]: must not contain a NUL byte"));
+    }
+    patterns.push_back(std::move(pattern));
+  }
+  return patterns;
+}
+
+bool IsExcluded(const std::vector<std::string>& patterns, const std::string& name,
+                const std::string& path) {
+  for (const std::string& pattern : patterns) {
+    if (fnmatch(pattern.c_str(), name.c_str(), 0) == 0 ||
+        fnmatch(pattern.c_str(), path.c_str(), 0) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
 
 absl::Status WalkDirectory(int dir_fd, const std::string& prefix, const WalkOptions& options,
                            const std::function<WalkAction(const WalkEntry&)>& visit,

@@ -8,8 +8,11 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include <nlohmann/json.hpp>
 
 namespace rein {
 
@@ -28,7 +31,26 @@ struct WalkOptions {
   bool include_hidden = false;  // entries whose name starts with '.'
   int max_depth = 64;           // directories deeper than this are not entered
   size_t max_names_per_directory = 100000;
+  // Glob patterns (fnmatch, no flags): an entry whose name or display path matches any of
+  // them is neither visited nor, for a directory, entered.
+  std::vector<std::string> exclude;
 };
+
+// Most patterns, and longest pattern in bytes, of a tool's `exclude` argument.
+inline constexpr size_t kMaxExcludePatterns = 64;
+inline constexpr size_t kMaxExcludePatternBytes = 255;
+
+// The JSON schema of the `exclude` argument shared by list_files and search_text.
+nlohmann::json ExcludeArgumentSchema();
+
+// The patterns of args["exclude"] (none when absent). INVALID_ARGUMENT naming
+// args.exclude[i] when a pattern is empty, longer than kMaxExcludePatternBytes bytes or holds a
+// NUL byte.
+absl::StatusOr<std::vector<std::string>> ExcludePatterns(const nlohmann::json& args);
+
+// True when `name` (a base name) or `path` (its display path) matches one of `patterns`.
+bool IsExcluded(const std::vector<std::string>& patterns, const std::string& name,
+                const std::string& path);
 
 struct WalkStats {
   size_t unreadable_directories = 0;  // could not be opened or read; skipped

@@ -50,7 +50,8 @@ ListFilesTool::ListFilesTool() {
         {"include_hidden",
          {{"type", "boolean"},
           {"default", false},
-          {"description", "Include names starting with '.'"}}}}}};
+          {"description", "Include names starting with '.'"}}},
+        {"exclude", ExcludeArgumentSchema()}}}};
   spec_.default_timeout = absl::Seconds(30);
 }
 
@@ -58,6 +59,8 @@ ToolResult ListFilesTool::Execute(const ToolContext& context, const nlohmann::js
   const std::string path = args["path"].get<std::string>();
   const bool recursive = args["recursive"].get<bool>();
   const size_t max_entries = static_cast<size_t>(args["max_entries"].get<int64_t>());
+  absl::StatusOr<std::vector<std::string>> exclude = ExcludePatterns(args);
+  if (!exclude.ok()) return ToolResult::Failure(exclude.status());
   OutputBuffer out(context.max_output_bytes);
 
   absl::StatusOr<UniqueFd> target = context.workspace->Open(path, O_PATH);
@@ -75,6 +78,7 @@ ToolResult ListFilesTool::Execute(const ToolContext& context, const nlohmann::js
   WalkOptions options;
   options.recursive = recursive;
   options.include_hidden = args["include_hidden"].get<bool>();
+  options.exclude = *std::move(exclude);
   std::vector<std::pair<std::string, std::string>> entries;  // path, line
   bool more = false;
   bool timed_out = false;

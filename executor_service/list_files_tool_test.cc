@@ -125,5 +125,23 @@ TEST_F(ListFilesToolTest, ExpiredDeadlineIsTimeout) {
   EXPECT_TRUE(result.timed_out);
 }
 
+TEST_F(ListFilesToolTest, ExcludeSkipsEntriesAndTheirSubtrees) {
+  temp_.WriteFile("node_modules/x/y.js", "y");
+  temp_.WriteFile("sub/c_test.txt", "t");
+  ToolResult result = Run(
+      R"({"recursive": true, "exclude": ["node_modules", "*_test.*", "b.txt", "sub/c.txt"]})");
+  ASSERT_TRUE(result.ok) << result.error_message;
+  EXPECT_EQ(result.output,
+            absl::StrCat("a.txt\tfile\t3\netc\tsymlink\t4\nsibling\tsymlink\t6\n",
+                         DirLine("sub")));
+}
+
+TEST_F(ListFilesToolTest, ExcludeMustBeAnArrayOfNonEmptyPatterns) {
+  ToolResult result = Run(R"({"exclude": ["a", ""]})");
+  EXPECT_EQ(result.error_code, "INVALID_ARGUMENT");
+  EXPECT_EQ(result.error_message.rfind("args.exclude[1]:", 0), 0u) << result.error_message;
+  EXPECT_EQ(Run(R"({"exclude": [1]})").error_code, "INVALID_ARGUMENT");
+}
+
 }  // namespace
 }  // namespace rein

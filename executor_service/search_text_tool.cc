@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "executor_service/dir_walker.h"
@@ -129,7 +131,8 @@ SearchTextTool::SearchTextTool() {
           {"default", 200},
           {"description", "Stop after this many matching lines"}}},
         {"case_insensitive", {{"type", "boolean"}, {"default", false}}},
-        {"include_hidden", {{"type", "boolean"}, {"default", false}}}}}};
+        {"include_hidden", {{"type", "boolean"}, {"default", false}}},
+        {"exclude", ExcludeArgumentSchema()}}}};
   spec_.default_timeout = absl::Seconds(60);
 }
 
@@ -137,6 +140,9 @@ ToolResult SearchTextTool::Execute(const ToolContext& context, const nlohmann::j
   const std::string pattern = args["pattern"].get<std::string>();
   const std::string path = args["path"].get<std::string>();
   const std::string glob = args.contains("glob") ? args["glob"].get<std::string>() : "";
+
+  absl::StatusOr<std::vector<std::string>> exclude = ExcludePatterns(args);
+  if (!exclude.ok()) return ToolResult::Failure(exclude.status());
 
   RE2::Options options;
   options.set_log_errors(false);
@@ -169,6 +175,7 @@ ToolResult SearchTextTool::Execute(const ToolContext& context, const nlohmann::j
     WalkOptions walk;
     walk.recursive = true;
     walk.include_hidden = args["include_hidden"].get<bool>();
+    walk.exclude = *std::move(exclude);
     absl::Status walked = WalkDirectory(
         dir->get(), display, walk,
         [&](const WalkEntry& entry) {

@@ -57,6 +57,46 @@ TEST_F(SearchTextToolTest, GlobFiltersFileNames) {
   EXPECT_EQ(result.output, "a.py:1: def foo():\nsub/c.py:1: x = foo\n");
 }
 
+TEST_F(SearchTextToolTest, ExcludeSkipsMatchingNamesAndPathsAndDoesNotEnterDirectories) {
+  temp_.WriteFile("node_modules/lib.js", "foo\n");
+  temp_.WriteFile("src/tests/t.py", "foo\n");
+  temp_.WriteFile("src/x_test.py", "foo\n");
+  temp_.WriteFile("src/x.test.js", "foo\n");
+  temp_.WriteFile("src/test_x.py", "foo\n");
+  temp_.WriteFile("src/keep.py", "foo\n");
+  temp_.WriteFile("src/gen/out.py", "foo\n");
+  ToolResult result = Run(
+      R"({"pattern": "foo", "exclude": ["node_modules", "tests", "test", "*_test.*", )"
+      R"("*.test.*", "test_*", "src/gen", "a.py"]})");
+  ASSERT_TRUE(result.ok) << result.error_message;
+  EXPECT_EQ(result.output, "b.txt:2: foo baz\nsrc/keep.py:1: foo\nsub/c.py:1: x = foo\n");
+}
+
+TEST_F(SearchTextToolTest, ExcludePathPatternsAreWorkspaceRelativeBelowASubdirectory) {
+  temp_.WriteFile("sub/d.py", "foo\n");
+  ToolResult result = Run(R"({"pattern": "foo", "path": "sub", "exclude": ["sub/c.*"]})");
+  ASSERT_TRUE(result.ok) << result.error_message;
+  EXPECT_EQ(result.output, "sub/d.py:1: foo\n");
+}
+
+TEST_F(SearchTextToolTest, BadExcludeIsInvalidArgumentNamingTheEntry) {
+  EXPECT_EQ(Run(R"({"pattern": "x", "exclude": [""]})").error_message.rfind(
+                "args.exclude[0]:", 0),
+            0u);
+  EXPECT_EQ(Run(R"({"pattern": "x", "exclude": "tests"})").error_code, "INVALID_ARGUMENT");
+  std::string many = "[";
+  for (int i = 0; i < 65; ++i) absl::StrAppend(&many, i > 0 ? "," : "", "\"p\"");
+  many += "]";
+  EXPECT_EQ(Run(absl::StrCat(R"({"pattern": "x", "exclude": )", many, "}")).error_code,
+            "INVALID_ARGUMENT");
+  // 255 code points but more than 255 bytes.
+  std::string wide;
+  for (int i = 0; i < 200; ++i) wide += "\u00e9";
+  ToolResult result = Run(absl::StrCat(R"({"pattern": "x", "exclude": ["ok", ")", wide, R"("]})"));
+  EXPECT_EQ(result.error_code, "INVALID_ARGUMENT");
+  EXPECT_EQ(result.error_message, "args.exclude[1]: must be 1 to 255 bytes, got 400");
+}
+
 TEST_F(SearchTextToolTest, PathMayBeASubdirectoryOrAFile) {
   EXPECT_EQ(Run(R"({"pattern": "foo", "path": "sub"})").output, "sub/c.py:1: x = foo\n");
   EXPECT_EQ(Run(R"({"pattern": "ba", "path": "b.txt"})").output,
