@@ -1,0 +1,312 @@
+// Loads the stage prompts and renders bounded views of planner requests into them.
+#include "planner_service/stage_prompts.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+
+namespace rein {
+namespace {
+
+constexpr size_t kMaxPromptFileBytes = 256 * 1024;
+constexpr const char* kStages[] = {"plan", "decide", "evaluate"};
+
+struct StageVariables {
+  std::set<std::string> provided;
+  std::set<std::string> required;
+};
+
+const std::map<std::string, StageVariables>& UserVariables() {
+  static const auto* const vars = new std::map<std::string, StageVariables>{
+      {"plan",
+       {{"goal_text", "tool_list", "done_list", "observation_text", "human_notes",
+         "replan_text", "id_prefix"},
+        {"goal_text"}}},
+      {"decide",
+       {{"goal_text", "subtask_text", "tool_list", "action_lines", "human_notes"},
+        {"goal_text", "subtask_text", "tool_list"}}},
+      {"evaluate",
+       {{"goal_text", "subtask_text", "action_text", "observation_text"},
+        {"goal_text", "subtask_text", "observation_text"}}},
+  };
+  return *vars;
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+absl::StatusOr<std::string> ReadPromptFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot read: ", std::strerror(errno)));
+  }
+  std::string text;
+  char buffer[8192];
+  while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
+    text.append(buffer, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxPromptFileBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": larger than ", kMaxPromptFileBytes, " bytes"));
+    }
+  }
+  return text;
+}
+
+std::string OrNone(std::string text) { return text.empty() ? "(none)" : text; }
+
+std::string SubtaskLine(const rein::v1::SubTask& task, const PromptBounds& b) {
+  return absl::StrCat("[", CapText(task.id(), 128), "] ",
+                      CapText(task.description(), b.description_bytes));
+}
+
+std::string HumanNotes(const google::protobuf::RepeatedPtrField<rein::v1::HumanInput>& inputs,
+                       const PromptBounds& b) {
+  std::vector<std::string> lines;
+  const int n = inputs.size();
+  const int first = n > static_cast<int>(b.human_inputs_shown)
+                        ? n - static_cast<int>(b.human_inputs_shown)
+                        : 0;
+  if (first > 0) lines.push_back(absl::StrCat("(", first, " earlier inputs not shown)"));
+  for (int i = first; i < n; ++i) {
+    const rein::v1::HumanInput& in = inputs[i];
+    std::string line = "- ";
+    if (in.kind() == rein::v1::HumanInput::ANSWER) {
+      absl::StrAppend(&line, "answer to \"", CapText(in.question(), 200), "\": ");
+    } else if (in.kind() == rein::v1::HumanInput::FEEDBACK) {
+      absl::StrAppend(&line, "reviewer feedback: ");
+    }
+    absl::StrAppend(&line, CapText(in.text(), b.human_input_bytes));
+    lines.push_back(std::move(line));
+  }
+  return OrNone(absl::StrJoin(lines, "\n"));
+}
+
+std::string StatusWord(rein::v1::SubTask::Status status) {
+  switch (status) {
+    case rein::v1::SubTask::COMPLETED: return "COMPLETED";
+    case rein::v1::SubTask::FAILED: return "FAILED";
+    case rein::v1::SubTask::IN_PROGRESS: return "IN_PROGRESS";
+    case rein::v1::SubTask::PENDING: return "PENDING";
+    default: return "ENDED";
+  }
+}
+
+std::string DoneList(const rein::v1::PlanRequest& r, const PromptBounds& b) {
+  std::vector<std::string> lines;
+  const int n = r.completed_size();
+  const int first = n > static_cast<int>(b.completed_shown)
+                        ? n - static_cast<int>(b.completed_shown)
+                        : 0;
+  if (first > 0) lines.push_back(absl::StrCat("(", first, " earlier subtasks not shown)"));
+  for (int i = first; i < n; ++i) {
+    const rein::v1::SubTask& task = r.completed(i);
+    lines.push_back(absl::StrCat("- ", SubtaskLine(task, b), " -> ", StatusWord(task.status()),
+                                 ": ", CapText(task.summary(), b.summary_bytes)));
+  }
+  return OrNone(absl::StrJoin(lines, "\n"));
+}
+
+std::string PlanTools(const rein::v1::PlanRequest& r, const PromptBounds& b) {
+  std::vector<std::string> lines;
+  for (const rein::v1::ToolSpec& tool : r.tools()) {
+    lines.push_back(absl::StrCat("- ", CapText(tool.name(), 128),
+                                 tool.mutating() ? " (changes the workspace)" : "", ": ",
+                                 CapText(tool.description(), b.tool_description_bytes)));
+  }
+  return OrNone(absl::StrJoin(lines, "\n"));
+}
+
+std::string DecideTools(const rein::v1::DecideRequest& r, const PromptBounds& b) {
+  std::vector<std::string> lines;
+  for (const rein::v1::ToolSpec& tool : r.tools()) {
+    lines.push_back(absl::StrCat(
+        "- ", CapText(tool.name(), 128), tool.mutating() ? " (changes the workspace)" : "", ": ",
+        CapText(tool.description(), b.tool_description_bytes), "\n  arguments schema: ",
+        CapText(tool.input_schema_json().empty() ? "{}" : tool.input_schema_json(),
+                b.tool_schema_bytes)));
+  }
+  return OrNone(absl::StrJoin(lines, "\n"));
+}
+
+std::string ActionLine(const rein::v1::Action& a, const PromptBounds& b,
+                       size_t observation_bytes) {
+  std::string line = absl::StrCat("tool ", CapText(a.tool(), 128), " with arguments ",
+                                  CapText(a.args_json(), b.action_args_bytes));
+  if (a.ok()) {
+    absl::StrAppend(&line, " -> succeeded");
+  } else {
+    absl::StrAppend(&line, " -> failed: ", CapText(a.error(), b.action_error_bytes));
+  }
+  if (observation_bytes > 0) {
+    absl::StrAppend(&line, "\n  observation: ", CapText(a.observation(), observation_bytes));
+  }
+  return line;
+}
+
+std::string ActionLines(const rein::v1::DecideRequest& r, const PromptBounds& b) {
+  std::vector<std::string> lines;
+  const int n = r.recent_actions_size();
+  const int first =
+      n > static_cast<int>(b.actions_shown) ? n - static_cast<int>(b.actions_shown) : 0;
+  for (int i = first; i < n; ++i) {
+    const rein::v1::Action& a = r.recent_actions(i);
+    lines.push_back(absl::StrCat(i - first + 1, ". (iteration ", a.iteration(), ", subtask ",
+                                 CapText(a.subtask_id(), 64), ") ",
+                                 ActionLine(a, b, b.action_observation_bytes)));
+  }
+  return OrNone(absl::StrJoin(lines, "\n"));
+}
+
+}  // namespace
+
+std::string CapText(absl::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  size_t cut = max_bytes;
+  // Back up to the start of a UTF-8 sequence (never split a character).
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return absl::StrCat(text.substr(0, cut), " …[cut: ", text.size(), " bytes in all]");
+}
+
+absl::StatusOr<std::unique_ptr<StagePrompts>> StagePrompts::FromTexts(
+    const std::map<std::string, std::string>& texts, PromptBounds bounds) {
+  std::map<std::string, PromptTemplate> templates;
+  for (const char* stage : kStages) {
+    for (const char* part : {"system", "user"}) {
+      const std::string file = absl::StrCat(stage, "_", part, ".txt");
+      auto it = texts.find(file);
+      if (it == texts.end()) return absl::NotFoundError(absl::StrCat(file, ": missing"));
+      ASSIGN_OR_RETURN(PromptTemplate t, PromptTemplate::Parse(it->second, file));
+      const bool is_user = std::string(part) == "user";
+      const StageVariables none;
+      const StageVariables& allowed = is_user ? UserVariables().at(stage) : none;
+      for (const std::string& name : t.variables()) {
+        if (allowed.provided.count(name) == 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              file, ": unknown variable \"", name, "\"",
+              is_user ? absl::StrCat(" (the ", stage, " stage provides: ",
+                                     absl::StrJoin(allowed.provided, ", "), ")")
+                      : std::string(" (system prompts take no variables, so they are cached)")));
+        }
+      }
+      for (const std::string& name : allowed.required) {
+        if (t.variables().count(name) == 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(file, ": missing variable \"", name, "\" (required by the ", stage,
+                           " stage)"));
+        }
+      }
+      templates.emplace(file, std::move(t));
+    }
+  }
+  return std::unique_ptr<StagePrompts>(new StagePrompts(bounds, std::move(templates)));
+}
+
+absl::StatusOr<std::unique_ptr<StagePrompts>> StagePrompts::Load(const std::string& dir,
+                                                                 PromptBounds bounds) {
+  if (!IsDirectory(dir)) {
+    return absl::NotFoundError(absl::StrCat(dir, ": no such prompts folder (see --prompts_dir)"));
+  }
+  std::map<std::string, std::string> texts;
+  for (const char* stage : kStages) {
+    for (const char* part : {"system", "user"}) {
+      const std::string file = absl::StrCat(stage, "_", part, ".txt");
+      const std::string path = absl::StrCat(dir, "/", file);
+      ASSIGN_OR_RETURN(std::string text, ReadPromptFile(path));
+      texts.emplace(file, std::move(text));
+    }
+  }
+  absl::StatusOr<std::unique_ptr<StagePrompts>> prompts = FromTexts(texts, bounds);
+  if (!prompts.ok()) {
+    return absl::Status(prompts.status().code(),
+                        absl::StrCat(dir, "/", prompts.status().message()));
+  }
+  return prompts;
+}
+
+absl::StatusOr<RenderedPrompt> StagePrompts::Render(
+    const std::string& stage, const std::map<std::string, std::string>& all) const {
+  const PromptTemplate& system = templates_.at(absl::StrCat(stage, "_system.txt"));
+  const PromptTemplate& user = templates_.at(absl::StrCat(stage, "_user.txt"));
+  std::map<std::string, std::string> values;
+  for (const std::string& name : user.variables()) values[name] = all.at(name);
+  RenderedPrompt out;
+  ASSIGN_OR_RETURN(out.system, system.Render({}));
+  ASSIGN_OR_RETURN(out.user, user.Render(values));
+  return out;
+}
+
+absl::StatusOr<RenderedPrompt> StagePrompts::RenderPlan(const rein::v1::PlanRequest& r) const {
+  const PromptBounds& b = bounds_;
+  return Render("plan",
+                {{"goal_text", r.goal()},
+                 {"tool_list", PlanTools(r, b)},
+                 {"done_list", DoneList(r, b)},
+                 {"observation_text",
+                  OrNone(CapText(r.latest_observation(), b.plan_observation_bytes))},
+                 {"human_notes", HumanNotes(r.human_inputs(), b)},
+                 {"replan_text", OrNone(CapText(r.replan_reason(), b.replan_reason_bytes))},
+                 {"id_prefix", absl::StrCat("p", r.iteration(), "-")}});
+}
+
+absl::StatusOr<RenderedPrompt> StagePrompts::RenderDecide(
+    const rein::v1::DecideRequest& r) const {
+  const PromptBounds& b = bounds_;
+  return Render("decide", {{"goal_text", r.goal()},
+                           {"subtask_text", SubtaskLine(r.subtask(), b)},
+                           {"tool_list", DecideTools(r, b)},
+                           {"action_lines", ActionLines(r, b)},
+                           {"human_notes", HumanNotes(r.human_inputs(), b)}});
+}
+
+absl::StatusOr<RenderedPrompt> StagePrompts::RenderEvaluate(
+    const rein::v1::EvaluateRequest& r) const {
+  const PromptBounds& b = bounds_;
+  return Render(
+      "evaluate",
+      {{"goal_text", r.goal()},
+       {"subtask_text", SubtaskLine(r.subtask(), b)},
+       {"action_text", r.has_action() ? ActionLine(r.action(), b, /*observation_bytes=*/0)
+                                      : std::string("(none)")},
+       {"observation_text", OrNone(CapText(r.observation(), b.evaluate_observation_bytes))}});
+}
+
+std::string DefaultPromptsDir() {
+  std::vector<std::string> candidates;
+  for (const char* env : {"RUNFILES_DIR", "TEST_SRCDIR"}) {
+    const char* value = getenv(env);
+    if (value != nullptr && *value != '\0') {
+      candidates.push_back(absl::StrCat(value, "/rein/planner_service/prompts"));
+    }
+  }
+  char exe[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0) {
+    const std::string path(exe, static_cast<size_t>(n));
+    candidates.push_back(absl::StrCat(path, ".runfiles/rein/planner_service/prompts"));
+    const size_t slash = path.rfind('/');
+    if (slash != std::string::npos) {
+      candidates.push_back(absl::StrCat(path.substr(0, slash), "/prompts"));
+    }
+  }
+  for (const std::string& dir : candidates) {
+    if (IsDirectory(dir)) return dir;
+  }
+  return "planner_service/prompts";
+}
+
+}  // namespace rein

@@ -1,0 +1,90 @@
+// StagePrompts: the system prompt and user template of each planner stage, loaded from a
+// folder, and the bounded views of a request that fill them.
+#ifndef REIN_PLANNER_SERVICE_STAGE_PROMPTS_H_
+#define REIN_PLANNER_SERVICE_STAGE_PROMPTS_H_
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "planner_service/prompt_template.h"
+#include "rein/v1/planner.pb.h"
+
+namespace rein {
+
+// How much of a run's history a prompt shows. The bounds keep the prompt at iteration 50
+// about as long as at iteration 2 (DESIGN.md section 2, "Context restraint").
+struct PromptBounds {
+  size_t completed_shown = 5;         // plan: the newest ended subtasks shown
+  size_t description_bytes = 160;     // a subtask description
+  size_t summary_bytes = 240;         // an ended subtask's summary
+  size_t human_inputs_shown = 3;      // plan and decide: the newest human inputs
+  size_t human_input_bytes = 600;
+  size_t plan_observation_bytes = 2000;
+  size_t evaluate_observation_bytes = 6000;
+  size_t actions_shown = 3;           // decide: the last actions only
+  size_t action_args_bytes = 300;
+  size_t action_observation_bytes = 400;
+  size_t action_error_bytes = 200;
+  size_t tool_description_bytes = 300;
+  size_t tool_schema_bytes = 1500;    // decide: a tool's argument schema
+  size_t replan_reason_bytes = 500;
+};
+
+// One stage's prompt, ready to send.
+struct RenderedPrompt {
+  std::string system;
+  std::string user;
+};
+
+// The six templates, in `dir` as {plan,decide,evaluate}_{system,user}.txt. System prompts take
+// no variables (they are cached). The variables each user template may use:
+//   plan:     goal_text (required), tool_list, done_list, observation_text, human_notes,
+//             replan_text, id_prefix (e.g. "p7-": ids made with it cannot repeat an earlier
+//             plan's, and no list of used ids needs to grow in the prompt)
+//   decide:   goal_text, subtask_text, tool_list (required), action_lines, human_notes
+//   evaluate: goal_text, subtask_text, observation_text (required), action_text
+// Immutable after loading; thread-safe.
+class StagePrompts {
+ public:
+  // Loads and checks all six files. Errors name the file: NOT_FOUND for a missing file,
+  // INVALID_ARGUMENT for a template problem, for a variable the stage does not provide
+  // ("unknown variable") and for a required one the template lacks ("missing variable").
+  static absl::StatusOr<std::unique_ptr<StagePrompts>> Load(const std::string& dir,
+                                                            PromptBounds bounds = {});
+  // As Load, from texts keyed by file name (e.g. "plan_user.txt"); for tests and fuzzing.
+  static absl::StatusOr<std::unique_ptr<StagePrompts>> FromTexts(
+      const std::map<std::string, std::string>& texts, PromptBounds bounds = {});
+
+  // The prompts for one request. INTERNAL when a rendered prompt holds a placeholder.
+  absl::StatusOr<RenderedPrompt> RenderPlan(const rein::v1::PlanRequest& request) const;
+  absl::StatusOr<RenderedPrompt> RenderDecide(const rein::v1::DecideRequest& request) const;
+  absl::StatusOr<RenderedPrompt> RenderEvaluate(const rein::v1::EvaluateRequest& request) const;
+
+ private:
+  StagePrompts(PromptBounds bounds, std::map<std::string, PromptTemplate> templates)
+      : bounds_(bounds), templates_(std::move(templates)) {}
+
+  absl::StatusOr<RenderedPrompt> Render(const std::string& stage,
+                                        const std::map<std::string, std::string>& all) const;
+
+  const PromptBounds bounds_;
+  const std::map<std::string, PromptTemplate> templates_;  // by file name
+};
+
+// `text` cut to at most `max_bytes` on a UTF-8 boundary, with " …[cut: N bytes in all]"
+// appended when cut.
+std::string CapText(absl::string_view text, size_t max_bytes);
+
+// Where the prompts are when --prompts_dir is not given: the first existing one of
+// $RUNFILES_DIR/rein/planner_service/prompts, $TEST_SRCDIR/rein/planner_service/prompts,
+// <this binary>.runfiles/rein/planner_service/prompts, <this binary's folder>/prompts and
+// ./planner_service/prompts; that last one when none exists.
+std::string DefaultPromptsDir();
+
+}  // namespace rein
+
+#endif  // REIN_PLANNER_SERVICE_STAGE_PROMPTS_H_

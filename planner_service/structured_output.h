@@ -1,0 +1,51 @@
+// The forced tool of each planner stage (submit_plan, submit_decision, submit_evaluation):
+// its JSON schema, and the validation of a model's answer against the schema and the request.
+#ifndef REIN_PLANNER_SERVICE_STRUCTURED_OUTPUT_H_
+#define REIN_PLANNER_SERVICE_STRUCTURED_OUTPUT_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "rein/v1/planner.pb.h"
+
+namespace rein {
+
+inline constexpr char kPlanToolName[] = "submit_plan";
+inline constexpr char kDecideToolName[] = "submit_decision";
+inline constexpr char kEvaluateToolName[] = "submit_evaluation";
+
+// The tool definitions ({"name", "description", "input_schema"}) as the Messages API takes
+// them. The request narrows the schema: allowed_tools items and tool_call.tool are enums of
+// the tools the request offers.
+nlohmann::json PlanTool(const rein::v1::PlanRequest& request);
+nlohmann::json DecideTool(const rein::v1::DecideRequest& request);
+nlohmann::json EvaluateTool();
+
+// Checks `value` against the subset of JSON Schema these tools use: type (object, array,
+// string, boolean, integer, number), properties, required, items, enum, minLength/maxLength
+// (in characters), minItems/maxItems. Properties the schema does not name are allowed and
+// ignored. Walks no deeper than the schema. INTERNAL "invalid output: <path>: <problem>".
+absl::Status ValidateAgainstSchema(const nlohmann::json& value, const nlohmann::json& schema,
+                                   const std::string& path);
+
+// The stage reply from the tool input (or the JSON object taken out of a text reply):
+// validated against the stage's schema, then against the request. Every failure is INTERNAL
+// "invalid output: <what>". Top-level null members count as absent. `output` must be nested
+// no deeper than kMaxJsonNesting + 8 (the caller checks; see JsonNestingDepth). `usage`,
+// `backend` and `refusal` are left for the caller.
+//  - plan: subtask ids unique in the reply and not one of request.completed; allowed_tools
+//    from request.tools, none listed twice.
+//  - decide: exactly one of tool_call and human_query; tool_call.tool one of request.tools;
+//    tool_call.args a JSON object (a string holding one is accepted), kept as args_json.
+//  - evaluate: status COMPLETED, FAILED or NEEDS_MORE_WORK.
+absl::StatusOr<rein::v1::PlanResponse> PlanFromOutput(const nlohmann::json& output,
+                                                      const rein::v1::PlanRequest& request);
+absl::StatusOr<rein::v1::DecideResponse> DecideFromOutput(const nlohmann::json& output,
+                                                          const rein::v1::DecideRequest& request);
+absl::StatusOr<rein::v1::EvaluateResponse> EvaluateFromOutput(const nlohmann::json& output);
+
+}  // namespace rein
+
+#endif  // REIN_PLANNER_SERVICE_STRUCTURED_OUTPUT_H_
