@@ -25,6 +25,9 @@ ABSL_FLAG(std::string, api_key_file, "",
           "anthropic backend: file holding the API key; else ANTHROPIC_API_KEY");
 ABSL_FLAG(std::string, anthropic_base_url, "",
           "anthropic backend: API base URL; else ANTHROPIC_BASE_URL, else the public API");
+ABSL_FLAG(std::string, prompts_dir, "",
+          "anthropic backend: folder of the stage prompts (see ANTHROPIC.md); default: the "
+          "prompts next to the binary, else ./planner_service/prompts");
 
 namespace {
 
@@ -51,6 +54,7 @@ int main(int argc, char** argv) {
   options.model = absl::GetFlag(FLAGS_model);
   options.api_key_file = absl::GetFlag(FLAGS_api_key_file);
   options.anthropic_base_url = absl::GetFlag(FLAGS_anthropic_base_url);
+  options.prompts_dir = absl::GetFlag(FLAGS_prompts_dir);
   absl::StatusOr<std::unique_ptr<rein::PlannerBackend>> backend =
       rein::MakePlannerBackend(options, rein::RealClock());
   if (!backend.ok()) return Fail(2, std::string(backend.status().message()));

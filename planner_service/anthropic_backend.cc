@@ -1,0 +1,235 @@
+// The anthropic backend: renders the stage prompt, forces the stage tool, validates the reply.
+#include "planner_service/anthropic_backend.h"
+
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "planner_service/json_extract.h"
+#include "planner_service/structured_output.h"
+
+namespace rein {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr size_t kMaxModelNameBytes = 256;
+
+absl::Status InvalidOutput(const std::string& what) {
+  return absl::InternalError(absl::StrCat("invalid output: ", what));
+}
+
+int64_t UsageField(const json& usage, const char* name) {
+  auto it = usage.find(name);
+  if (it == usage.end() || !it->is_number_integer()) return 0;
+  const int64_t v = it->get<int64_t>();
+  return v > 0 ? v : 0;
+}
+
+void AddUsage(const json& message, rein::v1::Usage* usage) {
+  auto it = message.find("usage");
+  if (it == message.end() || !it->is_object()) return;
+  usage->set_input_tokens(usage->input_tokens() + UsageField(*it, "input_tokens"));
+  usage->set_output_tokens(usage->output_tokens() + UsageField(*it, "output_tokens"));
+  usage->set_cache_read_input_tokens(usage->cache_read_input_tokens() +
+                                     UsageField(*it, "cache_read_input_tokens"));
+  usage->set_cache_creation_input_tokens(usage->cache_creation_input_tokens() +
+                                         UsageField(*it, "cache_creation_input_tokens"));
+}
+
+std::string Excerpt(const std::string& text) {
+  std::string out = text.substr(0, 160);
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  }
+  if (text.size() > 160) out.append("...");
+  return out;
+}
+
+}  // namespace
+
+AnthropicBackend::AnthropicBackend(AnthropicBackendOptions options,
+                                   std::unique_ptr<AnthropicClient> client,
+                                   std::unique_ptr<StagePrompts> prompts)
+    : options_(std::move(options)), client_(std::move(client)), prompts_(std::move(prompts)) {}
+
+absl::StatusOr<AnthropicBackend::StageAnswer> AnthropicBackend::Ask(
+    const rein::v1::ModelOptions& model_options, int default_max_tokens,
+    const RenderedPrompt& prompt, json tool, absl::Time deadline) {
+  StageAnswer answer;
+  answer.model = model_options.model().empty() ? options_.model : model_options.model();
+  if (answer.model.size() > kMaxModelNameBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.model: longer than ", kMaxModelNameBytes, " bytes"));
+  }
+  for (const char c : answer.model) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
+      return absl::InvalidArgumentError(
+          "model.model: holds whitespace or a control character");
+    }
+  }
+  if (model_options.max_tokens() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.max_tokens: ", model_options.max_tokens(), " is negative"));
+  }
+  const int max_tokens =
+      model_options.max_tokens() > 0 ? model_options.max_tokens() : default_max_tokens;
+  const std::string tool_name = tool["name"].get<std::string>();
+  tool["cache_control"] = {{"type", "ephemeral"}};
+
+  json body = {
+      {"model", answer.model},
+      {"max_tokens", max_tokens},
+      {"system", json::array({{{"type", "text"},
+                               {"text", prompt.system},
+                               {"cache_control", {{"type", "ephemeral"}}}}})},
+      {"messages",
+       json::array({{{"role", "user"},
+                     {"content", json::array({{{"type", "text"}, {"text", prompt.user}}})}}})},
+      {"tools", json::array({tool})},
+      {"tool_choice",
+       {{"type", "tool"}, {"name", tool_name}, {"disable_parallel_tool_use", true}}},
+  };
+  if (model_options.has_temperature()) {
+    const double t = model_options.temperature();
+    if (!std::isfinite(t) || t < 0 || t > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model.temperature: ", t, " is outside [0, 1]"));
+    }
+    body["temperature"] = t;
+  }
+
+  // At most one continuation after a pause_turn.
+  for (int turn = 0; turn < 2; ++turn) {
+    ASSIGN_OR_RETURN(MessagesReply reply,
+                     client_->CreateMessage(
+                         body.dump(-1, ' ', false, json::error_handler_t::replace), deadline));
+    const json& message = reply.message;
+    AddUsage(message, &answer.usage);
+    auto content = message.find("content");
+    if (content == message.end() || !content->is_array()) {
+      return absl::UnavailableError(absl::StrCat(
+          "Messages API reply has no content array (type ",
+          message.contains("type") ? message["type"].dump() : std::string("missing"), ")"));
+    }
+    const std::string stop_reason = message.contains("stop_reason") &&
+                                            message["stop_reason"].is_string()
+                                        ? message["stop_reason"].get<std::string>()
+                                        : std::string();
+    std::vector<std::string> texts;
+    const json* tool_input = nullptr;
+    std::string other_tool;
+    for (const json& block : *content) {
+      if (!block.is_object()) continue;
+      const std::string type = block.contains("type") && block["type"].is_string()
+                                   ? block["type"].get<std::string>()
+                                   : std::string();
+      if (type == "text" && block.contains("text") && block["text"].is_string()) {
+        texts.push_back(block["text"].get<std::string>());
+      } else if (type == "tool_use") {
+        const std::string name = block.contains("name") && block["name"].is_string()
+                                     ? block["name"].get<std::string>()
+                                     : std::string();
+        if (name == tool_name && tool_input == nullptr && block.contains("input")) {
+          tool_input = &block["input"];
+        } else if (name != tool_name && other_tool.empty()) {
+          other_tool = name;
+        }
+      }
+    }
+    const std::string text = absl::StrJoin(texts, "\n");
+
+    if (stop_reason == "pause_turn") {
+      if (turn == 0) {
+        body["messages"].push_back({{"role", "assistant"}, {"content", *content}});
+        continue;
+      }
+      return InvalidOutput("the model paused its turn twice (stop_reason pause_turn)");
+    }
+    if (stop_reason == "refusal") {
+      answer.refusal = text.empty() ? "the model declined to answer (stop_reason refusal)" : text;
+      return answer;
+    }
+    if (stop_reason == "max_tokens") {
+      return InvalidOutput(absl::StrCat("the reply was cut off at max_tokens (", max_tokens,
+                                        "); raise model.max_tokens"));
+    }
+    if (stop_reason == "model_context_window_exceeded") {
+      return InvalidOutput("the reply was cut off: it filled the model's context window");
+    }
+    if (tool_input != nullptr) {
+      if (!tool_input->is_object()) {
+        return InvalidOutput(absl::StrCat(tool_name, " input is not a JSON object"));
+      }
+      answer.output = *tool_input;
+      return answer;
+    }
+    if (!other_tool.empty()) {
+      return InvalidOutput(absl::StrCat("the model called \"", Excerpt(other_tool),
+                                        "\" instead of ", tool_name));
+    }
+    std::optional<absl::string_view> object = ExtractFirstJsonObject(text);
+    if (!object.has_value()) {
+      return InvalidOutput(absl::StrCat(
+          "the reply has no ", tool_name, " call and no JSON object in its text",
+          text.empty() ? std::string(" (no text)") : absl::StrCat(": \"", Excerpt(text), "\"")));
+    }
+    answer.output = json::parse(object->begin(), object->end(), nullptr,
+                                /*allow_exceptions=*/false);
+    return answer;
+  }
+  return InvalidOutput("the model paused its turn twice (stop_reason pause_turn)");
+}
+
+absl::StatusOr<rein::v1::PlanResponse> AnthropicBackend::Plan(
+    const rein::v1::PlanRequest& request, absl::Time deadline) {
+  ASSIGN_OR_RETURN(RenderedPrompt prompt, prompts_->RenderPlan(request));
+  ASSIGN_OR_RETURN(StageAnswer answer, Ask(request.model(), options_.plan_max_tokens, prompt,
+                                           PlanTool(request), deadline));
+  rein::v1::PlanResponse response;
+  if (answer.refusal.empty()) {
+    ASSIGN_OR_RETURN(response, PlanFromOutput(answer.output, request));
+  } else {
+    response.set_refusal(answer.refusal);
+  }
+  *response.mutable_usage() = answer.usage;
+  response.set_backend(absl::StrCat("anthropic:", answer.model));
+  return response;
+}
+
+absl::StatusOr<rein::v1::DecideResponse> AnthropicBackend::Decide(
+    const rein::v1::DecideRequest& request, absl::Time deadline) {
+  ASSIGN_OR_RETURN(RenderedPrompt prompt, prompts_->RenderDecide(request));
+  ASSIGN_OR_RETURN(StageAnswer answer, Ask(request.model(), options_.decide_max_tokens, prompt,
+                                           DecideTool(request), deadline));
+  rein::v1::DecideResponse response;
+  if (answer.refusal.empty()) {
+    ASSIGN_OR_RETURN(response, DecideFromOutput(answer.output, request));
+  } else {
+    response.set_refusal(answer.refusal);
+  }
+  *response.mutable_usage() = answer.usage;
+  response.set_backend(absl::StrCat("anthropic:", answer.model));
+  return response;
+}
+
+absl::StatusOr<rein::v1::EvaluateResponse> AnthropicBackend::Evaluate(
+    const rein::v1::EvaluateRequest& request, absl::Time deadline) {
+  ASSIGN_OR_RETURN(RenderedPrompt prompt, prompts_->RenderEvaluate(request));
+  ASSIGN_OR_RETURN(StageAnswer answer, Ask(request.model(), options_.evaluate_max_tokens, prompt,
+                                           EvaluateTool(), deadline));
+  rein::v1::EvaluateResponse response;
+  if (answer.refusal.empty()) {
+    ASSIGN_OR_RETURN(response, EvaluateFromOutput(answer.output));
+  } else {
+    response.set_refusal(answer.refusal);
+  }
+  *response.mutable_usage() = answer.usage;
+  response.set_backend(absl::StrCat("anthropic:", answer.model));
+  return response;
+}
+
+}  // namespace rein

@@ -1,0 +1,73 @@
+// AnthropicBackend: the PlannerBackend that asks Claude over the Messages API, one forced tool
+// call per stage, with bounded prompts and validated structured output.
+#ifndef REIN_PLANNER_SERVICE_ANTHROPIC_BACKEND_H_
+#define REIN_PLANNER_SERVICE_ANTHROPIC_BACKEND_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+#include "planner_service/anthropic_client.h"
+#include "planner_service/planner_backend.h"
+#include "planner_service/stage_prompts.h"
+#include "rein/v1/planner.pb.h"
+
+namespace rein {
+
+struct AnthropicBackendOptions {
+  std::string model = "claude-sonnet-4-5";  // when ModelOptions.model is empty
+  // max_tokens per stage reply when ModelOptions.max_tokens is 0.
+  int plan_max_tokens = 4096;
+  int decide_max_tokens = 2048;
+  int evaluate_max_tokens = 2048;
+};
+
+// Each stage is one Messages request: the stage's system prompt (cached), its rendered user
+// template, and one tool (cached) that the model is forced to call. The reply is taken from
+// that tool call, or else from the first JSON object in the reply's text, and validated
+// (structured_output.h). Stop reasons: `max_tokens` and `model_context_window_exceeded` are
+// invalid output; `refusal` is a reply with `refusal` set to the model's words; `pause_turn`
+// sends the paused content back once more within the same deadline. `usage` sums every
+// request of the call; `backend` is "anthropic:<model used>".
+//
+// Errors: INVALID_ARGUMENT for bad ModelOptions (negative max_tokens, temperature outside
+// [0, 1], a model name with control characters); the client's errors (anthropic_client.h);
+// INTERNAL "invalid output: ..." for replies that fail validation; INTERNAL for a prompt
+// that would still hold a placeholder. Stateless and thread-safe.
+class AnthropicBackend final : public PlannerBackend {
+ public:
+  AnthropicBackend(AnthropicBackendOptions options, std::unique_ptr<AnthropicClient> client,
+                   std::unique_ptr<StagePrompts> prompts);
+
+  absl::StatusOr<rein::v1::PlanResponse> Plan(const rein::v1::PlanRequest& request,
+                                              absl::Time deadline) override;
+  absl::StatusOr<rein::v1::DecideResponse> Decide(const rein::v1::DecideRequest& request,
+                                                  absl::Time deadline) override;
+  absl::StatusOr<rein::v1::EvaluateResponse> Evaluate(const rein::v1::EvaluateRequest& request,
+                                                      absl::Time deadline) override;
+
+  std::string name() const override { return "anthropic:" + options_.model; }
+
+ private:
+  // What one stage call got back from the model.
+  struct StageAnswer {
+    nlohmann::json output;  // the tool input or the object from the text; null when refused
+    std::string refusal;
+    rein::v1::Usage usage;
+    std::string model;
+  };
+
+  absl::StatusOr<StageAnswer> Ask(const rein::v1::ModelOptions& model_options,
+                                  int default_max_tokens, const RenderedPrompt& prompt,
+                                  nlohmann::json tool, absl::Time deadline);
+
+  const AnthropicBackendOptions options_;
+  const std::unique_ptr<AnthropicClient> client_;
+  const std::unique_ptr<StagePrompts> prompts_;
+};
+
+}  // namespace rein
+
+#endif  // REIN_PLANNER_SERVICE_ANTHROPIC_BACKEND_H_
