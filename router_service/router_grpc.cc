@@ -34,8 +34,10 @@ grpc::Status RouterGrpcService::ListRuns(grpc::ServerContext*,
                                          const rein::v1::ListRunsRequest* request,
                                          rein::v1::ListRunsResponse* response) {
   absl::StatusOr<RunPage> page = engine_->ListRuns(*request);
-  absl::StatusOr<rein::v1::ListRunsResponse> reply = page.status();
-  if (page.ok()) {
+  absl::StatusOr<rein::v1::ListRunsResponse> reply;
+  if (!page.ok()) {
+    reply = page.status();
+  } else {
     rein::v1::ListRunsResponse out;
     for (auto& run : page->runs) *out.add_runs() = std::move(run);
     out.set_next_page_token(page->next_page_token);

@@ -37,6 +37,18 @@ std::string NewRunId() {
   return absl::StrFormat("run-%016x", absl::Uniform<uint64_t>(*gen));
 }
 
+const char* KindName(Effect::Kind kind) {
+  switch (kind) {
+    case Effect::Kind::kListTools: return "ListTools";
+    case Effect::Kind::kPlan: return "Plan";
+    case Effect::Kind::kDecide: return "Decide";
+    case Effect::Kind::kExecute: return "Execute";
+    case Effect::Kind::kEvaluate: return "Evaluate";
+    case Effect::Kind::kNone: break;
+  }
+  return "none";
+}
+
 bool SpentRetry(const Transition& t) {
   return std::any_of(t.events.begin(), t.events.end(),
                      [](const RunEvent& e) { return e.has_error() && e.error().retry_spent(); });
@@ -136,8 +148,12 @@ void RunEngine::Track(const Run& run) {
 absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
   Run& run = entry.run;
   absl::Time now = clock_->Now();
+  absl::Time started = absl::Now();
   absl::StatusOr<std::vector<RunEvent>> stored = store_->Commit(
       run.run_id(), run.state().version(), t.state, std::move(t.events), t.snapshot, now);
+  Metrics::Global().Add("rein_router_commit_seconds_sum",
+                        absl::ToDoubleSeconds(absl::Now() - started));
+  Metrics::Global().Add("rein_router_commits_total", 1);
   if (!stored.ok()) {
     LogError("commit failed", {{"run_id", run.run_id()}, {"error", stored.status().ToString()}});
     Metrics::Global().Add("rein_router_commit_errors_total", 1);
@@ -174,9 +190,16 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
     }
   }
   entry.changed.SignalAll();
-  {
+  if (!stored->empty()) {
     absl::MutexLock lock(&events_mu_);
-    ++commits_;
+    last_seq_[run.run_id()] = stored->back().seq();
+    if (StageRouter::IsTerminal(run.state().stage())) {
+      ended_.push_back(run.run_id());
+      if (ended_.size() > 1000) {
+        last_seq_.erase(ended_.front());
+        ended_.pop_front();
+      }
+    }
   }
   return absl::OkStatus();
 }
@@ -284,8 +307,16 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
   entry->in_flight = true;
   in_flight_.fetch_add(1);
   std::weak_ptr<Entry> weak = entry;
-  auto finish = [this, weak](std::function<Transition(const Run&, absl::Time)> apply) {
-    Post([this, weak, apply = std::move(apply)] {
+  const absl::Time sent = absl::Now();
+  const char* kind = KindName(effect.kind);
+  auto finish = [this, weak, sent, kind](std::function<Transition(const Run&, absl::Time)> apply) {
+    absl::Time replied = absl::Now();
+    Metrics::Global().Add("rein_router_call_seconds_sum", absl::ToDoubleSeconds(replied - sent),
+                          absl::StrCat("call=\"", kind, "\""));
+    Metrics::Global().Add("rein_router_calls_total", 1, absl::StrCat("call=\"", kind, "\""));
+    Post([this, weak, replied, apply = std::move(apply)] {
+      Metrics::Global().Add("rein_router_queue_seconds_sum",
+                            absl::ToDoubleSeconds(absl::Now() - replied));
       if (std::shared_ptr<Entry> e = weak.lock()) Complete(e, apply);
       in_flight_.fetch_sub(1);
     });
@@ -517,11 +548,6 @@ absl::StatusOr<std::vector<RunEvent>> RunEngine::WaitEvents(const std::string& r
   if (after_seq < 0) return absl::InvalidArgumentError("after_seq: must be >= 0");
   absl::Time until = absl::Now() + max_wait;
   while (true) {
-    int64_t seen;
-    {
-      absl::MutexLock lock(&events_mu_);
-      seen = commits_;
-    }
     absl::StatusOr<std::vector<RunEvent>> events = store_->ReadEvents(run_id, after_seq, 256);
     if (!events.ok()) {
       if (absl::IsNotFound(events.status())) {
@@ -538,11 +564,13 @@ absl::StatusOr<std::vector<RunEvent>> RunEngine::WaitEvents(const std::string& r
         return events;
       }
     }
+    // Wait for a commit of this run past after_seq.
     absl::MutexLock lock(&events_mu_);
-    auto changed = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(events_mu_) {
-      return commits_ != seen;
+    auto newer = [this, &run_id, after_seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(events_mu_) {
+      auto it = last_seq_.find(run_id);
+      return it == last_seq_.end() ? false : it->second > after_seq;
     };
-    if (!events_mu_.AwaitWithDeadline(absl::Condition(&changed), until)) return events;
+    if (!events_mu_.AwaitWithDeadline(absl::Condition(&newer), until)) return events;
   }
 }
 

@@ -100,9 +100,11 @@ class RunEngine {
   bool timer_stop_ ABSL_GUARDED_BY(timer_mu_) = false;
   std::thread timer_;
 
-  // Bumped on every commit; watchers wait for it to change.
+  // The last committed event seq of each run with events since this process started;
+  // watchers wait on their own run's entry.
   absl::Mutex events_mu_;
-  int64_t commits_ ABSL_GUARDED_BY(events_mu_) = 0;
+  std::map<std::string, int64_t> last_seq_ ABSL_GUARDED_BY(events_mu_);
+  std::deque<std::string> ended_ ABSL_GUARDED_BY(events_mu_);  // forgotten 1,000 runs later
 
   absl::Mutex tools_mu_;
   std::vector<rein::v1::ToolSpec> tools_ ABSL_GUARDED_BY(tools_mu_);
