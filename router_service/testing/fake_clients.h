@@ -1,0 +1,137 @@
+// Fakes of PlannerClient and ExecutorClient for router tests: scripted by functions, able to
+// hold calls open (to model calls in flight) and release them later.
+#ifndef REIN_ROUTER_SERVICE_TESTING_FAKE_CLIENTS_H_
+#define REIN_ROUTER_SERVICE_TESTING_FAKE_CLIENTS_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "router_service/clients.h"
+
+namespace rein::testing {
+
+// A call that the fake has not answered yet.
+class FakePendingCall final : public PendingCall {
+ public:
+  explicit FakePendingCall(std::function<void()> on_cancel) : on_cancel_(std::move(on_cancel)) {}
+  void Cancel() override {
+    if (!cancelled_.exchange(true) && on_cancel_) on_cancel_();
+  }
+
+ private:
+  std::function<void()> on_cancel_;
+  std::atomic<bool> cancelled_{false};
+};
+
+// Holds answers until released; thread-safe.
+class HeldCalls {
+ public:
+  void Add(std::function<void(bool cancelled)> answer) {
+    absl::MutexLock lock(&mu_);
+    held_.push_back(std::move(answer));
+  }
+  size_t size() {
+    absl::MutexLock lock(&mu_);
+    return held_.size();
+  }
+  // Answers every held call (as cancelled when `cancelled`).
+  void ReleaseAll(bool cancelled = false) {
+    std::vector<std::function<void(bool)>> held;
+    {
+      absl::MutexLock lock(&mu_);
+      held.swap(held_);
+    }
+    for (auto& answer : held) answer(cancelled);
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::function<void(bool)>> held_;
+};
+
+// Each stage's reply comes from a function of the request; a hold flag keeps calls open.
+class FakePlannerClient final : public PlannerClient {
+ public:
+  std::function<absl::StatusOr<rein::v1::PlanResponse>(const rein::v1::PlanRequest&)> plan;
+  std::function<absl::StatusOr<rein::v1::DecideResponse>(const rein::v1::DecideRequest&)> decide;
+  std::function<absl::StatusOr<rein::v1::EvaluateResponse>(const rein::v1::EvaluateRequest&)>
+      evaluate;
+  std::atomic<bool> hold{false};
+  HeldCalls held;
+  std::atomic<int> calls{0};
+
+  std::shared_ptr<PendingCall> Plan(const rein::v1::PlanRequest& request, absl::Time,
+                                    ReplyCallback<rein::v1::PlanResponse> done) override {
+    return Answer(plan(request), std::move(done));
+  }
+  std::shared_ptr<PendingCall> Decide(const rein::v1::DecideRequest& request, absl::Time,
+                                      ReplyCallback<rein::v1::DecideResponse> done) override {
+    return Answer(decide(request), std::move(done));
+  }
+  std::shared_ptr<PendingCall> Evaluate(const rein::v1::EvaluateRequest& request, absl::Time,
+                                        ReplyCallback<rein::v1::EvaluateResponse> done) override {
+    return Answer(evaluate(request), std::move(done));
+  }
+
+ private:
+  template <typename T>
+  std::shared_ptr<PendingCall> Answer(absl::StatusOr<T> reply, ReplyCallback<T> done) {
+    ++calls;
+    if (!hold) {
+      done(std::move(reply));
+      return std::make_shared<FakePendingCall>(nullptr);
+    }
+    auto shared_done = std::make_shared<ReplyCallback<T>>(std::move(done));
+    auto answered = std::make_shared<std::atomic<bool>>(false);
+    auto answer = [shared_done, answered, reply](bool cancelled) {
+      if (answered->exchange(true)) return;
+      (*shared_done)(cancelled ? absl::StatusOr<T>(absl::CancelledError("cancelled")) : reply);
+    };
+    held.Add(answer);
+    return std::make_shared<FakePendingCall>([answer] { answer(true); });
+  }
+};
+
+class FakeExecutorClient final : public ExecutorClient {
+ public:
+  std::vector<rein::v1::ToolSpec> tools;
+  std::function<absl::StatusOr<rein::v1::ExecuteResponse>(const rein::v1::ExecuteRequest&)>
+      execute;
+  std::atomic<bool> hold{false};
+  HeldCalls held;
+  std::atomic<int> executions{0};
+
+  std::shared_ptr<PendingCall> ListTools(absl::Time,
+                                         ReplyCallback<rein::v1::ListToolsResponse> done) override {
+    rein::v1::ListToolsResponse reply;
+    for (const auto& tool : tools) *reply.add_tools() = tool;
+    done(reply);
+    return std::make_shared<FakePendingCall>(nullptr);
+  }
+  std::shared_ptr<PendingCall> Execute(const rein::v1::ExecuteRequest& request, absl::Time,
+                                       ReplyCallback<rein::v1::ExecuteResponse> done) override {
+    ++executions;
+    absl::StatusOr<rein::v1::ExecuteResponse> reply = execute(request);
+    if (!hold) {
+      done(std::move(reply));
+      return std::make_shared<FakePendingCall>(nullptr);
+    }
+    auto shared_done = std::make_shared<ReplyCallback<rein::v1::ExecuteResponse>>(std::move(done));
+    auto answered = std::make_shared<std::atomic<bool>>(false);
+    auto answer = [shared_done, answered, reply](bool cancelled) {
+      if (answered->exchange(true)) return;
+      (*shared_done)(cancelled ? absl::StatusOr<rein::v1::ExecuteResponse>(
+                                     absl::CancelledError("cancelled"))
+                               : reply);
+    };
+    held.Add(answer);
+    return std::make_shared<FakePendingCall>([answer] { answer(true); });
+  }
+};
+
+}  // namespace rein::testing
+
+#endif  // REIN_ROUTER_SERVICE_TESTING_FAKE_CLIENTS_H_
