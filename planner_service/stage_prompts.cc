@@ -69,9 +69,9 @@ absl::StatusOr<std::string> ReadPromptFile(const std::string& path) {
 
 std::string OrNone(std::string text) { return text.empty() ? "(none)" : text; }
 
-std::string SubtaskLine(const rein::v1::SubTask& task, const PromptBounds& b) {
+std::string SubtaskLine(const rein::v1::SubTask& task, size_t description_bytes) {
   return absl::StrCat("[", CapText(task.id(), 128), "] ",
-                      CapText(task.description(), b.description_bytes));
+                      CapText(task.description(), description_bytes));
 }
 
 std::string HumanNotes(const google::protobuf::RepeatedPtrField<rein::v1::HumanInput>& inputs,
@@ -90,7 +90,8 @@ std::string HumanNotes(const google::protobuf::RepeatedPtrField<rein::v1::HumanI
     } else if (in.kind() == rein::v1::HumanInput::FEEDBACK) {
       absl::StrAppend(&line, "reviewer feedback: ");
     }
-    absl::StrAppend(&line, CapText(in.text(), b.human_input_bytes));
+    absl::StrAppend(&line, CapText(in.text(), i == n - 1 ? b.human_input_bytes
+                                                         : b.older_human_input_bytes));
     lines.push_back(std::move(line));
   }
   return OrNone(absl::StrJoin(lines, "\n"));
@@ -115,7 +116,7 @@ std::string DoneList(const rein::v1::PlanRequest& r, const PromptBounds& b) {
   if (first > 0) lines.push_back(absl::StrCat("(", first, " earlier subtasks not shown)"));
   for (int i = first; i < n; ++i) {
     const rein::v1::SubTask& task = r.completed(i);
-    lines.push_back(absl::StrCat("- ", SubtaskLine(task, b), " -> ", StatusWord(task.status()),
+    lines.push_back(absl::StrCat("- ", SubtaskLine(task, b.description_bytes), " -> ", StatusWord(task.status()),
                                  ": ", CapText(task.summary(), b.summary_bytes)));
   }
   return OrNone(absl::StrJoin(lines, "\n"));
@@ -143,17 +144,23 @@ std::string DecideTools(const rein::v1::DecideRequest& r, const PromptBounds& b)
   return OrNone(absl::StrJoin(lines, "\n"));
 }
 
-std::string ActionLine(const rein::v1::Action& a, const PromptBounds& b,
-                       size_t observation_bytes) {
+// How much of one action a prompt shows.
+struct ActionCaps {
+  size_t args;
+  size_t error;
+  size_t observation;  // 0 = the observation is not shown
+};
+
+std::string ActionLine(const rein::v1::Action& a, const ActionCaps& caps) {
   std::string line = absl::StrCat("tool ", CapText(a.tool(), 128), " with arguments ",
-                                  CapText(a.args_json(), b.action_args_bytes));
+                                  CapText(a.args_json(), caps.args));
   if (a.ok()) {
     absl::StrAppend(&line, " -> succeeded");
   } else {
-    absl::StrAppend(&line, " -> failed: ", CapText(a.error(), b.action_error_bytes));
+    absl::StrAppend(&line, " -> failed: ", CapText(a.error(), caps.error));
   }
-  if (observation_bytes > 0) {
-    absl::StrAppend(&line, "\n  observation: ", CapText(a.observation(), observation_bytes));
+  if (caps.observation > 0) {
+    absl::StrAppend(&line, "\n  observation: ", CapText(a.observation(), caps.observation));
   }
   return line;
 }
@@ -163,11 +170,13 @@ std::string ActionLines(const rein::v1::DecideRequest& r, const PromptBounds& b)
   const int n = r.recent_actions_size();
   const int first =
       n > static_cast<int>(b.actions_shown) ? n - static_cast<int>(b.actions_shown) : 0;
+  const ActionCaps newest{b.action_args_bytes, b.action_error_bytes, b.action_observation_bytes};
+  const ActionCaps older{b.older_action_bytes, b.older_action_bytes, b.older_action_bytes};
   for (int i = first; i < n; ++i) {
     const rein::v1::Action& a = r.recent_actions(i);
     lines.push_back(absl::StrCat(i - first + 1, ". (iteration ", a.iteration(), ", subtask ",
                                  CapText(a.subtask_id(), 64), ") ",
-                                 ActionLine(a, b, b.action_observation_bytes)));
+                                 ActionLine(a, i == n - 1 ? newest : older)));
   }
   return OrNone(absl::StrJoin(lines, "\n"));
 }
@@ -179,7 +188,7 @@ std::string CapText(absl::string_view text, size_t max_bytes) {
   size_t cut = max_bytes;
   // Back up to the start of a UTF-8 sequence (never split a character).
   while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return absl::StrCat(text.substr(0, cut), " …[cut: ", text.size(), " bytes in all]");
+  return absl::StrCat(text.substr(0, cut), " …[+", text.size() - cut, " bytes]");
 }
 
 absl::StatusOr<std::unique_ptr<StagePrompts>> StagePrompts::FromTexts(
@@ -267,7 +276,7 @@ absl::StatusOr<RenderedPrompt> StagePrompts::RenderDecide(
     const rein::v1::DecideRequest& r) const {
   const PromptBounds& b = bounds_;
   return Render("decide", {{"goal_text", r.goal()},
-                           {"subtask_text", SubtaskLine(r.subtask(), b)},
+                           {"subtask_text", SubtaskLine(r.subtask(), b.subtask_description_bytes)},
                            {"tool_list", DecideTools(r, b)},
                            {"action_lines", ActionLines(r, b)},
                            {"human_notes", HumanNotes(r.human_inputs(), b)}});
@@ -279,9 +288,11 @@ absl::StatusOr<RenderedPrompt> StagePrompts::RenderEvaluate(
   return Render(
       "evaluate",
       {{"goal_text", r.goal()},
-       {"subtask_text", SubtaskLine(r.subtask(), b)},
-       {"action_text", r.has_action() ? ActionLine(r.action(), b, /*observation_bytes=*/0)
-                                      : std::string("(none)")},
+       {"subtask_text", SubtaskLine(r.subtask(), b.subtask_description_bytes)},
+       {"action_text",
+        r.has_action()
+            ? ActionLine(r.action(), ActionCaps{/*args=*/1000, /*error=*/1000, /*observation=*/0})
+            : std::string("(none)")},
        {"observation_text", OrNone(CapText(r.observation(), b.evaluate_observation_bytes))}});
 }
 

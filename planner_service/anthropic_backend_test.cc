@@ -1,0 +1,459 @@
+// Tests of the anthropic backend through a loopback fake of the Messages API, with the real
+// prompt files: requests sent, structured output, text fallback, stop reasons, errors, prompt
+// growth and secrecy of the key.
+#include "planner_service/anthropic_backend.h"
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner_service/testing/fake_clock.h"
+#include "planner_service/testing/fake_messages_server.h"
+
+namespace rein {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr char kKey[] = "sk-ant-backend-SECRET-9876543210";
+
+rein::v1::ToolSpec Tool(const std::string& name, bool mutating = false) {
+  rein::v1::ToolSpec tool;
+  tool.set_name(name);
+  tool.set_description(absl::StrCat("The ", name, " tool."));
+  tool.set_input_schema_json(R"({"type":"object","properties":{"path":{"type":"string"}}})");
+  tool.set_mutating(mutating);
+  return tool;
+}
+
+rein::v1::PlanRequest PlanRequest() {
+  rein::v1::PlanRequest r;
+  r.set_run_id("run1");
+  r.set_goal("Count the lines of README.md");
+  *r.add_tools() = Tool("read_file");
+  *r.add_tools() = Tool("write_file", /*mutating=*/true);
+  r.set_iteration(1);
+  return r;
+}
+
+rein::v1::DecideRequest DecideRequest() {
+  rein::v1::DecideRequest r;
+  r.set_run_id("run1");
+  r.set_goal("Count the lines of README.md");
+  r.mutable_subtask()->set_id("p1-read");
+  r.mutable_subtask()->set_description("Read README.md");
+  *r.add_tools() = Tool("read_file");
+  r.set_iteration(2);
+  return r;
+}
+
+rein::v1::EvaluateRequest EvaluateRequest() {
+  rein::v1::EvaluateRequest r;
+  r.set_run_id("run1");
+  r.set_goal("Count the lines of README.md");
+  r.mutable_subtask()->set_id("p1-read");
+  r.mutable_subtask()->set_description("Read README.md");
+  r.mutable_action()->set_tool("read_file");
+  r.mutable_action()->set_args_json(R"({"path":"README.md"})");
+  r.mutable_action()->set_ok(true);
+  r.set_observation("line one\nline two\n");
+  r.set_iteration(3);
+  return r;
+}
+
+class AnthropicBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server_.Start().ok());
+    AnthropicClientOptions client_options;
+    client_options.base_url = server_.base_url();
+    client_options.api_key = kKey;
+    client_options.jitter = [] { return 1.0; };
+    auto client = AnthropicClient::Create(client_options, &clock_);
+    ASSERT_TRUE(client.ok()) << client.status();
+    auto prompts = StagePrompts::Load(
+        absl::StrCat(getenv("TEST_SRCDIR"), "/rein/planner_service/prompts"));
+    ASSERT_TRUE(prompts.ok()) << prompts.status();
+    backend_ = std::make_unique<AnthropicBackend>(AnthropicBackendOptions{},
+                                                  *std::move(client), *std::move(prompts));
+  }
+
+  json SentBody(size_t i) {
+    std::vector<FakeRequest> requests = server_.requests();
+    EXPECT_GT(requests.size(), i);
+    if (requests.size() <= i) return json();
+    EXPECT_EQ(requests[i].problem, "");
+    return json::parse(requests[i].body);
+  }
+
+  FakeMessagesServer server_{kKey};
+  FakeClock clock_;
+  std::unique_ptr<AnthropicBackend> backend_;
+};
+
+const json kPlan = {{"reasoning", "read it first"},
+                    {"subtasks",
+                     {{{"id", "p1-read"},
+                       {"description", "Read README.md"},
+                       {"allowed_tools", {"read_file"}}},
+                      {{"id", "p1-count"}, {"description", "Count"}, {"allowed_tools", json::array()}}}},
+                    {"goal_achieved", false}};
+
+TEST_F(AnthropicBackendTest, FullRunThroughPlanDecideAndEvaluate) {
+  server_.Enqueue(ToolUseReply("submit_plan", kPlan));
+  server_.Enqueue(ToolUseReply(
+      "submit_decision",
+      {{"reasoning", "read"}, {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "README.md"}}}}}}));
+  server_.Enqueue(ToolUseReply("submit_evaluation", {{"reasoning", "two lines shown"},
+                                                     {"status", "COMPLETED"},
+                                                     {"summary", "README.md has 2 lines"},
+                                                     {"goal_achieved", true}}));
+
+  absl::StatusOr<rein::v1::PlanResponse> plan = backend_->Plan(PlanRequest(), absl::InfiniteFuture());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->subtasks_size(), 2);
+  EXPECT_EQ(plan->subtasks(0).id(), "p1-read");
+  EXPECT_EQ(plan->subtasks(0).allowed_tools(0), "read_file");
+  EXPECT_EQ(plan->subtasks(1).allowed_tools_size(), 0);
+  EXPECT_FALSE(plan->goal_achieved());
+  EXPECT_EQ(plan->backend(), "anthropic:claude-sonnet-4-5");
+  EXPECT_EQ(plan->usage().input_tokens(), 120);
+  EXPECT_EQ(plan->usage().output_tokens(), 40);
+  EXPECT_EQ(plan->usage().cache_read_input_tokens(), 90);
+  EXPECT_EQ(plan->usage().cache_creation_input_tokens(), 10);
+
+  absl::StatusOr<rein::v1::DecideResponse> decision =
+      backend_->Decide(DecideRequest(), absl::InfiniteFuture());
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  ASSERT_TRUE(decision->has_tool_call());
+  EXPECT_EQ(decision->tool_call().tool(), "read_file");
+  EXPECT_EQ(decision->tool_call().args_json(), R"({"path":"README.md"})");
+
+  absl::StatusOr<rein::v1::EvaluateResponse> verdict =
+      backend_->Evaluate(EvaluateRequest(), absl::InfiniteFuture());
+  ASSERT_TRUE(verdict.ok()) << verdict.status();
+  EXPECT_EQ(verdict->status(), rein::v1::RunEvent::Evaluation::COMPLETED);
+  EXPECT_EQ(verdict->summary(), "README.md has 2 lines");
+  EXPECT_TRUE(verdict->goal_achieved());
+  EXPECT_EQ(verdict->usage().input_tokens(), 120);
+
+  const json body = SentBody(0);
+  EXPECT_EQ(body["model"], "claude-sonnet-4-5");
+  EXPECT_EQ(body["max_tokens"], 4096);
+  EXPECT_FALSE(body.contains("temperature"));
+  EXPECT_EQ(body["system"][0]["type"], "text");
+  EXPECT_EQ(body["system"][0]["cache_control"], json({{"type", "ephemeral"}}));
+  EXPECT_THAT(body["system"][0]["text"].get<std::string>(), HasSubstr("planner"));
+  ASSERT_EQ(body["tools"].size(), 1u);
+  EXPECT_EQ(body["tools"][0]["name"], "submit_plan");
+  EXPECT_EQ(body["tools"][0]["cache_control"], json({{"type", "ephemeral"}}));
+  EXPECT_EQ(body["tools"][0]["input_schema"]["properties"]["subtasks"]["items"]["properties"]
+                ["allowed_tools"]["items"]["enum"],
+            json({"read_file", "write_file"}));
+  EXPECT_EQ(body["tool_choice"], json({{"type", "tool"},
+                                       {"name", "submit_plan"},
+                                       {"disable_parallel_tool_use", true}}));
+  ASSERT_EQ(body["messages"].size(), 1u);
+  EXPECT_EQ(body["messages"][0]["role"], "user");
+  const std::string user = body["messages"][0]["content"][0]["text"];
+  EXPECT_THAT(user, HasSubstr("Count the lines of README.md"));
+  EXPECT_THAT(user, Not(HasSubstr("{{")));
+  EXPECT_EQ(SentBody(1)["tool_choice"]["name"], "submit_decision");
+  EXPECT_EQ(SentBody(1)["tools"][0]["input_schema"]["properties"]["tool_call"]["properties"]
+                ["tool"]["enum"],
+            json({"read_file"}));
+  EXPECT_EQ(SentBody(2)["tool_choice"]["name"], "submit_evaluation");
+}
+
+TEST_F(AnthropicBackendTest, ModelOptionsOverrideModelMaxTokensAndSendTemperature) {
+  server_.Enqueue(ToolUseReply("submit_plan", kPlan));
+  rein::v1::PlanRequest request = PlanRequest();
+  request.mutable_model()->set_model("claude-opus-4-1");
+  request.mutable_model()->set_max_tokens(777);
+  request.mutable_model()->set_temperature(0.25);
+  absl::StatusOr<rein::v1::PlanResponse> plan = backend_->Plan(request, absl::InfiniteFuture());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->backend(), "anthropic:claude-opus-4-1");
+  const json body = SentBody(0);
+  EXPECT_EQ(body["model"], "claude-opus-4-1");
+  EXPECT_EQ(body["max_tokens"], 777);
+  EXPECT_EQ(body["temperature"], 0.25);
+}
+
+TEST_F(AnthropicBackendTest, BadModelOptionsAreInvalidArgumentWithoutARequest) {
+  rein::v1::PlanRequest request = PlanRequest();
+  request.mutable_model()->set_temperature(1.5);
+  EXPECT_EQ(backend_->Plan(request, absl::InfiniteFuture()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  request = PlanRequest();
+  request.mutable_model()->set_max_tokens(-1);
+  EXPECT_EQ(backend_->Plan(request, absl::InfiniteFuture()).status().message(),
+            "model.max_tokens: -1 is negative");
+  EXPECT_TRUE(server_.requests().empty());
+}
+
+TEST_F(AnthropicBackendTest, TextReplyWithJsonInProseAndFencesIsAccepted) {
+  server_.Enqueue(TextReply(
+      "Sure {thinking}. Here is my verdict:\n```json\n"
+      R"({"reasoning": "braces } in \"strings\" are fine", "status": "NEEDS_MORE_WORK",)"
+      R"( "summary": "read half", "goal_achieved": false})"
+      "\n```\nHope that helps."));
+  absl::StatusOr<rein::v1::EvaluateResponse> verdict =
+      backend_->Evaluate(EvaluateRequest(), absl::InfiniteFuture());
+  ASSERT_TRUE(verdict.ok()) << verdict.status();
+  EXPECT_EQ(verdict->status(), rein::v1::RunEvent::Evaluation::NEEDS_MORE_WORK);
+  EXPECT_EQ(verdict->reasoning(), "braces } in \"strings\" are fine");
+  EXPECT_EQ(verdict->summary(), "read half");
+}
+
+TEST_F(AnthropicBackendTest, InvalidJsonIsInvalidOutput) {
+  server_.Enqueue(TextReply(R"(```json
+{"reasoning": "x", "status": "COMPLETED", "summary": oops}
+```)"));
+  absl::StatusOr<rein::v1::EvaluateResponse> verdict =
+      backend_->Evaluate(EvaluateRequest(), absl::InfiniteFuture());
+  EXPECT_EQ(verdict.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(std::string(verdict.status().message()),
+              HasSubstr("invalid output: the reply has no submit_evaluation call and no JSON "
+                        "object in its text"));
+}
+
+TEST_F(AnthropicBackendTest, SchemaViolationIsInvalidOutputNamingTheField) {
+  server_.Enqueue(ToolUseReply("submit_evaluation", {{"reasoning", "r"},
+                                                     {"status", "DONE"},
+                                                     {"summary", "s"},
+                                                     {"goal_achieved", false}}));
+  absl::StatusOr<rein::v1::EvaluateResponse> verdict =
+      backend_->Evaluate(EvaluateRequest(), absl::InfiniteFuture());
+  EXPECT_EQ(verdict.status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(verdict.status().message(),
+            "invalid output: status: \"DONE\" is not one of: COMPLETED, FAILED, NEEDS_MORE_WORK");
+}
+
+TEST_F(AnthropicBackendTest, DecisionNamingAToolOutsideTheSubtasksListIsInvalidOutput) {
+  server_.Enqueue(ToolUseReply(
+      "submit_decision",
+      {{"reasoning", "r"}, {"tool_call", {{"tool", "run_command"}, {"args", {{"cmd", "rm"}}}}}}));
+  absl::StatusOr<rein::v1::DecideResponse> decision =
+      backend_->Decide(DecideRequest(), absl::InfiniteFuture());
+  EXPECT_EQ(decision.status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(decision.status().message(),
+            "invalid output: tool_call.tool: \"run_command\" is not one of: read_file");
+}
+
+TEST_F(AnthropicBackendTest, DecisionAskingAPersonIsAHumanQuery) {
+  server_.Enqueue(ToolUseReply("submit_decision", {{"reasoning", "unsure"},
+                                                   {"tool_call", nullptr},
+                                                   {"human_query", "Which README?"}}));
+  absl::StatusOr<rein::v1::DecideResponse> decision =
+      backend_->Decide(DecideRequest(), absl::InfiniteFuture());
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  EXPECT_EQ(decision->human_query(), "Which README?");
+}
+
+TEST_F(AnthropicBackendTest, DuplicateSubtaskIdsAreInvalidOutput) {
+  json plan = kPlan;
+  plan["subtasks"][1]["id"] = "p1-read";
+  server_.Enqueue(ToolUseReply("submit_plan", plan));
+  absl::StatusOr<rein::v1::PlanResponse> reply =
+      backend_->Plan(PlanRequest(), absl::InfiniteFuture());
+  EXPECT_EQ(reply.status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(reply.status().message(), "invalid output: subtasks[1].id: \"p1-read\" is used twice");
+}
+
+TEST_F(AnthropicBackendTest, MaxTokensStopIsInvalidOutput) {
+  server_.Enqueue(TextReply(R"({"reasoning": "I was about to)", "max_tokens"));
+  absl::StatusOr<rein::v1::PlanResponse> reply =
+      backend_->Plan(PlanRequest(), absl::InfiniteFuture());
+  EXPECT_EQ(reply.status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(reply.status().message(),
+            "invalid output: the reply was cut off at max_tokens (4096); raise model.max_tokens");
+}
+
+TEST_F(AnthropicBackendTest, RefusalStopReturnsTheModelsWords) {
+  server_.Enqueue(TextReply("I can't help with that.", "refusal"));
+  absl::StatusOr<rein::v1::DecideResponse> decision =
+      backend_->Decide(DecideRequest(), absl::InfiniteFuture());
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  EXPECT_EQ(decision->refusal(), "I can't help with that.");
+  EXPECT_FALSE(decision->has_tool_call());
+  EXPECT_EQ(decision->usage().output_tokens(), 40);
+  EXPECT_EQ(decision->backend(), "anthropic:claude-sonnet-4-5");
+}
+
+TEST_F(AnthropicBackendTest, PauseTurnSendsTheContentBackOnceAndSumsUsage) {
+  server_.Enqueue(TextReply("Let me think...", "pause_turn"));
+  server_.Enqueue(ToolUseReply("submit_plan", kPlan));
+  absl::StatusOr<rein::v1::PlanResponse> plan = backend_->Plan(PlanRequest(), absl::InfiniteFuture());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->usage().input_tokens(), 240);
+  const json second = SentBody(1);
+  ASSERT_EQ(second["messages"].size(), 2u);
+  EXPECT_EQ(second["messages"][1]["role"], "assistant");
+  EXPECT_EQ(second["messages"][1]["content"][0]["text"], "Let me think...");
+}
+
+TEST_F(AnthropicBackendTest, PauseTurnTwiceIsInvalidOutput) {
+  server_.Enqueue(TextReply("a", "pause_turn"));
+  server_.Enqueue(TextReply("b", "pause_turn"));
+  absl::StatusOr<rein::v1::PlanResponse> plan = backend_->Plan(PlanRequest(), absl::InfiniteFuture());
+  EXPECT_EQ(plan.status().message(),
+            "invalid output: the model paused its turn twice (stop_reason pause_turn)");
+  EXPECT_EQ(server_.requests().size(), 2u);
+}
+
+TEST_F(AnthropicBackendTest, WrongToolCalledIsInvalidOutput) {
+  server_.Enqueue(ToolUseReply("submit_plan", kPlan));
+  absl::StatusOr<rein::v1::EvaluateResponse> verdict =
+      backend_->Evaluate(EvaluateRequest(), absl::InfiniteFuture());
+  EXPECT_EQ(verdict.status().message(),
+            "invalid output: the model called \"submit_plan\" instead of submit_evaluation");
+}
+
+TEST_F(AnthropicBackendTest, ApiErrorsAreOneRequestWithTheMappedCode) {
+  server_.Enqueue(ErrorReply(400, "invalid_request_error", "model: unknown model"));
+  absl::StatusOr<rein::v1::PlanResponse> plan = backend_->Plan(PlanRequest(), absl::InfiniteFuture());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr("model: unknown model"));
+  EXPECT_EQ(server_.requests().size(), 1u);
+  server_.Enqueue(ErrorReply(401, "authentication_error", "invalid x-api-key"));
+  plan = backend_->Plan(PlanRequest(), absl::InfiniteFuture());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(server_.requests().size(), 2u);
+}
+
+TEST_F(AnthropicBackendTest, PromptAtIterationFiftyIsAtMostOneAndAHalfTimesIterationTwo) {
+  // Iteration 2: one ended subtask, a fresh observation, one answer from a person.
+  rein::v1::PlanRequest early = PlanRequest();
+  early.set_iteration(2);
+  rein::v1::SubTask* done = early.add_completed();
+  done->set_id("p0-look");
+  done->set_description("Read README.md and note its sections");
+  done->set_status(rein::v1::SubTask::COMPLETED);
+  done->set_summary("README.md has 40 lines in 3 sections: intro, build, usage.");
+  early.set_latest_observation(std::string(1500, 'o'));
+  rein::v1::HumanInput* answer = early.add_human_inputs();
+  answer->set_kind(rein::v1::HumanInput::ANSWER);
+  answer->set_question("Which file?");
+  answer->set_text("README.md at the root");
+  // Iteration 50: 48 ended subtasks with long texts, a huge observation, many inputs.
+  rein::v1::PlanRequest late = PlanRequest();
+  late.set_iteration(50);
+  for (int i = 0; i < 48; ++i) {
+    rein::v1::SubTask* task = late.add_completed();
+    task->set_id(absl::StrCat("p", i, "-step"));
+    task->set_description(std::string(1000, 'd'));
+    task->set_status(i % 2 ? rein::v1::SubTask::COMPLETED : rein::v1::SubTask::FAILED);
+    task->set_summary(std::string(3000, 's'));
+  }
+  late.set_latest_observation(std::string(8192, 'o'));
+  for (int i = 0; i < 20; ++i) {
+    rein::v1::HumanInput* input = late.add_human_inputs();
+    input->set_kind(rein::v1::HumanInput::FEEDBACK);
+    input->set_text(std::string(4000, 'h'));
+  }
+  late.set_replan_reason(std::string(4000, 'r'));
+  server_.Enqueue(ToolUseReply("submit_plan", kPlan));
+  server_.Enqueue(ToolUseReply("submit_plan", kPlan));
+  ASSERT_TRUE(backend_->Plan(early, absl::InfiniteFuture()).ok());
+  ASSERT_TRUE(backend_->Plan(late, absl::InfiniteFuture()).ok());
+  const size_t early_size = server_.requests()[0].body.size();
+  const size_t late_size = server_.requests()[1].body.size();
+  EXPECT_LE(late_size * 2, early_size * 3) << early_size << " -> " << late_size;
+}
+
+TEST_F(AnthropicBackendTest, DecidePromptShowsOnlyTheLastThreeActions) {
+  rein::v1::DecideRequest early = DecideRequest();
+  rein::v1::Action* first = early.add_recent_actions();
+  first->set_tool("read_file");
+  first->set_args_json(R"({"path":"README.md"})");
+  first->set_ok(true);
+  first->set_observation(std::string(8192, 'o'));  // read_file output, as the router caps it
+  rein::v1::DecideRequest late = DecideRequest();
+  late.set_iteration(50);
+  for (int i = 0; i < 20; ++i) {
+    rein::v1::Action* a = late.add_recent_actions();
+    a->set_iteration(30 + i);
+    a->set_tool("read_file");
+    a->set_args_json(absl::StrCat(R"({"path":")", std::string(2000, 'p'), i, R"("})"));
+    a->set_ok(false);
+    a->set_error(std::string(2000, 'e'));
+    a->set_observation(absl::StrCat("observation number ", i, std::string(8000, 'o')));
+  }
+  server_.Enqueue(ToolUseReply("submit_decision", {{"reasoning", "r"}, {"human_query", "?"}}));
+  server_.Enqueue(ToolUseReply("submit_decision", {{"reasoning", "r"}, {"human_query", "?"}}));
+  ASSERT_TRUE(backend_->Decide(early, absl::InfiniteFuture()).ok());
+  ASSERT_TRUE(backend_->Decide(late, absl::InfiniteFuture()).ok());
+  const std::string user = SentBody(1)["messages"][0]["content"][0]["text"];
+  EXPECT_THAT(user, HasSubstr("observation number 19"));
+  EXPECT_THAT(user, HasSubstr("observation number 17"));
+  EXPECT_THAT(user, Not(HasSubstr("observation number 16")));
+  EXPECT_LE(server_.requests()[1].body.size() * 2, server_.requests()[0].body.size() * 3);
+}
+
+TEST_F(AnthropicBackendTest, EvaluatePromptNeverShowsEarlierSubtasks) {
+  server_.Enqueue(ToolUseReply("submit_evaluation", {{"reasoning", "r"},
+                                                     {"status", "FAILED"},
+                                                     {"summary", "s"},
+                                                     {"goal_achieved", false}}));
+  rein::v1::EvaluateRequest request = EvaluateRequest();
+  request.mutable_subtask()->set_summary("EARLIER SUCCESS");
+  ASSERT_TRUE(backend_->Evaluate(request, absl::InfiniteFuture()).ok());
+  const std::string user = SentBody(0)["messages"][0]["content"][0]["text"];
+  EXPECT_THAT(user, Not(HasSubstr("EARLIER SUCCESS")));
+  EXPECT_THAT(user, HasSubstr("line two"));
+}
+
+TEST_F(AnthropicBackendTest, GoalThatLooksLikeAPlaceholderIsNeutralized) {
+  server_.Enqueue(ToolUseReply("submit_plan", kPlan));
+  rein::v1::PlanRequest request = PlanRequest();
+  request.set_goal("Fill the {{goal_text}} template and {{{x}}}");
+  ASSERT_TRUE(backend_->Plan(request, absl::InfiniteFuture()).ok());
+  const std::string user = SentBody(0)["messages"][0]["content"][0]["text"];
+  EXPECT_THAT(user, HasSubstr("Fill the { {goal_text}} template"));
+  EXPECT_THAT(user, Not(HasSubstr("{{")));
+}
+
+TEST_F(AnthropicBackendTest, KeyNeverAppearsInLogsOrErrors) {
+  ::testing::internal::CaptureStderr();
+  std::vector<std::string> messages;
+  for (int i = 0; i < 3; ++i) server_.Enqueue(ErrorReply(529, "overloaded_error", kKey));
+  messages.push_back(
+      std::string(backend_->Plan(PlanRequest(), absl::InfiniteFuture()).status().message()));
+  server_.Enqueue(ErrorReply(401, "authentication_error", absl::StrCat("bad key ", kKey)));
+  messages.push_back(
+      std::string(backend_->Decide(DecideRequest(), absl::InfiniteFuture()).status().message()));
+  FakeReply closed;
+  closed.close_without_reply = true;
+  for (int i = 0; i < 3; ++i) server_.Enqueue(closed);
+  messages.push_back(
+      std::string(backend_->Evaluate(EvaluateRequest(), absl::InfiniteFuture()).status().message()));
+  server_.Enqueue(TextReply(absl::StrCat("my key is ", kKey), "refusal"));
+  absl::StatusOr<rein::v1::PlanResponse> refused =
+      backend_->Plan(PlanRequest(), absl::InfiniteFuture());
+  const std::string logs = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(logs, HasSubstr("retrying"));
+  EXPECT_THAT(logs, Not(HasSubstr(kKey)));
+  for (const std::string& m : messages) {
+    EXPECT_FALSE(m.empty());
+    EXPECT_THAT(m, Not(HasSubstr(kKey)));
+  }
+  // A key the model repeats is its own words, not ours; but no request or reply of ours
+  // other than the x-api-key header carries the key.
+  for (const FakeRequest& r : server_.requests()) {
+    EXPECT_THAT(r.body, Not(HasSubstr(kKey)));
+    for (const auto& [name, value] : r.headers) {
+      if (name != "x-api-key") {
+        EXPECT_THAT(value, Not(HasSubstr(kKey))) << name;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rein
