@@ -193,6 +193,9 @@ std::string EventLine(const v1::RunEvent& event) {
                       plan.subtasks_size() == 1 ? " subtask" : " subtasks");
       if (!ids.empty()) absl::StrAppend(&line, " [", absl::StrJoin(ids, ", "), "]");
       if (plan.goal_achieved()) absl::StrAppend(&line, "  goal achieved");
+      if (!plan.planner_backend().empty()) {
+        absl::StrAppend(&line, "  [planner: ", OneLine(plan.planner_backend(), 60), "]");
+      }
       absl::StrAppend(&line, NotesSuffix(plan.notes()));
       break;
     }
