@@ -131,9 +131,9 @@ bool Cluster::StartRouter() {
   return true;
 }
 
-void Cluster::KillRouter(int signal) {
+int Cluster::KillRouter(int signal) {
   router_->Kill(signal);
-  router_->Wait(absl::Seconds(20));
+  return router_->Wait(absl::Seconds(20));
 }
 
 bool Cluster::Start() {

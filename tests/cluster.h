@@ -56,7 +56,8 @@ class Cluster {
   // Starts all three and waits until each answers grpc.health.v1 with SERVING.
   bool Start();
   bool StartRouter();
-  void KillRouter(int signal);
+  // Sends `signal` to the router and returns its exit status (-1 if it did not exit in 20 s).
+  int KillRouter(int signal);
   bool WaitServing(const std::string& target, absl::Duration timeout);
 
   rein::v1::Router::Stub* router() { return stub_.get(); }

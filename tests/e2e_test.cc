@@ -313,6 +313,23 @@ TEST_F(EndToEndTest, RouterKilledMidRunFinishesAfterRestart) {
   }
 }
 
+TEST_F(EndToEndTest, RouterStopsCleanlyOnSigtermAndRunContinues) {
+  Boot(Script(kThreeStepScript, 300));
+  absl::StatusOr<RunMsg> run = cluster_->StartRun(Spec());
+  ASSERT_TRUE(run.ok());
+  ASSERT_EQ(cluster_->WaitForStage(run->run_id(), rein::v1::DECIDING, absl::Seconds(20))->state().stage(),
+            rein::v1::DECIDING);
+  absl::Time start = absl::Now();
+  EXPECT_EQ(cluster_->KillRouter(SIGTERM), 0) << cluster_->Logs();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(15));
+  ASSERT_TRUE(cluster_->StartRouter()) << cluster_->Logs();
+  std::vector<RunEvent> events = WatchAll(run->run_id());
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);
+  EXPECT_EQ(CountFinished(events), 1);
+  EXPECT_EQ(cluster_->GetRun(run->run_id())->state().retries_used(), 0);
+}
+
 TEST_F(EndToEndTest, MalformedRequestsLeaveServicesHealthy) {
   Boot(Script(kThreeStepScript, 0));
   std::mt19937 rng(42);
