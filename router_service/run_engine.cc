@@ -323,14 +323,39 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
   };
   const StageRouter* router = &router_;
   switch (effect.kind) {
-    case Effect::Kind::kListTools:
+    case Effect::Kind::kListTools: {
+      // Tools, then (when the executor has file_info) the workspace: two calls, one stage.
+      ExecutorClient* executor = executor_;
+      rein::v1::ExecuteRequest check;
+      check.set_call_id(absl::StrCat(run_id, "-workspace-check"));
+      check.set_run_id(run_id);
+      check.set_workspace(run.spec().workspace());
+      check.set_tool("file_info");
+      check.set_args_json(R"({"path":"."})");
+      absl::Time deadline = effect.deadline;
       entry->call = executor_->ListTools(
-          effect.deadline, [finish, router](absl::StatusOr<rein::v1::ListToolsResponse> reply) {
-            finish([router, reply = std::move(reply)](const Run& r, absl::Time t) {
-              return router->OnTools(r, reply, t);
-            });
+          deadline, [finish, router, executor, check, deadline](
+                        absl::StatusOr<rein::v1::ListToolsResponse> tools) {
+            bool has_file_info =
+                tools.ok() && std::any_of(tools->tools().begin(), tools->tools().end(),
+                                          [](const auto& t) { return t.name() == "file_info"; });
+            if (!has_file_info) {
+              finish([router, tools = std::move(tools)](const Run& r, absl::Time t) {
+                return router->OnTools(r, tools, std::nullopt, t);
+              });
+              return;
+            }
+            executor->Execute(check, deadline,
+                              [finish, router, tools = std::move(tools)](
+                                  absl::StatusOr<rein::v1::ExecuteResponse> workspace) {
+                                finish([router, tools, workspace = std::move(workspace)](
+                                           const Run& r, absl::Time t) {
+                                  return router->OnTools(r, tools, workspace, t);
+                                });
+                              });
           });
       break;
+    }
     case Effect::Kind::kPlan:
       entry->call = planner_->Plan(
           effect.plan, effect.deadline,

@@ -733,14 +733,29 @@ Effect StageRouter::NextEffect(const Run& run, absl::Time now) const {
   return effect;
 }
 
-Transition StageRouter::OnTools(const Run& run,
-                                const absl::StatusOr<rein::v1::ListToolsResponse>& tools,
-                                absl::Time now) const {
+Transition StageRouter::OnTools(
+    const Run& run, const absl::StatusOr<rein::v1::ListToolsResponse>& tools,
+    const std::optional<absl::StatusOr<rein::v1::ExecuteResponse>>& workspace,
+    absl::Time now) const {
   Step s(run, now);
   if (!tools.ok()) {
     SpendRetry(s, rein::v1::INITIALIZING, StatusCodeName(tools.status().code()),
                absl::StrCat("executor ListTools: ", tools.status().message()));
     return std::move(s).Finish();
+  }
+  if (workspace.has_value()) {
+    if (!workspace->ok()) {
+      SpendRetry(s, rein::v1::INITIALIZING, StatusCodeName(workspace->status().code()),
+                 absl::StrCat("executor workspace check: ", workspace->status().message()));
+      return std::move(s).Finish();
+    }
+    if (!(*workspace)->ok()) {
+      Terminate(s, rein::v1::FAILED, rein::v1::INTERNAL,
+                absl::StrCat("workspace \"", run.spec().workspace(),
+                             "\" is not usable on the executor: ", (*workspace)->error().code(),
+                             ": ", (*workspace)->error().message()));
+      return std::move(s).Finish();
+    }
   }
   RunState& st = s.state();
   st.clear_tools();

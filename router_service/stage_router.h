@@ -65,8 +65,11 @@ class StageRouter {
   Effect NextEffect(const rein::v1::Run& run, absl::Time now) const;
 
   // Results of the calls of NextEffect. A non-OK status is the call's gRPC status.
+  // `workspace` is the executor's reply to file_info {"path": "."} in the run's workspace
+  // (nullopt when the executor offers no file_info): a tool error there fails the run.
   Transition OnTools(const rein::v1::Run& run,
                      const absl::StatusOr<rein::v1::ListToolsResponse>& tools,
+                     const std::optional<absl::StatusOr<rein::v1::ExecuteResponse>>& workspace,
                      absl::Time now) const;
   Transition OnPlan(const rein::v1::Run& run, const absl::StatusOr<rein::v1::PlanResponse>& reply,
                     absl::Time now) const;

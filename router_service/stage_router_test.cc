@@ -99,7 +99,7 @@ class Harness {
   Stage stage() const { return run.state().stage(); }
   const rein::v1::RunState& state() const { return run.state(); }
 
-  void Tools() { Apply(router.OnTools(run, ToolsReply(), now)); }
+  void Tools() { Apply(router.OnTools(run, ToolsReply(), std::nullopt, now)); }
   void Plan(const absl::StatusOr<rein::v1::PlanResponse>& r) { Apply(router.OnPlan(run, r, now)); }
   void Decide(const absl::StatusOr<rein::v1::DecideResponse>& r) {
     Apply(router.OnDecide(run, r, now));
@@ -971,9 +971,33 @@ TEST(StageRouterTest, EveryEndedRunHasExactlyOneTerminalEvent) {
   }
 }
 
+TEST(StageRouterTest, MissingWorkspaceFailsAtInitializing) {
+  Harness h;
+  rein::v1::ExecuteResponse missing;
+  missing.set_ok(false);
+  missing.mutable_error()->set_code("NOT_FOUND");
+  missing.mutable_error()->set_message("no workspace \"default\"");
+  h.Apply(h.router.OnTools(h.run, ToolsReply(), missing, h.now));
+  EXPECT_EQ(h.stage(), rein::v1::FAILED);
+  EXPECT_EQ(h.reason(), rein::v1::INTERNAL);
+  EXPECT_NE(h.state().outcome().message().find("workspace \"default\""), std::string::npos);
+  Harness ok;
+  rein::v1::ExecuteResponse present;
+  present.set_ok(true);
+  ok.Apply(ok.router.OnTools(ok.run, ToolsReply(), present, ok.now));
+  EXPECT_EQ(ok.stage(), rein::v1::PLANNING);
+  Harness down;
+  down.Apply(down.router.OnTools(down.run, ToolsReply(),
+                                 absl::StatusOr<rein::v1::ExecuteResponse>(
+                                     absl::UnavailableError("executor down")),
+                                 down.now));
+  EXPECT_EQ(down.stage(), rein::v1::INITIALIZING);
+  EXPECT_EQ(down.state().retries_used(), 1);
+}
+
 TEST(StageRouterTest, SnapshotsAtIterationBoundaries) {
   Harness h;
-  Transition t = h.router.OnTools(h.run, ToolsReply(), h.now);
+  Transition t = h.router.OnTools(h.run, ToolsReply(), std::nullopt, h.now);
   ASSERT_TRUE(t.snapshot.has_value());
   EXPECT_EQ(t.snapshot->iteration, 1);
   EXPECT_NE(t.snapshot->state_json.find("\"stage\":\"PLANNING\""), std::string::npos)
