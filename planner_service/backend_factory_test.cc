@@ -15,6 +15,7 @@ namespace rein {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string WriteScript(const std::string& name, const std::string& text) {
   const std::string path = absl::StrCat(getenv("TEST_TMPDIR"), "/", name);
@@ -62,12 +63,79 @@ TEST(BackendFactoryTest, BadScriptIsRefusedWithItsPath) {
               HasSubstr(absl::StrCat(options.script, ": decide[1].when.x: unknown condition")));
 }
 
-TEST(BackendFactoryTest, AnthropicIsNotBuiltYet) {
-  FakeClock clock;
-  PlannerOptions options;
-  absl::StatusOr<std::unique_ptr<PlannerBackend>> backend = MakePlannerBackend(options, &clock);
-  EXPECT_EQ(backend.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(backend.status().message(), "anthropic backend not built yet");
+// Runs `body` with ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL set as given ("" = unset).
+template <typename Body>
+void WithAnthropicEnv(const char* key, const char* base_url, Body body) {
+  unsetenv("ANTHROPIC_API_KEY");
+  unsetenv("ANTHROPIC_BASE_URL");
+  if (*key) setenv("ANTHROPIC_API_KEY", key, 1);
+  if (*base_url) setenv("ANTHROPIC_BASE_URL", base_url, 1);
+  body();
+  unsetenv("ANTHROPIC_API_KEY");
+  unsetenv("ANTHROPIC_BASE_URL");
+}
+
+std::string ShippedPrompts() {
+  return absl::StrCat(getenv("TEST_SRCDIR"), "/rein/planner_service/prompts");
+}
+
+TEST(BackendFactoryTest, AnthropicWithoutAKeyRefusesToStart) {
+  WithAnthropicEnv("", "", [] {
+    FakeClock clock;
+    PlannerOptions options;
+    options.prompts_dir = ShippedPrompts();
+    absl::StatusOr<std::unique_ptr<PlannerBackend>> backend = MakePlannerBackend(options, &clock);
+    EXPECT_EQ(backend.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(backend.status().message(),
+              "the anthropic backend needs an API key: set ANTHROPIC_API_KEY or pass "
+              "--api_key_file=FILE (or run the scripted planner with --script=FILE)");
+  });
+}
+
+TEST(BackendFactoryTest, AnthropicWithKeyFromEnvironmentIsBuilt) {
+  WithAnthropicEnv("sk-env-key", "http://127.0.0.1:1", [] {
+    FakeClock clock;
+    PlannerOptions options;
+    options.model = "claude-test-model";
+    options.prompts_dir = ShippedPrompts();
+    absl::StatusOr<std::unique_ptr<PlannerBackend>> backend = MakePlannerBackend(options, &clock);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    EXPECT_EQ((*backend)->name(), "anthropic:claude-test-model");
+  });
+}
+
+TEST(BackendFactoryTest, AnthropicKeyFileIsTrimmedAndNeverShown) {
+  WithAnthropicEnv("", "", [] {
+    FakeClock clock;
+    PlannerOptions options;
+    options.prompts_dir = ShippedPrompts();
+    options.api_key_file = WriteScript("key.txt", "sk-file-key\n");
+    EXPECT_TRUE(MakePlannerBackend(options, &clock).ok());
+    options.api_key_file = WriteScript("empty-key.txt", "  \n");
+    absl::Status status = MakePlannerBackend(options, &clock).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(status.message(), absl::StrCat("--api_key_file=", options.api_key_file, ": is empty"));
+    options.api_key_file = WriteScript("bad-key.txt", "sk-has space-SECRET");
+    status = MakePlannerBackend(options, &clock).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(status.message()), Not(HasSubstr("SECRET")));
+    options.api_key_file = "/nonexistent/key";
+    EXPECT_EQ(MakePlannerBackend(options, &clock).status().code(), absl::StatusCode::kNotFound);
+  });
+}
+
+TEST(BackendFactoryTest, AnthropicBadBaseUrlOrPromptsAreRefused) {
+  WithAnthropicEnv("sk-env-key", "", [] {
+    FakeClock clock;
+    PlannerOptions options;
+    options.prompts_dir = ShippedPrompts();
+    options.anthropic_base_url = "api.anthropic.com";
+    EXPECT_EQ(MakePlannerBackend(options, &clock).status().code(),
+              absl::StatusCode::kInvalidArgument);
+    options.anthropic_base_url = "";
+    options.prompts_dir = "/nonexistent/prompts";
+    EXPECT_EQ(MakePlannerBackend(options, &clock).status().code(), absl::StatusCode::kNotFound);
+  });
 }
 
 TEST(BackendFactoryTest, ScriptWithAnthropicIsInvalidArgument) {
