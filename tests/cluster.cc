@@ -144,12 +144,15 @@ bool Cluster::Start() {
                                         absl::StrCat("--workspace_root=", options_.workspace_root)};
   for (const auto& flag : options_.executor_flags) exec_argv.push_back(flag);
   executor_ = std::make_unique<Process>("executor", exec_argv, options_.dir + "/executor.log");
-  planner_ = std::make_unique<Process>(
-      "planner",
-      std::vector<std::string>{RunfilePath("planner_service/rein-planner"),
-                               absl::StrCat("--listen=", planner_target()), "--backend=scripted",
-                               absl::StrCat("--script=", script)},
-      options_.dir + "/planner.log");
+  std::vector<std::string> planner_argv = {RunfilePath("planner_service/rein-planner"),
+                                           absl::StrCat("--listen=", planner_target())};
+  if (options_.planner_flags.empty()) {
+    planner_argv.push_back("--backend=scripted");
+    planner_argv.push_back(absl::StrCat("--script=", script));
+  } else {
+    for (const auto& flag : options_.planner_flags) planner_argv.push_back(flag);
+  }
+  planner_ = std::make_unique<Process>("planner", planner_argv, options_.dir + "/planner.log");
   if (!executor_->Start() || !planner_->Start()) return false;
   if (!WaitServing(executor_target(), absl::Seconds(20))) return false;
   if (!WaitServing(planner_target(), absl::Seconds(20))) return false;

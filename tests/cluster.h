@@ -49,6 +49,8 @@ class Cluster {
     std::string script_json;    // the scripted planner's script
     std::string workspace_root; // empty = dir + "/workspaces"
     std::vector<std::string> executor_flags = {"--sandbox=none", "--allow_unsandboxed"};
+    // When set, the planner runs with these flags instead of the scripted backend.
+    std::vector<std::string> planner_flags;
   };
   explicit Cluster(Options options);
   ~Cluster();
