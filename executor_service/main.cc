@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -15,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/server.h"
 #include "executor_service/executor_service.h"
 #include "executor_service/tool_executor.h"
@@ -25,6 +27,23 @@ ABSL_FLAG(std::string, workspace_root, "", "Directory holding the workspaces (re
 ABSL_FLAG(std::string, executor_id, "", "Id reported in every reply; default hostname:pid");
 ABSL_FLAG(std::string, sandbox, "bwrap", "How mutating tools are sandboxed: bwrap or none");
 ABSL_FLAG(bool, allow_unsandboxed, false, "Permit --sandbox=none");
+ABSL_FLAG(int, max_concurrent, 8,
+          "Sandboxed commands at once; past it Execute fails with RESOURCE_EXHAUSTED");
+ABSL_FLAG(std::vector<std::string>, protected_paths, {},
+          "Workspace paths tools may not write, in addition to .git/hooks and .git/config "
+          "(comma-separated)");
+ABSL_FLAG(std::string, bwrap, "/usr/bin/bwrap", "The bubblewrap binary");
+ABSL_FLAG(std::string, sandbox_cgroup, "",
+          "cgroup directory (v1 pids or delegated v2 with +pids) for per-command cgroups; "
+          "empty = detect a writable v1 pids hierarchy; off = none");
+ABSL_FLAG(int64_t, sandbox_max_memory_bytes, int64_t{4} << 30,
+          "RLIMIT_AS of every sandboxed process");
+ABSL_FLAG(int64_t, sandbox_max_file_bytes, int64_t{1} << 30,
+          "RLIMIT_FSIZE: largest file a command may write");
+ABSL_FLAG(int64_t, sandbox_cpu_seconds, 600, "RLIMIT_CPU of every sandboxed process");
+ABSL_FLAG(int64_t, sandbox_max_open_files, 1024, "RLIMIT_NOFILE of every sandboxed process");
+ABSL_FLAG(int64_t, sandbox_max_processes, 512,
+          "Processes per command: pids.max of its cgroup, and RLIMIT_NPROC");
 
 namespace {
 
@@ -97,18 +116,41 @@ int main(int argc, char** argv) {
   rein::ExecutorOptions options;
   options.workspace_root = absl::GetFlag(FLAGS_workspace_root);
   options.executor_id = absl::GetFlag(FLAGS_executor_id);
-  options.sandbox = absl::GetFlag(FLAGS_sandbox);
-  options.allow_unsandboxed = absl::GetFlag(FLAGS_allow_unsandboxed);
+  rein::SandboxOptions& sandbox = options.sandbox;
+  sandbox.mode = absl::GetFlag(FLAGS_sandbox);
+  sandbox.allow_unsandboxed = absl::GetFlag(FLAGS_allow_unsandboxed);
+  sandbox.max_concurrent = absl::GetFlag(FLAGS_max_concurrent);
+  sandbox.protected_paths = absl::GetFlag(FLAGS_protected_paths);
+  sandbox.bwrap_path = absl::GetFlag(FLAGS_bwrap);
+  sandbox.cgroup = absl::GetFlag(FLAGS_sandbox_cgroup);
+  const std::pair<const char*, int64_t> limits[] = {
+      {"sandbox_max_memory_bytes", absl::GetFlag(FLAGS_sandbox_max_memory_bytes)},
+      {"sandbox_max_file_bytes", absl::GetFlag(FLAGS_sandbox_max_file_bytes)},
+      {"sandbox_cpu_seconds", absl::GetFlag(FLAGS_sandbox_cpu_seconds)},
+      {"sandbox_max_open_files", absl::GetFlag(FLAGS_sandbox_max_open_files)},
+      {"sandbox_max_processes", absl::GetFlag(FLAGS_sandbox_max_processes)}};
+  for (const auto& [name, value] : limits) {
+    if (value < 1) Die(absl::StrCat("--", name, " must be at least 1, got ", value));
+  }
+  sandbox.limits.address_space_bytes = static_cast<uint64_t>(limits[0].second);
+  sandbox.limits.file_size_bytes = static_cast<uint64_t>(limits[1].second);
+  sandbox.limits.cpu_seconds = static_cast<uint64_t>(limits[2].second);
+  sandbox.limits.open_files = static_cast<uint64_t>(limits[3].second);
+  sandbox.limits.processes = static_cast<uint64_t>(limits[4].second);
+  sandbox.max_pids = static_cast<uint64_t>(limits[4].second);
+  if (sandbox.max_concurrent < 1) {
+    Die(absl::StrCat("--max_concurrent must be at least 1, got ", sandbox.max_concurrent));
+  }
   if (options.executor_id.empty()) options.executor_id = DefaultExecutorId();
   if (options.workspace_root.empty()) Die("--workspace_root=DIR is required");
   struct stat st;
   if (stat(options.workspace_root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     Die(absl::StrCat("--workspace_root: ", options.workspace_root, " is not a directory"));
   }
-  if (options.sandbox != "bwrap" && options.sandbox != "none") {
-    Die(absl::StrCat("--sandbox must be bwrap or none, got \"", options.sandbox, "\""));
+  if (sandbox.mode != "bwrap" && sandbox.mode != "none") {
+    Die(absl::StrCat("--sandbox must be bwrap or none, got \"", sandbox.mode, "\""));
   }
-  if (options.sandbox == "none" && !options.allow_unsandboxed) {
+  if (sandbox.mode == "none" && !sandbox.allow_unsandboxed) {
     Die("--sandbox=none is refused unless --allow_unsandboxed is also given");
   }
   const int metrics_port = absl::GetFlag(FLAGS_metrics_port);
@@ -120,6 +162,17 @@ int main(int argc, char** argv) {
       rein::ToolExecutor::Create(options);
   if (!executor.ok()) Die(std::string(executor.status().message()));
   rein::ExecutorService service(executor->get());
+  // The sandbox state, for health checks and dashboards (grpc.health.v1 has no details).
+  const rein::Sandbox::State state = (*executor)->sandbox().state();
+  const char* state_name = state == rein::Sandbox::State::kBwrap         ? "bwrap"
+                           : state == rein::Sandbox::State::kUnsandboxed ? "unsandboxed"
+                                                                          : "unavailable";
+  rein::Metrics::Global().Set("rein_executor_sandbox", 1,
+                              absl::StrCat("state=\"", state_name, "\""));
+  if (state == rein::Sandbox::State::kUnavailable) {
+    rein::LogError("sandbox unavailable: write_file and run_command will be refused",
+                   {{"sandbox", (*executor)->SandboxDescription()}});
+  }
 
   rein::ServiceHostOptions host_options;
   host_options.listen = absl::GetFlag(FLAGS_listen);

@@ -1,6 +1,8 @@
 // Bounded tool output.
 #include "executor_service/output_buffer.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace rein {
@@ -54,6 +56,29 @@ std::string SanitizeUtf8(absl::string_view s) {
       i += n;
     }
   }
+  return out;
+}
+
+std::string EscapeCommandOutput(absl::string_view raw, size_t cap, size_t* consumed) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(std::min(raw.size(), cap));
+  size_t i = 0;
+  while (i < raw.size()) {
+    const unsigned char c = static_cast<unsigned char>(raw[i]);
+    size_t n = Utf8SequenceLength(raw, i);
+    const bool control = (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f;
+    if (n == 0 || control) {
+      if (out.size() + 4 > cap) break;
+      out.append({'\\', 'x', kHex[c >> 4], kHex[c & 15]});
+      ++i;
+      continue;
+    }
+    if (out.size() + n > cap) break;
+    out.append(raw.data() + i, n);
+    i += n;
+  }
+  *consumed = i;
   return out;
 }
 

@@ -18,6 +18,12 @@ inline constexpr size_t kHardMaxOutputBytes = 8 << 20;
 // (proto3 strings must be valid UTF-8).
 std::string SanitizeUtf8(absl::string_view s);
 
+// Escapes raw command output for a reply: valid UTF-8 is kept; NUL, the other control
+// characters but tab, newline and carriage return, DEL, and every byte that is not part of
+// valid UTF-8 become "\xNN". Stops before the escaped text would pass `cap` bytes and sets
+// *consumed to the number of raw bytes it escaped.
+std::string EscapeCommandOutput(absl::string_view raw, size_t cap, size_t* consumed);
+
 // Collects a tool's output up to `cap` bytes; everything after is counted, not stored.
 // Notes are short remarks ("[more lines: ...]") kept apart from the capped body and always
 // shown after it. Not thread-safe.

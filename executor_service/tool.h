@@ -22,6 +22,8 @@ struct ToolSpec {
   nlohmann::json input_schema;  // JSON Schema of the arguments (see json_schema.h)
   bool mutating = false;
   absl::Duration default_timeout = absl::Seconds(30);
+  // Runs a process in the sandbox: counts against --max_concurrent.
+  bool spawns_process = false;
 };
 
 // The outcome of one call. A tool that fails sets ok=false and error_code (a canonical code

@@ -3,6 +3,7 @@
 
 #include <exception>
 #include <new>
+#include <optional>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -29,15 +30,23 @@ absl::StatusOr<std::unique_ptr<ToolExecutor>> ToolExecutor::Create(
     const ExecutorOptions& options) {
   absl::StatusOr<std::unique_ptr<WorkspaceRoot>> root = WorkspaceRoot::Open(options.workspace_root);
   if (!root.ok()) return root.status();
+  absl::StatusOr<std::unique_ptr<Sandbox>> sandbox = Sandbox::Create(options.sandbox);
+  if (!sandbox.ok()) return sandbox.status();
   auto registry = std::make_unique<ToolRegistry>();
   absl::Status registered = RegisterReadOnlyTools(registry.get());
+  if (registered.ok()) registered = RegisterMutatingTools(sandbox->get(), registry.get());
   if (!registered.ok()) return registered;
-  return std::make_unique<ToolExecutor>(options, *std::move(root), std::move(registry));
+  return std::make_unique<ToolExecutor>(options, *std::move(root), *std::move(sandbox),
+                                        std::move(registry));
 }
 
 ToolExecutor::ToolExecutor(ExecutorOptions options, std::unique_ptr<WorkspaceRoot> root,
+                           std::unique_ptr<Sandbox> sandbox,
                            std::unique_ptr<ToolRegistry> registry)
-    : options_(std::move(options)), root_(std::move(root)), registry_(std::move(registry)) {}
+    : options_(std::move(options)),
+      root_(std::move(root)),
+      sandbox_(std::move(sandbox)),
+      registry_(std::move(registry)) {}
 
 std::vector<ToolSpec> ToolExecutor::ListTools() const {
   std::vector<ToolSpec> specs;
@@ -45,10 +54,7 @@ std::vector<ToolSpec> ToolExecutor::ListTools() const {
   return specs;
 }
 
-std::string ToolExecutor::SandboxDescription() const {
-  // Only read-only tools exist so far; they run in-process, confined by openat2.
-  return "none: read-only tools only";
-}
+std::string ToolExecutor::SandboxDescription() const { return sandbox_->Description(); }
 
 absl::StatusOr<ToolResult> ToolExecutor::Execute(const ExecuteCall& call) const {
   absl::Status status = CheckId(call.call_id, "call_id", /*required=*/true);
@@ -82,6 +88,18 @@ absl::StatusOr<ToolResult> ToolExecutor::Execute(const ExecuteCall& call) const 
   if (!status.ok()) return ToolResult::Failure(status);
   const nlohmann::json full_args = ApplyDefaults(spec.input_schema, *std::move(args));
 
+  if (spec.mutating) {
+    status = sandbox_->CheckMutationAllowed();
+    if (!status.ok()) return ToolResult::Failure(status);
+  }
+  // A full executor is the caller's signal to go elsewhere, so it is an RPC error.
+  std::optional<SandboxSlot> slot;
+  if (spec.spawns_process) {
+    absl::StatusOr<SandboxSlot> admitted = sandbox_->Admit();
+    if (!admitted.ok()) return admitted.status();
+    slot.emplace(*std::move(admitted));
+  }
+
   absl::StatusOr<std::unique_ptr<Workspace>> workspace = root_->OpenWorkspace(call.workspace);
   if (!workspace.ok()) return ToolResult::Failure(workspace.status());
 
@@ -96,7 +114,12 @@ absl::StatusOr<ToolResult> ToolExecutor::Execute(const ExecuteCall& call) const 
           ? kDefaultMaxOutputBytes
           : static_cast<size_t>(std::min<int64_t>(call.max_output_bytes, kHardMaxOutputBytes));
   try {
-    return tool->Execute(context, full_args);
+    ToolResult result = tool->Execute(context, full_args);
+    if (spec.mutating && sandbox_->state() == Sandbox::State::kUnsandboxed) {
+      if (!result.output.empty() && result.output.back() != '\n') result.output.push_back('\n');
+      absl::StrAppend(&result.output, kUnsandboxedNote, "\n");
+    }
+    return result;
   } catch (const std::bad_alloc&) {
     return ToolResult::Failure("RESOURCE_EXHAUSTED", absl::StrCat(spec.name, ": out of memory"));
   } catch (const std::exception& e) {

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "executor_service/sandbox.h"
 #include "executor_service/tool.h"
 #include "executor_service/tool_registry.h"
 #include "executor_service/workspace.h"
@@ -20,9 +21,12 @@ namespace rein {
 struct ExecutorOptions {
   std::string workspace_root;        // --workspace_root (required)
   std::string executor_id;           // --executor_id; reported in every reply
-  std::string sandbox = "bwrap";     // --sandbox: "bwrap" or "none"
-  bool allow_unsandboxed = false;    // --allow_unsandboxed: permits --sandbox=none
+  SandboxOptions sandbox;            // --sandbox, --allow_unsandboxed, --max_concurrent, ...
 };
+
+// The note every reply of a mutating tool carries when the executor runs unsandboxed.
+inline constexpr const char* kUnsandboxedNote =
+    "[ran unsandboxed: the executor was started with --sandbox=none --allow_unsandboxed]";
 
 // One Execute request, converted from the wire.
 struct ExecuteCall {
@@ -41,14 +45,17 @@ inline constexpr size_t kMaxIdBytes = 256;
 // Longest timeout a call may ask for.
 inline constexpr absl::Duration kMaxToolTimeout = absl::Hours(1);
 
-// Runs tool calls. Keeps nothing between calls; immutable and thread-safe.
+// Runs tool calls. Keeps nothing between calls; thread-safe.
 class ToolExecutor {
  public:
-  // Opens options.workspace_root and registers the read-only tools.
+  // Opens options.workspace_root, sets up the sandbox (see Sandbox::Create) and registers
+  // every tool.
   static absl::StatusOr<std::unique_ptr<ToolExecutor>> Create(const ExecutorOptions& options);
 
   ToolExecutor(ExecutorOptions options, std::unique_ptr<WorkspaceRoot> root,
-               std::unique_ptr<ToolRegistry> registry);
+               std::unique_ptr<Sandbox> sandbox, std::unique_ptr<ToolRegistry> registry);
+
+  const Sandbox& sandbox() const { return *sandbox_; }
 
   const ExecutorOptions& options() const { return options_; }
 
@@ -65,12 +72,15 @@ class ToolExecutor {
   // workspace, limits.timeout, limits.max_output_bytes) when the request itself is wrong.
   // Everything else, including bad tool arguments (code INVALID_ARGUMENT, naming args.<field>),
   // a missing workspace (NOT_FOUND), a path outside the workspace (PERMISSION_DENIED) and a
-  // deadline (TIMEOUT), is a ToolResult with ok=false.
+  // deadline (TIMEOUT), is a ToolResult with ok=false; so is a mutating tool while the
+  // sandbox is unavailable (FAILED_PRECONDITION, saying why and how to fix it).
+  // RESOURCE_EXHAUSTED when a command would pass --max_concurrent.
   absl::StatusOr<ToolResult> Execute(const ExecuteCall& call) const;
 
  private:
   ExecutorOptions options_;
   std::unique_ptr<WorkspaceRoot> root_;
+  std::unique_ptr<Sandbox> sandbox_;
   std::unique_ptr<ToolRegistry> registry_;
 };
 

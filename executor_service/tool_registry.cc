@@ -5,7 +5,9 @@
 #include "executor_service/file_info_tool.h"
 #include "executor_service/list_files_tool.h"
 #include "executor_service/read_file_tool.h"
+#include "executor_service/run_command_tool.h"
 #include "executor_service/search_text_tool.h"
+#include "executor_service/write_file_tool.h"
 
 namespace rein {
 
@@ -40,6 +42,16 @@ absl::Status RegisterReadOnlyTools(ToolRegistry* registry) {
   if (status.ok()) status = registry->Add(std::make_unique<ReadFileTool>());
   if (status.ok()) status = registry->Add(std::make_unique<SearchTextTool>());
   if (status.ok()) status = registry->Add(std::make_unique<FileInfoTool>());
+  return status;
+}
+
+}  // namespace rein
+
+namespace rein {
+
+absl::Status RegisterMutatingTools(const Sandbox* sandbox, ToolRegistry* registry) {
+  absl::Status status = registry->Add(std::make_unique<WriteFileTool>(&sandbox->protected_paths()));
+  if (status.ok()) status = registry->Add(std::make_unique<RunCommandTool>(sandbox));
   return status;
 }
 

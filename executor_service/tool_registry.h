@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "executor_service/sandbox.h"
 #include "executor_service/tool.h"
 
 namespace rein {
@@ -32,6 +33,9 @@ class ToolRegistry {
 
 // Registers list_files, read_file, search_text and file_info.
 absl::Status RegisterReadOnlyTools(ToolRegistry* registry);
+
+// Registers write_file and run_command; `sandbox` is not owned and outlives the registry.
+absl::Status RegisterMutatingTools(const Sandbox* sandbox, ToolRegistry* registry);
 
 }  // namespace rein
 

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -125,6 +126,32 @@ absl::StatusOr<UniqueFd> Workspace::Open(absl::string_view path, int flags,
   absl::Status valid = ValidateToolPath(path);
   if (!valid.ok()) return valid;
   return OpenBeneath(dir_.get(), path, flags, extra_resolve);
+}
+
+namespace {
+
+absl::StatusOr<std::string> FdPath(int fd) {
+  char buf[PATH_MAX + 1];
+  const std::string link = absl::StrCat("/proc/self/fd/", fd);
+  const ssize_t n = readlink(link.c_str(), buf, sizeof(buf) - 1);
+  if (n < 0) return absl::InternalError(absl::StrCat("readlink ", link, ": ", strerror(errno)));
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> Workspace::RelativePathOf(int fd) const {
+  absl::StatusOr<std::string> base = FdPath(dir_.get());
+  if (!base.ok()) return base.status();
+  absl::StatusOr<std::string> path = FdPath(fd);
+  if (!path.ok()) return path.status();
+  if (*path == *base) return std::string();
+  if (path->size() > base->size() && path->compare(0, base->size(), *base) == 0 &&
+      ((*path)[base->size()] == '/' || *base == "/")) {
+    return path->substr(base->size() + (*base == "/" ? 0 : 1));
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat("path ", Quote(*path), " is outside the workspace"));
 }
 
 absl::StatusOr<std::unique_ptr<WorkspaceRoot>> WorkspaceRoot::Open(const std::string& path) {

@@ -53,6 +53,10 @@ class Workspace {
   absl::StatusOr<UniqueFd> Open(absl::string_view path, int flags,
                                 uint64_t extra_resolve = 0) const;
 
+  // The path of the open file or directory `fd` relative to the workspace, as the kernel
+  // knows it now ("" for the workspace itself). PERMISSION_DENIED when it is not inside.
+  absl::StatusOr<std::string> RelativePathOf(int fd) const;
+
  private:
   std::string name_;
   UniqueFd dir_;

@@ -1,0 +1,64 @@
+// Starting one child process with limits, capturing its output, and stopping it at a deadline.
+#ifndef REIN_EXECUTOR_SERVICE_CHILD_PROCESS_H_
+#define REIN_EXECUTOR_SERVICE_CHILD_PROCESS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace rein {
+
+// Resource limits set (soft = hard) in the child before it executes anything. 0 = unlimited.
+struct ResourceLimits {
+  uint64_t cpu_seconds = 0;          // RLIMIT_CPU
+  uint64_t address_space_bytes = 0;  // RLIMIT_AS
+  uint64_t file_size_bytes = 0;      // RLIMIT_FSIZE
+  uint64_t open_files = 0;           // RLIMIT_NOFILE
+  uint64_t processes = 0;            // RLIMIT_NPROC (binds only a non-root uid)
+  uint64_t core_bytes = 0;           // RLIMIT_CORE; always set, 0 = no core dumps
+};
+
+// What to start. Every descriptor of the parent is closed in the child except stdin
+// (/dev/null), stdout and stderr (both the capture pipe) and `pass_fds`, which become
+// descriptors 3, 4, 5, ... in their order.
+struct ChildSpec {
+  std::string path;               // the executable, absolute
+  std::vector<std::string> argv;  // argv[0] included
+  std::vector<std::string> env;   // the whole environment, "NAME=value"
+  std::vector<int> pass_fds;
+  int cwd_fd = -1;                // a directory to fchdir into; -1 = the executor's cwd
+  ResourceLimits limits;
+  int cgroup_procs_fd = -1;       // when >= 0, the child joins this cgroup ("0" written)
+  bool new_session = true;        // setsid(): own session and process group
+};
+
+// How a child ended and what it wrote.
+struct ChildOutcome {
+  std::string output;             // stdout and stderr interleaved, at most the cap, raw bytes
+  uint64_t output_bytes = 0;      // everything it wrote, kept or not
+  bool timed_out = false;         // killed at the deadline
+  int exit_code = -1;             // its exit status, or 128 + signal when killed by one
+  int signal = 0;                 // the signal that ended it, or 0
+  absl::Duration elapsed;
+};
+
+// Starts `spec` and reads its output until it exits and the pipe reaches EOF, or until
+// `deadline`, when it is killed with SIGKILL. The pipe is always drained (bytes past
+// `max_output_bytes` are counted and dropped), so a flood never blocks the child. When the
+// child has ended (or was killed), `kill_rest` is called to kill whatever it left behind
+// (its process group, cgroup or pid namespace); then the pipe is drained for at most a
+// second more. Thread-safe: may run in many threads at once. Errors: the child could not be
+// started (RESOURCE_EXHAUSTED for fd or process exhaustion, FAILED_PRECONDITION for a
+// missing or non-executable `path`, INTERNAL otherwise).
+absl::StatusOr<ChildOutcome> RunChild(const ChildSpec& spec, absl::Time deadline,
+                                      size_t max_output_bytes,
+                                      const std::function<void(int pid)>& kill_rest);
+
+}  // namespace rein
+
+#endif  // REIN_EXECUTOR_SERVICE_CHILD_PROCESS_H_

@@ -1,0 +1,28 @@
+// The `run_command` tool: runs an argv or a shell string in the sandbox, in the workspace.
+#ifndef REIN_EXECUTOR_SERVICE_RUN_COMMAND_TOOL_H_
+#define REIN_EXECUTOR_SERVICE_RUN_COMMAND_TOOL_H_
+
+#include "executor_service/sandbox.h"
+#include "executor_service/tool.h"
+
+namespace rein {
+
+// Longest timeout a command may ask for, and its default.
+inline constexpr int kMaxCommandTimeoutSeconds = 600;
+inline constexpr int kDefaultCommandTimeoutSeconds = 30;
+
+// Mutating; immutable and thread-safe. `sandbox` is not owned and outlives the tool.
+class RunCommandTool final : public Tool {
+ public:
+  explicit RunCommandTool(const Sandbox* sandbox);
+  const ToolSpec& spec() const override { return spec_; }
+  ToolResult Execute(const ToolContext& context, const nlohmann::json& args) const override;
+
+ private:
+  const Sandbox* sandbox_;
+  ToolSpec spec_;
+};
+
+}  // namespace rein
+
+#endif  // REIN_EXECUTOR_SERVICE_RUN_COMMAND_TOOL_H_

@@ -1,0 +1,138 @@
+// The sandbox mutating tools run in: bubblewrap with every namespace unshared, a read-only
+// system, the workspace as the only writable place, seccomp, rlimits and a pids cgroup; or,
+// only when the operator insists, no sandbox at all.
+#ifndef REIN_EXECUTOR_SERVICE_SANDBOX_H_
+#define REIN_EXECUTOR_SERVICE_SANDBOX_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "executor_service/child_process.h"
+#include "executor_service/pids_cgroup.h"
+#include "executor_service/protected_paths.h"
+#include "executor_service/workspace.h"
+
+namespace rein {
+
+// Where the workspace appears inside the sandbox (and the commands' HOME).
+inline constexpr const char* kSandboxWorkspace = "/workspace";
+// The PATH commands get.
+inline constexpr const char* kSandboxPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
+
+struct SandboxOptions {
+  std::string mode = "bwrap";          // "bwrap" or "none"
+  bool allow_unsandboxed = false;      // required for mode "none"
+  std::string bwrap_path = "/usr/bin/bwrap";
+  uint32_t uid = 65534;                // the command's uid and gid inside the sandbox
+  uint32_t gid = 65534;
+  ResourceLimits limits = DefaultLimits();
+  uint64_t max_pids = 512;             // pids.max of a command's cgroup
+  uint64_t tmp_size_bytes = 256 << 20; // size of the private /tmp
+  // A cgroup directory (v1 pids hierarchy or delegated v2 with +pids) for per-command
+  // cgroups; "" = detect a writable v1 pids hierarchy; "off" = none.
+  std::string cgroup;
+  std::vector<std::string> protected_paths;  // in addition to kDefaultProtectedPaths
+  int max_concurrent = 8;              // commands at once; more are RESOURCE_EXHAUSTED
+
+  static ResourceLimits DefaultLimits() {
+    ResourceLimits limits;
+    limits.cpu_seconds = 600;
+    limits.address_space_bytes = 4ull << 30;
+    limits.file_size_bytes = 1ull << 30;
+    limits.open_files = 1024;
+    limits.processes = 512;
+    return limits;
+  }
+};
+
+// One command to run.
+struct CommandRequest {
+  std::vector<std::string> argv;  // argv[0] is looked up in kSandboxPath when it has no '/'
+  std::string cwd;                // workspace-relative; "" = the workspace
+  absl::Time deadline = absl::InfiniteFuture();
+  size_t max_output_bytes = 1 << 20;
+};
+
+// How a command went.
+struct CommandOutcome {
+  ChildOutcome child;
+  bool sandboxed = false;
+};
+
+// A slot among --max_concurrent; released on destruction.
+class SandboxSlot {
+ public:
+  explicit SandboxSlot(std::atomic<int>* in_use) : in_use_(in_use) {}
+  SandboxSlot(SandboxSlot&& other) noexcept : in_use_(std::exchange(other.in_use_, nullptr)) {}
+  SandboxSlot& operator=(SandboxSlot&&) = delete;
+  ~SandboxSlot() {
+    if (in_use_ != nullptr) in_use_->fetch_sub(1);
+  }
+
+ private:
+  std::atomic<int>* in_use_;
+};
+
+// Runs commands confined to a workspace. Created once; thread-safe.
+class Sandbox {
+ public:
+  enum class State { kBwrap, kUnsandboxed, kUnavailable };
+
+  // Checks `options` (INVALID_ARGUMENT for bad ones, e.g. mode "none" without
+  // allow_unsandboxed) and probes bubblewrap by running /bin/true in a full sandbox. A failed
+  // probe is not an error: the sandbox is then kUnavailable and says why.
+  static absl::StatusOr<std::unique_ptr<Sandbox>> Create(SandboxOptions options);
+
+  State state() const { return state_; }
+  const SandboxOptions& options() const { return options_; }
+  const ProtectedPaths& protected_paths() const { return protected_; }
+
+  // "bwrap (…what holds…)", "none (unsandboxed)", or "unavailable: why; how to fix".
+  std::string Description() const;
+
+  // OK when mutating tools may run; FAILED_PRECONDITION saying why and how to fix otherwise.
+  absl::Status CheckMutationAllowed() const;
+
+  // A slot for one command, or RESOURCE_EXHAUSTED when max_concurrent are running.
+  absl::StatusOr<SandboxSlot> Admit();
+
+  // Runs `request` in `workspace`. The command's failures (non-zero exit, timeout) are in the
+  // outcome; errors are for a command that could not be started: INVALID_ARGUMENT (a bad cwd,
+  // an unknown program), FAILED_PRECONDITION (unavailable sandbox, a protected path that is a
+  // symbolic link), INTERNAL/RESOURCE_EXHAUSTED (the machine).
+  absl::StatusOr<CommandOutcome> Run(const Workspace& workspace,
+                                     const CommandRequest& request) const;
+
+ private:
+  Sandbox(SandboxOptions options, ProtectedPaths protected_paths)
+      : options_(std::move(options)), protected_(std::move(protected_paths)) {}
+
+  // The bwrap arguments that are the same for every command (system binds, namespaces).
+  void BuildStaticArgs();
+  absl::Status Probe();
+  // `protect` = false only for the probe, whose "workspace" is / and must not be touched.
+  absl::StatusOr<CommandOutcome> RunBwrap(const Workspace& workspace,
+                                          const CommandRequest& request, bool protect) const;
+  absl::StatusOr<CommandOutcome> RunUnsandboxed(const Workspace& workspace,
+                                                const CommandRequest& request) const;
+  std::vector<std::string> Environment(const std::string& home) const;
+
+  SandboxOptions options_;
+  ProtectedPaths protected_;
+  State state_ = State::kUnavailable;
+  std::string unavailable_reason_;
+  std::string cgroup_note_;
+  std::unique_ptr<PidsCgroupParent> cgroups_;
+  std::vector<std::string> static_args_;
+  std::atomic<int> in_use_{0};
+};
+
+}  // namespace rein
+
+#endif  // REIN_EXECUTOR_SERVICE_SANDBOX_H_
