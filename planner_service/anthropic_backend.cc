@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/usage_payload.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "planner_service/json_extract.h"
@@ -147,41 +148,41 @@ absl::StatusOr<AnthropicBackend::StageAnswer> AnthropicBackend::Ask(
         body["messages"].push_back({{"role", "assistant"}, {"content", *content}});
         continue;
       }
-      return InvalidOutput("the model paused its turn twice (stop_reason pause_turn)");
+      return WithUsage(InvalidOutput("the model paused its turn twice (stop_reason pause_turn)"), answer.usage);
     }
     if (stop_reason == "refusal") {
       answer.refusal = text.empty() ? "the model declined to answer (stop_reason refusal)" : text;
       return answer;
     }
     if (stop_reason == "max_tokens") {
-      return InvalidOutput(absl::StrCat("the reply was cut off at max_tokens (", max_tokens,
-                                        "); raise model.max_tokens"));
+      return WithUsage(InvalidOutput(absl::StrCat("the reply was cut off at max_tokens (", max_tokens,
+                                        "); raise model.max_tokens")), answer.usage);
     }
     if (stop_reason == "model_context_window_exceeded") {
-      return InvalidOutput("the reply was cut off: it filled the model's context window");
+      return WithUsage(InvalidOutput("the reply was cut off: it filled the model's context window"), answer.usage);
     }
     if (tool_input != nullptr) {
       if (!tool_input->is_object()) {
-        return InvalidOutput(absl::StrCat(tool_name, " input is not a JSON object"));
+        return WithUsage(InvalidOutput(absl::StrCat(tool_name, " input is not a JSON object")), answer.usage);
       }
       answer.output = *tool_input;
       return answer;
     }
     if (!other_tool.empty()) {
-      return InvalidOutput(absl::StrCat("the model called \"", Excerpt(other_tool),
-                                        "\" instead of ", tool_name));
+      return WithUsage(InvalidOutput(absl::StrCat("the model called \"", Excerpt(other_tool),
+                                        "\" instead of ", tool_name)), answer.usage);
     }
     std::optional<absl::string_view> object = ExtractFirstJsonObject(text);
     if (!object.has_value()) {
-      return InvalidOutput(absl::StrCat(
+      return WithUsage(InvalidOutput(absl::StrCat(
           "the reply has no ", tool_name, " call and no JSON object in its text",
-          text.empty() ? std::string(" (no text)") : absl::StrCat(": \"", Excerpt(text), "\"")));
+          text.empty() ? std::string(" (no text)") : absl::StrCat(": \"", Excerpt(text), "\""))), answer.usage);
     }
     answer.output = json::parse(object->begin(), object->end(), nullptr,
                                 /*allow_exceptions=*/false);
     return answer;
   }
-  return InvalidOutput("the model paused its turn twice (stop_reason pause_turn)");
+  return WithUsage(InvalidOutput("the model paused its turn twice (stop_reason pause_turn)"), answer.usage);
 }
 
 absl::StatusOr<rein::v1::PlanResponse> AnthropicBackend::Plan(
@@ -191,7 +192,9 @@ absl::StatusOr<rein::v1::PlanResponse> AnthropicBackend::Plan(
                                            PlanTool(request), deadline));
   rein::v1::PlanResponse response;
   if (answer.refusal.empty()) {
-    ASSIGN_OR_RETURN(response, PlanFromOutput(answer.output, request));
+    auto parsed = PlanFromOutput(answer.output, request);
+    if (!parsed.ok()) return WithUsage(parsed.status(), answer.usage);
+    response = *std::move(parsed);
   } else {
     response.set_refusal(answer.refusal);
   }
@@ -207,7 +210,9 @@ absl::StatusOr<rein::v1::DecideResponse> AnthropicBackend::Decide(
                                            DecideTool(request), deadline));
   rein::v1::DecideResponse response;
   if (answer.refusal.empty()) {
-    ASSIGN_OR_RETURN(response, DecideFromOutput(answer.output, request));
+    auto parsed = DecideFromOutput(answer.output, request);
+    if (!parsed.ok()) return WithUsage(parsed.status(), answer.usage);
+    response = *std::move(parsed);
   } else {
     response.set_refusal(answer.refusal);
   }
@@ -223,7 +228,9 @@ absl::StatusOr<rein::v1::EvaluateResponse> AnthropicBackend::Evaluate(
                                            EvaluateTool(), deadline));
   rein::v1::EvaluateResponse response;
   if (answer.refusal.empty()) {
-    ASSIGN_OR_RETURN(response, EvaluateFromOutput(answer.output));
+    auto parsed = EvaluateFromOutput(answer.output);
+    if (!parsed.ok()) return WithUsage(parsed.status(), answer.usage);
+    response = *std::move(parsed);
   } else {
     response.set_refusal(answer.refusal);
   }

@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/grpc_status.h"
+#include "common/usage_payload.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "planner_service/request_validation.h"
@@ -24,7 +25,7 @@ absl::Time DeadlineOf(const grpc::ServerContext& context) {
 
 // Runs one stage: validate, call the backend, convert, log, count.
 template <typename Request, typename Response, typename Validate, typename Call>
-grpc::Status Serve(const char* stage, const grpc::ServerContext& context, const Request& request,
+grpc::Status Serve(const char* stage, grpc::ServerContext& context, const Request& request,
                    Response* response, Validate validate, Call call) {
   const absl::Time start = absl::Now();
   absl::Status status = validate(request);
@@ -60,6 +61,10 @@ grpc::Status Serve(const char* stage, const grpc::ServerContext& context, const 
                                 {"code", code},
                                 {"duration_ms", millis},
                                 {"error", status.message()}});
+  }
+  if (std::optional<rein::v1::Usage> usage = UsageOf(status)) {
+    // The tokens a failed reply cost travel in a trailer, for the router's token budget.
+    context.AddTrailingMetadata(kUsageTrailer, usage->SerializeAsString());
   }
   return ToGrpcStatus(status);
 }

@@ -2,6 +2,7 @@
 #include "router_service/grpc_clients.h"
 
 #include "common/grpc_status.h"
+#include "common/usage_payload.h"
 
 namespace rein {
 namespace {
@@ -21,9 +22,17 @@ class UnaryCall final : public PendingCall, public std::enable_shared_from_this<
     start(&context_, &request_, &response_, [self, done = std::move(done)](grpc::Status status) {
       if (status.ok()) {
         done(std::move(self->response_));
-      } else {
-        done(FromGrpcStatus(status));
+        return;
       }
+      absl::Status error = FromGrpcStatus(status);
+      const auto& trailers = self->context_.GetServerTrailingMetadata();
+      if (auto it = trailers.find(kUsageTrailer); it != trailers.end()) {
+        rein::v1::Usage usage;
+        if (usage.ParseFromArray(it->second.data(), static_cast<int>(it->second.size()))) {
+          error = WithUsage(std::move(error), usage);
+        }
+      }
+      done(std::move(error));
     });
     return self;
   }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/grpc_status.h"
+#include "common/usage_payload.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
 #include "nlohmann/json.hpp"
@@ -284,7 +285,11 @@ void SpendRetry(Step& s, Stage stage, const std::string& code, const std::string
 }
 
 // A planner error: fatal ones end the run at once, others spend a retry.
+void AddUsage(Step& s, const rein::v1::Usage& usage);
+
 void PlannerFailed(Step& s, Stage stage, const absl::Status& status) {
+  // A reply that failed validation still cost tokens.
+  if (std::optional<rein::v1::Usage> usage = UsageOf(status)) AddUsage(s, *usage);
   if (StageRouter::IsFatalPlannerError(status.code())) {
     auto* error = s.AddEvent()->mutable_error();
     error->set_stage(stage);

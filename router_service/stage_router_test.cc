@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/usage_payload.h"
 #include "gtest/gtest.h"
 
 namespace rein {
@@ -385,6 +386,18 @@ TEST(StageRouterTest, RetryBudgetIsGlobalAcrossRounds) {
   h.Execute(absl::UnavailableError("executor down"));  // 3 > 2
   EXPECT_EQ(h.stage(), rein::v1::FAILED);
   EXPECT_EQ(h.reason(), rein::v1::RETRY_BUDGET_EXHAUSTED);
+}
+
+TEST(StageRouterTest, InvalidOutputTokensCountAgainstTheBudget) {
+  Harness h([](rein::v1::RunSpec& s) { s.mutable_limits()->set_token_budget(100); });
+  h.Tools();
+  rein::v1::Usage usage;
+  usage.set_input_tokens(80);
+  usage.set_output_tokens(30);
+  h.Plan(WithUsage(absl::InternalError("invalid output: not JSON"), usage));
+  EXPECT_EQ(h.state().tokens_used(), 110);
+  EXPECT_EQ(h.stage(), rein::v1::FAILED);
+  EXPECT_EQ(h.reason(), rein::v1::TOKEN_BUDGET_EXHAUSTED);
 }
 
 TEST(StageRouterTest, FatalPlannerErrorFailsAtOnceWithoutSpending) {

@@ -135,5 +135,26 @@ TEST_F(AnthropicEndToEndTest, RefusedKeyFailsRunAtOnceWithTheApiMessage) {
   EXPECT_EQ(EverythingWritten(run->run_id()).find(kKey), std::string::npos);
 }
 
+TEST_F(AnthropicEndToEndTest, TokensOfInvalidRepliesCountAgainstTheBudget) {
+  Boot();
+  for (int i = 0; i < 3; ++i) api_.Enqueue(TextReply("I would rather chat than call a tool."));
+  rein::v1::RunSpec spec = Spec();
+  spec.mutable_limits()->set_token_budget(1);
+  absl::StatusOr<rein::v1::Run> run = cluster_->StartRun(spec);
+  ASSERT_TRUE(run.ok());
+  std::vector<rein::v1::RunEvent> events;
+  ASSERT_TRUE(cluster_->Watch(run->run_id(), 0, absl::Seconds(60), &events).ok());
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::TOKEN_BUDGET_EXHAUSTED)
+      << events.back().DebugString();
+  bool invalid_output_seen = false;
+  for (const auto& e : events) {
+    invalid_output_seen |= e.has_error() && absl::StrContains(e.error().message(), "invalid output");
+  }
+  EXPECT_TRUE(invalid_output_seen);
+  EXPECT_GT(cluster_->GetRun(run->run_id())->state().tokens_used(), 1);
+  EXPECT_EQ(api_.requests().size(), 1u);
+}
+
 }  // namespace
 }  // namespace rein::testing
