@@ -17,7 +17,7 @@
 namespace rein {
 
 struct AnthropicBackendOptions {
-  std::string model = "claude-sonnet-4-5";  // when ModelOptions.model is empty
+  std::string model = "claude-sonnet-5";  // when ModelOptions.model is empty
   // max_tokens per stage reply when ModelOptions.max_tokens is 0.
   int plan_max_tokens = 4096;
   int decide_max_tokens = 2048;

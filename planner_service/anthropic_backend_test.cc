@@ -121,7 +121,7 @@ TEST_F(AnthropicBackendTest, FullRunThroughPlanDecideAndEvaluate) {
   EXPECT_EQ(plan->subtasks(0).allowed_tools(0), "read_file");
   EXPECT_EQ(plan->subtasks(1).allowed_tools_size(), 0);
   EXPECT_FALSE(plan->goal_achieved());
-  EXPECT_EQ(plan->backend(), "anthropic:claude-sonnet-4-5");
+  EXPECT_EQ(plan->backend(), "anthropic:claude-sonnet-5");
   EXPECT_EQ(plan->usage().input_tokens(), 120);
   EXPECT_EQ(plan->usage().output_tokens(), 40);
   EXPECT_EQ(plan->usage().cache_read_input_tokens(), 90);
@@ -143,7 +143,7 @@ TEST_F(AnthropicBackendTest, FullRunThroughPlanDecideAndEvaluate) {
   EXPECT_EQ(verdict->usage().input_tokens(), 120);
 
   const json body = SentBody(0);
-  EXPECT_EQ(body["model"], "claude-sonnet-4-5");
+  EXPECT_EQ(body["model"], "claude-sonnet-5");
   EXPECT_EQ(body["max_tokens"], 4096);
   EXPECT_FALSE(body.contains("temperature"));
   EXPECT_EQ(body["system"][0]["type"], "text");
@@ -283,7 +283,7 @@ TEST_F(AnthropicBackendTest, RefusalStopReturnsTheModelsWords) {
   EXPECT_EQ(decision->refusal(), "I can't help with that.");
   EXPECT_FALSE(decision->has_tool_call());
   EXPECT_EQ(decision->usage().output_tokens(), 40);
-  EXPECT_EQ(decision->backend(), "anthropic:claude-sonnet-4-5");
+  EXPECT_EQ(decision->backend(), "anthropic:claude-sonnet-5");
 }
 
 TEST_F(AnthropicBackendTest, PauseTurnSendsTheContentBackOnceAndSumsUsage) {

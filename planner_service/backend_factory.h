@@ -15,7 +15,7 @@ namespace rein {
 struct PlannerOptions {
   std::string backend;             // "scripted", "anthropic", or empty: see ResolveBackendName
   std::string script;              // scripted: the JSON script file
-  std::string model = "claude-sonnet-4-5";
+  std::string model = "claude-sonnet-5";
   std::string api_key_file;        // anthropic: else ANTHROPIC_API_KEY
   std::string anthropic_base_url;  // anthropic: else ANTHROPIC_BASE_URL, else the public API
   std::string prompts_dir;         // anthropic: else DefaultPromptsDir() (stage_prompts.h)

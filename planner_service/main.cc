@@ -20,7 +20,7 @@ ABSL_FLAG(int, metrics_port, 0, "port of the Prometheus /metrics endpoint; 0 = o
 ABSL_FLAG(std::string, backend, "",
           "scripted or anthropic; default: scripted when --script is given, else anthropic");
 ABSL_FLAG(std::string, script, "", "scripted backend: the JSON script (see SCRIPT.md)");
-ABSL_FLAG(std::string, model, "claude-sonnet-4-5", "anthropic backend: the default model");
+ABSL_FLAG(std::string, model, "claude-sonnet-5", "anthropic backend: the default model");
 ABSL_FLAG(std::string, api_key_file, "",
           "anthropic backend: file holding the API key; else ANTHROPIC_API_KEY");
 ABSL_FLAG(std::string, anthropic_base_url, "",

@@ -37,7 +37,7 @@ class AnthropicEndToEndTest : public ::testing::Test {
     options.dir = dir_;
     options.planner_flags = {"--backend=anthropic", absl::StrCat("--api_key_file=", dir_, "/key"),
                              absl::StrCat("--anthropic_base_url=", api_.base_url()),
-                             "--model=claude-sonnet-4-5"};
+                             "--model=claude-sonnet-5"};
     cluster_ = std::make_unique<Cluster>(options);
     std::string ws = dir_ + "/workspaces/repo";
     mkdir((dir_ + "/workspaces").c_str(), 0755);
