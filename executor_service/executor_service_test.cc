@@ -65,13 +65,34 @@ TEST_F(ExecutorServiceTest, ListToolsReturnsSpecsAndExecutorId) {
   grpc::ClientContext context;
   rein::v1::ListToolsResponse response;
   ASSERT_TRUE(stub_->ListTools(&context, rein::v1::ListToolsRequest(), &response).ok());
-  ASSERT_EQ(response.tools_size(), 4);
+  ASSERT_EQ(response.tools_size(), 6);
   EXPECT_EQ(response.tools(2).name(), "read_file");
   EXPECT_FALSE(response.tools(2).mutating());
   EXPECT_EQ(response.tools(2).default_timeout().seconds(), 30);
   EXPECT_EQ(nlohmann::json::parse(response.tools(2).input_schema_json())["required"][0], "path");
   EXPECT_EQ(response.executor_id(), "exec-test:1");
-  EXPECT_EQ(response.sandbox(), "none: read-only tools only");
+  EXPECT_EQ(response.tools(3).name(), "run_command");
+  EXPECT_TRUE(response.tools(3).mutating());
+  EXPECT_EQ(response.tools(5).name(), "write_file");
+  EXPECT_TRUE(response.tools(5).mutating());
+  EXPECT_EQ(response.sandbox().rfind("bwrap: ", 0), 0u) << response.sandbox();
+}
+
+TEST_F(ExecutorServiceTest, CommandExitAndTimeoutAreDistinctInTheReply) {
+  rein::v1::ExecuteResponse response;
+  ASSERT_TRUE(Execute(Request("run_command", R"({"shell": "echo hi; exit 3"})"), &response).ok());
+  EXPECT_FALSE(response.ok());
+  EXPECT_EQ(response.exit_code(), 3);
+  EXPECT_FALSE(response.timed_out());
+  EXPECT_EQ(response.output(), "hi\n[exit status 3]\n");
+  EXPECT_EQ(response.error().code(), "NONZERO_EXIT");
+  rein::v1::ExecuteResponse slow;
+  ASSERT_TRUE(
+      Execute(Request("run_command", R"({"shell": "sleep 30", "timeout_seconds": 1})"), &slow)
+          .ok());
+  EXPECT_FALSE(slow.ok());
+  EXPECT_TRUE(slow.timed_out());
+  EXPECT_EQ(slow.error().code(), "TIMEOUT");
 }
 
 TEST_F(ExecutorServiceTest, ExecuteReturnsOutputDurationAndExecutorId) {
@@ -199,7 +220,7 @@ TEST_F(ExecutorServiceTest, MalformedRequestsLeaveTheServiceAnswering) {
   grpc::ClientContext context;
   rein::v1::ListToolsResponse tools_response;
   ASSERT_TRUE(stub_->ListTools(&context, rein::v1::ListToolsRequest(), &tools_response).ok());
-  EXPECT_EQ(tools_response.tools_size(), 4);
+  EXPECT_EQ(tools_response.tools_size(), 6);
 }
 
 }  // namespace

@@ -57,20 +57,25 @@ TEST_F(ToolExecutorTest, CreateWithMissingRootFails) {
   EXPECT_EQ(ToolExecutor::Create(options).status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST_F(ToolExecutorTest, ListToolsReturnsTheReadOnlyToolsSorted) {
+TEST_F(ToolExecutorTest, ListToolsReturnsEveryToolSorted) {
   std::vector<ToolSpec> tools = executor_->ListTools();
-  ASSERT_EQ(tools.size(), 4u);
+  ASSERT_EQ(tools.size(), 6u);
   EXPECT_EQ(tools[0].name, "file_info");
   EXPECT_EQ(tools[1].name, "list_files");
   EXPECT_EQ(tools[2].name, "read_file");
-  EXPECT_EQ(tools[3].name, "search_text");
+  EXPECT_EQ(tools[3].name, "run_command");
+  EXPECT_EQ(tools[4].name, "search_text");
+  EXPECT_EQ(tools[5].name, "write_file");
   for (const ToolSpec& spec : tools) {
-    EXPECT_FALSE(spec.mutating) << spec.name;
+    const bool mutating = spec.name == "run_command" || spec.name == "write_file";
+    EXPECT_EQ(spec.mutating, mutating) << spec.name;
+    EXPECT_EQ(spec.spawns_process, spec.name == "run_command") << spec.name;
     EXPECT_EQ(spec.input_schema["type"], "object") << spec.name;
     EXPECT_EQ(spec.input_schema["additionalProperties"], false) << spec.name;
     EXPECT_GT(spec.default_timeout, absl::ZeroDuration());
   }
-  EXPECT_EQ(executor_->SandboxDescription(), "none: read-only tools only");
+  EXPECT_EQ(executor_->SandboxDescription().rfind("bwrap: ", 0), 0u)
+      << executor_->SandboxDescription();
 }
 
 TEST_F(ToolExecutorTest, SuccessfulCallReturnsOutput) {
@@ -91,7 +96,8 @@ TEST_F(ToolExecutorTest, BadRequestsAreInvalidArgumentNamingTheField) {
       {[](ExecuteCall* c) { c->run_id = std::string(300, 'x'); }, "run_id: must be at most"},
       {[](ExecuteCall* c) { c->tool = ""; }, "tool: must not be empty"},
       {[](ExecuteCall* c) { c->tool = "rm_rf"; },
-       "tool: unknown tool \"rm_rf\" (available: file_info, list_files, read_file, search_text)"},
+       "tool: unknown tool \"rm_rf\" (available: file_info, list_files, read_file, run_command, "
+       "search_text, write_file)"},
       {[](ExecuteCall* c) { c->workspace = ""; }, "workspace: must not be empty"},
       {[](ExecuteCall* c) { c->workspace = "../ws"; }, "workspace: must be a single name"},
       {[](ExecuteCall* c) { c->workspace = ".."; }, "workspace: must not be"},
