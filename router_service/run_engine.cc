@@ -192,11 +192,17 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
   entry.changed.SignalAll();
   if (!stored->empty()) {
     absl::MutexLock lock(&events_mu_);
-    last_seq_[run.run_id()] = stored->back().seq();
+    EventTail& tail = tails_[run.run_id()];
+    for (const RunEvent& event : *stored) {
+      tail.recent.push_back(event);
+      if (tail.recent.size() > kTailEvents) tail.recent.pop_front();
+    }
+    tail.last_seq = stored->back().seq();
     if (StageRouter::IsTerminal(run.state().stage())) {
+      tail.ended = true;
       ended_.push_back(run.run_id());
       if (ended_.size() > 1000) {
-        last_seq_.erase(ended_.front());
+        tails_.erase(ended_.front());
         ended_.pop_front();
       }
     }
@@ -573,6 +579,34 @@ absl::StatusOr<std::vector<RunEvent>> RunEngine::WaitEvents(const std::string& r
   if (after_seq < 0) return absl::InvalidArgumentError("after_seq: must be >= 0");
   absl::Time until = absl::Now() + max_wait;
   while (true) {
+    {
+      // Live watchers are served from the tail in memory when it reaches back far enough.
+      absl::MutexLock lock(&events_mu_);
+      auto it = tails_.find(run_id);
+      if (it != tails_.end()) {
+        const EventTail& tail = it->second;
+        if (tail.last_seq <= after_seq) {
+          if (tail.ended) {
+            *ended = true;
+            return std::vector<RunEvent>();
+          }
+          auto newer = [&tail, after_seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(events_mu_) {
+            return tail.last_seq > after_seq;
+          };
+          // std::map nodes are stable, and tails are only erased 1,000 ended runs later.
+          if (!events_mu_.AwaitWithDeadline(absl::Condition(&newer), until)) {
+            return std::vector<RunEvent>();
+          }
+        }
+        if (!tail.recent.empty() && tail.recent.front().seq() <= after_seq + 1) {
+          std::vector<RunEvent> events;
+          for (const RunEvent& event : tail.recent) {
+            if (event.seq() > after_seq) events.push_back(event);
+          }
+          return events;
+        }
+      }
+    }
     absl::StatusOr<std::vector<RunEvent>> events = store_->ReadEvents(run_id, after_seq, 256);
     if (!events.ok()) {
       if (absl::IsNotFound(events.status())) {
@@ -592,8 +626,8 @@ absl::StatusOr<std::vector<RunEvent>> RunEngine::WaitEvents(const std::string& r
     // Wait for a commit of this run past after_seq.
     absl::MutexLock lock(&events_mu_);
     auto newer = [this, &run_id, after_seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(events_mu_) {
-      auto it = last_seq_.find(run_id);
-      return it == last_seq_.end() ? false : it->second > after_seq;
+      auto it = tails_.find(run_id);
+      return it == tails_.end() ? false : it->second.last_seq > after_seq;
     };
     if (!events_mu_.AwaitWithDeadline(absl::Condition(&newer), until)) return events;
   }

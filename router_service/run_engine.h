@@ -100,10 +100,16 @@ class RunEngine {
   bool timer_stop_ ABSL_GUARDED_BY(timer_mu_) = false;
   std::thread timer_;
 
-  // The last committed event seq of each run with events since this process started;
-  // watchers wait on their own run's entry.
+  // The newest events of each run committed by this process, so that live watchers are served
+  // from memory; a watcher waits on its own run's tail.
+  struct EventTail {
+    int64_t last_seq = 0;
+    bool ended = false;
+    std::deque<rein::v1::RunEvent> recent;  // at most kTailEvents, oldest first
+  };
+  static constexpr size_t kTailEvents = 12;
   absl::Mutex events_mu_;
-  std::map<std::string, int64_t> last_seq_ ABSL_GUARDED_BY(events_mu_);
+  std::map<std::string, EventTail> tails_ ABSL_GUARDED_BY(events_mu_);
   std::deque<std::string> ended_ ABSL_GUARDED_BY(events_mu_);  // forgotten 1,000 runs later
 
   absl::Mutex tools_mu_;
