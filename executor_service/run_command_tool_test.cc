@@ -11,12 +11,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <thread>
+#include <vector>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -377,6 +379,21 @@ TEST_F(RunCommandTest, MissingGitHooksAndConfigCannotBeCreated) {
   EXPECT_EQ(result.output, "config-ro\nhooks-ro\n");
   EXPECT_NE(access(temp_.Path(".git/config").c_str(), F_OK), 0);
   EXPECT_NE(access(temp_.Path(".git/hooks").c_str(), F_OK), 0);
+}
+
+TEST_F(RunCommandTest, ConcurrentCommandsInOneWorkspaceAllSucceed) {
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10; ++i) {
+        if (!Run({{"argv", {"true"}}}).ok) ++failures;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_NE(access(temp_.Path(".git").c_str(), F_OK), 0);  // the shared placeholder is gone
 }
 
 TEST_F(RunCommandTest, MaxConcurrentIsResourceExhausted) {

@@ -13,9 +13,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -115,8 +117,11 @@ struct ProtectedMount {
 // mount point that cannot be renamed or removed (so the protected path cannot be moved away
 // and recreated); a missing one gets an empty read-only directory at its first missing
 // component, so it cannot be created either.
-absl::StatusOr<std::vector<ProtectedMount>> PlanProtectedMounts(const Workspace& workspace,
-                                                                const ProtectedPaths& paths) {
+// `is_placeholder` says whether an existing directory is only another command's placeholder,
+// to be treated as missing.
+absl::StatusOr<std::vector<ProtectedMount>> PlanProtectedMounts(
+    const Workspace& workspace, const ProtectedPaths& paths,
+    const std::function<bool(const std::string&)>& is_placeholder) {
   std::vector<ProtectedMount> mounts;
   std::set<std::string> pinned;
   for (const std::string& path : paths.paths()) {
@@ -125,6 +130,10 @@ absl::StatusOr<std::vector<ProtectedMount>> PlanProtectedMounts(const Workspace&
     for (size_t i = 0; i < parts.size(); ++i) {
       prefix = i == 0 ? parts[0] : absl::StrCat(prefix, "/", parts[i]);
       const bool leaf = i + 1 == parts.size();
+      if (is_placeholder(prefix)) {
+        mounts.push_back({ProtectedMount::kPlaceholder, prefix, UniqueFd()});
+        break;
+      }
       absl::StatusOr<UniqueFd> fd = OpenBeneath(workspace.dir_fd(), prefix, O_PATH | O_NOFOLLOW,
                                                 RESOLVE_NO_SYMLINKS);
       if (!fd.ok()) {
@@ -158,17 +167,21 @@ absl::StatusOr<std::vector<ProtectedMount>> PlanProtectedMounts(const Workspace&
   return mounts;
 }
 
-// Removes the empty placeholder directories bwrap created as mount points.
-void RemovePlaceholders(const Workspace& workspace, const std::vector<ProtectedMount>& mounts) {
-  for (const ProtectedMount& mount : mounts) {
-    if (mount.kind != ProtectedMount::kPlaceholder) continue;
-    const size_t slash = mount.path.rfind('/');
-    const std::string parent = slash == std::string::npos ? "." : mount.path.substr(0, slash);
-    const std::string name = slash == std::string::npos ? mount.path : mount.path.substr(slash + 1);
-    absl::StatusOr<UniqueFd> dir =
-        OpenBeneath(workspace.dir_fd(), parent, O_PATH | O_DIRECTORY, RESOLVE_NO_SYMLINKS);
-    if (dir.ok()) unlinkat(dir->get(), name.c_str(), AT_REMOVEDIR);  // only when empty
-  }
+// Removes the empty placeholder directory `path` that bwrap created as a mount point.
+void RemovePlaceholder(const Workspace& workspace, const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string parent = slash == std::string::npos ? "." : path.substr(0, slash);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  absl::StatusOr<UniqueFd> dir =
+      OpenBeneath(workspace.dir_fd(), parent, O_PATH | O_DIRECTORY, RESOLVE_NO_SYMLINKS);
+  if (dir.ok()) unlinkat(dir->get(), name.c_str(), AT_REMOVEDIR);  // only when empty
+}
+
+// The key of `path` in `workspace` for the placeholder counts.
+std::string PlaceholderKey(const Workspace& workspace, const std::string& path) {
+  struct stat st;
+  if (fstat(workspace.dir_fd(), &st) != 0) return path;
+  return absl::StrCat(st.st_dev, ":", st.st_ino, "/", path);
 }
 
 }  // namespace
@@ -350,12 +363,32 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   }
   std::vector<ProtectedMount> mounts;
   if (protect) {
+    // Planned and counted under the lock, so that a placeholder is never removed between
+    // another command's plan and its mount.
+    absl::MutexLock lock(&placeholders_mu_);
     absl::StatusOr<std::vector<ProtectedMount>> planned =
-        PlanProtectedMounts(workspace, protected_);
+        PlanProtectedMounts(workspace, protected_, [&](const std::string& path) {
+          placeholders_mu_.AssertHeld();
+          return placeholders_.count(PlaceholderKey(workspace, path)) > 0;
+        });
     if (!planned.ok()) return planned.status();
     mounts = *std::move(planned);
+    for (const ProtectedMount& mount : mounts) {
+      if (mount.kind == ProtectedMount::kPlaceholder) {
+        ++placeholders_[PlaceholderKey(workspace, mount.path)];
+      }
+    }
   }
-
+  absl::Cleanup release_placeholders = [&] {
+    absl::MutexLock lock(&placeholders_mu_);
+    for (const ProtectedMount& mount : mounts) {
+      if (mount.kind != ProtectedMount::kPlaceholder) continue;
+      auto it = placeholders_.find(PlaceholderKey(workspace, mount.path));
+      if (it == placeholders_.end() || --it->second > 0) continue;
+      placeholders_.erase(it);
+      RemovePlaceholder(workspace, mount.path);
+    }
+  };
   std::unique_ptr<PidsCgroup> cgroup;
   if (cgroups_) {
     absl::StatusOr<std::unique_ptr<PidsCgroup>> created = cgroups_->Create(options_.max_pids);
@@ -417,7 +450,7 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   status_write.Reset();
   status += ReadAvailable(status_read.get());
   cgroup.reset();
-  RemovePlaceholders(workspace, mounts);
+  std::move(release_placeholders).Invoke();
   if (!child.ok()) return child.status();
   if (!absl::StrContains(status, "\"child-pid\"") && !child->timed_out) {
     // bwrap failed before it started the command; what it said is the output.

@@ -6,12 +6,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "executor_service/child_process.h"
 #include "executor_service/pids_cgroup.h"
@@ -131,6 +133,11 @@ class Sandbox {
   std::unique_ptr<PidsCgroupParent> cgroups_;
   std::vector<std::string> static_args_;
   std::atomic<int> in_use_{0};
+  // Placeholder mount points in use, by "<workspace dev>:<ino>/<path>": the last command
+  // using one removes it, so that concurrent commands in one workspace do not pull it away
+  // from each other.
+  mutable absl::Mutex placeholders_mu_;
+  mutable std::map<std::string, int> placeholders_ ABSL_GUARDED_BY(placeholders_mu_);
 };
 
 }  // namespace rein
