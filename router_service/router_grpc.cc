@@ -3,6 +3,7 @@
 
 #include "common/grpc_status.h"
 #include "common/metrics.h"
+#include "google/protobuf/util/json_util.h"
 
 namespace rein {
 namespace {
@@ -91,7 +92,15 @@ grpc::Status RouterGrpcService::ExportRun(grpc::ServerContext*,
     out.set_run_id(request->run_id());
     out.set_iteration(s.iteration);
     out.set_version(s.version);
-    out.set_state_json(s.state_json);
+    rein::v1::RunState state;
+    if (!state.ParseFromString(s.state)) {
+      return ToGrpcStatus(absl::DataLossError(
+          absl::StrCat("snapshot of version ", s.version, " of run ", request->run_id(),
+                       " is corrupt")));
+    }
+    google::protobuf::util::JsonPrintOptions options;
+    options.preserve_proto_field_names = true;
+    (void)google::protobuf::util::MessageToJsonString(state, out.mutable_state_json(), options);
     if (!writer->Write(out)) return grpc::Status(grpc::StatusCode::CANCELLED, "client gone");
   }
   return grpc::Status::OK;

@@ -16,11 +16,12 @@
 
 namespace rein {
 
-// The state of a run at the end of one iteration, as proto3 JSON.
+// The state of a run at an iteration boundary (a serialized rein.v1.RunState; ExportRun turns
+// it into JSON when asked, so the hot path never renders JSON).
 struct Snapshot {
   int32_t iteration = 0;
   int64_t version = 0;
-  std::string state_json;
+  std::string state;
 };
 
 struct RunFilter {

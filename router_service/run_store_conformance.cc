@@ -369,7 +369,7 @@ TEST_P(RunStoreConformanceTest, ConcurrentCommitsOnOneVersionHaveOneWinner) {
   absl::StatusOr<std::vector<Snapshot>> snapshots = store().ListSnapshots("run-1");
   ASSERT_TRUE(snapshots.ok()) << snapshots.status();
   ASSERT_THAT(*snapshots, SizeIs(1));
-  EXPECT_EQ((*snapshots)[0].state_json, absl::StrCat(R"({"thread":)", winner, "}"));
+  EXPECT_EQ((*snapshots)[0].state, absl::StrCat(R"({"thread":)", winner, "}"));
 }
 
 TEST_P(RunStoreConformanceTest, ConcurrentCommitsOnDifferentRunsAllSucceed) {
@@ -490,7 +490,7 @@ TEST_P(RunStoreConformanceTest, SnapshotsAreListedOldestFirst) {
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ((*snapshots)[i].iteration, iterations[i]);
     EXPECT_EQ((*snapshots)[i].version, iterations[i] + 1);
-    EXPECT_EQ((*snapshots)[i].state_json, absl::StrCat(R"({"iteration":)", iterations[i], "}"));
+    EXPECT_EQ((*snapshots)[i].state, absl::StrCat(R"({"iteration":)", iterations[i], "}"));
   }
 }
 
@@ -745,7 +745,7 @@ TEST_P(RunStoreConformanceTest, ReopenKeepsRunsEventsAndSnapshots) {
   absl::StatusOr<std::vector<Snapshot>> snapshots = store().ListSnapshots("run-1");
   ASSERT_TRUE(snapshots.ok()) << snapshots.status();
   ASSERT_THAT(*snapshots, SizeIs(1));
-  EXPECT_EQ((*snapshots)[0].state_json, R"({"iteration":1})");
+  EXPECT_EQ((*snapshots)[0].state, R"({"iteration":1})");
   absl::StatusOr<std::vector<std::string>> unfinished = store().ListUnfinishedRunIds();
   ASSERT_TRUE(unfinished.ok()) << unfinished.status();
   EXPECT_THAT(*unfinished, ElementsAre("run-1"));

@@ -44,7 +44,8 @@ CREATE TABLE IF NOT EXISTS runs (
   last_seq INTEGER NOT NULL,
   created_us INTEGER NOT NULL,
   updated_us INTEGER NOT NULL,
-  run BLOB NOT NULL
+  run BLOB NOT NULL,
+  state BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created_us DESC, run_id DESC);
 CREATE INDEX IF NOT EXISTS runs_by_stage ON runs (stage, created_us DESC, run_id DESC);
@@ -59,7 +60,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
   run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
   version INTEGER NOT NULL,
   iteration INTEGER NOT NULL,
-  json TEXT NOT NULL,
+  state BLOB NOT NULL,
   PRIMARY KEY (run_id, version)
 ) WITHOUT ROWID;
 )sql";
@@ -355,20 +356,42 @@ absl::Status SqliteRunStore::Initialize(const Options& options) {
   return tx.Commit();
 }
 
+absl::Status SqliteRunStore::ParseStoredRun(absl::string_view base, absl::string_view tail,
+                                            const std::string& run_id, rein::v1::Run* run) const {
+  // `base` is the run without its state and updated_at; `tail` holds just those two, so the
+  // two messages merge without overlap.
+  if (!run->ParseFromArray(base.data(), static_cast<int>(base.size())) ||
+      !run->MergeFromString(std::string(tail)) || run->run_id() != run_id) {
+    return absl::DataLossError(
+        absl::StrCat("SQLite database ", path_, ": the stored run ", run_id, " is corrupt"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<SqliteRunStore::RunRow> SqliteRunStore::ReadRun(const std::string& run_id) {
   ASSIGN_OR_RETURN(Statement stmt,
-                   Prepare("SELECT run, version, last_seq FROM runs WHERE run_id = ?"));
+                   Prepare("SELECT run, state, version, last_seq FROM runs WHERE run_id = ?"));
   stmt.BindText(1, run_id);
   const int rc = stmt.Step();
   if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("no run ", run_id));
   if (rc != SQLITE_ROW) return SqliteError(rc, absl::StrCat("reading run ", run_id));
   RunRow row;
-  if (!row.run.ParseFromString(stmt.ColumnBytes(0)) || row.run.run_id() != run_id) {
-    return absl::DataLossError(
-        absl::StrCat("SQLite database ", path_, ": the stored run ", run_id, " is corrupt"));
-  }
-  row.version = stmt.ColumnInt(1);
-  row.last_seq = stmt.ColumnInt(2);
+  RETURN_IF_ERROR(ParseStoredRun(stmt.ColumnBytes(0), stmt.ColumnBytes(1), run_id, &row.run));
+  row.version = stmt.ColumnInt(2);
+  row.last_seq = stmt.ColumnInt(3);
+  return row;
+}
+
+absl::StatusOr<SqliteRunStore::RunRow> SqliteRunStore::ReadVersion(const std::string& run_id) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   Prepare("SELECT version, last_seq FROM runs WHERE run_id = ?"));
+  stmt.BindText(1, run_id);
+  const int rc = stmt.Step();
+  if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("no run ", run_id));
+  if (rc != SQLITE_ROW) return SqliteError(rc, absl::StrCat("reading run ", run_id));
+  RunRow row;
+  row.version = stmt.ColumnInt(0);
+  row.last_seq = stmt.ColumnInt(1);
   return row;
 }
 
@@ -410,8 +433,14 @@ absl::StatusOr<CreateResult> SqliteRunStore::CreateRun(const rein::v1::Run& run,
   if (run.run_id().empty()) return absl::InvalidArgumentError("run.run_id is empty");
   ASSIGN_OR_RETURN(const int64_t created_us, TimestampMicros(run.created_at(), "run.created_at"));
   ASSIGN_OR_RETURN(const int64_t updated_us, TimestampMicros(run.updated_at(), "run.updated_at"));
-  std::string blob;
-  if (!run.SerializeToString(&blob)) {
+  rein::v1::Run base = run;
+  base.clear_state();
+  base.clear_updated_at();
+  rein::v1::Run tail;
+  *tail.mutable_state() = run.state();
+  *tail.mutable_updated_at() = run.updated_at();
+  std::string blob, tail_blob;
+  if (!base.SerializeToString(&blob) || !tail.SerializeToString(&tail_blob)) {
     return absl::InvalidArgumentError(
         absl::StrCat("run ", run.run_id(), " cannot be serialized (too large)"));
   }
@@ -439,8 +468,8 @@ absl::StatusOr<CreateResult> SqliteRunStore::CreateRun(const rein::v1::Run& run,
   {
     ASSIGN_OR_RETURN(Statement stmt,
                      Prepare("INSERT INTO runs (run_id, request_id, stage, reason, version, "
-                             "last_seq, created_us, updated_us, run) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                             "last_seq, created_us, updated_us, run, state) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     stmt.BindText(1, run.run_id());
     if (run.request_id().empty()) {
       stmt.BindNull(2);
@@ -454,6 +483,7 @@ absl::StatusOr<CreateResult> SqliteRunStore::CreateRun(const rein::v1::Run& run,
     stmt.BindInt(7, created_us);
     stmt.BindInt(8, updated_us);
     stmt.BindBlob(9, blob);
+    stmt.BindBlob(10, tail_blob);
     const int rc = stmt.Step();
     if (rc != SQLITE_DONE) return SqliteError(rc, absl::StrCat("writing run ", run.run_id()));
   }
@@ -482,16 +512,18 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::Commit(
 
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(this, /*write=*/true));
-  ASSIGN_OR_RETURN(RunRow row, ReadRun(run_id));
+  ASSIGN_OR_RETURN(RunRow row, ReadVersion(run_id));
   if (row.version != expected_version) {
     return absl::FailedPreconditionError(absl::StrCat("run ", run_id, " is at version ",
                                                       row.version, ", not expected_version ",
                                                       expected_version));
   }
-  *row.run.mutable_state() = new_state;
-  *row.run.mutable_updated_at() = updated_at;
+  // Only the state part of the row changes: the rest of the run was written once.
+  rein::v1::Run tail;
+  *tail.mutable_state() = new_state;
+  *tail.mutable_updated_at() = updated_at;
   std::string blob;
-  if (!row.run.SerializeToString(&blob)) {
+  if (!tail.SerializeToString(&blob)) {
     return absl::InvalidArgumentError(
         absl::StrCat("run ", run_id, " cannot be serialized (too large)"));
   }
@@ -499,7 +531,7 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::Commit(
   {
     ASSIGN_OR_RETURN(Statement stmt,
                      Prepare("UPDATE runs SET stage = ?, reason = ?, version = ?, last_seq = ?, "
-                             "updated_us = ?, run = ? WHERE run_id = ?"));
+                             "updated_us = ?, state = ? WHERE run_id = ?"));
     stmt.BindInt(1, new_state.stage());
     stmt.BindInt(2, new_state.outcome().reason());
     stmt.BindInt(3, new_state.version());
@@ -513,12 +545,12 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::Commit(
   RETURN_IF_ERROR(InsertEvents(run_id, row.last_seq + 1, events));
   if (snapshot.has_value()) {
     ASSIGN_OR_RETURN(Statement stmt,
-                     Prepare("INSERT INTO snapshots (run_id, version, iteration, json) "
+                     Prepare("INSERT INTO snapshots (run_id, version, iteration, state) "
                              "VALUES (?, ?, ?, ?)"));
     stmt.BindText(1, run_id);
     stmt.BindInt(2, snapshot->version);
     stmt.BindInt(3, snapshot->iteration);
-    stmt.BindText(4, snapshot->state_json);
+    stmt.BindBlob(4, snapshot->state);
     const int rc = stmt.Step();
     if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
       return absl::AlreadyExistsError(absl::StrCat("run ", run_id, " has a snapshot of version ",
@@ -569,7 +601,7 @@ absl::StatusOr<RunPage> SqliteRunStore::ListRuns(const RunFilter& filter, int pa
   }
 
   // One SQL text per combination of conditions, so each is prepared once and uses its index.
-  std::string sql = "SELECT run_id, created_us, run FROM runs WHERE 1";
+  std::string sql = "SELECT run_id, created_us, run, state FROM runs WHERE 1";
   if (filter.stage != rein::v1::STAGE_UNSPECIFIED) absl::StrAppend(&sql, " AND stage = ?");
   if (filter.outcome != rein::v1::TERMINATION_REASON_UNSPECIFIED) {
     absl::StrAppend(&sql, " AND reason = ?");
@@ -601,10 +633,7 @@ absl::StatusOr<RunPage> SqliteRunStore::ListRuns(const RunFilter& filter, int pa
     last.run_id = stmt.ColumnBytes(0);
     last.created_us = stmt.ColumnInt(1);
     rein::v1::Run& run = page.runs.emplace_back();
-    if (!run.ParseFromString(stmt.ColumnBytes(2)) || run.run_id() != last.run_id) {
-      return absl::DataLossError(absl::StrCat("SQLite database ", path_, ": the stored run ",
-                                              last.run_id, " is corrupt"));
-    }
+    RETURN_IF_ERROR(ParseStoredRun(stmt.ColumnBytes(2), stmt.ColumnBytes(3), last.run_id, &run));
   }
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteError(rc, "listing runs");
   return page;
@@ -614,7 +643,7 @@ absl::StatusOr<std::vector<Snapshot>> SqliteRunStore::ListSnapshots(const std::s
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(this, /*write=*/false));
   RETURN_IF_ERROR(RunExists(run_id));
-  ASSIGN_OR_RETURN(Statement stmt, Prepare("SELECT version, iteration, json FROM snapshots "
+  ASSIGN_OR_RETURN(Statement stmt, Prepare("SELECT version, iteration, state FROM snapshots "
                                            "WHERE run_id = ? ORDER BY version"));
   stmt.BindText(1, run_id);
   std::vector<Snapshot> snapshots;
@@ -623,7 +652,7 @@ absl::StatusOr<std::vector<Snapshot>> SqliteRunStore::ListSnapshots(const std::s
     Snapshot& snapshot = snapshots.emplace_back();
     snapshot.version = stmt.ColumnInt(0);
     snapshot.iteration = static_cast<int32_t>(stmt.ColumnInt(1));
-    snapshot.state_json = stmt.ColumnBytes(2);
+    snapshot.state = stmt.ColumnBytes(2);
   }
   if (rc != SQLITE_DONE) {
     return SqliteError(rc, absl::StrCat("reading snapshots of run ", run_id));

@@ -103,6 +103,10 @@ class SqliteRunStore final : public RunStore {
     int64_t last_seq = 0;
   };
   absl::StatusOr<RunRow> ReadRun(const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Just the version and last_seq (run left empty): what Commit needs.
+  absl::StatusOr<RunRow> ReadVersion(const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ParseStoredRun(absl::string_view base, absl::string_view tail,
+                              const std::string& run_id, rein::v1::Run* run) const;
   absl::Status RunExists(const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status InsertEvents(const std::string& run_id, int64_t first_seq,
                             std::vector<rein::v1::RunEvent>& events)

@@ -103,9 +103,7 @@ class Step {
       Snapshot s;
       s.iteration = state_.iteration();
       s.version = state_.version();
-      google::protobuf::util::JsonPrintOptions options;
-      options.preserve_proto_field_names = true;
-      (void)google::protobuf::util::MessageToJsonString(state_, &s.state_json, options);
+      state_.SerializeToString(&s.state);
       t.snapshot = std::move(s);
     }
     t.state = std::move(state_);

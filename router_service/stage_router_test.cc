@@ -1013,8 +1013,10 @@ TEST(StageRouterTest, SnapshotsAtIterationBoundaries) {
   Transition t = h.router.OnTools(h.run, ToolsReply(), std::nullopt, h.now);
   ASSERT_TRUE(t.snapshot.has_value());
   EXPECT_EQ(t.snapshot->iteration, 1);
-  EXPECT_NE(t.snapshot->state_json.find("\"stage\":\"PLANNING\""), std::string::npos)
-      << t.snapshot->state_json;
+  rein::v1::RunState state;
+  ASSERT_TRUE(state.ParseFromString(t.snapshot->state));
+  EXPECT_EQ(state.stage(), rein::v1::PLANNING);
+  EXPECT_EQ(state.version(), t.state.version());
 }
 
 }  // namespace
