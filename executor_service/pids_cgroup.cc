@@ -39,9 +39,10 @@ std::vector<int> ReadPids(const std::string& path) {
 PidsCgroup::~PidsCgroup() {
   KillAll();
   procs_.Reset();
-  for (int attempt = 0; attempt < 200; ++attempt) {
+  const absl::Time until = absl::Now() + absl::Seconds(2);
+  while (absl::Now() < until) {
     if (rmdir(path_.c_str()) == 0 || errno == ENOENT) return;
-    usleep(10000);  // exiting processes leave the cgroup a moment after SIGKILL
+    usleep(200);  // exiting processes leave the cgroup a moment after SIGKILL
   }
 }
 

@@ -123,6 +123,21 @@ int Main(int argc, char** argv) {
   std::printf("%-44s %9.2f %9.2f\n", "run_command (ToolExecutor::Execute, full sandbox)",
               tool.p50_ms, tool.p99_ms);
 
+  {
+    ExecutorOptions no_cgroup = options;
+    no_cgroup.sandbox.cgroup = "off";
+    absl::StatusOr<std::unique_ptr<ToolExecutor>> lean = ToolExecutor::Create(no_cgroup);
+    if (!lean.ok()) return 1;
+    const ToolExecutor* lean_exec = lean->get();
+    const Figures without = Measure(calls, [lean_exec] {
+      const absl::Time start = absl::Now();
+      absl::StatusOr<ToolResult> result = lean_exec->Execute(TrueCall());
+      if (!result.ok() || !result->ok) std::exit(1);
+      return absl::Now() - start;
+    });
+    std::printf("%-44s %9.2f %9.2f\n", "run_command without the pids cgroup", without.p50_ms,
+                without.p99_ms);
+  }
   std::printf("\n%-44s %9s\n", "concurrency (= --max_concurrent)", "cmds/s");
   for (int concurrency : {2, 8}) {
     ExecutorOptions limited = options;
