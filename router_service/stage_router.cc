@@ -32,6 +32,10 @@ using rein::v1::ToolSpec;
 using google::protobuf::util::TimeUtil;
 
 constexpr size_t kMaxGoalBytes = 16 * 1024;
+constexpr int kMaxSubtasksPerPlan = 64;     // per plan or edited plan
+constexpr int kMaxPendingSubtasks = 256;    // on the stack at once
+constexpr size_t kMaxTextBytes = 4096;      // a subtask's description or summary
+constexpr int kMaxCompletedKept = 200;      // ended subtasks kept in RunState (the log has all)
 
 google::protobuf::Timestamp ToProto(absl::Time t) {
   return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
@@ -74,6 +78,7 @@ class Step {
   const RunSpec& spec() const { return run_.spec(); }
   const RunState& old() const { return run_.state(); }
   RunState& state() { return state_; }
+  const RunState& state() const { return state_; }
   absl::Time now() const { return now_; }
 
   RunEvent* AddEvent() {
@@ -272,13 +277,21 @@ void Enter(Step& s, Stage next) {
 }
 
 // Spends one unit of the retry budget for a failed stage attempt and stays in the stage.
+// Whether rule 1 or 3 already holds: a call cut short by a cancel or by the run's deadline is
+// not the stage's failure.
+bool CancelledOrPastDeadline(const Step& s) {
+  return s.state().cancel_requested() ||
+         (s.state().has_deadline() && s.now() >= FromProto(s.state().deadline()));
+}
+
 void SpendRetry(Step& s, Stage stage, const std::string& code, const std::string& message) {
-  s.state().set_retries_used(s.state().retries_used() + 1);
+  const bool spent = !CancelledOrPastDeadline(s);
+  if (spent) s.state().set_retries_used(s.state().retries_used() + 1);
   auto* error = s.AddEvent()->mutable_error();
   error->set_stage(stage);
   error->set_code(code);
   error->set_message(message);
-  error->set_retry_spent(true);
+  error->set_retry_spent(spent);
   EndIfLimited(s, /*begins_iteration=*/false);
 }
 
@@ -289,6 +302,10 @@ void PlannerFailed(Step& s, Stage stage, const absl::Status& status) {
   // A reply that failed validation still cost tokens.
   if (std::optional<rein::v1::Usage> usage = UsageOf(status)) AddUsage(s, *usage);
   if (StageRouter::IsFatalPlannerError(status.code())) {
+    if (CancelledOrPastDeadline(s)) {  // rules 1 and 3 come first
+      SpendRetry(s, stage, StatusCodeName(status.code()), std::string(status.message()));
+      return;
+    }
     auto* error = s.AddEvent()->mutable_error();
     error->set_stage(stage);
     error->set_code(StatusCodeName(status.code()));
@@ -342,21 +359,42 @@ const ToolSpec* FindTool(const RunState& st, const std::string& name) {
   return nullptr;
 }
 
+// Moves `task` to the ended subtasks with `status` and `summary` (capped), keeping at most
+// kMaxCompletedKept of them.
+void EndSubtask(RunState& st, const SubTask& task, SubTask::Status status,
+                const std::string& summary) {
+  SubTask* ended = st.add_completed_subtasks();
+  *ended = task;
+  ended->set_status(status);
+  ended->set_summary(Cap(summary, kMaxTextBytes));
+  if (st.completed_subtasks_size() > kMaxCompletedKept) {
+    st.mutable_completed_subtasks()->erase(
+        st.mutable_completed_subtasks()->begin(),
+        st.mutable_completed_subtasks()->begin() + (st.completed_subtasks_size() - kMaxCompletedKept));
+  }
+}
+
 // Ends every pending subtask (the stack) as FAILED with `why`.
 void DropStack(RunState& st, const std::string& why) {
-  for (const SubTask& task : st.subtasks()) {
-    SubTask* ended = st.add_completed_subtasks();
-    *ended = task;
-    ended->set_status(SubTask::FAILED);
-    ended->set_summary(why);
-  }
-  st.clear_subtasks();
+  const std::string summary = Cap(why, 512);
+  google::protobuf::RepeatedPtrField<SubTask> stack;
+  stack.Swap(st.mutable_subtasks());
+  for (const SubTask& task : stack) EndSubtask(st, task, SubTask::FAILED, summary);
 }
 
 // Validates subtasks from the planner or a reviewer; fills in defaults. `field` prefixes
 // error messages.
 absl::Status ValidateSubtasks(const RunState& st, const std::string& field,
                               google::protobuf::RepeatedPtrField<SubTask>* tasks) {
+  if (tasks->size() > kMaxSubtasksPerPlan) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", tasks->size(),
+                                                   " subtasks, at most ", kMaxSubtasksPerPlan));
+  }
+  if (st.subtasks_size() + tasks->size() > kMaxPendingSubtasks) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": the stack would hold ", st.subtasks_size() + tasks->size(),
+        " subtasks, at most ", kMaxPendingSubtasks));
+  }
   std::set<std::string> seen;
   for (const SubTask& t : st.subtasks()) seen.insert(t.id());
   for (const SubTask& t : st.completed_subtasks()) seen.insert(t.id());
@@ -370,8 +408,9 @@ absl::Status ValidateSubtasks(const RunState& st, const std::string& field,
       return absl::InvalidArgumentError(
           absl::StrCat(at, ".id: \"", task.id(), "\" is not unique in the run"));
     }
-    if (task.description().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(at, ".description: must not be empty"));
+    if (task.description().empty() || task.description().size() > kMaxTextBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at, ".description: must be 1..", kMaxTextBytes, " bytes"));
     }
     std::set<std::string> tools;
     for (int k = 0; k < task.allowed_tools_size(); ++k) {
@@ -434,10 +473,6 @@ Stage NextAfterEvaluation(const RunState& st) {
 // move. `pause` is a candidate pause (reason unset = none).
 void ContinueAfterEvaluation(Step& s, Stage next, Pause pause) {
   if (EndIfLimited(s, next == rein::v1::DECIDING || next == rein::v1::PLANNING)) return;
-  if (next == rein::v1::FINISHED) {
-    FinishRun(s);
-    return;
-  }
   if (auto pattern = DetectStagnation(s.spec(), s.state())) {
     RunState& st = s.state();
     st.set_stagnation_mark(st.actions_total());
@@ -450,10 +485,7 @@ void ContinueAfterEvaluation(Step& s, Stage next, Pause pause) {
       st.set_stagnation_replans(st.stagnation_replans() + 1);
       st.set_replan_reason(absl::StrCat("stagnation: ", *pattern));
       if (st.subtasks_size() > 0) {
-        SubTask* ended = st.add_completed_subtasks();
-        *ended = st.subtasks(0);
-        ended->set_status(SubTask::FAILED);
-        ended->set_summary(absl::StrCat("stagnated: ", *pattern));
+        EndSubtask(st, st.subtasks(0), SubTask::FAILED, absl::StrCat("stagnated: ", *pattern));
         st.mutable_subtasks()->erase(st.mutable_subtasks()->begin());
       }
       Enter(s, rein::v1::PLANNING);
@@ -467,6 +499,10 @@ void ContinueAfterEvaluation(Step& s, Stage next, Pause pause) {
     SetPause(s, std::move(pause));
     return;
   }
+  if (next == rein::v1::FINISHED) {
+    FinishRun(s);
+    return;
+  }
   Enter(s, next);
 }
 
@@ -476,7 +512,8 @@ absl::Status CheckDuration(const google::protobuf::Duration& d, const std::strin
       (d.seconds() == 0 && d.nanos() == 0)) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": must be a positive duration"));
   }
-  if (FromProto(d) > max) {
+  // Compare seconds first: converting a huge value to nanoseconds would overflow.
+  if (d.seconds() > absl::ToInt64Seconds(max) || FromProto(d) > max) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": must be at most ", absl::FormatDuration(max)));
   }
@@ -753,6 +790,7 @@ Transition StageRouter::OnTools(
       return std::move(s).Finish();
     }
     if (!(*workspace)->ok()) {
+      if (EndIfLimited(s, /*begins_iteration=*/false)) return std::move(s).Finish();
       Terminate(s, rein::v1::FAILED, rein::v1::INTERNAL,
                 absl::StrCat("workspace \"", run.spec().workspace(),
                              "\" is not usable on the executor: ", (*workspace)->error().code(),
@@ -771,6 +809,7 @@ Transition StageRouter::OnTools(
       auto it = std::find_if(tools->tools().begin(), tools->tools().end(),
                              [&](const ToolSpec& t) { return t.name() == name; });
       if (it == tools->tools().end()) {
+        if (EndIfLimited(s, /*begins_iteration=*/false)) return std::move(s).Finish();
         Terminate(s, rein::v1::FAILED, rein::v1::INTERNAL,
                   absl::StrCat("tool \"", name, "\" is not offered by the executor"));
         return std::move(s).Finish();
@@ -824,7 +863,11 @@ Transition StageRouter::OnPlan(const Run& run, const absl::StatusOr<rein::v1::Pl
   for (const SubTask& task : st.subtasks()) *stack.Add() = task;
   *st.mutable_subtasks() = std::move(stack);
   if (st.subtasks_size() == 0) {  // goal achieved, nothing pending
-    FinishRun(s);
+    if (!reply->notes().empty() && PausesOnNotes(run.spec())) {
+      PauseRun(s, MakePause(rein::v1::NOTES, rein::v1::FINISHED, reply->notes()));
+    } else {
+      FinishRun(s);
+    }
     return std::move(s).Finish();
   }
   if (!reply->notes().empty() && PausesOnNotes(run.spec())) {
@@ -932,6 +975,25 @@ Transition StageRouter::OnExecute(const Run& run,
   if (!reply.ok()) {
     SpendRetry(s, rein::v1::EXECUTING, StatusCodeName(reply.status().code()),
                absl::StrCat("executor: ", reply.status().message()));
+    if (StageRouter::IsTerminal(st.stage())) return std::move(s).Finish();
+    // A mutating call that was sent may have run even though no reply came back: it is never
+    // repeated without a person's approval. Only codes that say it did not run are retried.
+    const absl::StatusCode code = reply.status().code();
+    const bool surely_not_run = code == absl::StatusCode::kResourceExhausted ||
+                                code == absl::StatusCode::kInvalidArgument ||
+                                code == absl::StatusCode::kFailedPrecondition ||
+                                code == absl::StatusCode::kUnimplemented;
+    if (st.pending_call().mutating() && st.call_dispatched() && !surely_not_run) {
+      Pause pause = MakePause(
+          rein::v1::RECOVERY, rein::v1::EXECUTING,
+          absl::StrCat("mutating call ", st.pending_call().call_id(), " (",
+                       st.pending_call().tool(), " ", st.pending_call().args_json(),
+                       ") got no reply (", StatusCodeName(code), ": ", reply.status().message(),
+                       ") and may have run; approve to run it again, edit it, or reject"));
+      *pause.mutable_pending_call() = st.pending_call();
+      st.set_call_dispatched(false);
+      SetPause(s, std::move(pause));
+    }
     return std::move(s).Finish();
   }
   const ToolCall& call = st.pending_call();
@@ -1008,19 +1070,18 @@ Transition StageRouter::OnEvaluate(const Run& run,
   event->set_planner_backend(reply->backend());
   *event->mutable_usage() = reply->usage();
   if (reply->status() != Status::NEEDS_MORE_WORK) {
-    SubTask* ended = st.add_completed_subtasks();
-    *ended = st.subtasks(0);
-    ended->set_status(reply->status() == Status::COMPLETED ? SubTask::COMPLETED : SubTask::FAILED);
-    ended->set_summary(reply->summary());
+    EndSubtask(st, st.subtasks(0),
+               reply->status() == Status::COMPLETED ? SubTask::COMPLETED : SubTask::FAILED,
+               reply->summary());
     st.mutable_subtasks()->erase(st.mutable_subtasks()->begin());
   }
   st.set_goal_achieved(reply->goal_achieved());
   AddNote(s, reply->notes(), options_.max_notes);
   Stage next = NextAfterEvaluation(st);
   Pause pause;
-  if (!reply->notes().empty() && PausesOnNotes(run.spec()) && next != rein::v1::FINISHED) {
+  if (!reply->notes().empty() && PausesOnNotes(run.spec())) {
     pause = MakePause(rein::v1::NOTES, next, reply->notes());
-  } else if (HasPausePoint(run.spec(), rein::v1::AFTER_EVALUATE) && next != rein::v1::FINISHED) {
+  } else if (HasPausePoint(run.spec(), rein::v1::AFTER_EVALUATE)) {
     pause = MakePause(rein::v1::PAUSE_POINT, next,
                       absl::StrCat("subtask ", event->subtask_id(), " evaluated ",
                                    Status::Status_Name(reply->status())));
@@ -1174,11 +1235,18 @@ std::optional<Transition> StageRouter::OnCancel(const Run& run, bool call_in_fli
 
 std::optional<Transition> StageRouter::OnTick(const Run& run, absl::Time now) const {
   const RunState& st = run.state();
-  if (IsTerminal(st.stage()) || !st.has_deadline() || now < FromProto(st.deadline())) {
-    return std::nullopt;
-  }
+  if (IsTerminal(st.stage())) return std::nullopt;
+  const bool past_deadline = st.has_deadline() && now >= FromProto(st.deadline());
+  if (!st.cancel_requested() && !past_deadline) return std::nullopt;
   Step s(run, now);
   EndIfLimited(s, /*begins_iteration=*/false);
+  return std::move(s).Finish();
+}
+
+Transition StageRouter::FailInternal(const Run& run, const std::string& message,
+                                     absl::Time now) const {
+  Step s(run, now);
+  Terminate(s, rein::v1::FAILED, rein::v1::INTERNAL, message);
   return std::move(s).Finish();
 }
 

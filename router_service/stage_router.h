@@ -95,8 +95,13 @@ class StageRouter {
   std::optional<Transition> OnCancel(const rein::v1::Run& run, bool call_in_flight,
                                      const std::string& reason, absl::Time now) const;
 
-  // Ends a run whose deadline has passed while it waited (PAUSED, or between calls).
+  // Ends a run, with no call in flight, whose deadline has passed or whose cancel was
+  // requested (PAUSED, between calls, or recovered after a restart).
   std::optional<Transition> OnTick(const rein::v1::Run& run, absl::Time now) const;
+
+  // Ends a run that cannot go on for a reason of the router's own (INTERNAL).
+  Transition FailInternal(const rein::v1::Run& run, const std::string& message,
+                          absl::Time now) const;
 
   // After a router restart: pauses a run whose mutating call may have run (RECOVERY).
   std::optional<Transition> OnRecovery(const rein::v1::Run& run, absl::Time now) const;

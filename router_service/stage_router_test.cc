@@ -1008,6 +1008,145 @@ TEST(StageRouterTest, MissingWorkspaceFailsAtInitializing) {
   EXPECT_EQ(down.state().retries_used(), 1);
 }
 
+
+// --- Rule order on every path (review findings) --------------------------------------------
+
+TEST(StageRouterTest, CancelWinsOverFatalPlannerError) {
+  Harness h;
+  h.Tools();
+  h.Apply(*h.router.OnCancel(h.run, /*call_in_flight=*/true, "", h.now));
+  h.Plan(absl::InvalidArgumentError("bad request"));
+  EXPECT_EQ(h.reason(), rein::v1::CANCELLED_BY_USER);
+  EXPECT_EQ(h.state().retries_used(), 0);
+}
+
+TEST(StageRouterTest, DeadlineWinsOverFatalPlannerError) {
+  Harness h([](rein::v1::RunSpec& s) { s.mutable_limits()->mutable_deadline()->set_seconds(5); });
+  h.Tools();
+  h.now += absl::Seconds(6);
+  h.Plan(absl::PermissionDeniedError("no"));
+  EXPECT_EQ(h.reason(), rein::v1::DEADLINE_EXCEEDED);
+}
+
+TEST(StageRouterTest, CallCutByCancelSpendsNoRetry) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Apply(*h.router.OnCancel(h.run, /*call_in_flight=*/true, "", h.now));
+  h.Decide(absl::CancelledError("cancelled"));
+  EXPECT_EQ(h.reason(), rein::v1::CANCELLED_BY_USER);
+  EXPECT_EQ(h.state().retries_used(), 0);
+  bool saw_error = false;
+  for (const auto& e : h.log) {
+    if (e.has_error()) {
+      saw_error = true;
+      EXPECT_FALSE(e.error().retry_spent());
+    }
+  }
+  EXPECT_TRUE(saw_error);
+}
+
+TEST(StageRouterTest, CallCutByDeadlineSpendsNoRetry) {
+  Harness h([](rein::v1::RunSpec& s) { s.mutable_limits()->mutable_deadline()->set_seconds(5); });
+  h.Tools();
+  h.now += absl::Seconds(5);
+  h.Plan(absl::DeadlineExceededError("deadline"));
+  EXPECT_EQ(h.reason(), rein::v1::DEADLINE_EXCEEDED);
+  EXPECT_EQ(h.state().retries_used(), 0);
+}
+
+TEST(StageRouterTest, MutatingCallWithoutReplyPausesForRecovery) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("write_file", R"({"path":"a","content":"b"})"));
+  h.Apply(h.router.MarkDispatched(h.run, h.now));
+  h.Execute(absl::DeadlineExceededError("no reply in time"));
+  ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+  EXPECT_EQ(h.state().pause().reason(), rein::v1::RECOVERY);
+  EXPECT_EQ(h.state().pause().pending_call().call_id(), "r1-1");
+  EXPECT_EQ(h.state().retries_used(), 1);
+  EXPECT_EQ(h.router.NextEffect(h.run, h.now).kind, Effect::Kind::kNone);
+}
+
+TEST(StageRouterTest, MutatingCallRefusedAsBusyIsRetried) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("write_file", R"({"path":"a","content":"b"})"));
+  h.Apply(h.router.MarkDispatched(h.run, h.now));
+  h.Execute(absl::ResourceExhaustedError("executor full"));
+  EXPECT_EQ(h.stage(), rein::v1::EXECUTING);
+  EXPECT_EQ(h.router.NextEffect(h.run, h.now).execute.call_id(), "r1-1");
+}
+
+TEST(StageRouterTest, StagnationWinsOverFinish) {
+  Harness h([](rein::v1::RunSpec& s) { s.mutable_limits()->set_on_stagnation(rein::v1::FAIL); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  for (int i = 0; i < 3; ++i) h.Cycle("list_files", "{}", true, "same", Eval::NEEDS_MORE_WORK);
+  h.Cycle("list_files", "{}", true, "same", Eval::COMPLETED, /*goal=*/true);
+  EXPECT_EQ(h.reason(), rein::v1::STAGNATION);
+}
+
+TEST(StageRouterTest, NotesOnTheLastEvaluationPauseBeforeFinishing) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("list_files", "{}"));
+  h.Execute(ExecReply(true));
+  auto last = EvalReply(Eval::COMPLETED, /*goal_achieved=*/true);
+  last.set_notes("one key may be real");
+  h.Evaluate(last);
+  ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+  EXPECT_EQ(h.state().pause().reason(), rein::v1::NOTES);
+  EXPECT_EQ(h.state().pause().resume_stage(), rein::v1::FINISHED);
+  ASSERT_TRUE(h.Review(Approve()).ok());
+  EXPECT_EQ(h.reason(), rein::v1::GOAL_ACHIEVED);
+  EXPECT_EQ(h.CountFinished(), 1);
+}
+
+TEST(StageRouterTest, HugeDurationsAreRefusedNotWrapped) {
+  for (int64_t seconds : {int64_t{18446744074}, int64_t{9223372037}, int64_t{700000000000}}) {
+    rein::v1::RunSpec spec;
+    spec.set_goal("g");
+    spec.mutable_limits()->mutable_deadline()->set_seconds(seconds);
+    EXPECT_EQ(StageRouter::NormalizeSpec(spec, KnownTools()).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << seconds;
+    spec.mutable_limits()->clear_deadline();
+    spec.mutable_limits()->mutable_stage_timeout()->set_seconds(seconds);
+    EXPECT_EQ(StageRouter::NormalizeSpec(spec, KnownTools()).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << seconds;
+  }
+}
+
+TEST(StageRouterTest, OversizedPlansAreInvalidOutput) {
+  Harness h;
+  h.Tools();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 65; ++i) ids.push_back(absl::StrCat("t", i));
+  h.Plan(PlanReply(ids));
+  EXPECT_EQ(h.state().retries_used(), 1);
+  EXPECT_NE(h.log.back().error().message().find("at most 64"), std::string::npos);
+  auto long_description = PlanReply({"a"});
+  long_description.mutable_subtasks(0)->set_description(std::string(5000, 'd'));
+  h.Plan(long_description);
+  EXPECT_EQ(h.state().retries_used(), 2);
+  EXPECT_EQ(h.stage(), rein::v1::PLANNING);
+}
+
+TEST(StageRouterTest, TickEndsRecoveredRunWhoseCancelWasRequested) {
+  Harness h;
+  h.Tools();
+  h.Apply(*h.router.OnCancel(h.run, /*call_in_flight=*/true, "", h.now));
+  auto t = h.router.OnTick(h.run, h.now);
+  ASSERT_TRUE(t.has_value());
+  h.Apply(*t);
+  EXPECT_EQ(h.reason(), rein::v1::CANCELLED_BY_USER);
+}
+
 TEST(StageRouterTest, SnapshotsAtIterationBoundaries) {
   Harness h;
   Transition t = h.router.OnTools(h.run, ToolsReply(), std::nullopt, h.now);
