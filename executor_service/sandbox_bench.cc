@@ -95,10 +95,10 @@ int Main(int argc, char** argv) {
     return 1;
   }
   std::printf("sandbox: %s\n", (*executor)->SandboxDescription().c_str());
-  std::printf("%d calls each, /bin/true\n\n%-44s %9s %9s\n", calls, "", "p50 ms", "p99 ms");
+  std::printf("%d calls each, /bin/true\n\n%-50s %9s %9s\n", calls, "", "p50 ms", "p99 ms");
 
   const Figures plain = Measure(calls, [] { return SpawnAndWait({"/bin/true"}); });
-  std::printf("%-44s %9.2f %9.2f\n", "fork/exec (posix_spawn + waitpid)", plain.p50_ms,
+  std::printf("%-50s %9.2f %9.2f\n", "fork/exec (posix_spawn + waitpid)", plain.p50_ms,
               plain.p99_ms);
   const Figures bwrap = Measure(calls, [] {
     return SpawnAndWait({"/usr/bin/bwrap", "--unshare-all", "--unshare-user", "--die-with-parent",
@@ -106,7 +106,7 @@ int Main(int argc, char** argv) {
                          "--symlink", "usr/lib", "/lib", "--symlink", "usr/bin", "/bin", "--proc",
                          "/proc", "--dev", "/dev", "/bin/true"});
   });
-  std::printf("%-44s %9.2f %9.2f\n", "plain bwrap --unshare-all (minimal mounts)", bwrap.p50_ms,
+  std::printf("%-50s %9.2f %9.2f\n", "plain bwrap --unshare-all (minimal mounts)", bwrap.p50_ms,
               bwrap.p99_ms);
   const ToolExecutor* exec = executor->get();
   const Figures tool = Measure(calls, [exec] {
@@ -120,7 +120,7 @@ int Main(int argc, char** argv) {
     }
     return absl::Now() - start;
   });
-  std::printf("%-44s %9.2f %9.2f\n", "run_command (ToolExecutor::Execute, full sandbox)",
+  std::printf("%-50s %9.2f %9.2f\n", "run_command (ToolExecutor::Execute, full sandbox)",
               tool.p50_ms, tool.p99_ms);
 
   {
@@ -135,10 +135,10 @@ int Main(int argc, char** argv) {
       if (!result.ok() || !result->ok) std::exit(1);
       return absl::Now() - start;
     });
-    std::printf("%-44s %9.2f %9.2f\n", "run_command without the pids cgroup", without.p50_ms,
+    std::printf("%-50s %9.2f %9.2f\n", "run_command without the pids cgroup", without.p50_ms,
                 without.p99_ms);
   }
-  std::printf("\n%-44s %9s\n", "concurrency (= --max_concurrent)", "cmds/s");
+  std::printf("\n%-50s %9s\n", "concurrency (= --max_concurrent)", "cmds/s");
   for (int concurrency : {2, 8}) {
     ExecutorOptions limited = options;
     limited.sandbox.max_concurrent = concurrency;
@@ -167,7 +167,7 @@ int Main(int argc, char** argv) {
     }
     for (std::thread& thread : threads) thread.join();
     const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
-    std::printf("%-44d %9.1f%s\n", concurrency, static_cast<double>(done.load()) / elapsed,
+    std::printf("%-50d %9.1f%s\n", concurrency, static_cast<double>(done.load()) / elapsed,
                 refused > 0 ? absl::StrCat("  (", refused.load(), " refused)").c_str() : "");
   }
   rmdir((root + "/ws").c_str());
