@@ -1,4 +1,8 @@
 // rein-router: the public API, run state, stage routing, termination, pauses, persistence.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -53,6 +57,13 @@ int main(int argc, char** argv) {
       options.synchronous = rein::SqliteRunStore::Synchronous::kFull;
     } else if (sync != "NORMAL") {
       return Fail(absl::StrCat("--sqlite_synchronous: must be NORMAL or FULL, got \"", sync, "\""));
+    }
+    // One router per SQLite store: a second one would commit over the first one's runs.
+    const std::string lock_path = store_flag.substr(7) + ".lock";
+    int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+      return Fail(absl::StrCat("--store: another rein-router holds ", lock_path,
+                               " (one router per SQLite store; use PostgreSQL for several)"));
     }
     auto opened = rein::SqliteRunStore::Open(store_flag.substr(7), options);
     if (!opened.ok()) return Fail(absl::StrCat("--store: ", opened.status().message()));

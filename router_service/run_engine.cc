@@ -49,6 +49,35 @@ const char* KindName(Effect::Kind kind) {
   return "none";
 }
 
+// The calls a stage makes one after another (INITIALIZING: ListTools, then the workspace
+// check), cancelled as one: a call set after Cancel() is cancelled at once.
+class ChainedCall final : public PendingCall {
+ public:
+  void Set(std::shared_ptr<PendingCall> call) {
+    bool cancel;
+    {
+      absl::MutexLock lock(&mu_);
+      current_ = call;
+      cancel = cancelled_;
+    }
+    if (cancel && call) call->Cancel();
+  }
+  void Cancel() override {
+    std::shared_ptr<PendingCall> call;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+      call = current_;
+    }
+    if (call) call->Cancel();
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::shared_ptr<PendingCall> current_ ABSL_GUARDED_BY(mu_);
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 bool SpentRetry(const Transition& t) {
   return std::any_of(t.events.begin(), t.events.end(),
                      [](const RunEvent& e) { return e.has_error() && e.error().retry_spent(); });
@@ -81,8 +110,7 @@ absl::Status RunEngine::Start() {
       LogError("cannot recover run", {{"run_id", id}, {"error", run.status().ToString()}});
       continue;
     }
-    Track(*run);
-    std::shared_ptr<Entry> entry = Find(id);
+    std::shared_ptr<Entry> entry = Track(*run);
     {
       absl::MutexLock lock(&entry->mu);
       if (auto t = router_.OnRecovery(entry->run, clock_->Now())) {
@@ -112,9 +140,14 @@ void RunEngine::Shutdown(absl::Duration grace) {
       if (entry->call) entry->call->Cancel();
     }
   }
-  // Let cancelled callbacks drain through the workers (they commit spent retries, not more).
-  absl::Time drain = absl::Now() + absl::Seconds(2);
+  // Let the cancelled calls' callbacks drain through the workers (nothing is committed for
+  // them); a cancelled gRPC call returns promptly, so this wait is short.
+  absl::Time drain = absl::Now() + absl::Seconds(30);
   while (in_flight_.load() > 0 && absl::Now() < drain) absl::SleepFor(absl::Milliseconds(5));
+  if (in_flight_.load() > 0) {
+    LogError("calls still in flight after shutdown",
+             {{"calls", std::to_string(in_flight_.load())}});
+  }
   {
     absl::MutexLock lock(&queue_mu_);
     stopping_ = true;
@@ -134,15 +167,16 @@ std::shared_ptr<RunEngine::Entry> RunEngine::Find(const std::string& run_id) {
   return it == runs_.end() ? nullptr : it->second;
 }
 
-void RunEngine::Track(const Run& run) {
+std::shared_ptr<RunEngine::Entry> RunEngine::Track(const Run& run) {
   auto entry = std::make_shared<Entry>();
   {
     absl::MutexLock lock(&entry->mu);
     entry->run = run;
   }
   absl::MutexLock lock(&runs_mu_);
-  runs_.emplace(run.run_id(), std::move(entry));
+  runs_.emplace(run.run_id(), entry);
   Metrics::Global().Set("rein_router_active_runs", runs_.size());
+  return entry;
 }
 
 absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
@@ -157,6 +191,11 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
   if (!stored.ok()) {
     LogError("commit failed", {{"run_id", run.run_id()}, {"error", stored.status().ToString()}});
     Metrics::Global().Add("rein_router_commit_errors_total", 1);
+    if (absl::IsFailedPrecondition(stored.status())) {
+      // Someone else wrote this run (another router on the same store): take its state.
+      absl::StatusOr<Run> fresh = store_->GetRun(run.run_id());
+      if (fresh.ok()) run = *std::move(fresh);
+    }
     return stored.status();
   }
   rein::v1::Stage before = run.state().stage();
@@ -293,13 +332,32 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
     }
     return;
   }
+  if (auto t = router_.OnTick(run, now)) {
+    // Rules 1 and 3 before any call: a recovered run whose cancel was requested, or whose
+    // deadline passed while it waited for a retry.
+    if (CommitLocked(*entry, std::move(*t)).ok()) {
+      absl::MutexLock runs_lock(&runs_mu_);
+      runs_.erase(run_id);
+      Metrics::Global().Set("rein_router_active_runs", runs_.size());
+    }
+    return;
+  }
   if (now < entry->not_before) {
     WakeAt(entry->not_before, run_id);
     return;
   }
   Effect effect = router_.NextEffect(run, now);
   if (effect.kind == Effect::Kind::kNone) {
+    // A working stage with nothing to call: end the run rather than leave it hanging.
     LogError("no call to make for a working stage", {{"run_id", run_id}});
+    if (CommitLocked(*entry, router_.FailInternal(
+                                 run, absl::StrCat("the router found nothing to call in stage ",
+                                                   rein::v1::Stage_Name(run.state().stage())),
+                                 now))
+            .ok()) {
+      absl::MutexLock runs_lock(&runs_mu_);
+      runs_.erase(run_id);
+    }
     return;
   }
   if (effect.kind == Effect::Kind::kExecute && run.state().pending_call().mutating() &&
@@ -339,8 +397,10 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
       check.set_tool("file_info");
       check.set_args_json(R"({"path":"."})");
       absl::Time deadline = effect.deadline;
-      entry->call = executor_->ListTools(
-          deadline, [finish, router, executor, check, deadline](
+      auto chain = std::make_shared<ChainedCall>();
+      entry->call = chain;
+      chain->Set(executor_->ListTools(
+          deadline, [finish, router, executor, check, deadline, chain](
                         absl::StatusOr<rein::v1::ListToolsResponse> tools) {
             bool has_file_info =
                 tools.ok() && std::any_of(tools->tools().begin(), tools->tools().end(),
@@ -351,15 +411,16 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
               });
               return;
             }
-            executor->Execute(check, deadline,
-                              [finish, router, tools = std::move(tools)](
-                                  absl::StatusOr<rein::v1::ExecuteResponse> workspace) {
-                                finish([router, tools, workspace = std::move(workspace)](
-                                           const Run& r, absl::Time t) {
-                                  return router->OnTools(r, tools, workspace, t);
-                                });
-                              });
-          });
+            chain->Set(executor->Execute(
+                check, deadline,
+                [finish, router, tools = std::move(tools)](
+                    absl::StatusOr<rein::v1::ExecuteResponse> workspace) {
+                  finish([router, tools, workspace = std::move(workspace)](const Run& r,
+                                                                          absl::Time t) {
+                    return router->OnTools(r, tools, workspace, t);
+                  });
+                }));
+          }));
       break;
     }
     case Effect::Kind::kPlan:
@@ -473,8 +534,7 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   if (!created->created) return created->run;  // the same request_id: the first run
   Metrics::Global().Add("rein_router_runs_started_total", 1);
   LogInfo("run started", {{"run_id", run.run_id()}, {"request_id", run.request_id()}});
-  Track(created->run);
-  Advance(Find(run.run_id()));
+  Advance(Track(created->run));
   return created->run;
 }
 
@@ -590,17 +650,19 @@ absl::StatusOr<std::vector<RunEvent>> RunEngine::WaitEvents(const std::string& r
             *ended = true;
             return std::vector<RunEvent>();
           }
-          auto newer = [&tail, after_seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(events_mu_) {
-            return tail.last_seq > after_seq;
+          auto newer = [this, &run_id, after_seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(events_mu_) {
+            auto found = tails_.find(run_id);
+            return found == tails_.end() || found->second.last_seq > after_seq;
           };
-          // std::map nodes are stable, and tails are only erased 1,000 ended runs later.
           if (!events_mu_.AwaitWithDeadline(absl::Condition(&newer), until)) {
             return std::vector<RunEvent>();
           }
+          it = tails_.find(run_id);  // the tail may have been forgotten while waiting
         }
-        if (!tail.recent.empty() && tail.recent.front().seq() <= after_seq + 1) {
+        if (it != tails_.end() && !it->second.recent.empty() &&
+            it->second.recent.front().seq() <= after_seq + 1) {
           std::vector<RunEvent> events;
-          for (const RunEvent& event : tail.recent) {
+          for (const RunEvent& event : it->second.recent) {
             if (event.seq() > after_seq) events.push_back(event);
           }
           return events;
@@ -616,10 +678,13 @@ absl::StatusOr<std::vector<RunEvent>> RunEngine::WaitEvents(const std::string& r
     }
     if (!events->empty()) return events;
     if (!Find(run_id)) {
-      // Not in memory: ended (or unknown, which ReadEvents reported). Nothing more will come.
+      // Not in memory: ended (or unknown, which ReadEvents reported). Its end may have been
+      // committed after the read above, so read once more before saying nothing will come.
       absl::StatusOr<Run> run = GetRun(run_id);
       if (run.ok() && StageRouter::IsTerminal(run->state().stage())) {
-        *ended = true;
+        events = store_->ReadEvents(run_id, after_seq, 256);
+        if (!events.ok()) return events.status();
+        *ended = events->empty();
         return events;
       }
     }

@@ -67,7 +67,7 @@ class RunEngine {
   struct Entry;
 
   std::shared_ptr<Entry> Find(const std::string& run_id);
-  void Track(const rein::v1::Run& run);
+  std::shared_ptr<Entry> Track(const rein::v1::Run& run);
   void Advance(const std::shared_ptr<Entry>& entry);
   // Applies a call's result (on a worker) and moves on.
   void Complete(const std::shared_ptr<Entry>& entry,

@@ -339,6 +339,12 @@ absl::Status SqliteRunStore::Initialize(const Options& options) {
       return SqliteError(rc, "reading schema_version");
     }
   }
+  if (version != 0 && version < kSchemaVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("SQLite database ", path_, " has the older schema version ", version,
+                     " (this binary writes version ", kSchemaVersion,
+                     " and does not migrate it); move the file away to start a new store"));
+  }
   if (version > kSchemaVersion || version < 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("SQLite database ", path_, " has schema version ", version,

@@ -64,7 +64,8 @@ class SqliteRunStore final : public RunStore {
   }
 
   // The layout version this binary writes.
-  static constexpr int kSchemaVersion = 1;
+  // 2: runs.state holds the state apart from the rest of the run; snapshots are binary.
+  static constexpr int kSchemaVersion = 2;
 
   ~SqliteRunStore() override;
   SqliteRunStore(const SqliteRunStore&) = delete;

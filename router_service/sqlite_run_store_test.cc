@@ -168,15 +168,24 @@ TEST_F(SqliteRunStoreTest, OpenNegativeBusyTimeoutIsInvalidArgument) {
 TEST_F(SqliteRunStoreTest, OpenUsesWalAndRecordsSchemaVersion) {
   ASSERT_NE(OpenOrDie(), nullptr);
   EXPECT_EQ(QueryRaw(path_, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(QueryRaw(path_, "SELECT version FROM schema_version"), "1");
+  EXPECT_EQ(QueryRaw(path_, "SELECT version FROM schema_version"), "2");
+}
+
+TEST_F(SqliteRunStoreTest, OpenOlderSchemaVersionIsFailedPreconditionSayingWhatToDo) {
+  ASSERT_NE(OpenOrDie(), nullptr);
+  ExecRaw(path_, "UPDATE schema_version SET version = 1");
+  absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(), HasSubstr("older schema version 1"));
+  EXPECT_THAT(store.status().message(), HasSubstr("move the file away"));
 }
 
 TEST_F(SqliteRunStoreTest, OpenNewerSchemaVersionIsFailedPrecondition) {
   ASSERT_NE(OpenOrDie(), nullptr);
-  ExecRaw(path_, "UPDATE schema_version SET version = 2");
+  ExecRaw(path_, "UPDATE schema_version SET version = 3");
   absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path_);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(store.status().message(), HasSubstr("schema version 2"));
+  EXPECT_THAT(store.status().message(), HasSubstr("schema version 3"));
 }
 
 TEST_F(SqliteRunStoreTest, CorruptRunIsDataLossNamingRun) {
