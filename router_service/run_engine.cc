@@ -78,9 +78,10 @@ class ChainedCall final : public PendingCall {
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-bool SpentRetry(const Transition& t) {
+// Whether a transition records a failed call (the run backs off before the next one).
+bool FailedCall(const Transition& t) {
   return std::any_of(t.events.begin(), t.events.end(),
-                     [](const RunEvent& e) { return e.has_error() && e.error().retry_spent(); });
+                     [](const RunEvent& e) { return e.has_error(); });
 }
 
 }  // namespace
@@ -472,7 +473,7 @@ void RunEngine::Complete(const std::shared_ptr<Entry>& entry,
     entry->call.reset();
     absl::Time now = clock_->Now();
     Transition t = apply(entry->run, now);
-    bool spent = SpentRetry(t);
+    bool spent = FailedCall(t);
     if (!dispatching_ && spent && !entry->run.state().cancel_requested()) {
       // Shutting down: a call we cancelled is not the run's failure; it runs again later.
       entry->changed.SignalAll();

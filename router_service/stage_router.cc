@@ -972,6 +972,17 @@ Transition StageRouter::OnExecute(const Run& run,
                                   absl::Time now) const {
   Step s(run, now);
   RunState& st = s.state();
+  if (!reply.ok() && reply.status().code() == absl::StatusCode::kResourceExhausted) {
+    // The executor is full and did not run the call: it is tried again after a backoff (the
+    // round_robin channel takes the next executor) without charging the run's budget.
+    auto* error = s.AddEvent()->mutable_error();
+    error->set_stage(rein::v1::EXECUTING);
+    error->set_code(StatusCodeName(reply.status().code()));
+    error->set_message(absl::StrCat("executor: ", reply.status().message()));
+    error->set_retry_spent(false);
+    EndIfLimited(s, /*begins_iteration=*/false);
+    return std::move(s).Finish();
+  }
   if (!reply.ok()) {
     SpendRetry(s, rein::v1::EXECUTING, StatusCodeName(reply.status().code()),
                absl::StrCat("executor: ", reply.status().message()));
@@ -979,8 +990,7 @@ Transition StageRouter::OnExecute(const Run& run,
     // A mutating call that was sent may have run even though no reply came back: it is never
     // repeated without a person's approval. Only codes that say it did not run are retried.
     const absl::StatusCode code = reply.status().code();
-    const bool surely_not_run = code == absl::StatusCode::kResourceExhausted ||
-                                code == absl::StatusCode::kInvalidArgument ||
+    const bool surely_not_run = code == absl::StatusCode::kInvalidArgument ||
                                 code == absl::StatusCode::kFailedPrecondition ||
                                 code == absl::StatusCode::kUnimplemented;
     if (st.pending_call().mutating() && st.call_dispatched() && !surely_not_run) {

@@ -1077,6 +1077,8 @@ TEST(StageRouterTest, MutatingCallRefusedAsBusyIsRetried) {
   h.Apply(h.router.MarkDispatched(h.run, h.now));
   h.Execute(absl::ResourceExhaustedError("executor full"));
   EXPECT_EQ(h.stage(), rein::v1::EXECUTING);
+  EXPECT_EQ(h.state().retries_used(), 0);  // backpressure is not the run's failure
+  EXPECT_FALSE(h.log.back().error().retry_spent());
   EXPECT_EQ(h.router.NextEffect(h.run, h.now).execute.call_id(), "r1-1");
 }
 
