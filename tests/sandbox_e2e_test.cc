@@ -1,0 +1,137 @@
+// Mutating tools end to end, with the real executor under bubblewrap: the BEFORE_MUTATING_TOOL
+// pause, and a router killed while a mutating command runs (the call is never repeated without
+// a person's approval).
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/cluster.h"
+
+namespace rein::testing {
+namespace {
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class SandboxEndToEndTest : public ::testing::Test {
+ protected:
+  void Boot(const std::string& script) {
+    dir_ = absl::StrCat(getenv("TEST_TMPDIR"), "/",
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    mkdir(dir_.c_str(), 0755);
+    mkdir((dir_ + "/workspaces").c_str(), 0755);
+    ws_ = dir_ + "/workspaces/repo";
+    mkdir(ws_.c_str(), 0755);
+    std::ofstream(ws_ + "/README.md") << "# repo\n";
+    Cluster::Options options;
+    options.dir = dir_;
+    options.script_json = script;
+    options.executor_flags = {"--sandbox=bwrap"};
+    cluster_ = std::make_unique<Cluster>(options);
+    ASSERT_TRUE(cluster_->Start()) << cluster_->Logs();
+  }
+
+  rein::v1::RunSpec Spec() {
+    rein::v1::RunSpec spec;
+    spec.set_goal("change the repo");
+    spec.set_workspace("repo");
+    spec.add_tools("write_file");
+    spec.add_tools("run_command");
+    spec.add_tools("read_file");
+    spec.mutable_limits()->mutable_deadline()->set_seconds(120);
+    return spec;
+  }
+
+  absl::StatusOr<rein::v1::Run> Approve(const rein::v1::Run& run) {
+    rein::v1::ResumeRunRequest request;
+    request.set_run_id(run.run_id());
+    request.set_expected_version(run.state().version());
+    request.mutable_review()->mutable_approve();
+    rein::v1::Run out;
+    grpc::ClientContext context;
+    grpc::Status status = cluster_->router()->ResumeRun(&context, request, &out);
+    if (!status.ok()) return absl::InternalError(status.error_message());
+    return out;
+  }
+
+  std::string dir_, ws_;
+  std::unique_ptr<Cluster> cluster_;
+};
+
+TEST_F(SandboxEndToEndTest, BeforeMutatingToolPausesThenApprovedWriteLands) {
+  Boot(R"({
+    "plan": [{"when": {"completed_contains": "write"}, "reply": {"goalAchieved": true}},
+             {"reply": {"subtasks": [{"id": "write", "description": "write the report", "allowedTools": ["write_file"]}]}}],
+    "decide": [{"reply": {"toolCall": {"tool": "write_file", "args": {"path": "out/report.txt", "content": "hello from rein\n"}}}}],
+    "evaluate": [{"when": {"action_ok": true}, "reply": {"status": "COMPLETED", "summary": "written"}},
+                 {"reply": {"status": "FAILED", "summary": "${observation}"}}]
+  })");
+  rein::v1::RunSpec spec = Spec();
+  spec.add_pause_points(rein::v1::BEFORE_MUTATING_TOOL);
+  absl::StatusOr<rein::v1::Run> run = cluster_->StartRun(spec);
+  ASSERT_TRUE(run.ok()) << run.status();
+  absl::StatusOr<rein::v1::Run> paused =
+      cluster_->WaitForStage(run->run_id(), rein::v1::PAUSED, absl::Seconds(30));
+  ASSERT_TRUE(paused.ok());
+  ASSERT_EQ(paused->state().stage(), rein::v1::PAUSED) << cluster_->Logs();
+  EXPECT_EQ(paused->state().pause().point(), rein::v1::BEFORE_MUTATING_TOOL);
+  EXPECT_EQ(paused->state().pause().pending_call().tool(), "write_file");
+  struct stat st;
+  EXPECT_NE(stat((ws_ + "/out/report.txt").c_str(), &st), 0);  // nothing written before review
+  ASSERT_TRUE(Approve(*paused).ok());
+  std::vector<rein::v1::RunEvent> events;
+  ASSERT_TRUE(cluster_->Watch(run->run_id(), 0, absl::Seconds(60), &events).ok());
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED)
+      << events.back().DebugString();
+  EXPECT_EQ(Read(ws_ + "/out/report.txt"), "hello from rein\n");
+}
+
+TEST_F(SandboxEndToEndTest, RouterKilledDuringMutatingCommandPausesForRecovery) {
+  Boot(R"({
+    "plan": [{"when": {"completed_contains": "cmd"}, "reply": {"goalAchieved": true}},
+             {"reply": {"subtasks": [{"id": "cmd", "description": "count", "allowedTools": ["run_command"]}]}}],
+    "decide": [{"reply": {"toolCall": {"tool": "run_command",
+                "args": {"shell": "echo ran >> runs.log; sleep 2; echo done", "timeout_seconds": 30}}}}],
+    "evaluate": [{"when": {"action_ok": true}, "reply": {"status": "COMPLETED", "summary": "${observation}"}},
+                 {"reply": {"status": "FAILED", "summary": "${observation}"}}]
+  })");
+  absl::StatusOr<rein::v1::Run> run = cluster_->StartRun(Spec());
+  ASSERT_TRUE(run.ok()) << run.status();
+  // Wait until the command is running (its first line is on disk), then kill the router.
+  for (int i = 0; i < 1000 && Read(ws_ + "/runs.log").empty(); ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_EQ(Read(ws_ + "/runs.log"), "ran\n") << cluster_->Logs();
+  EXPECT_NE(cluster_->KillRouter(SIGKILL), -1);
+  ASSERT_TRUE(cluster_->StartRouter()) << cluster_->Logs();
+  absl::StatusOr<rein::v1::Run> paused =
+      cluster_->WaitForStage(run->run_id(), rein::v1::PAUSED, absl::Seconds(30));
+  ASSERT_TRUE(paused.ok());
+  ASSERT_EQ(paused->state().stage(), rein::v1::PAUSED) << paused->DebugString();
+  EXPECT_EQ(paused->state().pause().reason(), rein::v1::RECOVERY);
+  EXPECT_EQ(paused->state().pause().pending_call().tool(), "run_command");
+  absl::SleepFor(absl::Seconds(3));
+  EXPECT_EQ(Read(ws_ + "/runs.log"), "ran\n");  // not repeated on its own
+  ASSERT_TRUE(Approve(*paused).ok());
+  std::vector<rein::v1::RunEvent> events;
+  ASSERT_TRUE(cluster_->Watch(run->run_id(), 0, absl::Seconds(60), &events).ok());
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);
+  EXPECT_EQ(Read(ws_ + "/runs.log"), "ran\nran\n");  // once more, after the approval
+  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
+}
+
+}  // namespace
+}  // namespace rein::testing
