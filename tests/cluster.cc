@@ -30,20 +30,23 @@ Process::~Process() {
 }
 
 bool Process::Start() {
+  // Everything the child needs is prepared before fork: the test process has threads, and the
+  // child may only make async-signal-safe calls.
+  std::vector<char*> args;
+  for (auto& a : argv_) args.push_back(a.data());
+  args.push_back(nullptr);
+  int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   pid_ = fork();
   if (pid_ < 0) return false;
   if (pid_ == 0) {
-    int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       dup2(fd, 1);
       dup2(fd, 2);
     }
-    std::vector<char*> args;
-    for (auto& a : argv_) args.push_back(a.data());
-    args.push_back(nullptr);
     execv(args[0], args.data());
     _exit(127);
   }
+  if (fd >= 0) close(fd);
   return true;
 }
 
@@ -104,7 +107,6 @@ Cluster::~Cluster() {
 
 bool Cluster::WaitServing(const std::string& target, absl::Duration timeout) {
   absl::Time until = absl::Now() + timeout;
-  auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
   while (absl::Now() < until) {
     Process probe("health", {RunfilePath("common/rein-health"), target},
                   options_.dir + "/health.log");

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <functional>
+#include <set>
 #include <random>
 #include <string>
 #include <vector>
@@ -78,12 +80,18 @@ class EndToEndTest : public ::testing::Test {
     return spec;
   }
 
-  // Watches until the stream ends; checks seq has no gaps and at most one terminal event.
+  // Watches until the stream ends; checks that seq has no gaps and that the log ends with its
+  // one terminal event. Never returns an empty log (a run always has events).
   std::vector<RunEvent> WatchAll(const std::string& run_id) {
     std::vector<RunEvent> events;
     grpc::Status status = cluster_->Watch(run_id, 0, absl::Seconds(60), &events);
     EXPECT_TRUE(status.ok()) << status.error_message();
     for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
+    int finished = 0;
+    for (const auto& e : events) finished += e.has_finished();
+    EXPECT_EQ(finished, 1) << cluster_->Logs();
+    if (events.empty()) events.emplace_back();  // keeps .back() safe; the checks above failed
+    EXPECT_TRUE(events.back().has_finished());
     return events;
   }
 
@@ -182,6 +190,7 @@ TEST_F(EndToEndTest, NeedHumanThenAnswer) {
   absl::StatusOr<RunMsg> run = cluster_->StartRun(Spec());
   ASSERT_TRUE(run.ok());
   absl::StatusOr<RunMsg> paused = cluster_->WaitForStage(run->run_id(), rein::v1::PAUSED, absl::Seconds(20));
+  ASSERT_TRUE(paused.ok()) << paused.status();
   ASSERT_EQ(paused->state().pause().reason(), rein::v1::NEED_HUMAN);
   EXPECT_EQ(paused->state().pause().question(), "Which file?");
   rein::v1::Review answer;
@@ -190,6 +199,8 @@ TEST_F(EndToEndTest, NeedHumanThenAnswer) {
   std::vector<RunEvent> events = WatchAll(run->run_id());
   EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);
   absl::StatusOr<RunMsg> done = cluster_->GetRun(run->run_id());
+  ASSERT_TRUE(done.ok());
+  ASSERT_EQ(done->state().human_inputs_size(), 1);
   EXPECT_EQ(done->state().human_inputs(0).text(), "README.md");
 }
 
@@ -207,6 +218,9 @@ TEST_F(EndToEndTest, RejectWithFeedbackReplans) {
   absl::StatusOr<RunMsg> run = cluster_->StartRun(spec);
   ASSERT_TRUE(run.ok());
   absl::StatusOr<RunMsg> paused = cluster_->WaitForStage(run->run_id(), rein::v1::PAUSED, absl::Seconds(20));
+  ASSERT_TRUE(paused.ok()) << paused.status();
+  ASSERT_EQ(paused->state().stage(), rein::v1::PAUSED);
+  ASSERT_GT(paused->state().subtasks_size(), 0);
   ASSERT_EQ(paused->state().subtasks(0).id(), "first");
   rein::v1::Review reject;
   reject.mutable_reject()->set_feedback("read the readme instead");
@@ -221,6 +235,8 @@ TEST_F(EndToEndTest, RejectWithFeedbackReplans) {
     }
     absl::SleepFor(absl::Milliseconds(20));
   }
+  ASSERT_TRUE(again.ok());
+  ASSERT_GT(again->state().subtasks_size(), 0);
   ASSERT_EQ(again->state().subtasks(0).id(), "better");
   rein::v1::Review approve;
   approve.mutable_approve();
@@ -245,6 +261,7 @@ TEST_F(EndToEndTest, CancelEndsRunInFlight) {
   EXPECT_EQ(cancelled.state().stage(), rein::v1::CANCELLED);
   EXPECT_EQ(cancelled.state().outcome().reason(), rein::v1::CANCELLED_BY_USER);
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_EQ(cancelled.state().retries_used(), 0);  // the cut call is not the run's failure
   EXPECT_EQ(CountFinished(WatchAll(run->run_id())), 1);
 }
 
@@ -262,6 +279,7 @@ TEST_F(EndToEndTest, MaxIterationsFails) {
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::MAX_ITERATIONS)
       << events.back().DebugString();
+  EXPECT_EQ(cluster_->GetRun(run->run_id())->state().iteration(), 4);
 }
 
 TEST_F(EndToEndTest, DeadlineExceededFails) {
@@ -274,6 +292,7 @@ TEST_F(EndToEndTest, DeadlineExceededFails) {
   std::vector<RunEvent> events = WatchAll(run->run_id());
   EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::DEADLINE_EXCEEDED);
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_EQ(cluster_->GetRun(run->run_id())->state().retries_used(), 0);
 }
 
 TEST_F(EndToEndTest, RetryBudgetExhaustedWithFailingPlanner) {
@@ -294,13 +313,18 @@ TEST_F(EndToEndTest, RouterKilledMidRunFinishesAfterRestart) {
   absl::StatusOr<RunMsg> run = cluster_->StartRun(Spec());
   ASSERT_TRUE(run.ok());
   // Let it get into the second subtask, then kill the router without warning.
+  absl::StatusOr<RunMsg> before;
   for (int i = 0; i < 500; ++i) {
-    absl::StatusOr<RunMsg> now = cluster_->GetRun(run->run_id());
-    if (now.ok() && now->state().completed_subtasks_size() >= 1) break;
+    before = cluster_->GetRun(run->run_id());
+    if (before.ok() && before->state().completed_subtasks_size() >= 1) break;
     absl::SleepFor(absl::Milliseconds(20));
   }
-  cluster_->KillRouter(SIGKILL);
+  ASSERT_TRUE(before.ok());
+  ASSERT_EQ(before->state().completed_subtasks_size(), 1) << "the kill must land mid-run";
+  EXPECT_NE(cluster_->KillRouter(SIGKILL), -1);
   ASSERT_TRUE(cluster_->StartRouter()) << cluster_->Logs();
+  EXPECT_NE(cluster_->Logs().find("recovered 1 unfinished runs"), std::string::npos)
+      << cluster_->Logs();
   std::vector<RunEvent> events = WatchAll(run->run_id());
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(CountFinished(events), 1);
@@ -311,6 +335,18 @@ TEST_F(EndToEndTest, RouterKilledMidRunFinishesAfterRestart) {
   for (const auto& task : done->state().completed_subtasks()) {
     EXPECT_EQ(task.status(), rein::v1::SubTask::COMPLETED) << task.id();
   }
+  EXPECT_EQ(done->state().retries_used(), 0);
+  // Each read-only subtask ran to a result exactly once in the log (a call repeated after the
+  // restart keeps its call_id, so a call_id never has two results).
+  std::set<std::string> call_ids;
+  int results = 0;
+  for (const auto& e : events) {
+    if (!e.has_tool_result()) continue;
+    ++results;
+    EXPECT_TRUE(call_ids.insert(e.tool_result().action().call_id()).second)
+        << e.tool_result().action().call_id();
+  }
+  EXPECT_EQ(results, 3);
 }
 
 TEST_F(EndToEndTest, RouterStopsCleanlyOnSigtermAndRunContinues) {
@@ -367,13 +403,40 @@ TEST_F(EndToEndTest, MalformedRequestsLeaveServicesHealthy) {
     }
   }
   EXPECT_GE(sent, 1000);
-  // Semantically bad requests too: every one is INVALID_ARGUMENT or NOT_FOUND, none crashes.
-  for (int i = 0; i < 50; ++i) {
-    RunSpec spec = Spec(i % 2 ? "" : std::string(20000, 'g'));
-    spec.mutable_limits()->set_max_iterations(-i);
-    absl::StatusOr<RunMsg> bad = cluster_->StartRun(spec);
-    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  // Semantically bad requests too: each is INVALID_ARGUMENT naming its field, none crashes.
+  std::vector<std::pair<std::string, std::function<void(RunSpec&)>>> bad_specs = {
+      {"spec.goal", [](RunSpec& s) { s.set_goal(""); }},
+      {"spec.goal", [](RunSpec& s) { s.set_goal(std::string(20000, 'g')); }},
+      {"spec.workspace", [](RunSpec& s) { s.set_workspace("../../etc"); }},
+      {"spec.tools[0]", [](RunSpec& s) { s.add_tools("rm_rf"); }},
+      {"spec.limits.max_iterations", [](RunSpec& s) { s.mutable_limits()->set_max_iterations(-3); }},
+      {"spec.limits.deadline", [](RunSpec& s) { s.mutable_limits()->mutable_deadline()->set_seconds(-1); }},
+      {"spec.limits.deadline", [](RunSpec& s) { s.mutable_limits()->mutable_deadline()->set_seconds(9223372037); }},
+      {"spec.limits.stagnation_window", [](RunSpec& s) { s.mutable_limits()->set_stagnation_window(1000); }},
+      {"spec.pause_points[0]", [](RunSpec& s) { s.add_pause_points(static_cast<rein::v1::PausePoint>(42)); }},
+      {"spec.model.temperature", [](RunSpec& s) { s.mutable_model()->set_temperature(-2); }},
+  };
+  for (int round = 0; round < 5; ++round) {
+    for (const auto& [field, edit] : bad_specs) {
+      RunSpec spec = Spec();
+      edit(spec);
+      absl::StatusOr<RunMsg> bad = cluster_->StartRun(spec);
+      EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << field;
+      EXPECT_NE(bad.status().message().find(field), std::string::npos)
+          << field << ": " << bad.status().message();
+    }
   }
+  // Reviews of a run that is not paused, and of unknown runs.
+  rein::v1::ResumeRunRequest resume;
+  resume.set_run_id("run-nope");
+  resume.mutable_review()->mutable_approve();
+  RunMsg ignored;
+  grpc::ClientContext c1;
+  EXPECT_EQ(cluster_->router()->ResumeRun(&c1, resume, &ignored).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  std::vector<RunEvent> none;
+  EXPECT_EQ(cluster_->Watch("run-nope", 0, absl::Seconds(5), &none).error_code(),
+            grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(cluster_->GetRun("no-such-run").status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(cluster_->WaitServing(cluster_->router_target(), absl::Seconds(5)));
   EXPECT_TRUE(cluster_->WaitServing(cluster_->planner_target(), absl::Seconds(5)));
