@@ -184,6 +184,10 @@ class Bench {
   ~Bench() {
     planner_.Release();
     if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      for (int i = 0; i < 1000 && waitpid(pid_, nullptr, WNOHANG) == 0; ++i) {
+        absl::SleepFor(absl::Milliseconds(10));
+      }
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
