@@ -185,14 +185,15 @@ absl::StatusOr<AnthropicBackend::StageAnswer> AnthropicBackend::Ask(
   return WithUsage(InvalidOutput("the model paused its turn twice (stop_reason pause_turn)"), answer.usage);
 }
 
-absl::StatusOr<rein::v1::PlanResponse> AnthropicBackend::Plan(
-    const rein::v1::PlanRequest& request, absl::Time deadline) {
-  ASSIGN_OR_RETURN(RenderedPrompt prompt, prompts_->RenderPlan(request));
-  ASSIGN_OR_RETURN(StageAnswer answer, Ask(request.model(), options_.plan_max_tokens, prompt,
-                                           PlanTool(request), deadline));
-  rein::v1::PlanResponse response;
+namespace {
+
+// The stage's response from the model's answer: the parsed output (or the refusal), with the
+// usage and the backend label on every reply, and the usage on a parse failure too.
+template <typename Response, typename Answer, typename Parse>
+absl::StatusOr<Response> ToResponse(const Answer& answer, Parse parse) {
+  Response response;
   if (answer.refusal.empty()) {
-    auto parsed = PlanFromOutput(answer.output, request);
+    absl::StatusOr<Response> parsed = parse(answer.output);
     if (!parsed.ok()) return WithUsage(parsed.status(), answer.usage);
     response = *std::move(parsed);
   } else {
@@ -201,6 +202,17 @@ absl::StatusOr<rein::v1::PlanResponse> AnthropicBackend::Plan(
   *response.mutable_usage() = answer.usage;
   response.set_backend(absl::StrCat("anthropic:", answer.model));
   return response;
+}
+
+}  // namespace
+
+absl::StatusOr<rein::v1::PlanResponse> AnthropicBackend::Plan(
+    const rein::v1::PlanRequest& request, absl::Time deadline) {
+  ASSIGN_OR_RETURN(RenderedPrompt prompt, prompts_->RenderPlan(request));
+  ASSIGN_OR_RETURN(StageAnswer answer, Ask(request.model(), options_.plan_max_tokens, prompt,
+                                           PlanTool(request), deadline));
+  return ToResponse<rein::v1::PlanResponse>(
+      answer, [&](const json& output) { return PlanFromOutput(output, request); });
 }
 
 absl::StatusOr<rein::v1::DecideResponse> AnthropicBackend::Decide(
@@ -208,17 +220,8 @@ absl::StatusOr<rein::v1::DecideResponse> AnthropicBackend::Decide(
   ASSIGN_OR_RETURN(RenderedPrompt prompt, prompts_->RenderDecide(request));
   ASSIGN_OR_RETURN(StageAnswer answer, Ask(request.model(), options_.decide_max_tokens, prompt,
                                            DecideTool(request), deadline));
-  rein::v1::DecideResponse response;
-  if (answer.refusal.empty()) {
-    auto parsed = DecideFromOutput(answer.output, request);
-    if (!parsed.ok()) return WithUsage(parsed.status(), answer.usage);
-    response = *std::move(parsed);
-  } else {
-    response.set_refusal(answer.refusal);
-  }
-  *response.mutable_usage() = answer.usage;
-  response.set_backend(absl::StrCat("anthropic:", answer.model));
-  return response;
+  return ToResponse<rein::v1::DecideResponse>(
+      answer, [&](const json& output) { return DecideFromOutput(output, request); });
 }
 
 absl::StatusOr<rein::v1::EvaluateResponse> AnthropicBackend::Evaluate(
@@ -226,17 +229,8 @@ absl::StatusOr<rein::v1::EvaluateResponse> AnthropicBackend::Evaluate(
   ASSIGN_OR_RETURN(RenderedPrompt prompt, prompts_->RenderEvaluate(request));
   ASSIGN_OR_RETURN(StageAnswer answer, Ask(request.model(), options_.evaluate_max_tokens, prompt,
                                            EvaluateTool(), deadline));
-  rein::v1::EvaluateResponse response;
-  if (answer.refusal.empty()) {
-    auto parsed = EvaluateFromOutput(answer.output);
-    if (!parsed.ok()) return WithUsage(parsed.status(), answer.usage);
-    response = *std::move(parsed);
-  } else {
-    response.set_refusal(answer.refusal);
-  }
-  *response.mutable_usage() = answer.usage;
-  response.set_backend(absl::StrCat("anthropic:", answer.model));
-  return response;
+  return ToResponse<rein::v1::EvaluateResponse>(
+      answer, [](const json& output) { return EvaluateFromOutput(output); });
 }
 
 }  // namespace rein

@@ -18,13 +18,6 @@ namespace {
 
 constexpr char kKey[] = "sk-ant-api03-REIN-E2E-SECRET-7f3a9c1d";
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 class AnthropicEndToEndTest : public ::testing::Test {
  protected:
   void Boot() {
@@ -59,7 +52,7 @@ class AnthropicEndToEndTest : public ::testing::Test {
     std::string all = cluster_->Logs();
     for (const char* name : {"router.log", "planner.log", "executor.log", "rein.db",
                              "rein.db-wal"}) {
-      all += Read(dir_ + "/" + name);
+      all += ReadFile(dir_ + "/" + name);
     }
     std::vector<rein::v1::RunEvent> events;
     cluster_->Watch(run_id, 0, absl::Seconds(10), &events);

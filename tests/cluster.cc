@@ -76,6 +76,13 @@ std::string RunfilePath(const std::string& relative) {
   return absl::StrCat(srcdir, "/", workspace ? workspace : "rein", "/", relative);
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 int FreePort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -223,10 +230,7 @@ absl::StatusOr<rein::v1::Run> Cluster::WaitForStage(const std::string& run_id,
 std::string Cluster::Logs() {
   std::string out;
   for (const char* name : {"router", "planner", "executor"}) {
-    std::ifstream in(options_.dir + "/" + name + ".log");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string text = ss.str();
+    std::string text = ReadFile(options_.dir + "/" + name + ".log");
     if (text.size() > 4000) text = text.substr(text.size() - 4000);
     absl::StrAppend(&out, "--- ", name, " ---\n", text, "\n");
   }

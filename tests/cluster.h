@@ -40,6 +40,9 @@ std::string RunfilePath(const std::string& relative);
 // A free TCP port on 127.0.0.1.
 int FreePort();
 
+// The whole content of a file ("" when it cannot be read).
+std::string ReadFile(const std::string& path);
+
 // The router, planner and executor, each on its own port, with a SQLite store and a
 // workspace root under `dir`.
 class Cluster {

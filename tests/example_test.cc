@@ -13,17 +13,10 @@
 namespace rein::testing {
 namespace {
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST(SecretsAuditExampleTest, ReinctlReportsEachRealFindingAndNoFixture) {
   Cluster::Options options;
   options.dir = getenv("TEST_TMPDIR");
-  options.script_json = Read(RunfilePath("examples/secrets_audit/planner_script.json"));
+  options.script_json = ReadFile(RunfilePath("examples/secrets_audit/planner_script.json"));
   // Runfiles are symlinks, which the executor never follows: serve a real copy.
   options.workspace_root = options.dir + "/workspaces";
   ASSERT_EQ(system(absl::StrCat("rm -rf '", options.workspace_root, "' && cp -rL '",
@@ -42,8 +35,8 @@ TEST(SecretsAuditExampleTest, ReinctlReportsEachRealFindingAndNoFixture) {
                    "--max_iterations=20", "--deadline=2m", "--watch"},
                   out);
   ASSERT_TRUE(reinctl.Start());
-  EXPECT_EQ(reinctl.Wait(absl::Seconds(60)), 0) << Read(out) << cluster.Logs();
-  std::string report = Read(out);
+  EXPECT_EQ(reinctl.Wait(absl::Seconds(60)), 0) << ReadFile(out) << cluster.Logs();
+  std::string report = ReadFile(out);
   // The final report's block for the filter subtask: its summary, one finding per line.
   size_t at = report.find("[COMPLETED] filter: Real findings");
   ASSERT_NE(at, std::string::npos) << report;

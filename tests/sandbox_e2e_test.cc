@@ -17,13 +17,6 @@
 namespace rein::testing {
 namespace {
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 class SandboxEndToEndTest : public ::testing::Test {
  protected:
   void Boot(const std::string& script) {
@@ -95,7 +88,7 @@ TEST_F(SandboxEndToEndTest, BeforeMutatingToolPausesThenApprovedWriteLands) {
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED)
       << events.back().DebugString();
-  EXPECT_EQ(Read(ws_ + "/out/report.txt"), "hello from rein\n");
+  EXPECT_EQ(ReadFile(ws_ + "/out/report.txt"), "hello from rein\n");
 }
 
 TEST_F(SandboxEndToEndTest, RouterKilledDuringMutatingCommandPausesForRecovery) {
@@ -110,10 +103,10 @@ TEST_F(SandboxEndToEndTest, RouterKilledDuringMutatingCommandPausesForRecovery) 
   absl::StatusOr<rein::v1::Run> run = cluster_->StartRun(Spec());
   ASSERT_TRUE(run.ok()) << run.status();
   // Wait until the command is running (its first line is on disk), then kill the router.
-  for (int i = 0; i < 1000 && Read(ws_ + "/runs.log").empty(); ++i) {
+  for (int i = 0; i < 1000 && ReadFile(ws_ + "/runs.log").empty(); ++i) {
     absl::SleepFor(absl::Milliseconds(10));
   }
-  ASSERT_EQ(Read(ws_ + "/runs.log"), "ran\n") << cluster_->Logs();
+  ASSERT_EQ(ReadFile(ws_ + "/runs.log"), "ran\n") << cluster_->Logs();
   EXPECT_NE(cluster_->KillRouter(SIGKILL), -1);
   ASSERT_TRUE(cluster_->StartRouter()) << cluster_->Logs();
   absl::StatusOr<rein::v1::Run> paused =
@@ -123,13 +116,13 @@ TEST_F(SandboxEndToEndTest, RouterKilledDuringMutatingCommandPausesForRecovery) 
   EXPECT_EQ(paused->state().pause().reason(), rein::v1::RECOVERY);
   EXPECT_EQ(paused->state().pause().pending_call().tool(), "run_command");
   absl::SleepFor(absl::Seconds(3));
-  EXPECT_EQ(Read(ws_ + "/runs.log"), "ran\n");  // not repeated on its own
+  EXPECT_EQ(ReadFile(ws_ + "/runs.log"), "ran\n");  // not repeated on its own
   ASSERT_TRUE(Approve(*paused).ok());
   std::vector<rein::v1::RunEvent> events;
   ASSERT_TRUE(cluster_->Watch(run->run_id(), 0, absl::Seconds(60), &events).ok());
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);
-  EXPECT_EQ(Read(ws_ + "/runs.log"), "ran\nran\n");  // once more, after the approval
+  EXPECT_EQ(ReadFile(ws_ + "/runs.log"), "ran\nran\n");  // once more, after the approval
   for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
 }
 
