@@ -266,14 +266,51 @@ absl::StatusOr<std::unique_ptr<SqliteRunStore>> SqliteRunStore::Open(const std::
   }
   sqlite3_extended_result_codes(db, 1);
   std::unique_ptr<SqliteRunStore> store(new SqliteRunStore(db, path));
-  absl::MutexLock lock(&store->mu_);
-  RETURN_IF_ERROR(store->Initialize(options));
+  {
+    absl::MutexLock lock(&store->mu_);
+    RETURN_IF_ERROR(store->Initialize(options));
+  }
+  if (options.background_checkpoint && path != ":memory:") {
+    sqlite3* checkpoint_db = nullptr;
+    if (sqlite3_open_v2(path.c_str(), &checkpoint_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                        /*zVfs=*/nullptr) == SQLITE_OK) {
+      store->checkpoint_db_ = checkpoint_db;
+      absl::MutexLock lock(&store->mu_);
+      // The commit path checkpoints only past 16,384 pages (64 MiB at 4 KiB pages).
+      RETURN_IF_ERROR(store->Exec("PRAGMA wal_autocheckpoint=16384"));
+      store->checkpointer_ = std::thread([raw = store.get()] { raw->CheckpointLoop(); });
+    } else {
+      sqlite3_close(checkpoint_db);  // fall back to checkpoints on the commit path
+    }
+  }
   return store;
+}
+
+void SqliteRunStore::CheckpointLoop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&checkpoint_mu_);
+      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_) { return checkpoint_stop_; };
+      checkpoint_mu_.AwaitWithTimeout(absl::Condition(&stop), absl::Milliseconds(200));
+      if (checkpoint_stop_) return;
+    }
+    // PASSIVE: copies what it can without blocking the writer or readers.
+    sqlite3_wal_checkpoint_v2(checkpoint_db_, /*zDb=*/nullptr, SQLITE_CHECKPOINT_PASSIVE,
+                              /*pnLog=*/nullptr, /*pnCkpt=*/nullptr);
+  }
 }
 
 SqliteRunStore::SqliteRunStore(sqlite3* db, std::string path) : path_(std::move(path)), db_(db) {}
 
 SqliteRunStore::~SqliteRunStore() {
+  if (checkpointer_.joinable()) {
+    {
+      absl::MutexLock lock(&checkpoint_mu_);
+      checkpoint_stop_ = true;
+    }
+    checkpointer_.join();
+  }
+  if (checkpoint_db_ != nullptr) sqlite3_close(checkpoint_db_);
   absl::MutexLock lock(&mu_);
   for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
   statements_.clear();
