@@ -29,6 +29,7 @@ namespace {
 
 constexpr int kDefaultPageSize = 50;
 constexpr int kMaxPageSize = 1000;
+constexpr size_t kMaxPageBytes = 3 << 20;
 
 // The range of google.protobuf.Timestamp: 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z.
 constexpr int64_t kMinTimestampSeconds = -62135596800;
@@ -668,8 +669,11 @@ absl::StatusOr<RunPage> SqliteRunStore::ListRuns(const RunFilter& filter, int pa
   RunPage page;
   Cursor last;
   int rc;
+  size_t page_bytes = 0;
   while ((rc = stmt.Step()) == SQLITE_ROW) {
-    if (static_cast<int>(page.runs.size()) == page_size) {
+    // A page ends at page_size runs, or sooner once it holds kMaxPageBytes, so that a reply
+    // stays under gRPC's default 4 MiB receive limit.
+    if (static_cast<int>(page.runs.size()) == page_size || page_bytes >= kMaxPageBytes) {
       page.next_page_token = MakePageToken(filter, last);
       break;
     }
@@ -677,6 +681,7 @@ absl::StatusOr<RunPage> SqliteRunStore::ListRuns(const RunFilter& filter, int pa
     last.created_us = stmt.ColumnInt(1);
     rein::v1::Run& run = page.runs.emplace_back();
     RETURN_IF_ERROR(ParseStoredRun(stmt.ColumnBytes(2), stmt.ColumnBytes(3), last.run_id, &run));
+    page_bytes += run.ByteSizeLong();
   }
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteError(rc, "listing runs");
   return page;

@@ -323,5 +323,30 @@ TEST_F(SqliteRunStoreTest, TwoStoresOnOneFileHaveOneCommitWinner) {
   EXPECT_EQ(events->size(), 2u);
 }
 
+
+TEST_F(SqliteRunStoreTest, BigRunsEndAPageBeforeItPassesThreeMebibytes) {
+  std::unique_ptr<SqliteRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  for (int i = 0; i < 10; ++i) {
+    rein::v1::Run run = MakeRun(absl::StrCat("run-big-", i));
+    run.mutable_spec()->set_goal(std::string(700 * 1024, 'g'));
+    run.mutable_created_at()->set_seconds(1700000000 + i);
+    ASSERT_TRUE(store->CreateRun(run, {}).ok());
+  }
+  absl::StatusOr<RunPage> first = store->ListRuns(RunFilter{}, 50, "");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_LT(first->runs.size(), 10u);
+  EXPECT_FALSE(first->next_page_token.empty());
+  size_t total = first->runs.size();
+  std::string token = first->next_page_token;
+  while (!token.empty()) {
+    absl::StatusOr<RunPage> page = store->ListRuns(RunFilter{}, 50, token);
+    ASSERT_TRUE(page.ok()) << page.status();
+    total += page->runs.size();
+    token = page->next_page_token;
+  }
+  EXPECT_EQ(total, 10u);
+}
+
 }  // namespace
 }  // namespace rein
