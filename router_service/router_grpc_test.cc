@@ -233,6 +233,16 @@ TEST_F(RouterServiceTest, BadRequestsAreInvalidArgumentNamingTheField) {
   EXPECT_EQ(stub_->ListRuns(&context2, list, &page).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
+TEST_F(RouterServiceTest, OversizedRunIdIsInvalidArgument) {
+  RunMsg run;
+  rein::v1::GetRunRequest get;
+  get.set_run_id(std::string(1000, 'r'));
+  grpc::ClientContext context;
+  grpc::Status status = stub_->GetRun(&context, get, &run);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("run_id"), std::string::npos);
+}
+
 TEST_F(RouterServiceTest, UnknownRunIsNotFoundEverywhere) {
   RunMsg run;
   rein::v1::GetRunRequest get;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/notification.h"
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "google/protobuf/util/time_util.h"
@@ -77,6 +78,13 @@ class ChainedCall final : public PendingCall {
   std::shared_ptr<PendingCall> current_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
+
+// A run id as a client sends it: present and of a sane length.
+absl::Status CheckRunId(const std::string& run_id) {
+  if (run_id.empty()) return absl::InvalidArgumentError("run_id: required");
+  if (run_id.size() > 128) return absl::InvalidArgumentError("run_id: at most 128 bytes");
+  return absl::OkStatus();
+}
 
 // Whether a transition records a failed call (the run backs off before the next one).
 bool FailedCall(const Transition& t) {
@@ -540,7 +548,7 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
 }
 
 absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id) {
-  if (run_id.empty()) return absl::InvalidArgumentError("run_id: required");
+  RETURN_IF_ERROR(CheckRunId(run_id));
   if (std::shared_ptr<Entry> entry = Find(run_id)) {
     absl::MutexLock lock(&entry->mu);
     return entry->run;
@@ -576,7 +584,7 @@ absl::StatusOr<RunPage> RunEngine::ListRuns(const rein::v1::ListRunsRequest& req
 }
 
 absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::string& reason) {
-  if (run_id.empty()) return absl::InvalidArgumentError("run_id: required");
+  RETURN_IF_ERROR(CheckRunId(run_id));
   if (reason.size() > 4096) return absl::InvalidArgumentError("reason: at most 4096 bytes");
   std::shared_ptr<Entry> entry = Find(run_id);
   if (!entry) return GetRun(run_id);  // unknown (NOT_FOUND) or already ended
@@ -598,7 +606,7 @@ absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::s
 }
 
 absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& request) {
-  if (request.run_id().empty()) return absl::InvalidArgumentError("run_id: required");
+  RETURN_IF_ERROR(CheckRunId(request.run_id()));
   std::shared_ptr<Entry> entry = Find(request.run_id());
   if (!entry) {
     absl::StatusOr<Run> run = GetRun(request.run_id());
@@ -624,7 +632,7 @@ absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& reque
 }
 
 absl::StatusOr<std::vector<Snapshot>> RunEngine::ListSnapshots(const std::string& run_id) {
-  if (run_id.empty()) return absl::InvalidArgumentError("run_id: required");
+  RETURN_IF_ERROR(CheckRunId(run_id));
   absl::StatusOr<std::vector<Snapshot>> snapshots = store_->ListSnapshots(run_id);
   if (!snapshots.ok() && absl::IsNotFound(snapshots.status())) {
     return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
@@ -636,7 +644,7 @@ absl::StatusOr<std::vector<RunEvent>> RunEngine::WaitEvents(const std::string& r
                                                             int64_t after_seq,
                                                             absl::Duration max_wait, bool* ended) {
   *ended = false;
-  if (run_id.empty()) return absl::InvalidArgumentError("run_id: required");
+  RETURN_IF_ERROR(CheckRunId(run_id));
   if (after_seq < 0) return absl::InvalidArgumentError("after_seq: must be >= 0");
   absl::Time until = absl::Now() + max_wait;
   while (true) {
