@@ -182,8 +182,12 @@ std::string EventLine(const v1::RunEvent& event) {
   std::string line = absl::StrCat("#", event.seq(), " ");
   switch (event.body_case()) {
     case v1::RunEvent::kStageChanged:
-      absl::StrAppend(&line, v1::Stage_Name(event.stage_changed().from()), " -> ",
-                      v1::Stage_Name(event.stage_changed().to()));
+      if (event.stage_changed().from() == v1::STAGE_UNSPECIFIED) {
+        absl::StrAppend(&line, "run started: ", v1::Stage_Name(event.stage_changed().to()));
+      } else {
+        absl::StrAppend(&line, v1::Stage_Name(event.stage_changed().from()), " -> ",
+                        v1::Stage_Name(event.stage_changed().to()));
+      }
       break;
     case v1::RunEvent::kPlan: {
       const v1::RunEvent::Plan& plan = event.plan();

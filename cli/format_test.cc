@@ -31,6 +31,11 @@ TEST(EventLine, StageChangedShowsFromAndTo) {
             "#12 PLANNING -> DECIDING");
 }
 
+TEST(EventLine, FirstStageChangeSaysTheRunStarted) {
+  EXPECT_EQ(EventLine(Event("seq: 1 stage_changed { to: INITIALIZING }")),
+            "#1 run started: INITIALIZING");
+}
+
 TEST(EventLine, PlanListsSubtaskIds) {
   EXPECT_EQ(EventLine(Event(R"(seq: 3 plan { subtasks { id: "scan" } subtasks { id: "fix" }
                                          notes: "check\nme" })")),
