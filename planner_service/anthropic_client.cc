@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "absl/base/call_once.h"
@@ -33,6 +35,8 @@ absl::once_flag curl_init_once;
 
 size_t WriteBody(char* data, size_t size, size_t count, void* user);
 size_t WriteHeader(char* data, size_t size, size_t count, void* user);
+size_t ReadBody(char* buffer, size_t size, size_t count, void* user);
+int SeekBody(void* user, curl_off_t offset, int origin);
 
 // A short, printable excerpt of an untrusted body for messages.
 std::string Excerpt(absl::string_view text) {
@@ -60,6 +64,12 @@ struct AnthropicClient::Attempt {
   std::string body;
   size_t max_body = 0;
   bool body_too_large = false;
+  // The request body, handed to curl by ReadBody so that curl cannot send it twice unseen.
+  absl::string_view request;
+  size_t request_sent = 0;
+  // curl wanted to send the request again on its own (a reused connection died before a
+  // reply): refused, so that every request the server may have seen is one counted attempt.
+  bool resend_refused = false;
 };
 
 namespace {
@@ -88,6 +98,24 @@ size_t WriteHeader(char* data, size_t size, size_t count, void* user) {
   std::string name = absl::AsciiStrToLower(absl::StripAsciiWhitespace(line.substr(0, colon)));
   attempt->headers[name] = std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
   return n;
+}
+
+size_t ReadBody(char* buffer, size_t size, size_t count, void* user) {
+  auto* attempt = static_cast<AnthropicClient::Attempt*>(user);
+  const size_t n = std::min(size * count, attempt->request.size() - attempt->request_sent);
+  std::memcpy(buffer, attempt->request.data() + attempt->request_sent, n);
+  attempt->request_sent += n;
+  return n;
+}
+
+// curl rewinds the body only to send it again by itself: after a reused connection died
+// without a reply, or an HTTP/2 stream was refused. The official SDKs count such a resend as
+// an attempt with its backoff, so it is refused here and CreateMessage retries (or not).
+int SeekBody(void* user, curl_off_t offset, int origin) {
+  auto* attempt = static_cast<AnthropicClient::Attempt*>(user);
+  if (offset == 0 && origin == SEEK_SET && attempt->request_sent == 0) return CURL_SEEKFUNC_OK;
+  attempt->resend_refused = true;
+  return CURL_SEEKFUNC_CANTSEEK;
 }
 
 }  // namespace
@@ -237,6 +265,7 @@ AnthropicClient::Attempt AnthropicClient::Perform(const std::string& body,
                                                   absl::Duration timeout) {
   Attempt attempt;
   attempt.max_body = options_.max_response_bytes;
+  attempt.request = body;
   CURL* curl = AcquireHandle();
   if (curl == nullptr) {
     attempt.curl_code = CURLE_FAILED_INIT;
@@ -259,7 +288,10 @@ AnthropicClient::Attempt AnthropicClient::Perform(const std::string& body,
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "rein-planner/1");
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers_);
   curl_easy_setopt(curl, CURLOPT_POST, 1L);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
+  curl_easy_setopt(curl, CURLOPT_READFUNCTION, ReadBody);
+  curl_easy_setopt(curl, CURLOPT_READDATA, &attempt);
+  curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, SeekBody);
+  curl_easy_setopt(curl, CURLOPT_SEEKDATA, &attempt);
   curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
@@ -272,14 +304,18 @@ AnthropicClient::Attempt AnthropicClient::Perform(const std::string& body,
   if (attempt.curl_code == CURLE_OK) {
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &attempt.http_status);
   } else {
-    attempt.curl_error = error_buffer[0] != '\0' ? std::string(error_buffer)
-                                                 : std::string(curl_easy_strerror(attempt.curl_code));
+    attempt.curl_error = attempt.resend_refused
+                             ? std::string("the connection closed without a reply")
+                         : error_buffer[0] != '\0'
+                             ? std::string(error_buffer)
+                             : std::string(curl_easy_strerror(attempt.curl_code));
   }
   // Nothing of this call may outlive it in the reused handle.
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, nullptr);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, nullptr);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, nullptr);
+  curl_easy_setopt(curl, CURLOPT_READDATA, nullptr);
+  curl_easy_setopt(curl, CURLOPT_SEEKDATA, nullptr);
   ReleaseHandle(curl);
   return attempt;
 }

@@ -203,6 +203,28 @@ TEST_F(AnthropicClientTest, ConnectionClosedOnceThenSuccess) {
   EXPECT_EQ(reply->attempts, 2);
 }
 
+TEST_F(AnthropicClientTest, KeptAliveConnectionClosedIsNeverResentBehindTheRetryCount) {
+  // curl resends a request by itself when a reused connection dies without a reply; the
+  // server must still see at most 1 + max_retries requests per call.
+  server_.Enqueue(TextReply("first"));
+  FakeReply closed;
+  closed.close_without_reply = true;
+  for (int i = 0; i < 4; ++i) server_.Enqueue(closed);
+  server_.Enqueue(TextReply("too late"));
+  auto client = MakeClient(&fake_clock_);
+  ASSERT_TRUE(client->CreateMessage(kBody, absl::InfiniteFuture()).ok());
+  absl::StatusOr<MessagesReply> reply = client->CreateMessage(kBody, absl::InfiniteFuture());
+  EXPECT_EQ(reply.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(reply.status().message()),
+              HasSubstr("Messages API connection error: "));
+  EXPECT_THAT(std::string(reply.status().message()), HasSubstr("(after 3 attempts)"));
+  std::vector<FakeRequest> requests = server_.requests();
+  ASSERT_EQ(requests.size(), 4u);
+  EXPECT_EQ(requests[1].connection, requests[0].connection);
+  EXPECT_EQ(requests[1].body, kBody);
+  EXPECT_EQ(requests[3].body, kBody);
+}
+
 TEST_F(AnthropicClientTest, ReplySlowerThanTheDeadlineEndsAtTheDeadline) {
   FakeReply slow = TextReply("late");
   slow.delay = absl::Seconds(5);
