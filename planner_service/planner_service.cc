@@ -4,7 +4,10 @@
 #include <chrono>
 #include <cstdint>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/grpc_status.h"
@@ -22,6 +25,21 @@ absl::Time DeadlineOf(const grpc::ServerContext& context) {
   if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
   return absl::FromChrono(deadline);
 }
+
+}  // namespace
+
+absl::Status WireStatus(const absl::Status& status) {
+  if (status.ok()) return status;
+  const absl::string_view message = absl::StripAsciiWhitespace(status.message());
+  if (message.size() == status.message().size()) return status;
+  absl::Status out(status.code(), message);
+  status.ForEachPayload([&out](absl::string_view url, const absl::Cord& payload) {
+    out.SetPayload(url, payload);
+  });
+  return out;
+}
+
+namespace {
 
 // Runs one stage: validate, call the backend, convert, log, count.
 template <typename Request, typename Response, typename Validate, typename Call>
@@ -66,7 +84,7 @@ grpc::Status Serve(const char* stage, grpc::ServerContext& context, const Reques
     // The tokens a failed reply cost travel in a trailer, for the router's token budget.
     context.AddTrailingMetadata(kUsageTrailer, usage->SerializeAsString());
   }
-  return ToGrpcStatus(status);
+  return ToGrpcStatus(WireStatus(status));
 }
 
 }  // namespace

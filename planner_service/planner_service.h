@@ -2,6 +2,7 @@
 #ifndef REIN_PLANNER_SERVICE_PLANNER_SERVICE_H_
 #define REIN_PLANNER_SERVICE_PLANNER_SERVICE_H_
 
+#include "absl/status/status.h"
 #include "grpcpp/grpcpp.h"
 #include "planner_service/planner_backend.h"
 #include "rein/v1/planner.grpc.pb.h"
@@ -26,6 +27,10 @@ class PlannerService final : public rein::v1::Planner::Service {
  private:
   PlannerBackend* const backend_;
 };
+
+// `status` as it is sent: its message without leading or trailing whitespace, which an HTTP/2
+// header value cannot carry (gRPC clients such as grpc-js drop such a grpc-message whole).
+absl::Status WireStatus(const absl::Status& status);
 
 }  // namespace rein
 

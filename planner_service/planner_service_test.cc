@@ -249,6 +249,46 @@ TEST(PlannerServiceDeadlineTest, NoClientDeadlineIsInfiniteFuture) {
   EXPECT_EQ(backend.deadline(), absl::InfiniteFuture());
 }
 
+// A backend whose every call fails with the given status.
+class FailingBackend final : public PlannerBackend {
+ public:
+  explicit FailingBackend(absl::Status status) : status_(std::move(status)) {}
+  absl::StatusOr<PlanResponse> Plan(const PlanRequest&, absl::Time) override { return status_; }
+  absl::StatusOr<DecideResponse> Decide(const DecideRequest&, absl::Time) override {
+    return status_;
+  }
+  absl::StatusOr<EvaluateResponse> Evaluate(const EvaluateRequest&, absl::Time) override {
+    return status_;
+  }
+  std::string name() const override { return "failing"; }
+
+ private:
+  const absl::Status status_;
+};
+
+TEST(PlannerServiceWireTest, ErrorMessageEndingInASpaceReachesTheClientTrimmed) {
+  // An excerpt of a cut reply can end in a space; grpc-js drops such a grpc-message whole.
+  FailingBackend backend(absl::UnavailableError(
+      "Messages API reply (HTTP 200) is not a JSON object: {\"content\": [ "));
+  TestServer server(&backend);
+  grpc::ClientContext context;
+  PlanResponse plan;
+  const grpc::Status status = server.stub()->Plan(&context, MakePlan(), &plan);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(status.error_message(),
+            "Messages API reply (HTTP 200) is not a JSON object: {\"content\": [");
+}
+
+TEST(PlannerServiceWireTest, WireStatusKeepsCodeAndPayloadsAndLeavesOkAlone) {
+  absl::Status status = absl::InternalError("  invalid output: x\n");
+  status.SetPayload("rein/usage", absl::Cord("u"));
+  const absl::Status wire = WireStatus(status);
+  EXPECT_EQ(wire.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(wire.message(), "invalid output: x");
+  EXPECT_EQ(wire.GetPayload("rein/usage"), absl::Cord("u"));
+  EXPECT_TRUE(WireStatus(absl::OkStatus()).ok());
+}
+
 // Sends `bytes` as the raw request of `method` and returns the status.
 grpc::Status RawCall(grpc::GenericStub* stub, const std::string& method, const std::string& bytes) {
   grpc::Slice slice(bytes);
