@@ -30,7 +30,7 @@ ABSL_FLAG(bool, allow_unsandboxed, false, "Permit --sandbox=none");
 ABSL_FLAG(int, max_concurrent, 8,
           "Sandboxed commands at once; past it Execute fails with RESOURCE_EXHAUSTED");
 ABSL_FLAG(std::vector<std::string>, protected_paths, {},
-          "Workspace paths tools may not write, in addition to .git/hooks and .git/config "
+          "Workspace paths tools may not write, in addition to .git/hooks, .git/config and .git/commondir "
           "(comma-separated)");
 ABSL_FLAG(std::string, bwrap, "/usr/bin/bwrap", "The bubblewrap binary");
 ABSL_FLAG(std::string, sandbox_cgroup, "",

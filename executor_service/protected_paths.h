@@ -1,4 +1,4 @@
-// Workspace paths no tool may write: .git/hooks, .git/config and an operator's list.
+// Workspace paths no tool may write: git's hooks, config and commondir, and an operator's list.
 #ifndef REIN_EXECUTOR_SERVICE_PROTECTED_PATHS_H_
 #define REIN_EXECUTOR_SERVICE_PROTECTED_PATHS_H_
 
@@ -10,8 +10,18 @@
 
 namespace rein {
 
-// The paths always protected.
-inline constexpr const char* kDefaultProtectedPaths[] = {".git/hooks", ".git/config"};
+// The paths always protected. .git/commondir is among them because git reads the config and
+// the hooks of the directory it names: writing it is as good as writing .git/config.
+inline constexpr const char* kDefaultProtectedPaths[] = {".git/hooks", ".git/config",
+                                                         ".git/commondir"};
+// A missing protected path the sandbox keeps as a read-only file holding `content` rather than
+// as an empty directory, because git stops on an empty or a directory .git/commondir; "."
+// names the git directory itself, which is what git assumes when there is none.
+struct FilePlaceholder {
+  const char* path;
+  const char* content;
+};
+inline constexpr FilePlaceholder kFilePlaceholders[] = {{".git/commondir", ".\n"}};
 // Most entries an operator may add.
 inline constexpr size_t kMaxExtraProtectedPaths = 16;
 

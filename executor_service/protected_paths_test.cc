@@ -13,8 +13,8 @@ TEST(ProtectedPathsTest, DefaultsAndExtrasAreNormalizedSortedAndDeduplicated) {
   absl::StatusOr<ProtectedPaths> paths =
       ProtectedPaths::Create({"./.env/", "secrets//key", "secrets", ".git/hooks/x"});
   ASSERT_TRUE(paths.ok()) << paths.status();
-  EXPECT_EQ(paths->paths(), (std::vector<std::string>{".env", ".git/config", ".git/hooks",
-                                                      "secrets"}));
+  EXPECT_EQ(paths->paths(), (std::vector<std::string>{".env", ".git/commondir", ".git/config",
+                                                      ".git/hooks", "secrets"}));
 }
 
 TEST(ProtectedPathsTest, BadEntriesAreInvalidArgumentNamingThem) {

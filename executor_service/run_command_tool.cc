@@ -15,7 +15,7 @@ RunCommandTool::RunCommandTool(const Sandbox* sandbox) : sandbox_(sandbox) {
   spec_.description =
       "Run a command in the workspace, inside a sandbox: no network, a read-only system, the "
       "workspace (mounted at /workspace, also HOME) the only writable place besides a private "
-      "/tmp; .git/hooks and .git/config are read-only. Give either argv (run directly, "
+      "/tmp; .git/hooks, .git/config and .git/commondir are read-only. Give either argv (run directly, "
       "argv[0] looked up in PATH) or shell (run by /bin/sh -c). stdout and stderr come back "
       "interleaved, capped, with bytes that are not UTF-8 or are control characters escaped "
       "as \\xNN. At the timeout the command and every process it started are killed.";

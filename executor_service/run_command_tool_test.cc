@@ -381,6 +381,23 @@ TEST_F(RunCommandTest, MissingGitHooksAndConfigCannotBeCreated) {
   EXPECT_NE(access(temp_.Path(".git/hooks").c_str(), F_OK), 0);
 }
 
+TEST_F(RunCommandTest, GitCommondirCannotBeCreatedAndGitStillWorks) {
+  // .git/commondir would make the host's git read its config from a directory the command
+  // controls (core.fsmonitor, core.hooksPath): it must not be creatable.
+  temp_.WriteFile(".git/HEAD", "ref: refs/heads/main\n");
+  temp_.WriteFile(".git/config", "[core]\n\trepositoryformatversion = 0\n");
+  temp_.MakeDir(".git/objects");
+  temp_.MakeDir(".git/refs");
+  ToolResult result = Shell(
+      "{ echo ../evil > .git/commondir; } 2>/dev/null || echo commondir-ro; "
+      "rm -f .git/commondir 2>/dev/null || echo no-rm; "
+      "git rev-parse --git-common-dir");
+  // git sees the placeholder "." as the git directory itself.
+  EXPECT_EQ(result.output, "commondir-ro\nno-rm\n/workspace/.git\n");
+  // The placeholder is gone afterwards.
+  EXPECT_NE(access(temp_.Path(".git/commondir").c_str(), F_OK), 0);
+}
+
 TEST_F(RunCommandTest, ConcurrentCommandsInOneWorkspaceAllSucceed) {
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;

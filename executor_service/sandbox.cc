@@ -107,18 +107,29 @@ std::string LookUp(const std::string& name) {
 
 // What the sandbox does about one protected path, decided per command.
 struct ProtectedMount {
-  enum Kind { kPin, kReadOnly, kPlaceholder } kind;
+  enum Kind { kPin, kReadOnly, kPlaceholder, kFilePlaceholder } kind;
   std::string path;  // workspace-relative
-  UniqueFd fd;       // for kPin and kReadOnly
+  UniqueFd fd;       // for kPin and kReadOnly; for kFilePlaceholder once it exists
 };
+
+// The content of the file placeholder kept for the missing protected path `path`, or null when
+// a missing `path` gets an empty directory.
+const char* FilePlaceholderContent(absl::string_view path) {
+  for (const FilePlaceholder& placeholder : kFilePlaceholders) {
+    if (path == placeholder.path) return placeholder.content;
+  }
+  return nullptr;
+}
 
 // Plans the mounts that keep `protected_paths` read-only: each existing protected path is
 // bound read-only; each existing directory above one is bound onto itself, which makes it a
 // mount point that cannot be renamed or removed (so the protected path cannot be moved away
 // and recreated); a missing one gets an empty read-only directory at its first missing
-// component, so it cannot be created either.
-// `is_placeholder` says whether an existing directory is only another command's placeholder,
-// to be treated as missing.
+// component, so it cannot be created either (when that component is the protected path itself
+// and it is in kFilePlaceholders, a read-only file with the placeholder's content instead,
+// created by the caller).
+// `is_placeholder` says whether an existing entry is only another command's placeholder, to be
+// treated as missing.
 absl::StatusOr<std::vector<ProtectedMount>> PlanProtectedMounts(
     const Workspace& workspace, const ProtectedPaths& paths,
     const std::function<bool(const std::string&)>& is_placeholder) {
@@ -130,15 +141,28 @@ absl::StatusOr<std::vector<ProtectedMount>> PlanProtectedMounts(
     for (size_t i = 0; i < parts.size(); ++i) {
       prefix = i == 0 ? parts[0] : absl::StrCat(prefix, "/", parts[i]);
       const bool leaf = i + 1 == parts.size();
+      const bool file_placeholder = leaf && FilePlaceholderContent(prefix) != nullptr;
       if (is_placeholder(prefix)) {
-        mounts.push_back({ProtectedMount::kPlaceholder, prefix, UniqueFd()});
+        UniqueFd existing;
+        if (file_placeholder) {
+          // Another command's: bound read-only here too, and counted, so that it stays.
+          absl::StatusOr<UniqueFd> fd = OpenBeneath(workspace.dir_fd(), prefix,
+                                                    O_PATH | O_NOFOLLOW, RESOLVE_NO_SYMLINKS);
+          if (!fd.ok()) return fd.status();
+          existing = *std::move(fd);
+        }
+        mounts.push_back({file_placeholder ? ProtectedMount::kFilePlaceholder
+                                           : ProtectedMount::kPlaceholder,
+                          prefix, std::move(existing)});
         break;
       }
       absl::StatusOr<UniqueFd> fd = OpenBeneath(workspace.dir_fd(), prefix, O_PATH | O_NOFOLLOW,
                                                 RESOLVE_NO_SYMLINKS);
       if (!fd.ok()) {
         if (fd.status().code() == absl::StatusCode::kNotFound) {
-          mounts.push_back({ProtectedMount::kPlaceholder, prefix, UniqueFd()});
+          mounts.push_back({file_placeholder ? ProtectedMount::kFilePlaceholder
+                                             : ProtectedMount::kPlaceholder,
+                            prefix, UniqueFd()});
           break;
         }
         return absl::FailedPreconditionError(absl::StrCat(
@@ -167,14 +191,58 @@ absl::StatusOr<std::vector<ProtectedMount>> PlanProtectedMounts(
   return mounts;
 }
 
-// Removes the empty placeholder directory `path` that bwrap created as a mount point.
-void RemovePlaceholder(const Workspace& workspace, const std::string& path) {
+// The parent directory of the workspace-relative `path` (symbolic links refused) and the name.
+absl::StatusOr<UniqueFd> OpenParentOf(const Workspace& workspace, const std::string& path,
+                                      std::string* name) {
   const size_t slash = path.rfind('/');
   const std::string parent = slash == std::string::npos ? "." : path.substr(0, slash);
-  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-  absl::StatusOr<UniqueFd> dir =
-      OpenBeneath(workspace.dir_fd(), parent, O_PATH | O_DIRECTORY, RESOLVE_NO_SYMLINKS);
-  if (dir.ok()) unlinkat(dir->get(), name.c_str(), AT_REMOVEDIR);  // only when empty
+  *name = slash == std::string::npos ? path : path.substr(slash + 1);
+  return OpenBeneath(workspace.dir_fd(), parent, O_PATH | O_DIRECTORY, RESOLVE_NO_SYMLINKS);
+}
+
+// Removes the placeholder at `path`: the empty directory bwrap created as a mount point, or
+// the file the executor created, when it still holds only the placeholder's content.
+void RemovePlaceholder(const Workspace& workspace, const ProtectedMount& mount) {
+  std::string name;
+  absl::StatusOr<UniqueFd> dir = OpenParentOf(workspace, mount.path, &name);
+  if (!dir.ok()) return;
+  if (mount.kind == ProtectedMount::kPlaceholder) {
+    unlinkat(dir->get(), name.c_str(), AT_REMOVEDIR);  // only when empty
+    return;
+  }
+  const char* content = FilePlaceholderContent(mount.path);
+  struct stat st;
+  if (content == nullptr || fstatat(dir->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+      !S_ISREG(st.st_mode) || st.st_size != static_cast<off_t>(strlen(content))) {
+    return;
+  }
+  unlinkat(dir->get(), name.c_str(), 0);
+}
+
+// Creates the file placeholder `mount` (missing until now) read-only with its content; sets
+// mount->fd to it.
+absl::Status CreateFilePlaceholder(const Workspace& workspace, ProtectedMount* mount) {
+  const char* content = FilePlaceholderContent(mount->path);
+  if (content == nullptr) return absl::InternalError("no content for a file placeholder");
+  std::string name;
+  absl::StatusOr<UniqueFd> dir = OpenParentOf(workspace, mount->path, &name);
+  if (!dir.ok()) return dir.status();
+  UniqueFd file(openat(dir->get(), name.c_str(),
+                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
+  if (!file.valid()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "protected path \"", mount->path, "\" cannot be made read-only: ", strerror(errno)));
+  }
+  const size_t size = strlen(content);
+  if (write(file.get(), content, size) != static_cast<ssize_t>(size)) {
+    const int err = errno;
+    file.Reset();
+    unlinkat(dir->get(), name.c_str(), 0);
+    return absl::InternalError(absl::StrCat("writing the placeholder \"", mount->path,
+                                            "\": ", strerror(err)));
+  }
+  mount->fd = std::move(file);
+  return absl::OkStatus();
 }
 
 // The key of `path` in `workspace` for the placeholder counts.
@@ -372,21 +440,41 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
           return placeholders_.count(PlaceholderKey(workspace, path)) > 0;
         });
     if (!planned.ok()) return planned.status();
-    mounts = *std::move(planned);
-    for (const ProtectedMount& mount : mounts) {
-      if (mount.kind == ProtectedMount::kPlaceholder) {
+    for (ProtectedMount& mount : *planned) {
+      if (mount.kind == ProtectedMount::kFilePlaceholder && !mount.fd.valid()) {
+        absl::Status created = CreateFilePlaceholder(workspace, &mount);
+        if (!created.ok()) {
+          // Those counted so far are released below.
+          for (ProtectedMount& counted : mounts) {
+            if (counted.kind != ProtectedMount::kPin && counted.kind != ProtectedMount::kReadOnly) {
+              auto it = placeholders_.find(PlaceholderKey(workspace, counted.path));
+              if (it != placeholders_.end() && --it->second == 0) {
+                placeholders_.erase(it);
+                RemovePlaceholder(workspace, counted);
+              }
+            }
+          }
+          return created;
+        }
+      }
+      if (mount.kind == ProtectedMount::kPlaceholder ||
+          mount.kind == ProtectedMount::kFilePlaceholder) {
         ++placeholders_[PlaceholderKey(workspace, mount.path)];
       }
+      mounts.push_back(std::move(mount));
     }
   }
   absl::Cleanup release_placeholders = [&] {
     absl::MutexLock lock(&placeholders_mu_);
     for (const ProtectedMount& mount : mounts) {
-      if (mount.kind != ProtectedMount::kPlaceholder) continue;
+      if (mount.kind != ProtectedMount::kPlaceholder &&
+          mount.kind != ProtectedMount::kFilePlaceholder) {
+        continue;
+      }
       auto it = placeholders_.find(PlaceholderKey(workspace, mount.path));
       if (it == placeholders_.end() || --it->second > 0) continue;
       placeholders_.erase(it);
-      RemovePlaceholder(workspace, mount.path);
+      RemovePlaceholder(workspace, mount);
     }
   };
   std::unique_ptr<PidsCgroup> cgroup;
@@ -426,6 +514,7 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
     }
     const std::string fd = absl::StrCat(3 + spec.pass_fds.size());
     spec.pass_fds.push_back(mount.fd.get());
+    // A file placeholder is read-only like a protected file.
     a.insert(a.end(), {mount.kind == ProtectedMount::kPin ? "--bind-fd" : "--ro-bind-fd", fd, dest});
   }
   // The root (where /etc and the mount points live) becomes read-only too.

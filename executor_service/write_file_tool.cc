@@ -81,7 +81,7 @@ WriteFileTool::WriteFileTool(const ProtectedPaths* protected_paths)
       "Create or replace a text file in the workspace with the given content, atomically (a "
       "reader sees the old file or the new one, never a mix). Missing parent directories are "
       "created. A symbolic link at the path is replaced, never written through. "
-      ".git/hooks and .git/config cannot be written. At most 1 MiB.";
+      ".git/hooks, .git/config and .git/commondir cannot be written. At most 1 MiB.";
   spec_.input_schema = {
       {"type", "object"},
       {"additionalProperties", false},

@@ -199,6 +199,15 @@ TEST_F(WriteFileTest, GitHooksAndConfigAreProtectedPresentOrNot) {
   EXPECT_TRUE(Write(".git/HEAD", "ref: refs/heads/main\n").ok);
 }
 
+TEST_F(WriteFileTest, GitCommondirIsProtectedBecauseItRedirectsTheConfig) {
+  // .git/commondir makes git read its config (and hooks) from another directory, so writing
+  // it is as good as writing .git/config.
+  temp_.MakeDir(".git");
+  EXPECT_EQ(Write(".git/commondir", "../evil\n").error_code, "PERMISSION_DENIED");
+  EXPECT_EQ(Write(".git/commondir/x", "evil").error_code, "PERMISSION_DENIED");
+  EXPECT_FALSE(Exists(temp_.Path(".git/commondir")));
+}
+
 TEST_F(WriteFileTest, ProtectedPathsAreCheckedAsResolvedNotAsWritten) {
   temp_.MakeDir(".git");
   temp_.Symlink(".git", "g");
