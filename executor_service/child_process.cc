@@ -111,6 +111,9 @@ absl::Status ErrnoStatus(int err, absl::string_view what) {
   if (err == EMFILE || err == ENFILE || err == ENOMEM || err == EAGAIN) {
     return absl::ResourceExhaustedError(message);
   }
+  if (err == E2BIG) {
+    return absl::InvalidArgumentError(absl::StrCat(message, " (the command line is too long)"));
+  }
   if (err == ENOENT || err == EACCES || err == ENOEXEC || err == ENOTDIR) {
     return absl::FailedPreconditionError(message);
   }

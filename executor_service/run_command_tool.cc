@@ -27,12 +27,12 @@ RunCommandTool::RunCommandTool(const Sandbox* sandbox) : sandbox_(sandbox) {
          {{"type", "array"},
           {"minItems", 1},
           {"maxItems", 4096},
-          {"items", {{"type", "string"}, {"maxLength", 131072}}},
+          {"items", {{"type", "string"}, {"maxLength", kMaxCommandArgBytes}}},
           {"description", "Program and arguments, e.g. [\"ls\", \"-l\"]"}}},
         {"shell",
          {{"type", "string"},
           {"minLength", 1},
-          {"maxLength", 131072},
+          {"maxLength", kMaxCommandArgBytes},
           {"description", "A shell command line, run by /bin/sh -c"}}},
         {"cwd",
          {{"type", "string"},
@@ -58,12 +58,22 @@ ToolResult RunCommandTool::Execute(const ToolContext& context, const nlohmann::j
     return ToolResult::Failure("INVALID_ARGUMENT",
                                "args: give exactly one of argv (an array) and shell (a string)");
   }
+  // maxLength counts characters; the kernel's limit is in bytes.
+  auto too_long = [](const std::string& field, size_t size) {
+    return ToolResult::Failure(
+        "INVALID_ARGUMENT", absl::StrCat(field, ": must be at most ", kMaxCommandArgBytes,
+                                         " bytes (the kernel's limit for one argument), got ",
+                                         size));
+  };
   CommandRequest request;
   if (has_argv) {
     for (const nlohmann::json& arg : args["argv"]) {
       std::string value = arg.get<std::string>();
       if (value.find('\0') != std::string::npos) {
         return ToolResult::Failure("INVALID_ARGUMENT", "args.argv: must not contain NUL bytes");
+      }
+      if (value.size() > kMaxCommandArgBytes) {
+        return too_long(absl::StrCat("args.argv[", request.argv.size(), "]"), value.size());
       }
       request.argv.push_back(std::move(value));
     }
@@ -75,6 +85,7 @@ ToolResult RunCommandTool::Execute(const ToolContext& context, const nlohmann::j
     if (shell.find('\0') != std::string::npos) {
       return ToolResult::Failure("INVALID_ARGUMENT", "args.shell: must not contain NUL bytes");
     }
+    if (shell.size() > kMaxCommandArgBytes) return too_long("args.shell", shell.size());
     request.argv = {"/bin/sh", "-c", shell};
   }
   const std::string cwd = args["cwd"].get<std::string>();

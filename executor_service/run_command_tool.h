@@ -9,6 +9,9 @@ namespace rein {
 
 // Longest timeout a command may ask for, and its default.
 inline constexpr int kMaxCommandTimeoutSeconds = 600;
+// The kernel refuses an argument (or the shell string) of MAX_ARG_STRLEN (131072) bytes or
+// more, counting its NUL: the longest accepted, in bytes.
+inline constexpr size_t kMaxCommandArgBytes = 131071;
 inline constexpr int kDefaultCommandTimeoutSeconds = 30;
 
 // Mutating; immutable and thread-safe. `sandbox` is not owned and outlives the tool.

@@ -128,6 +128,26 @@ TEST_F(RunCommandTest, ArgvAndShellAreExclusive) {
   EXPECT_EQ(Run({{"shell", "true"}, {"timeout_seconds", 601}}).error_code, "INVALID_ARGUMENT");
 }
 
+TEST_F(RunCommandTest, ArgumentsPastTheKernelsLimitAreInvalidNotInternal) {
+  // The kernel refuses one argument of 131072 bytes or more (E2BIG).
+  ToolResult result = Run({{"argv", {"true", std::string(131072, 'x')}}});
+  EXPECT_EQ(result.error_code, "INVALID_ARGUMENT");
+  EXPECT_TRUE(absl::StartsWith(result.error_message,
+                               "args.argv[1]: must be a string of at most 131071 characters"))
+      << result.error_message;
+  // Fewer characters than maxLength, but more bytes.
+  std::string wide;
+  for (int i = 0; i < 70000; ++i) wide += "\xc3\xa9";
+  result = Run({{"shell", wide}});
+  EXPECT_EQ(result.error_code, "INVALID_ARGUMENT");
+  EXPECT_EQ(result.error_message,
+            "args.shell: must be at most 131071 bytes (the kernel's limit for one argument), "
+            "got 140000");
+  result = Run({{"argv", {"sh", "-c", "echo ${#1}", "sh", std::string(131071, 'x')}}});
+  EXPECT_TRUE(result.ok) << result.error_message;
+  EXPECT_EQ(result.output, "131071\n");
+}
+
 TEST_F(RunCommandTest, NonZeroExitIsNotATimeout) {
   ToolResult result = Shell("echo out; echo err >&2; exit 3");
   EXPECT_FALSE(result.ok);
