@@ -50,6 +50,29 @@ std::string Excerpt(const std::string& text) {
   return out;
 }
 
+// What a refused reply says: the model's text, then the API's stop_details (category and
+// explanation, either of which may be null), or a fixed sentence when there is neither.
+std::string RefusalText(const json& message, const std::string& text) {
+  std::string category;
+  std::string explanation;
+  if (auto details = message.find("stop_details");
+      details != message.end() && details->is_object()) {
+    auto c = details->find("category");
+    if (c != details->end() && c->is_string()) category = c->get<std::string>();
+    auto e = details->find("explanation");
+    if (e != details->end() && e->is_string()) explanation = e->get<std::string>();
+  }
+  std::string api;
+  if (!explanation.empty() || !category.empty()) {
+    api = absl::StrCat("declined", category.empty() ? "" : absl::StrCat(" (", category, ")"),
+                       explanation.empty() ? "" : absl::StrCat(": ", explanation));
+  }
+  if (text.empty() && api.empty()) return "the model declined to answer (stop_reason refusal)";
+  if (api.empty()) return text;
+  if (text.empty()) return api;
+  return absl::StrCat(text, "\n", api);
+}
+
 }  // namespace
 
 AnthropicBackend::AnthropicBackend(AnthropicBackendOptions options,
@@ -151,7 +174,7 @@ absl::StatusOr<AnthropicBackend::StageAnswer> AnthropicBackend::Ask(
       return WithUsage(InvalidOutput("the model paused its turn twice (stop_reason pause_turn)"), answer.usage);
     }
     if (stop_reason == "refusal") {
-      answer.refusal = text.empty() ? "the model declined to answer (stop_reason refusal)" : text;
+      answer.refusal = RefusalText(message, text);
       return answer;
     }
     if (stop_reason == "max_tokens") {

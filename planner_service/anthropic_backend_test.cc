@@ -286,6 +286,32 @@ TEST_F(AnthropicBackendTest, RefusalStopReturnsTheModelsWords) {
   EXPECT_EQ(decision->backend(), "anthropic:claude-sonnet-5");
 }
 
+TEST_F(AnthropicBackendTest, RefusalOfAForcedToolCallCarriesTheApisExplanation) {
+  // A refusal cuts the forced call short: no text, a partial tool_use, and stop_details.
+  FakeReply refused = ToolUseReply("submit_decision", json::object(), "refusal");
+  json body = json::parse(refused.body);
+  body["stop_details"] = {{"type", "refusal"},
+                          {"category", "cyber"},
+                          {"explanation", "This request was declined because it could enable "
+                                          "cyber harm."}};
+  refused.body = body.dump();
+  server_.Enqueue(refused);
+  absl::StatusOr<rein::v1::DecideResponse> decision =
+      backend_->Decide(DecideRequest(), absl::InfiniteFuture());
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  EXPECT_EQ(decision->refusal(),
+            "declined (cyber): This request was declined because it could enable cyber harm.");
+
+  FakeReply with_text = TextReply("Hello..", "refusal");
+  body = json::parse(with_text.body);
+  body["stop_details"] = {{"type", "refusal"}, {"category", nullptr}, {"explanation", nullptr}};
+  with_text.body = body.dump();
+  server_.Enqueue(with_text);
+  decision = backend_->Decide(DecideRequest(), absl::InfiniteFuture());
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  EXPECT_EQ(decision->refusal(), "Hello..");
+}
+
 TEST_F(AnthropicBackendTest, PauseTurnSendsTheContentBackOnceAndSumsUsage) {
   server_.Enqueue(TextReply("Let me think...", "pause_turn"));
   server_.Enqueue(ToolUseReply("submit_plan", kPlan));
