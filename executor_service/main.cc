@@ -184,6 +184,12 @@ int main(int argc, char** argv) {
     rein::LogError("cannot start", {{"error", started.message()}});
     return 1;
   }
+  // grpc.health.v1 carries the sandbox state as a service of its own:
+  // "rein.v1.Executor.sandbox" is SERVING only when mutating tools run in a real sandbox, so a
+  // probe or an operator can tell a sandboxed executor from one that refuses or runs bare.
+  if (auto* health = host.server()->GetHealthCheckService()) {
+    health->SetServingStatus("rein.v1.Executor.sandbox", state == rein::Sandbox::State::kBwrap);
+  }
   rein::LogInfo("serving", {{"listen", host_options.listen},
                             {"port", absl::StrCat(host.port())},
                             {"executor_id", options.executor_id},

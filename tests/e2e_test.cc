@@ -441,6 +441,14 @@ TEST_F(EndToEndTest, MalformedRequestsLeaveServicesHealthy) {
   EXPECT_TRUE(cluster_->WaitServing(cluster_->router_target(), absl::Seconds(5)));
   EXPECT_TRUE(cluster_->WaitServing(cluster_->planner_target(), absl::Seconds(5)));
   EXPECT_TRUE(cluster_->WaitServing(cluster_->executor_target(), absl::Seconds(5)));
+  // This cluster's executor runs unsandboxed (--sandbox=none): its sandbox health says so.
+  Process probe("health",
+                {RunfilePath("common/rein-health"), cluster_->executor_target(),
+                 "rein.v1.Executor.sandbox"},
+                cluster_->options().dir + "/probe.log");
+  ASSERT_TRUE(probe.Start());
+  EXPECT_EQ(probe.Wait(absl::Seconds(10)), 1);
+  EXPECT_NE(ReadFile(cluster_->options().dir + "/probe.log").find("NOT_SERVING"), std::string::npos);
   absl::StatusOr<RunMsg> run = cluster_->StartRun(Spec());
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(WatchAll(run->run_id()).back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);

@@ -62,6 +62,17 @@ class SandboxEndToEndTest : public ::testing::Test {
   std::unique_ptr<Cluster> cluster_;
 };
 
+TEST_F(SandboxEndToEndTest, HealthSaysTheExecutorIsSandboxed) {
+  Boot(R"({"plan": [{"reply": {"goalAchieved": true}}]})");
+  Process probe("health",
+                {RunfilePath("common/rein-health"), cluster_->executor_target(),
+                 "rein.v1.Executor.sandbox"},
+                dir_ + "/probe.log");
+  ASSERT_TRUE(probe.Start());
+  EXPECT_EQ(probe.Wait(absl::Seconds(10)), 0) << ReadFile(dir_ + "/probe.log");
+  EXPECT_NE(ReadFile(dir_ + "/probe.log").find(" SERVING"), std::string::npos);
+}
+
 TEST_F(SandboxEndToEndTest, BeforeMutatingToolPausesThenApprovedWriteLands) {
   Boot(R"({
     "plan": [{"when": {"completed_contains": "write"}, "reply": {"goalAchieved": true}},
