@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/server.h"
 #include "router_service/grpc_clients.h"
+#include "router_service/postgres_run_store.h"
 #include "router_service/router_grpc.h"
 #include "router_service/run_engine.h"
 #include "router_service/sqlite_run_store.h"
@@ -23,7 +24,7 @@
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "HOST:PORT to serve rein.v1.Router on");
 ABSL_FLAG(int, metrics_port, 0, "port for Prometheus metrics over HTTP (0 = off)");
 ABSL_FLAG(std::string, store, "sqlite:var/rein.db",
-          "run store: sqlite:PATH (PostgreSQL, postgres://..., is not built yet)");
+          "run store: sqlite:PATH or postgres://user:password@host:port/database");
 ABSL_FLAG(std::string, planner_target, "127.0.0.1:50052", "gRPC target of rein-planner");
 ABSL_FLAG(std::string, executor_target, "127.0.0.1:50053",
           "gRPC target of rein-executor (dns:///name:port or ipv4:a:p,b:p for several)");
@@ -45,11 +46,13 @@ int Fail(const std::string& message) {
 int main(int argc, char** argv) {
   rein::BlockTerminationSignals();
   rein::SetLogService("rein-router");
-  absl::SetProgramUsageMessage("rein-router --store=sqlite:PATH --planner_target=T --executor_target=T");
+  absl::SetProgramUsageMessage(
+      "rein-router --store=sqlite:PATH|postgres://... --planner_target=T --executor_target=T");
   absl::ParseCommandLine(argc, argv);
 
   const std::string store_flag = absl::GetFlag(FLAGS_store);
   std::unique_ptr<rein::RunStore> store;
+  std::string store_type = store_flag;  // for the log: a PostgreSQL URL may hold a password
   if (absl::StartsWith(store_flag, "sqlite:")) {
     rein::SqliteRunStore::Options options;
     const std::string sync = absl::GetFlag(FLAGS_sqlite_synchronous);
@@ -70,10 +73,15 @@ int main(int argc, char** argv) {
     store = std::move(*opened);
   } else if (absl::StartsWith(store_flag, "postgres://") ||
              absl::StartsWith(store_flag, "postgresql://")) {
-    return Fail("--store: the PostgreSQL store is not built yet; use sqlite:PATH");
+    auto opened = rein::PostgresRunStore::Open(store_flag);
+    if (!opened.ok()) return Fail(absl::StrCat("--store: ", opened.status().message()));
+    store_type = absl::StrCat("postgres:", (*opened)->target());
+    // Run leases are not built: every router resumes every unfinished run on start.
+    rein::LogWarning("PostgreSQL store: run one rein-router per database (no run leases yet)",
+                     {{"store", store_type}});
+    store = std::move(*opened);
   } else {
-    return Fail(absl::StrCat("--store: must be sqlite:PATH or postgres://..., got \"", store_flag,
-                             "\""));
+    return Fail("--store: must be sqlite:PATH or postgres://...");
   }
   if (absl::GetFlag(FLAGS_workers) < 1 || absl::GetFlag(FLAGS_workers) > 256) {
     return Fail("--workers: must be in [1, 256]");
@@ -101,7 +109,7 @@ int main(int argc, char** argv) {
   }
   rein::LogInfo("serving", {{"listen", host_options.listen},
                             {"port", std::to_string(host.port())},
-                            {"store", store_flag}});
+                            {"store", store_type}});
   int sig = rein::WaitForTerminationSignal();
   rein::LogInfo("shutting down", {{"signal", std::to_string(sig)}});
   absl::Duration grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));

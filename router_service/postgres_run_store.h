@@ -1,0 +1,122 @@
+// PostgresRunStore: the RunStore in a PostgreSQL database, for one or several routers.
+#ifndef REIN_ROUTER_SERVICE_POSTGRES_RUN_STORE_H_
+#define REIN_ROUTER_SERVICE_POSTGRES_RUN_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "rein/v1/types.pb.h"
+#include "router_service/run_store.h"
+
+typedef struct pg_conn PGconn;
+
+namespace rein {
+
+// A RunStore kept in a PostgreSQL database (libpq, PostgreSQL 12 or newer).
+//
+// Layout (as SqliteRunStore's): `runs` holds each run's immutable part (the run without state
+// and updated_at, serialized) in `run` and its state part in `state`, both BYTEA, plus the
+// columns the queries need (stage, outcome reason, version, last event seq, created/updated
+// times in microseconds since the epoch); `events` holds each serialized rein.v1.RunEvent keyed
+// by (run_id, seq); `snapshots` the per-iteration state keyed by (run_id, version);
+// `schema_version` the layout's version. Tables are created when missing.
+//
+// Every method is one transaction. Commit is `UPDATE runs ... WHERE run_id = $ AND version = $`
+// (the row lock orders concurrent commits; a loser re-reads the row and finds the version
+// moved on, FAILED_PRECONDITION), then the events with seq last_seq+1.. and the snapshot, then
+// COMMIT. CreateRun inserts with ON CONFLICT DO NOTHING, so concurrent creators with one
+// request_id (in this process or in another router) wait for the first and return its run.
+// Values always travel as binary parameters (PQexecParams), never inside SQL text.
+//
+// Where the RunStore contract is silent it behaves as SqliteRunStore (see there): Commit needs
+// new_state.version == expected_version + 1; a duplicate snapshot version is ALREADY_EXISTS;
+// ReadEvents with limit <= 0 reads all; a page token is bound to its filter; a stored row that
+// does not parse is DATA_LOSS naming the run. A lost connection is UNAVAILABLE (the call may be
+// retried); a connection found broken at the start of a call is reconnected once.
+//
+// Thread-safe: a small pool of connections (Options::max_connections); each call borrows one
+// for its transaction, so calls on different runs proceed in parallel on the server instead of
+// queueing behind one connection's round trips.
+class PostgresRunStore final : public RunStore {
+ public:
+  struct Options {
+    // Connections kept open at most; a call waits for a free one beyond that.
+    int max_connections = 4;
+    // How long opening one connection may take, unless the URL sets connect_timeout.
+    absl::Duration connect_timeout = absl::Seconds(10);
+  };
+
+  // Connects to `url` (postgres://user:password@host:port/database?options, or postgresql://)
+  // and creates the tables when missing. A malformed URL is INVALID_ARGUMENT; a server that
+  // cannot be reached is UNAVAILABLE naming host:port; refused credentials are PERMISSION_DENIED;
+  // a missing database or a layout of another version is FAILED_PRECONDITION. Passwords never
+  // appear in messages.
+  static absl::StatusOr<std::unique_ptr<PostgresRunStore>> Open(const std::string& url,
+                                                                const Options& options);
+  static absl::StatusOr<std::unique_ptr<PostgresRunStore>> Open(const std::string& url) {
+    return Open(url, Options());
+  }
+
+  // The layout version this binary writes.
+  static constexpr int kSchemaVersion = 1;
+
+  // host:port/database of the server, for logs and messages (never the password).
+  const std::string& target() const { return target_; }
+
+  ~PostgresRunStore() override;
+  PostgresRunStore(const PostgresRunStore&) = delete;
+  PostgresRunStore& operator=(const PostgresRunStore&) = delete;
+
+  absl::StatusOr<CreateResult> CreateRun(const rein::v1::Run& run,
+                                         std::vector<rein::v1::RunEvent> events) override;
+  absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id) override;
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> Commit(
+      const std::string& run_id, int64_t expected_version, const rein::v1::RunState& new_state,
+      std::vector<rein::v1::RunEvent> events, const std::optional<Snapshot>& snapshot,
+      absl::Time now) override;
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> ReadEvents(const std::string& run_id,
+                                                             int64_t after_seq,
+                                                             int limit) override;
+  absl::StatusOr<RunPage> ListRuns(const RunFilter& filter, int page_size,
+                                   const std::string& page_token) override;
+  absl::StatusOr<std::vector<Snapshot>> ListSnapshots(const std::string& run_id) override;
+  absl::StatusOr<std::vector<std::string>> ListUnfinishedRunIds() override;
+
+ private:
+  class Transaction;
+
+  PostgresRunStore(std::string url, std::string target, const Options& options);
+
+  // A new connection (not in the pool).
+  absl::StatusOr<PGconn*> Connect() const;
+  // Borrows a connection from the pool (opening one when below max_connections).
+  absl::StatusOr<PGconn*> Acquire();
+  // Returns a borrowed connection; one that is broken or inside a transaction is closed.
+  void Release(PGconn* conn);
+  bool CanAcquire() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  absl::Status Initialize();
+  absl::Status ParseStoredRun(const std::string& base, const std::string& tail,
+                              const std::string& run_id, rein::v1::Run* run) const;
+
+  const std::string url_;
+  // host:port/database, for messages (no password).
+  const std::string target_;
+  const Options options_;
+
+  mutable absl::Mutex mu_;
+  std::vector<PGconn*> idle_ ABSL_GUARDED_BY(mu_);
+  int open_ ABSL_GUARDED_BY(mu_) = 0;  // idle + borrowed + being opened
+};
+
+}  // namespace rein
+
+#endif  // REIN_ROUTER_SERVICE_POSTGRES_RUN_STORE_H_

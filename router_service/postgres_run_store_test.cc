@@ -1,0 +1,378 @@
+// Tests of PostgresRunStore against a private PostgreSQL server: the RunStore conformance
+// suite plus what is particular to PostgreSQL.
+#include "router_service/postgres_run_store.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rein/v1/types.pb.h"
+#include "router_service/run_store_conformance.h"
+#include "router_service/testing/postgres_server.h"
+
+namespace rein {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// The server every test of this binary uses; started once, stopped at the end.
+PostgresServer* server = nullptr;
+
+class PostgresEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<PostgresServer>> started = PostgresServer::Start();
+    ASSERT_TRUE(started.ok()) << started.status();
+    server = started->release();
+  }
+  void TearDown() override {
+    delete server;
+    server = nullptr;
+  }
+};
+
+::testing::Environment* const environment =
+    ::testing::AddGlobalTestEnvironment(new PostgresEnvironment);
+
+RunStoreFactory PostgresFactory() {
+  RunStoreFactory factory;
+  factory.name = "Postgres";
+  factory.new_location = []() -> absl::StatusOr<std::string> {
+    if (server == nullptr) return absl::FailedPreconditionError("no PostgreSQL server");
+    return server->CreateDatabase();
+  };
+  factory.open = [](const std::string& url) -> absl::StatusOr<std::unique_ptr<RunStore>> {
+    absl::StatusOr<std::unique_ptr<PostgresRunStore>> store = PostgresRunStore::Open(url);
+    if (!store.ok()) return store.status();
+    return std::unique_ptr<RunStore>(std::move(*store));
+  };
+  factory.remove = [](const std::string& url) {
+    if (server != nullptr) server->DropDatabase(url).IgnoreError();
+  };
+  return factory;
+}
+
+INSTANTIATE_TEST_SUITE_P(Postgres, RunStoreConformanceTest, ::testing::Values(PostgresFactory()),
+                         RunStoreFactoryName);
+
+rein::v1::Run MakeRun(const std::string& run_id, const std::string& request_id = "") {
+  rein::v1::Run run;
+  run.set_run_id(run_id);
+  run.set_request_id(request_id);
+  run.mutable_spec()->set_goal("count the files");
+  run.mutable_state()->set_stage(rein::v1::INITIALIZING);
+  run.mutable_state()->set_version(1);
+  run.mutable_created_at()->set_seconds(1700000000);
+  return run;
+}
+
+rein::v1::RunEvent Event(const std::string& message) {
+  rein::v1::RunEvent event;
+  event.mutable_error()->set_message(message);
+  return event;
+}
+
+rein::v1::RunState NextState(int64_t version) {
+  rein::v1::RunState state;
+  state.set_stage(rein::v1::PLANNING);
+  state.set_version(version);
+  return state;
+}
+
+class PostgresRunStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(server, nullptr);
+    absl::StatusOr<std::string> url = server->CreateDatabase();
+    ASSERT_TRUE(url.ok()) << url.status();
+    url_ = *url;
+    database_ = url_.substr(url_.rfind('/') + 1);
+  }
+  void TearDown() override {
+    if (!url_.empty()) server->DropDatabase(url_).IgnoreError();
+  }
+
+  std::unique_ptr<PostgresRunStore> OpenOrDie(const PostgresRunStore::Options& options = {}) {
+    absl::StatusOr<std::unique_ptr<PostgresRunStore>> store =
+        PostgresRunStore::Open(url_, options);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+
+  std::string Query(const std::string& sql) {
+    absl::StatusOr<std::string> value = server->Query(database_, sql);
+    EXPECT_TRUE(value.ok()) << value.status();
+    return value.ok() ? *value : "";
+  }
+
+  std::string url_;
+  std::string database_;
+};
+
+// A port nothing listens on: bound on 127.0.0.1 and closed a moment ago.
+int ClosedPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  if (fd >= 0) close(fd);
+  return port;
+}
+
+TEST(PostgresRunStoreOpenTest, ClosedPortIsUnavailableNamingHostAndPort) {
+  const int port = ClosedPort();
+  ASSERT_NE(port, 0);
+  absl::StatusOr<std::unique_ptr<PostgresRunStore>> store =
+      PostgresRunStore::Open(absl::StrCat("postgresql://rein:s3cret@127.0.0.1:", port, "/runs"));
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(store.status().message(), HasSubstr(absl::StrCat("127.0.0.1:", port)));
+  EXPECT_THAT(store.status().message(), Not(HasSubstr("s3cret")));
+}
+
+TEST(PostgresRunStoreOpenTest, BadUrlIsInvalidArgument) {
+  for (const std::string url :
+       {"", "mysql://localhost/runs", "localhost:5432", "postgres://[::1/runs",
+        "postgres://localhost:notaport/runs", "postgres://localhost:70000/runs",
+        "postgresql://localhost/runs?no_such_option=1"}) {
+    absl::StatusOr<std::unique_ptr<PostgresRunStore>> store = PostgresRunStore::Open(url);
+    EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument) << url;
+    EXPECT_THAT(store.status().message(), HasSubstr("URL")) << url;
+  }
+}
+
+TEST(PostgresRunStoreOpenTest, BadUrlMessageHidesPassword) {
+  absl::StatusOr<std::unique_ptr<PostgresRunStore>> store =
+      PostgresRunStore::Open("postgres://rein:s3cret@[::1/runs");
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(store.status().message(), Not(HasSubstr("s3cret")));
+}
+
+TEST(PostgresRunStoreOpenTest, ZeroConnectionsIsInvalidArgument) {
+  PostgresRunStore::Options options;
+  options.max_connections = 0;
+  EXPECT_EQ(PostgresRunStore::Open("postgres://localhost/runs", options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(PostgresRunStoreTest, MissingDatabaseIsFailedPreconditionNamingIt) {
+  absl::StatusOr<std::unique_ptr<PostgresRunStore>> store =
+      PostgresRunStore::Open(server->Url("no_such_database"));
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(), HasSubstr("no_such_database"));
+}
+
+TEST_F(PostgresRunStoreTest, OpenRecordsSchemaVersionAndKeepsRunOrderBytewise) {
+  ASSERT_NE(OpenOrDie(), nullptr);
+  EXPECT_EQ(Query("SELECT version FROM schema_version"), "1");
+  // Open again on existing tables.
+  ASSERT_NE(OpenOrDie(), nullptr);
+  EXPECT_EQ(Query("SELECT count(*) FROM schema_version"), "1");
+  EXPECT_EQ(Query("SELECT collation_name FROM information_schema.columns "
+                  "WHERE table_name = 'runs' AND column_name = 'run_id'"),
+            "C");
+}
+
+TEST_F(PostgresRunStoreTest, OtherSchemaVersionIsFailedPrecondition) {
+  ASSERT_NE(OpenOrDie(), nullptr);
+  Query("UPDATE schema_version SET version = 2");
+  absl::StatusOr<std::unique_ptr<PostgresRunStore>> store = PostgresRunStore::Open(url_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(), HasSubstr("schema version 2"));
+}
+
+TEST_F(PostgresRunStoreTest, StateIsStoredApartFromTheImmutableRun) {
+  std::unique_ptr<PostgresRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  rein::v1::Run run = MakeRun("run-1");
+  ASSERT_TRUE(store->CreateRun(run, {}).ok());
+  const std::string before = Query("SELECT encode(run, 'hex') FROM runs");
+  rein::v1::RunState next = NextState(2);
+  next.set_latest_observation("a long observation that lives in the state column only");
+  ASSERT_TRUE(
+      store->Commit("run-1", 1, next, {}, std::nullopt, absl::FromUnixSeconds(1700000001)).ok());
+  EXPECT_EQ(Query("SELECT encode(run, 'hex') FROM runs"), before);
+  EXPECT_EQ(Query("SELECT position('\\x61206c6f6e67'::bytea in state) > 0 FROM runs"), "t");
+  EXPECT_EQ(Query("SELECT version FROM runs"), "2");
+}
+
+TEST_F(PostgresRunStoreTest, CorruptRunIsDataLossNamingRun) {
+  std::unique_ptr<PostgresRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateRun(MakeRun("run-bad", "request-bad"), {}).ok());
+  ASSERT_TRUE(store->CreateRun(MakeRun("run-good"), {}).ok());
+  Query("UPDATE runs SET run = '\\xffffffff'::bytea WHERE run_id = 'run-bad'");
+
+  absl::StatusOr<rein::v1::Run> got = store->GetRun("run-bad");
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(got.status().message(), HasSubstr("run-bad"));
+  absl::StatusOr<RunPage> page = store->ListRuns(RunFilter{}, 10, "");
+  EXPECT_EQ(page.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(store->CreateRun(MakeRun("run-new", "request-bad"), {}).status().code(),
+            absl::StatusCode::kDataLoss);
+  absl::StatusOr<rein::v1::Run> good = store->GetRun("run-good");
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->spec().goal(), "count the files");
+}
+
+TEST_F(PostgresRunStoreTest, CorruptEventIsDataLossNamingRunAndSeq) {
+  std::unique_ptr<PostgresRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateRun(MakeRun("run-1"), {Event("a"), Event("b")}).ok());
+  Query("UPDATE events SET body = '\\xffffffff'::bytea WHERE seq = 2");
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = store->ReadEvents("run-1", 0, 0);
+  EXPECT_EQ(events.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(events.status().message(), HasSubstr("event 2 of run run-1"));
+}
+
+TEST_F(PostgresRunStoreTest, RunIdWithNulByteIsInvalidArgument) {
+  std::unique_ptr<PostgresRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<CreateResult> created =
+      store->CreateRun(MakeRun(std::string("run\0one", 7)), {Event("x")});
+  EXPECT_EQ(created.status().code(), absl::StatusCode::kInvalidArgument);
+  // The failed transaction left the pool usable.
+  EXPECT_TRUE(store->CreateRun(MakeRun("run-2"), {}).ok());
+}
+
+TEST_F(PostgresRunStoreTest, DuplicateSnapshotVersionIsAlreadyExistsAndWritesNothing) {
+  std::unique_ptr<PostgresRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateRun(MakeRun("run-1"), {}).ok());
+  ASSERT_TRUE(store
+                  ->Commit("run-1", 1, NextState(2), {Event("a")}, Snapshot{1, 7, "{}"},
+                           absl::FromUnixSeconds(1700000001))
+                  .ok());
+  EXPECT_EQ(store
+                ->Commit("run-1", 2, NextState(3), {Event("b")}, Snapshot{2, 7, "{}"},
+                         absl::FromUnixSeconds(1700000002))
+                .status()
+                .code(),
+            absl::StatusCode::kAlreadyExists);
+  absl::StatusOr<rein::v1::Run> got = store->GetRun("run-1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->state().version(), 2);
+  EXPECT_EQ(Query("SELECT count(*) FROM events"), "1");
+}
+
+TEST_F(PostgresRunStoreTest, ConcurrentCreatesWithOneRequestIdStoreOneRun) {
+  std::unique_ptr<PostgresRunStore> first = OpenOrDie();
+  std::unique_ptr<PostgresRunStore> second = OpenOrDie();  // as another router
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  constexpr int kThreads = 8;
+  absl::Notification start;
+  std::vector<absl::StatusOr<CreateResult>> results(kThreads, absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      PostgresRunStore& store = i % 2 == 0 ? *first : *second;
+      start.WaitForNotification();
+      results[i] = store.CreateRun(MakeRun(absl::StrCat("run-", i), "request-1"),
+                                   {Event(absl::StrCat("from ", i))});
+    });
+  }
+  start.Notify();
+  for (std::thread& thread : threads) thread.join();
+
+  int created = 0;
+  std::string winner;
+  for (const absl::StatusOr<CreateResult>& result : results) {
+    ASSERT_TRUE(result.ok()) << result.status();
+    if (result->created) {
+      ++created;
+      winner = result->run.run_id();
+    }
+  }
+  ASSERT_EQ(created, 1);
+  for (const absl::StatusOr<CreateResult>& result : results) {
+    EXPECT_EQ(result->run.run_id(), winner);
+  }
+  EXPECT_EQ(Query("SELECT count(*) FROM runs"), "1");
+  EXPECT_EQ(Query("SELECT count(*) FROM events"), "1");
+}
+
+TEST_F(PostgresRunStoreTest, TwoStoresOnOneDatabaseHaveOneCommitWinner) {
+  std::unique_ptr<PostgresRunStore> first = OpenOrDie();
+  std::unique_ptr<PostgresRunStore> second = OpenOrDie();
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  ASSERT_TRUE(first->CreateRun(MakeRun("run-1"), {Event("created")}).ok());
+
+  constexpr int kThreads = 8;
+  absl::Notification start;
+  std::vector<absl::StatusCode> codes(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      PostgresRunStore& store = i % 2 == 0 ? *first : *second;
+      start.WaitForNotification();
+      codes[i] = store
+                     .Commit("run-1", 1, NextState(2), {Event(absl::StrCat(i))}, std::nullopt,
+                             absl::FromUnixSeconds(1700000001))
+                     .status()
+                     .code();
+    });
+  }
+  start.Notify();
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), absl::StatusCode::kOk), 1);
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), absl::StatusCode::kFailedPrecondition),
+            kThreads - 1);
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = second->ReadEvents("run-1", 0, 0);
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_EQ(events->size(), 2u);
+}
+
+TEST_F(PostgresRunStoreTest, OneConnectionServesManyThreads) {
+  PostgresRunStore::Options options;
+  options.max_connections = 1;
+  std::unique_ptr<PostgresRunStore> store = OpenOrDie(options);
+  ASSERT_NE(store, nullptr);
+  std::vector<std::thread> threads;
+  std::vector<absl::StatusCode> codes(6);
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&, i] {
+      codes[i] = store->CreateRun(MakeRun(absl::StrCat("run-", i)), {Event("x")}).status().code();
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), absl::StatusCode::kOk), 6);
+  EXPECT_EQ(Query("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                  "'rein-router' AND datname = current_database()"),
+            "1");
+}
+
+TEST_F(PostgresRunStoreTest, ConnectionClosedByServerIsReopened) {
+  std::unique_ptr<PostgresRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateRun(MakeRun("run-1"), {}).ok());
+  EXPECT_EQ(Query("SELECT count(pg_terminate_backend(pid)) > 0 FROM pg_stat_activity WHERE "
+                  "application_name = 'rein-router' AND datname = current_database()"),
+            "t");
+  absl::StatusOr<rein::v1::Run> got = store->GetRun("run-1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->run_id(), "run-1");
+}
+
+}  // namespace
+}  // namespace rein
