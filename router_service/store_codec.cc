@@ -1,0 +1,84 @@
+// What the RunStore implementations share: timestamps and ListRuns page tokens.
+#include "router_service/store_codec.h"
+
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace rein {
+namespace {
+
+// FNV-1a, 64 bits: a check that a page token was made here, not a secret.
+uint64_t Fnv1a64(absl::string_view data) {
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : data) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> TimestampMicros(const google::protobuf::Timestamp& ts,
+                                        absl::string_view field) {
+  if (ts.seconds() < kMinTimestampSeconds || ts.seconds() > kMaxTimestampSeconds ||
+      ts.nanos() < 0 || ts.nanos() > 999999999) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " is not a valid timestamp (seconds ",
+                                                   ts.seconds(), ", nanos ", ts.nanos(), ")"));
+  }
+  return ts.seconds() * 1000000 + ts.nanos() / 1000;
+}
+
+absl::StatusOr<google::protobuf::Timestamp> ToTimestamp(absl::Time t, absl::string_view field) {
+  if (t < absl::FromUnixSeconds(kMinTimestampSeconds) ||
+      t >= absl::FromUnixSeconds(kMaxTimestampSeconds + 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " is outside the range of a timestamp: ", absl::FormatTime(t)));
+  }
+  const int64_t seconds = absl::ToUnixSeconds(t);  // rounds down
+  google::protobuf::Timestamp ts;
+  ts.set_seconds(seconds);
+  ts.set_nanos(static_cast<int32_t>((t - absl::FromUnixSeconds(seconds)) / absl::Nanoseconds(1)));
+  return ts;
+}
+
+// Token text: "<check hex>|1|<stage>|<reason>|<created_us>|<run_id>", base64 (web-safe).
+std::string MakePageToken(const RunFilter& filter, const Cursor& cursor) {
+  const std::string payload = absl::StrCat("1|", static_cast<int>(filter.stage), "|",
+                                           static_cast<int>(filter.outcome), "|",
+                                           cursor.created_us, "|", cursor.run_id);
+  return absl::WebSafeBase64Escape(
+      absl::StrCat(absl::Hex(Fnv1a64(payload), absl::kZeroPad16), "|", payload));
+}
+
+absl::StatusOr<Cursor> ParsePageToken(const RunFilter& filter, const std::string& token) {
+  const absl::Status not_ours =
+      absl::InvalidArgumentError("page_token is not a token returned by ListRuns");
+  std::string text;
+  if (!absl::WebSafeBase64Unescape(token, &text)) return not_ours;
+  std::vector<absl::string_view> parts = absl::StrSplit(text, absl::MaxSplits('|', 5));
+  if (parts.size() != 6 || parts[0].size() != 16) return not_ours;
+  const absl::string_view payload = absl::string_view(text).substr(17);
+  uint64_t check = 0;
+  if (!absl::SimpleHexAtoi(parts[0], &check) || check != Fnv1a64(payload)) return not_ours;
+  int stage = 0;
+  int reason = 0;
+  Cursor cursor;
+  if (parts[1] != "1" || !absl::SimpleAtoi(parts[2], &stage) ||
+      !absl::SimpleAtoi(parts[3], &reason) || !absl::SimpleAtoi(parts[4], &cursor.created_us) ||
+      parts[5].empty()) {
+    return not_ours;
+  }
+  if (stage != static_cast<int>(filter.stage) || reason != static_cast<int>(filter.outcome)) {
+    return absl::InvalidArgumentError(
+        "page_token was made for a different filter; start again without a page_token");
+  }
+  cursor.run_id = std::string(parts[5]);
+  return cursor;
+}
+
+}  // namespace rein

@@ -1,0 +1,43 @@
+// What the RunStore implementations share: timestamps as microseconds, and ListRuns page
+// tokens (opaque to clients, checked, and bound to the filter they were made for).
+#ifndef REIN_ROUTER_SERVICE_STORE_CODEC_H_
+#define REIN_ROUTER_SERVICE_STORE_CODEC_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "google/protobuf/timestamp.pb.h"
+#include "router_service/run_store.h"
+
+namespace rein {
+
+// The range of google.protobuf.Timestamp: 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z.
+inline constexpr int64_t kMinTimestampSeconds = -62135596800;
+inline constexpr int64_t kMaxTimestampSeconds = 253402300799;
+
+// Microseconds since the epoch; INVALID_ARGUMENT naming `field` outside Timestamp's range.
+absl::StatusOr<int64_t> TimestampMicros(const google::protobuf::Timestamp& ts,
+                                        absl::string_view field);
+
+// `t` as a Timestamp; INVALID_ARGUMENT naming `field` outside Timestamp's range.
+absl::StatusOr<google::protobuf::Timestamp> ToTimestamp(absl::Time t, absl::string_view field);
+
+// Where the next page starts: after the run (created_us, run_id) in newest-first order.
+struct Cursor {
+  int64_t created_us = 0;
+  std::string run_id;
+};
+
+// A page token for `cursor` under `filter`.
+std::string MakePageToken(const RunFilter& filter, const Cursor& cursor);
+
+// The cursor of a token made by MakePageToken with the same filter; anything else is
+// INVALID_ARGUMENT naming page_token.
+absl::StatusOr<Cursor> ParsePageToken(const RunFilter& filter, const std::string& token);
+
+}  // namespace rein
+
+#endif  // REIN_ROUTER_SERVICE_STORE_CODEC_H_
