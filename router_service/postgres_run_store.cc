@@ -490,19 +490,11 @@ absl::Status InsertEvents(
 absl::StatusOr<CreateResult> PostgresRunStore::CreateRun(const rein::v1::Run& run,
                                                          std::vector<rein::v1::RunEvent> events) {
   if (run.run_id().empty()) return absl::InvalidArgumentError("run.run_id is empty");
-  ASSIGN_OR_RETURN(const int64_t created_us, TimestampMicros(run.created_at(), "run.created_at"));
-  ASSIGN_OR_RETURN(const int64_t updated_us, TimestampMicros(run.updated_at(), "run.updated_at"));
-  rein::v1::Run base = run;
-  base.clear_state();
-  base.clear_updated_at();
-  rein::v1::Run tail;
-  *tail.mutable_state() = run.state();
-  *tail.mutable_updated_at() = run.updated_at();
-  std::string blob, tail_blob;
-  if (!base.SerializeToString(&blob) || !tail.SerializeToString(&tail_blob)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run ", run.run_id(), " cannot be serialized (too large)"));
-  }
+  ASSIGN_OR_RETURN(StoredRunParts parts, SplitRun(run));
+  const int64_t created_us = parts.created_us;
+  const int64_t updated_us = parts.updated_us;
+  const std::string& blob = parts.base;
+  const std::string& tail_blob = parts.tail;
 
   ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, Transaction::Begin(this, false));
   Params params;
@@ -581,14 +573,7 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::Commit(
   ASSIGN_OR_RETURN(const google::protobuf::Timestamp updated_at, ToTimestamp(now, "now"));
   ASSIGN_OR_RETURN(const int64_t updated_us, TimestampMicros(updated_at, "now"));
   // Only the state part of the row changes: the rest of the run was written once.
-  rein::v1::Run tail;
-  *tail.mutable_state() = new_state;
-  *tail.mutable_updated_at() = updated_at;
-  std::string blob;
-  if (!tail.SerializeToString(&blob)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run ", run_id, " cannot be serialized (too large)"));
-  }
+  ASSIGN_OR_RETURN(const std::string blob, StateTail(new_state, updated_at));
   const int64_t count = static_cast<int64_t>(events.size());
 
   ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, Transaction::Begin(this, false));

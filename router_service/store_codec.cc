@@ -81,4 +81,36 @@ absl::StatusOr<Cursor> ParsePageToken(const RunFilter& filter, const std::string
   return cursor;
 }
 
+absl::StatusOr<StoredRunParts> SplitRun(const rein::v1::Run& run) {
+  StoredRunParts parts;
+  absl::StatusOr<int64_t> created = TimestampMicros(run.created_at(), "run.created_at");
+  if (!created.ok()) return created.status();
+  absl::StatusOr<int64_t> updated = TimestampMicros(run.updated_at(), "run.updated_at");
+  if (!updated.ok()) return updated.status();
+  parts.created_us = *created;
+  parts.updated_us = *updated;
+  rein::v1::Run base = run;
+  base.clear_state();
+  base.clear_updated_at();
+  absl::StatusOr<std::string> tail = StateTail(run.state(), run.updated_at());
+  if (!base.SerializeToString(&parts.base) || !tail.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run ", run.run_id(), " cannot be serialized (too large)"));
+  }
+  parts.tail = *std::move(tail);
+  return parts;
+}
+
+absl::StatusOr<std::string> StateTail(const rein::v1::RunState& state,
+                                      const google::protobuf::Timestamp& updated_at) {
+  rein::v1::Run tail;
+  *tail.mutable_state() = state;
+  *tail.mutable_updated_at() = updated_at;
+  std::string out;
+  if (!tail.SerializeToString(&out)) {
+    return absl::InvalidArgumentError("the run's state cannot be serialized (too large)");
+  }
+  return out;
+}
+
 }  // namespace rein

@@ -10,6 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "google/protobuf/timestamp.pb.h"
+#include "rein/v1/router.pb.h"
 #include "router_service/run_store.h"
 
 namespace rein {
@@ -24,6 +25,23 @@ absl::StatusOr<int64_t> TimestampMicros(const google::protobuf::Timestamp& ts,
 
 // `t` as a Timestamp; INVALID_ARGUMENT naming `field` outside Timestamp's range.
 absl::StatusOr<google::protobuf::Timestamp> ToTimestamp(absl::Time t, absl::string_view field);
+
+// A run as both stores keep it: the part written once (`base`: the run without its state and
+// updated_at) and the part every commit rewrites (`tail`: a Run holding only those two), so
+// that parsing base then merging tail gives the run back.
+struct StoredRunParts {
+  std::string base;
+  std::string tail;
+  int64_t created_us = 0;
+  int64_t updated_us = 0;
+};
+
+// INVALID_ARGUMENT for bad timestamps or a run too large to serialize.
+absl::StatusOr<StoredRunParts> SplitRun(const rein::v1::Run& run);
+
+// The `tail` of a commit: `state` and `updated_at`.
+absl::StatusOr<std::string> StateTail(const rein::v1::RunState& state,
+                                      const google::protobuf::Timestamp& updated_at);
 
 // Where the next page starts: after the run (created_us, run_id) in newest-first order.
 struct Cursor {
