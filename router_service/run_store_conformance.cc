@@ -47,6 +47,12 @@ void RunStoreConformanceTest::TearDown() {
   if (!location_.empty() && GetParam().remove) GetParam().remove(location_);
 }
 
+std::unique_ptr<RunStore> RunStoreConformanceTest::OpenAnother() {
+  absl::StatusOr<std::unique_ptr<RunStore>> store = GetParam().open(location_);
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? std::move(*store) : nullptr;
+}
+
 void RunStoreConformanceTest::Reopen() {
   store_.reset();
   absl::StatusOr<std::unique_ptr<RunStore>> store = GetParam().open(location_);
@@ -370,6 +376,37 @@ TEST_P(RunStoreConformanceTest, ConcurrentCommitsOnOneVersionHaveOneWinner) {
   ASSERT_TRUE(snapshots.ok()) << snapshots.status();
   ASSERT_THAT(*snapshots, SizeIs(1));
   EXPECT_EQ((*snapshots)[0].state, absl::StrCat(R"({"thread":)", winner, "}"));
+}
+
+TEST_P(RunStoreConformanceTest, TwoStoresOnOneLocationHaveOneCommitWinner) {
+  std::unique_ptr<RunStore> second = OpenAnother();
+  ASSERT_NE(second, nullptr);
+  const rein::v1::Run run = MakeRun("run-1");
+  ASSERT_TRUE(store().CreateRun(run, {NoteEvent("created", 1)}).ok());
+  constexpr int kThreads = 8;
+  absl::Notification start;
+  std::vector<absl::StatusCode> codes(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      RunStore& target = i % 2 == 0 ? store() : *second;
+      start.WaitForNotification();
+      codes[i] = target
+                     .Commit("run-1", /*expected_version=*/1, Next(run.state(), rein::v1::PLANNING),
+                             {NoteEvent(absl::StrCat("thread ", i), 2)}, std::nullopt,
+                             At(kEpoch + i))
+                     .status()
+                     .code();
+    });
+  }
+  start.Notify();
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), absl::StatusCode::kOk), 1);
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), absl::StatusCode::kFailedPrecondition),
+            kThreads - 1);
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = second->ReadEvents("run-1", 0, 0);
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_EQ(events->size(), 2u);
 }
 
 TEST_P(RunStoreConformanceTest, ConcurrentCommitsOnDifferentRunsAllSucceed) {

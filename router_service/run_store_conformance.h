@@ -46,6 +46,8 @@ class RunStoreConformanceTest : public ::testing::TestWithParam<RunStoreFactory>
   RunStore& store() { return *store_; }
   // Drops the store and opens the same location again.
   void Reopen();
+  // A second store on the same location, beside store() (as a second router would have).
+  std::unique_ptr<RunStore> OpenAnother();
 
  private:
   std::string location_;

@@ -290,40 +290,6 @@ TEST_F(SqliteRunStoreTest, CreateWithInvalidCreatedAtIsInvalidArgument) {
   EXPECT_EQ(store->GetRun("run-1").status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST_F(SqliteRunStoreTest, TwoStoresOnOneFileHaveOneCommitWinner) {
-  std::unique_ptr<SqliteRunStore> first = OpenOrDie();
-  std::unique_ptr<SqliteRunStore> second = OpenOrDie();
-  ASSERT_NE(first, nullptr);
-  ASSERT_NE(second, nullptr);
-  ASSERT_TRUE(first->CreateRun(MakeRun("run-1"), {Event("created")}).ok());
-
-  constexpr int kThreads = 8;
-  absl::Notification start;
-  std::vector<absl::StatusCode> codes(kThreads);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kThreads; ++i) {
-    threads.emplace_back([&, i] {
-      SqliteRunStore& store = i % 2 == 0 ? *first : *second;
-      start.WaitForNotification();
-      codes[i] = store
-                     .Commit("run-1", 1, NextState(2), {Event(absl::StrCat(i))}, std::nullopt,
-                             absl::FromUnixSeconds(1700000001))
-                     .status()
-                     .code();
-    });
-  }
-  start.Notify();
-  for (std::thread& thread : threads) thread.join();
-
-  EXPECT_EQ(std::count(codes.begin(), codes.end(), absl::StatusCode::kOk), 1);
-  EXPECT_EQ(std::count(codes.begin(), codes.end(), absl::StatusCode::kFailedPrecondition),
-            kThreads - 1);
-  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = second->ReadEvents("run-1", 0, 0);
-  ASSERT_TRUE(events.ok()) << events.status();
-  EXPECT_EQ(events->size(), 2u);
-}
-
-
 TEST_F(SqliteRunStoreTest, BigRunsEndAPageBeforeItPassesThreeMebibytes) {
   std::unique_ptr<SqliteRunStore> store = OpenOrDie();
   ASSERT_NE(store, nullptr);
