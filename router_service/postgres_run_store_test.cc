@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "router_service/testing/run_store_values.h"
 #include "rein/v1/types.pb.h"
 #include "router_service/run_store_conformance.h"
 #include "router_service/testing/postgres_server.h"
@@ -69,29 +70,9 @@ RunStoreFactory PostgresFactory() {
 INSTANTIATE_TEST_SUITE_P(Postgres, RunStoreConformanceTest, ::testing::Values(PostgresFactory()),
                          RunStoreFactoryName);
 
-rein::v1::Run MakeRun(const std::string& run_id, const std::string& request_id = "") {
-  rein::v1::Run run;
-  run.set_run_id(run_id);
-  run.set_request_id(request_id);
-  run.mutable_spec()->set_goal("count the files");
-  run.mutable_state()->set_stage(rein::v1::INITIALIZING);
-  run.mutable_state()->set_version(1);
-  run.mutable_created_at()->set_seconds(1700000000);
-  return run;
-}
-
-rein::v1::RunEvent Event(const std::string& message) {
-  rein::v1::RunEvent event;
-  event.mutable_error()->set_message(message);
-  return event;
-}
-
-rein::v1::RunState NextState(int64_t version) {
-  rein::v1::RunState state;
-  state.set_stage(rein::v1::PLANNING);
-  state.set_version(version);
-  return state;
-}
+using rein::testing::Event;
+using rein::testing::MakeRun;
+using rein::testing::NextState;
 
 class PostgresRunStoreTest : public ::testing::Test {
  protected:

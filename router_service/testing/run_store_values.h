@@ -1,0 +1,42 @@
+// Small runs, events and states for the RunStore implementations' own tests.
+#ifndef REIN_ROUTER_SERVICE_TESTING_RUN_STORE_VALUES_H_
+#define REIN_ROUTER_SERVICE_TESTING_RUN_STORE_VALUES_H_
+
+#include <cstdint>
+#include <string>
+
+#include "rein/v1/router.pb.h"
+#include "rein/v1/types.pb.h"
+
+namespace rein::testing {
+
+// A run at version 1 in INITIALIZING, created at 2023-11-14T22:13:20Z.
+inline rein::v1::Run MakeRun(const std::string& run_id, const std::string& request_id = "") {
+  rein::v1::Run run;
+  run.set_run_id(run_id);
+  run.set_request_id(request_id);
+  run.mutable_spec()->set_goal("count the files");
+  run.mutable_state()->set_stage(rein::v1::INITIALIZING);
+  run.mutable_state()->set_version(1);
+  run.mutable_created_at()->set_seconds(1700000000);
+  return run;
+}
+
+// An event that carries `message` (as an error event's message).
+inline rein::v1::RunEvent Event(const std::string& message) {
+  rein::v1::RunEvent event;
+  event.mutable_error()->set_message(message);
+  return event;
+}
+
+// A PLANNING state at `version`.
+inline rein::v1::RunState NextState(int64_t version) {
+  rein::v1::RunState state;
+  state.set_stage(rein::v1::PLANNING);
+  state.set_version(version);
+  return state;
+}
+
+}  // namespace rein::testing
+
+#endif  // REIN_ROUTER_SERVICE_TESTING_RUN_STORE_VALUES_H_
