@@ -28,10 +28,4 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
                       Cap(status.error_message()));
 }
 
-std::string StatusCodeName(absl::StatusCode code) {
-  std::string name = absl::StatusCodeToString(code);
-  for (char& c : name) c = (c == ' ') ? '_' : static_cast<char>(toupper(c));
-  return name;
-}
-
 }  // namespace rein

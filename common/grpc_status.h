@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/status_name.h"  // IWYU pragma: export (callers used to find it here)
 #include "grpcpp/support/status.h"
 
 namespace rein {
@@ -14,9 +15,6 @@ inline constexpr size_t kMaxStatusMessageBytes = 4096;
 
 grpc::Status ToGrpcStatus(const absl::Status& status);
 absl::Status FromGrpcStatus(const grpc::Status& status);
-
-// The canonical upper-case name of a code, e.g. "UNAVAILABLE".
-std::string StatusCodeName(absl::StatusCode code);
 
 }  // namespace rein
 

@@ -30,10 +30,5 @@ TEST(GrpcStatusTest, SurroundingWhiteSpaceIsDropped) {
             "args: not an object: {");
 }
 
-TEST(GrpcStatusTest, CodeNamesAreUpperCase) {
-  EXPECT_EQ(StatusCodeName(absl::StatusCode::kResourceExhausted), "RESOURCE_EXHAUSTED");
-  EXPECT_EQ(StatusCodeName(absl::StatusCode::kUnavailable), "UNAVAILABLE");
-}
-
 }  // namespace
 }  // namespace rein
