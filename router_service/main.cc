@@ -16,10 +16,10 @@
 #include "common/log.h"
 #include "common/server.h"
 #include "router_service/grpc_clients.h"
-#include "router_service/postgres_run_store.h"
+#include "router_service/store/postgres_run_store.h"
 #include "router_service/router_grpc.h"
 #include "router_service/run_engine.h"
-#include "router_service/sqlite_run_store.h"
+#include "router_service/store/sqlite_run_store.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "HOST:PORT to serve rein.v1.Router on");
 ABSL_FLAG(int, metrics_port, 0, "port for Prometheus metrics over HTTP (0 = off)");

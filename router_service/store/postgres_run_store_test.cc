@@ -1,6 +1,6 @@
 // Tests of PostgresRunStore against a private PostgreSQL server: the RunStore conformance
 // suite plus what is particular to PostgreSQL.
-#include "router_service/postgres_run_store.h"
+#include "router_service/store/postgres_run_store.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -19,10 +19,10 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "router_service/testing/run_store_values.h"
+#include "router_service/store/testing/run_store_values.h"
 #include "rein/v1/types.pb.h"
-#include "router_service/run_store_conformance.h"
-#include "router_service/testing/postgres_server.h"
+#include "router_service/store/run_store_conformance.h"
+#include "router_service/store/testing/postgres_server.h"
 
 namespace rein {
 namespace {

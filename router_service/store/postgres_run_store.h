@@ -1,6 +1,6 @@
 // PostgresRunStore: the RunStore in a PostgreSQL database, for one or several routers.
-#ifndef REIN_ROUTER_SERVICE_POSTGRES_RUN_STORE_H_
-#define REIN_ROUTER_SERVICE_POSTGRES_RUN_STORE_H_
+#ifndef REIN_ROUTER_SERVICE_STORE_POSTGRES_RUN_STORE_H_
+#define REIN_ROUTER_SERVICE_STORE_POSTGRES_RUN_STORE_H_
 
 #include <cstdint>
 #include <memory>
@@ -14,7 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "rein/v1/types.pb.h"
-#include "router_service/run_store.h"
+#include "router_service/store/run_store.h"
 
 typedef struct pg_conn PGconn;
 
@@ -119,4 +119,4 @@ class PostgresRunStore final : public RunStore {
 
 }  // namespace rein
 
-#endif  // REIN_ROUTER_SERVICE_POSTGRES_RUN_STORE_H_
+#endif  // REIN_ROUTER_SERVICE_STORE_POSTGRES_RUN_STORE_H_

@@ -1,5 +1,5 @@
 // Tests of SqliteRunStore: the RunStore conformance suite plus what is particular to SQLite.
-#include "router_service/sqlite_run_store.h"
+#include "router_service/store/sqlite_run_store.h"
 
 #include <sqlite3.h>
 
@@ -19,9 +19,9 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "router_service/testing/run_store_values.h"
+#include "router_service/store/testing/run_store_values.h"
 #include "rein/v1/types.pb.h"
-#include "router_service/run_store_conformance.h"
+#include "router_service/store/run_store_conformance.h"
 
 namespace rein {
 namespace {

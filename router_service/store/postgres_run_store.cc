@@ -1,5 +1,5 @@
 // PostgresRunStore: the RunStore in a PostgreSQL database, for one or several routers.
-#include "router_service/postgres_run_store.h"
+#include "router_service/store/postgres_run_store.h"
 
 #include <postgresql/libpq-fe.h>
 
@@ -26,7 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
-#include "router_service/store_codec.h"
+#include "router_service/store/store_codec.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "rein/v1/types.pb.h"
 

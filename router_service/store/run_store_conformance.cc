@@ -5,7 +5,7 @@
 //  - Commit requires new_state.version == expected_version + 1, else INVALID_ARGUMENT;
 //  - ReadEvents with limit <= 0 returns every event after after_seq;
 //  - CreateRun with an empty run_id is INVALID_ARGUMENT.
-#include "router_service/run_store_conformance.h"
+#include "router_service/store/run_store_conformance.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,6 +1,6 @@
 // RunStore: the router's durable record of runs, their event logs and state snapshots.
-#ifndef REIN_ROUTER_SERVICE_RUN_STORE_H_
-#define REIN_ROUTER_SERVICE_RUN_STORE_H_
+#ifndef REIN_ROUTER_SERVICE_STORE_RUN_STORE_H_
+#define REIN_ROUTER_SERVICE_STORE_RUN_STORE_H_
 
 #include <cstdint>
 #include <optional>
@@ -82,4 +82,4 @@ class RunStore {
 
 }  // namespace rein
 
-#endif  // REIN_ROUTER_SERVICE_RUN_STORE_H_
+#endif  // REIN_ROUTER_SERVICE_STORE_RUN_STORE_H_

@@ -1,6 +1,6 @@
 // SqliteRunStore: the embedded RunStore, one SQLite file in WAL mode.
-#ifndef REIN_ROUTER_SERVICE_SQLITE_RUN_STORE_H_
-#define REIN_ROUTER_SERVICE_SQLITE_RUN_STORE_H_
+#ifndef REIN_ROUTER_SERVICE_STORE_SQLITE_RUN_STORE_H_
+#define REIN_ROUTER_SERVICE_STORE_SQLITE_RUN_STORE_H_
 
 #include <cstdint>
 #include <memory>
@@ -16,7 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "rein/v1/types.pb.h"
-#include "router_service/run_store.h"
+#include "router_service/store/run_store.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -134,4 +134,4 @@ class SqliteRunStore final : public RunStore {
 
 }  // namespace rein
 
-#endif  // REIN_ROUTER_SERVICE_SQLITE_RUN_STORE_H_
+#endif  // REIN_ROUTER_SERVICE_STORE_SQLITE_RUN_STORE_H_

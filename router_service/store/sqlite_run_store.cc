@@ -1,5 +1,5 @@
 // SqliteRunStore: the embedded RunStore, one SQLite file in WAL mode.
-#include "router_service/sqlite_run_store.h"
+#include "router_service/store/sqlite_run_store.h"
 
 #include <sqlite3.h>
 
@@ -21,7 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
-#include "router_service/store_codec.h"
+#include "router_service/store/store_codec.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "rein/v1/types.pb.h"
 

@@ -4,8 +4,8 @@
 //
 //   INSTANTIATE_TEST_SUITE_P(Sqlite, RunStoreConformanceTest,
 //                            ::testing::Values(MySqliteFactory()), RunStoreFactoryName);
-#ifndef REIN_ROUTER_SERVICE_RUN_STORE_CONFORMANCE_H_
-#define REIN_ROUTER_SERVICE_RUN_STORE_CONFORMANCE_H_
+#ifndef REIN_ROUTER_SERVICE_STORE_RUN_STORE_CONFORMANCE_H_
+#define REIN_ROUTER_SERVICE_STORE_RUN_STORE_CONFORMANCE_H_
 
 #include <functional>
 #include <memory>
@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "router_service/run_store.h"
+#include "router_service/store/run_store.h"
 
 namespace rein {
 
@@ -56,4 +56,4 @@ class RunStoreConformanceTest : public ::testing::TestWithParam<RunStoreFactory>
 
 }  // namespace rein
 
-#endif  // REIN_ROUTER_SERVICE_RUN_STORE_CONFORMANCE_H_
+#endif  // REIN_ROUTER_SERVICE_STORE_RUN_STORE_CONFORMANCE_H_
