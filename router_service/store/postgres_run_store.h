@@ -20,27 +20,25 @@ typedef struct pg_conn PGconn;
 
 namespace rein {
 
-// A RunStore kept in a PostgreSQL database (libpq, PostgreSQL 12 or newer).
+// A RunStore kept in a PostgreSQL database (libpq, PostgreSQL 12 or newer); the contract is
+// RunStore's (run_store.h).
 //
-// Layout (as SqliteRunStore's): `runs` holds each run's immutable part (the run without state
-// and updated_at, serialized) in `run` and its state part in `state`, both BYTEA, plus the
-// columns the queries need (stage, outcome reason, version, last event seq, created/updated
-// times in microseconds since the epoch); `events` holds each serialized rein.v1.RunEvent keyed
-// by (run_id, seq); `snapshots` the per-iteration state keyed by (run_id, version);
-// `schema_version` the layout's version. Tables are created when missing.
+// Layout (the same as SqliteRunStore's): `runs` holds each run's immutable part (the run
+// without state and updated_at, serialized) in `run` and its state part in `state`, both BYTEA,
+// plus the columns the queries need (stage, outcome reason, version, last event seq,
+// created/updated times in microseconds since the epoch); `events` holds each serialized
+// rein.v1.RunEvent keyed by (run_id, seq); `snapshots` the per-iteration state keyed by
+// (run_id, version); `schema_version` the layout's version. Tables are created when missing.
+// run_id is collated "C" (bytewise), as in SQLite.
 //
-// Every method is one transaction. Commit is `UPDATE runs ... WHERE run_id = $ AND version = $`
-// (the row lock orders concurrent commits; a loser re-reads the row and finds the version
-// moved on, FAILED_PRECONDITION), then the events with seq last_seq+1.. and the snapshot, then
-// COMMIT. CreateRun inserts with ON CONFLICT DO NOTHING, so concurrent creators with one
-// request_id (in this process or in another router) wait for the first and return its run.
-// Values always travel as binary parameters (PQexecParams), never inside SQL text.
-//
-// Where the RunStore contract is silent it behaves as SqliteRunStore (see there): Commit needs
-// new_state.version == expected_version + 1; a duplicate snapshot version is ALREADY_EXISTS;
-// ReadEvents with limit <= 0 reads all; a page token is bound to its filter; a stored row that
-// does not parse is DATA_LOSS naming the run. A lost connection is UNAVAILABLE (the call may be
-// retried); a connection found broken at the start of a call is reconnected once.
+// How it keeps the contract with several routers on one database: Commit is `UPDATE runs ...
+// WHERE run_id = $ AND version = $` (the row lock orders concurrent commits; a loser re-reads
+// the row and finds the version moved on, FAILED_PRECONDITION), then the events with seq
+// last_seq+1.. and the snapshot, then COMMIT. CreateRun inserts with ON CONFLICT DO NOTHING, so
+// concurrent creators with one request_id (in this process or in another router) wait for the
+// first and return its run. Values always travel as binary parameters, never inside SQL text.
+// A lost connection is UNAVAILABLE; a connection found broken at the start of a call is
+// reconnected once.
 //
 // Thread-safe: a small pool of connections (Options::max_connections); each call borrows one
 // for its transaction, so calls on different runs proceed in parallel on the server instead of

@@ -235,63 +235,6 @@ TEST_F(PostgresRunStoreTest, RunIdWithNulByteIsInvalidArgument) {
   EXPECT_TRUE(store->CreateRun(MakeRun("run-2"), {}).ok());
 }
 
-TEST_F(PostgresRunStoreTest, DuplicateSnapshotVersionIsAlreadyExistsAndWritesNothing) {
-  std::unique_ptr<PostgresRunStore> store = OpenOrDie();
-  ASSERT_NE(store, nullptr);
-  ASSERT_TRUE(store->CreateRun(MakeRun("run-1"), {}).ok());
-  ASSERT_TRUE(store
-                  ->Commit("run-1", 1, NextState(2), {Event("a")}, Snapshot{1, 7, "{}"},
-                           absl::FromUnixSeconds(1700000001))
-                  .ok());
-  EXPECT_EQ(store
-                ->Commit("run-1", 2, NextState(3), {Event("b")}, Snapshot{2, 7, "{}"},
-                         absl::FromUnixSeconds(1700000002))
-                .status()
-                .code(),
-            absl::StatusCode::kAlreadyExists);
-  absl::StatusOr<rein::v1::Run> got = store->GetRun("run-1");
-  ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(got->state().version(), 2);
-  EXPECT_EQ(Query("SELECT count(*) FROM events"), "1");
-}
-
-TEST_F(PostgresRunStoreTest, ConcurrentCreatesWithOneRequestIdStoreOneRun) {
-  std::unique_ptr<PostgresRunStore> first = OpenOrDie();
-  std::unique_ptr<PostgresRunStore> second = OpenOrDie();  // as another router
-  ASSERT_NE(first, nullptr);
-  ASSERT_NE(second, nullptr);
-  constexpr int kThreads = 8;
-  absl::Notification start;
-  std::vector<absl::StatusOr<CreateResult>> results(kThreads, absl::UnknownError("not run"));
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kThreads; ++i) {
-    threads.emplace_back([&, i] {
-      PostgresRunStore& store = i % 2 == 0 ? *first : *second;
-      start.WaitForNotification();
-      results[i] = store.CreateRun(MakeRun(absl::StrCat("run-", i), "request-1"),
-                                   {Event(absl::StrCat("from ", i))});
-    });
-  }
-  start.Notify();
-  for (std::thread& thread : threads) thread.join();
-
-  int created = 0;
-  std::string winner;
-  for (const absl::StatusOr<CreateResult>& result : results) {
-    ASSERT_TRUE(result.ok()) << result.status();
-    if (result->created) {
-      ++created;
-      winner = result->run.run_id();
-    }
-  }
-  ASSERT_EQ(created, 1);
-  for (const absl::StatusOr<CreateResult>& result : results) {
-    EXPECT_EQ(result->run.run_id(), winner);
-  }
-  EXPECT_EQ(Query("SELECT count(*) FROM runs"), "1");
-  EXPECT_EQ(Query("SELECT count(*) FROM events"), "1");
-}
-
 TEST_F(PostgresRunStoreTest, OneConnectionServesManyThreads) {
   PostgresRunStore::Options options;
   options.max_connections = 1;

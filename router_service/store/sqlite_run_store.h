@@ -23,26 +23,19 @@ struct sqlite3_stmt;
 
 namespace rein {
 
-// A RunStore kept in one SQLite database file.
+// A RunStore kept in one SQLite database file; the contract is RunStore's (run_store.h).
 //
-// Layout: `runs` holds each run as a serialized rein.v1.Run (state included) plus the columns
-// the queries need (stage, outcome reason, version, last event seq, created/updated times in
-// microseconds since the epoch); `events` holds each event as a serialized rein.v1.RunEvent
-// keyed by (run_id, seq); `snapshots` holds the per-iteration JSON keyed by (run_id, version);
-// `schema_version` holds the layout's version.
-//
-// Choices where the RunStore contract is silent:
-//  - Commit requires new_state.version == expected_version + 1 (else INVALID_ARGUMENT), so a
-//    committed transition always moves the version on and optimistic concurrency holds.
-//  - A snapshot whose (run_id, version) is stored already is ALREADY_EXISTS; nothing is written.
-//  - ReadEvents with limit <= 0 returns every event after after_seq.
-//  - ListUnfinishedRunIds returns the ids oldest first.
-//  - A page token is bound to the filter it was made for; using it with another filter is
-//    INVALID_ARGUMENT naming page_token.
-//  - A row whose stored bytes do not parse is DATA_LOSS naming the run.
+// Layout: `runs` holds each run's immutable part (the run without state and updated_at,
+// serialized) in `run` and its state part in `state`, both BLOBs (see SplitRun in
+// store_codec.h), plus the columns the queries need (stage, outcome reason, version, last event
+// seq, created/updated times in microseconds since the epoch); `events` holds each event as a
+// serialized rein.v1.RunEvent keyed by (run_id, seq); `snapshots` holds each snapshot's
+// serialized rein.v1.RunState keyed by (run_id, version); `schema_version` holds the layout's
+// version.
 //
 // Thread-safe: one connection, used under a mutex; every method is one SQLite transaction
-// (writes use BEGIN IMMEDIATE, so several processes sharing the file also serialize).
+// (writes use BEGIN IMMEDIATE, so several processes sharing the file also serialize). Nothing
+// here stops two routers from using one file: OpenRunStore (open_run_store.h) does, with a lock.
 class SqliteRunStore final : public RunStore {
  public:
   enum class Synchronous { kNormal, kFull };
