@@ -7,7 +7,6 @@
 #include <optional>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -17,9 +16,7 @@
 #include "absl/time/time.h"
 #include "rein/v1/types.pb.h"
 #include "router_service/store/run_store.h"
-
-struct sqlite3;
-struct sqlite3_stmt;
+#include "router_service/store/sqlite_db.h"
 
 namespace rein {
 
@@ -85,15 +82,8 @@ class SqliteRunStore final : public RunStore {
   absl::StatusOr<std::vector<std::string>> ListUnfinishedRunIds() override;
 
  private:
-  class Statement;
-  class Transaction;
+  SqliteRunStore(std::unique_ptr<SqliteDb> db, std::string path);
 
-  SqliteRunStore(sqlite3* db, std::string path);
-
-  // Runs `sql` (no parameters, no rows), e.g. BEGIN or a pragma.
-  absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A prepared statement for `sql` from the cache, reset when the Statement is destroyed.
-  absl::StatusOr<Statement> Prepare(const std::string& sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Initialize(const Options& options) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The stored run row; NOT_FOUND / DATA_LOSS as GetRun.
   struct RunRow {
@@ -110,19 +100,17 @@ class SqliteRunStore final : public RunStore {
   absl::Status InsertEvents(const std::string& run_id, int64_t first_seq,
                             std::vector<rein::v1::RunEvent>& events)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status SqliteError(int rc, const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void CheckpointLoop();
 
   const std::string path_;
   // The background checkpointer (see Options::background_checkpoint).
-  sqlite3* checkpoint_db_ = nullptr;
+  std::unique_ptr<SqliteDb> checkpoint_db_;
   absl::Mutex checkpoint_mu_;
   bool checkpoint_stop_ ABSL_GUARDED_BY(checkpoint_mu_) = false;
   std::thread checkpointer_;
   absl::Mutex mu_;
-  sqlite3* const db_ ABSL_GUARDED_BY(mu_);
-  std::unordered_map<std::string, sqlite3_stmt*> statements_ ABSL_GUARDED_BY(mu_);
+  const std::unique_ptr<SqliteDb> db_ ABSL_PT_GUARDED_BY(mu_);
 };
 
 }  // namespace rein
