@@ -40,8 +40,8 @@ struct OpenedRunStore {
 
 // Opens the store that `uri` (the `--store` flag) names:
 //  - `sqlite:PATH`: a SqliteRunStore on the file PATH; a sqlite_synchronous other than NORMAL
-//    or FULL is INVALID_ARGUMENT naming --sqlite_synchronous. One router per SQLite store: PATH.lock
-//    is locked (flock) for as long as the returned value lives; when another process (or
+//    or FULL is INVALID_ARGUMENT naming --sqlite_synchronous. One router per SQLite store:
+//    PATH.lock is locked (flock) for as long as the returned value lives; when another process (or
 //    another OpenedRunStore in this one) holds it, FAILED_PRECONDITION naming the lock file.
 //  - `postgres://user:password@host:port/database` or `postgresql://...`: a PostgresRunStore.
 //    Logs a warning that run leases are not built (one router per database).

@@ -8,17 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "rein/v1/types.pb.h"
 #include "router_service/store/run_store.h"
 
-typedef struct pg_conn PGconn;
-
 namespace rein {
+
+class PgPool;  // pg_session.h
 
 // A RunStore kept in a PostgreSQL database (libpq, PostgreSQL 12 or newer); the contract is
 // RunStore's (run_store.h).
@@ -67,7 +65,7 @@ class PostgresRunStore final : public RunStore {
   static constexpr int kSchemaVersion = 1;
 
   // host:port/database of the server, for logs and messages (never the password).
-  const std::string& target() const { return target_; }
+  const std::string& target() const;
 
   ~PostgresRunStore() override;
   PostgresRunStore(const PostgresRunStore&) = delete;
@@ -89,30 +87,13 @@ class PostgresRunStore final : public RunStore {
   absl::StatusOr<std::vector<std::string>> ListUnfinishedRunIds() override;
 
  private:
-  class Transaction;
-
-  PostgresRunStore(std::string url, std::string target, const Options& options);
-
-  // A new connection (not in the pool).
-  absl::StatusOr<PGconn*> Connect() const;
-  // Borrows a connection from the pool (opening one when below max_connections).
-  absl::StatusOr<PGconn*> Acquire();
-  // Returns a borrowed connection; one that is broken or inside a transaction is closed.
-  void Release(PGconn* conn);
-  bool CanAcquire() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  explicit PostgresRunStore(std::unique_ptr<PgPool> pool);
 
   absl::Status Initialize();
   absl::Status ParseStoredRun(const std::string& base, const std::string& tail,
                               const std::string& run_id, rein::v1::Run* run) const;
 
-  const std::string url_;
-  // host:port/database, for messages (no password).
-  const std::string target_;
-  const Options options_;
-
-  mutable absl::Mutex mu_;
-  std::vector<PGconn*> idle_ ABSL_GUARDED_BY(mu_);
-  int open_ ABSL_GUARDED_BY(mu_) = 0;  // idle + borrowed + being opened
+  const std::unique_ptr<PgPool> pool_;
 };
 
 }  // namespace rein

@@ -409,7 +409,8 @@ TEST_P(RunStoreConformanceTest, ConcurrentCommitsOnOneVersionHaveOneWinner) {
   start.Notify();
   for (std::thread& thread : threads) thread.join();
 
-  const int winners = static_cast<int>(std::count(codes.begin(), codes.end(), absl::StatusCode::kOk));
+  const int winners =
+      static_cast<int>(std::count(codes.begin(), codes.end(), absl::StatusCode::kOk));
   const int losers = static_cast<int>(
       std::count(codes.begin(), codes.end(), absl::StatusCode::kFailedPrecondition));
   EXPECT_EQ(winners, 1);

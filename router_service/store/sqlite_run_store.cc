@@ -21,10 +21,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
-#include "router_service/store/sqlite_db.h"
-#include "router_service/store/store_codec.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "rein/v1/types.pb.h"
+#include "router_service/store/sqlite_db.h"
+#include "router_service/store/store_codec.h"
 
 namespace rein {
 namespace {
@@ -97,7 +97,8 @@ void SqliteRunStore::CheckpointLoop() {
   while (true) {
     {
       absl::MutexLock lock(&checkpoint_mu_);
-      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_) { return checkpoint_stop_; };
+      auto stop = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_) { return checkpoint_stop_; };
       checkpoint_mu_.AwaitWithTimeout(absl::Condition(&stop), absl::Milliseconds(200));
       if (checkpoint_stop_) return;
     }
@@ -136,17 +137,20 @@ absl::Status SqliteRunStore::Initialize(const Options& options) {
           "SQLite database ", path_, ": journal_mode is ", mode, " and cannot be set to wal"));
     }
   }
-  RETURN_IF_ERROR(db_->Exec(options.synchronous == Synchronous::kFull ? "PRAGMA synchronous=FULL"
-                                                                 : "PRAGMA synchronous=NORMAL"));
+  RETURN_IF_ERROR(db_->Exec(options.synchronous == Synchronous::kFull
+                                ? "PRAGMA synchronous=FULL"
+                                : "PRAGMA synchronous=NORMAL"));
   RETURN_IF_ERROR(db_->Exec("PRAGMA foreign_keys=ON"));
 
-  ASSIGN_OR_RETURN(SqliteDb::Transaction tx, SqliteDb::Transaction::Begin(db_.get(), /*write=*/true));
+  ASSIGN_OR_RETURN(SqliteDb::Transaction tx,
+                   SqliteDb::Transaction::Begin(db_.get(), /*write=*/true));
   RETURN_IF_ERROR(
       db_->Exec("CREATE TABLE IF NOT EXISTS schema_version ("
-           "id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)"));
+                "id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)"));
   int64_t version = 0;
   {
-    ASSIGN_OR_RETURN(SqliteDb::Statement stmt, db_->Prepare("SELECT version FROM schema_version WHERE id = 1"));
+    ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                     db_->Prepare("SELECT version FROM schema_version WHERE id = 1"));
     rc = stmt.Step();
     if (rc == SQLITE_ROW) {
       version = stmt.ColumnInt(0);
@@ -258,9 +262,11 @@ absl::StatusOr<CreateResult> SqliteRunStore::CreateRun(const rein::v1::Run& run,
   const std::string& tail_blob = parts.tail;
 
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(SqliteDb::Transaction tx, SqliteDb::Transaction::Begin(db_.get(), /*write=*/true));
+  ASSIGN_OR_RETURN(SqliteDb::Transaction tx,
+                   SqliteDb::Transaction::Begin(db_.get(), /*write=*/true));
   if (!run.request_id().empty()) {
-    ASSIGN_OR_RETURN(SqliteDb::Statement stmt, db_->Prepare("SELECT run_id FROM runs WHERE request_id = ?"));
+    ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                     db_->Prepare("SELECT run_id FROM runs WHERE request_id = ?"));
     stmt.BindText(1, run.request_id());
     const int rc = stmt.Step();
     if (rc == SQLITE_ROW) {
@@ -280,8 +286,8 @@ absl::StatusOr<CreateResult> SqliteRunStore::CreateRun(const rein::v1::Run& run,
   {
     ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
                      db_->Prepare("INSERT INTO runs (run_id, request_id, stage, reason, version, "
-                             "last_seq, created_us, updated_us, run, state) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                                  "last_seq, created_us, updated_us, run, state) "
+                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     stmt.BindText(1, run.run_id());
     if (run.request_id().empty()) {
       stmt.BindNull(2);
@@ -323,7 +329,8 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::Commit(
   ASSIGN_OR_RETURN(const int64_t updated_us, TimestampMicros(updated_at, "now"));
 
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(SqliteDb::Transaction tx, SqliteDb::Transaction::Begin(db_.get(), /*write=*/true));
+  ASSIGN_OR_RETURN(SqliteDb::Transaction tx,
+                   SqliteDb::Transaction::Begin(db_.get(), /*write=*/true));
   ASSIGN_OR_RETURN(RunRow row, ReadVersion(run_id));
   if (row.version != expected_version) {
     return absl::FailedPreconditionError(absl::StrCat("run ", run_id, " is at version ",
@@ -334,9 +341,10 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::Commit(
   ASSIGN_OR_RETURN(const std::string blob, StateTail(new_state, updated_at));
   const int64_t last_seq = row.last_seq + static_cast<int64_t>(events.size());
   {
-    ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
-                     db_->Prepare("UPDATE runs SET stage = ?, reason = ?, version = ?, last_seq = ?, "
-                             "updated_us = ?, state = ? WHERE run_id = ?"));
+    ASSIGN_OR_RETURN(
+        SqliteDb::Statement stmt,
+        db_->Prepare("UPDATE runs SET stage = ?, reason = ?, version = ?, last_seq = ?, "
+                     "updated_us = ?, state = ? WHERE run_id = ?"));
     stmt.BindInt(1, new_state.stage());
     stmt.BindInt(2, new_state.outcome().reason());
     stmt.BindInt(3, new_state.version());
@@ -351,7 +359,7 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::Commit(
   if (snapshot.has_value()) {
     ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
                      db_->Prepare("INSERT INTO snapshots (run_id, version, iteration, state) "
-                             "VALUES (?, ?, ?, ?)"));
+                                  "VALUES (?, ?, ?, ?)"));
     stmt.BindText(1, run_id);
     stmt.BindInt(2, snapshot->version);
     stmt.BindInt(3, snapshot->iteration);
@@ -372,10 +380,12 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::Commit(
 absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::ReadEvents(
     const std::string& run_id, int64_t after_seq, int limit) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(SqliteDb::Transaction tx, SqliteDb::Transaction::Begin(db_.get(), /*write=*/false));
+  ASSIGN_OR_RETURN(SqliteDb::Transaction tx,
+                   SqliteDb::Transaction::Begin(db_.get(), /*write=*/false));
   RETURN_IF_ERROR(RunExists(run_id));
-  ASSIGN_OR_RETURN(SqliteDb::Statement stmt, db_->Prepare("SELECT seq, body FROM events WHERE run_id = ? "
-                                           "AND seq > ? ORDER BY seq LIMIT ?"));
+  ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                   db_->Prepare("SELECT seq, body FROM events WHERE run_id = ? "
+                                "AND seq > ? ORDER BY seq LIMIT ?"));
   stmt.BindText(1, run_id);
   stmt.BindInt(2, after_seq);
   stmt.BindInt(3, limit > 0 ? limit : -1);  // a negative LIMIT is no limit
@@ -450,10 +460,12 @@ absl::StatusOr<RunPage> SqliteRunStore::ListRuns(const RunFilter& filter, int pa
 
 absl::StatusOr<std::vector<Snapshot>> SqliteRunStore::ListSnapshots(const std::string& run_id) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(SqliteDb::Transaction tx, SqliteDb::Transaction::Begin(db_.get(), /*write=*/false));
+  ASSIGN_OR_RETURN(SqliteDb::Transaction tx,
+                   SqliteDb::Transaction::Begin(db_.get(), /*write=*/false));
   RETURN_IF_ERROR(RunExists(run_id));
-  ASSIGN_OR_RETURN(SqliteDb::Statement stmt, db_->Prepare("SELECT version, iteration, state FROM snapshots "
-                                           "WHERE run_id = ? ORDER BY version"));
+  ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                   db_->Prepare("SELECT version, iteration, state FROM snapshots "
+                                "WHERE run_id = ? ORDER BY version"));
   stmt.BindText(1, run_id);
   std::vector<Snapshot> snapshots;
   int rc;
@@ -474,8 +486,9 @@ absl::StatusOr<std::vector<std::string>> SqliteRunStore::ListUnfinishedRunIds() 
   static_assert(rein::v1::FINISHED == 7 && rein::v1::FAILED == 8 && rein::v1::CANCELLED == 9,
                 "the query below names the terminal stages by number");
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(SqliteDb::Statement stmt, db_->Prepare("SELECT run_id FROM runs WHERE stage NOT IN "
-                                           "(7, 8, 9) ORDER BY created_us, run_id"));
+  ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                   db_->Prepare("SELECT run_id FROM runs WHERE stage NOT IN "
+                                "(7, 8, 9) ORDER BY created_us, run_id"));
   std::vector<std::string> ids;
   int rc;
   while ((rc = stmt.Step()) == SQLITE_ROW) ids.push_back(stmt.ColumnBytes(0));
