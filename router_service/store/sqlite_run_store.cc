@@ -97,8 +97,7 @@ void SqliteRunStore::CheckpointLoop() {
   while (true) {
     {
       absl::MutexLock lock(&checkpoint_mu_);
-      auto stop = [this]()
-                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_) { return checkpoint_stop_; };
+      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_) { return checkpoint_stop_; };
       checkpoint_mu_.AwaitWithTimeout(absl::Condition(&stop), absl::Milliseconds(200));
       if (checkpoint_stop_) return;
     }
