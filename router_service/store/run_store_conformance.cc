@@ -50,6 +50,14 @@ std::unique_ptr<RunStore> RunStoreConformanceTest::OpenAnother() {
   return store.ok() ? std::move(*store) : nullptr;
 }
 
+absl::Status RunStoreConformanceTest::CorruptRun(const std::string& run_id) {
+  return GetParam().corrupt_run(location_, run_id);
+}
+
+absl::Status RunStoreConformanceTest::CorruptEvent(const std::string& run_id, int64_t seq) {
+  return GetParam().corrupt_event(location_, run_id, seq);
+}
+
 void RunStoreConformanceTest::Reopen() {
   store_.reset();
   absl::StatusOr<std::unique_ptr<RunStore>> store = GetParam().open(location_);
@@ -860,6 +868,44 @@ TEST_P(RunStoreConformanceTest, ListUnfinishedRunIdsExcludesTerminalRuns) {
   // Oldest first: the runs were created one second apart in stage order.
   EXPECT_THAT(*ids, ElementsAre("INITIALIZING", "PLANNING", "DECIDING", "EXECUTING",
                                 "EVALUATING", "PAUSED"));
+}
+
+TEST_P(RunStoreConformanceTest, CorruptRunIsDataLossNamingRun) {
+  if (!GetParam().corrupt_run) GTEST_SKIP() << "the factory cannot corrupt a run";
+  ASSERT_TRUE(store().CreateRun(MakeRun("run-bad", kEpoch, "request-bad"), {}).ok());
+  ASSERT_TRUE(store().CreateRun(MakeRun("run-good", kEpoch + 1), {}).ok());
+  ASSERT_TRUE(CorruptRun("run-bad").ok());
+  Reopen();
+
+  absl::StatusOr<rein::v1::Run> got = store().GetRun("run-bad");
+  EXPECT_EQ(CodeOf(got), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(got.status().message(), HasSubstr("run-bad"));
+  absl::StatusOr<RunPage> page = store().ListRuns(RunFilter{}, 10, "");
+  EXPECT_EQ(CodeOf(page), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(page.status().message(), HasSubstr("run-bad"));
+  // The request_id leads to the corrupt run, which cannot be returned.
+  EXPECT_EQ(CodeOf(store().CreateRun(MakeRun("run-new", kEpoch, "request-bad"), {})),
+            absl::StatusCode::kDataLoss);
+
+  absl::StatusOr<rein::v1::Run> good = store().GetRun("run-good");
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->spec().goal(), "goal of run-good");
+}
+
+TEST_P(RunStoreConformanceTest, CorruptEventIsDataLossNamingRunAndSeq) {
+  if (!GetParam().corrupt_event) GTEST_SKIP() << "the factory cannot corrupt an event";
+  ASSERT_TRUE(store().CreateRun(MakeRun("run-1"), {NoteEvent("a", 1), NoteEvent("b", 1)}).ok());
+  ASSERT_TRUE(CorruptEvent("run-1", 2).ok());
+  Reopen();
+
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = store().ReadEvents("run-1", 0, 0);
+  EXPECT_EQ(CodeOf(events), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(events.status().message(), HasSubstr("event 2 of run run-1"));
+  // The events before it still read.
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> first = store().ReadEvents("run-1", 0, 1);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_THAT(*first, SizeIs(1));
+  EXPECT_EQ((*first)[0].error().message(), "a");
 }
 
 TEST_P(RunStoreConformanceTest, ReopenKeepsRunsEventsAndSnapshots) {
