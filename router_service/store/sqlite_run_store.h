@@ -51,7 +51,8 @@ class SqliteRunStore final : public RunStore {
 
   // Opens (creating if missing) the database at `path` and its tables. A path that cannot be
   // opened, or a file that is not a database, is FAILED_PRECONDITION naming the path; a
-  // database written by a newer layout is FAILED_PRECONDITION naming both versions.
+  // database of another layout version is FAILED_PRECONDITION naming the versions (an older
+  // one is not migrated: the message says to move the file away).
   static absl::StatusOr<std::unique_ptr<SqliteRunStore>> Open(const std::string& path,
                                                               const Options& options);
   static absl::StatusOr<std::unique_ptr<SqliteRunStore>> Open(const std::string& path) {
