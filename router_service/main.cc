@@ -1,8 +1,4 @@
 // rein-router: the public API, run state, stage routing, termination, pauses, persistence.
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -11,15 +7,13 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/server.h"
 #include "router_service/grpc_clients.h"
-#include "router_service/postgres_run_store.h"
 #include "router_service/router_grpc.h"
 #include "router_service/run_engine.h"
-#include "router_service/sqlite_run_store.h"
+#include "router_service/store/open_run_store.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "HOST:PORT to serve rein.v1.Router on");
 ABSL_FLAG(int, metrics_port, 0, "port for Prometheus metrics over HTTP (0 = off)");
@@ -50,39 +44,12 @@ int main(int argc, char** argv) {
       "rein-router --store=sqlite:PATH|postgres://... --planner_target=T --executor_target=T");
   absl::ParseCommandLine(argc, argv);
 
-  const std::string store_flag = absl::GetFlag(FLAGS_store);
-  std::unique_ptr<rein::RunStore> store;
-  std::string store_type = store_flag;  // for the log: a PostgreSQL URL may hold a password
-  if (absl::StartsWith(store_flag, "sqlite:")) {
-    rein::SqliteRunStore::Options options;
-    const std::string sync = absl::GetFlag(FLAGS_sqlite_synchronous);
-    if (sync == "FULL") {
-      options.synchronous = rein::SqliteRunStore::Synchronous::kFull;
-    } else if (sync != "NORMAL") {
-      return Fail(absl::StrCat("--sqlite_synchronous: must be NORMAL or FULL, got \"", sync, "\""));
-    }
-    // One router per SQLite store: a second one would commit over the first one's runs.
-    const std::string lock_path = store_flag.substr(7) + ".lock";
-    int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-      return Fail(absl::StrCat("--store: another rein-router holds ", lock_path,
-                               " (one router per SQLite store; use PostgreSQL for several)"));
-    }
-    auto opened = rein::SqliteRunStore::Open(store_flag.substr(7), options);
-    if (!opened.ok()) return Fail(absl::StrCat("--store: ", opened.status().message()));
-    store = std::move(*opened);
-  } else if (absl::StartsWith(store_flag, "postgres://") ||
-             absl::StartsWith(store_flag, "postgresql://")) {
-    auto opened = rein::PostgresRunStore::Open(store_flag);
-    if (!opened.ok()) return Fail(absl::StrCat("--store: ", opened.status().message()));
-    store_type = absl::StrCat("postgres:", (*opened)->target());
-    // Run leases are not built: every router resumes every unfinished run on start.
-    rein::LogWarning("PostgreSQL store: run one rein-router per database (no run leases yet)",
-                     {{"store", store_type}});
-    store = std::move(*opened);
-  } else {
-    return Fail("--store: must be sqlite:PATH or postgres://...");
-  }
+  rein::RunStoreOptions store_options;
+  store_options.sqlite_synchronous = absl::GetFlag(FLAGS_sqlite_synchronous);
+  absl::StatusOr<rein::OpenedRunStore> opened =
+      rein::OpenRunStore(absl::GetFlag(FLAGS_store), store_options);
+  if (!opened.ok()) return Fail(std::string(opened.status().message()));
+  rein::RunStore* const store = opened->store.get();
   if (absl::GetFlag(FLAGS_workers) < 1 || absl::GetFlag(FLAGS_workers) > 256) {
     return Fail("--workers: must be in [1, 256]");
   }
@@ -93,7 +60,7 @@ int main(int argc, char** argv) {
   rein::RealClock clock;
   rein::RunEngineOptions engine_options;
   engine_options.workers = absl::GetFlag(FLAGS_workers);
-  rein::RunEngine engine(store.get(), &planner, &executor, &clock, engine_options);
+  rein::RunEngine engine(store, &planner, &executor, &clock, engine_options);
   rein::RouterGrpcService service(&engine);
 
   rein::ServiceHostOptions host_options;
@@ -109,7 +76,7 @@ int main(int argc, char** argv) {
   }
   rein::LogInfo("serving", {{"listen", host_options.listen},
                             {"port", std::to_string(host.port())},
-                            {"store", store_type}});
+                            {"store", opened->description}});
   int sig = rein::WaitForTerminationSignal();
   rein::LogInfo("shutting down", {{"signal", std::to_string(sig)}});
   absl::Duration grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));

@@ -16,7 +16,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "router_service/run_engine.h"
-#include "router_service/sqlite_run_store.h"
+#include "router_service/store/sqlite_run_store.h"
 #include "router_service/testing/fake_clients.h"
 
 namespace rein {

@@ -15,7 +15,7 @@
 #include "absl/time/time.h"
 #include "rein/v1/router.pb.h"
 #include "router_service/clients.h"
-#include "router_service/run_store.h"
+#include "router_service/store/run_store.h"
 #include "router_service/stage_router.h"
 
 namespace rein {

@@ -13,7 +13,7 @@
 #include "rein/v1/planner.pb.h"
 #include "rein/v1/router.pb.h"
 #include "rein/v1/types.pb.h"
-#include "router_service/run_store.h"
+#include "router_service/store/run_store.h"
 
 namespace rein {
 

@@ -1,11 +1,8 @@
 // RunStore conformance suite: the tests every RunStore implementation must pass unchanged.
 //
-// Where run_store.h is silent, these tests fix the behaviour so that every implementation
-// agrees:
-//  - Commit requires new_state.version == expected_version + 1, else INVALID_ARGUMENT;
-//  - ReadEvents with limit <= 0 returns every event after after_seq;
-//  - CreateRun with an empty run_id is INVALID_ARGUMENT.
-#include "router_service/run_store_conformance.h"
+// They test the contract written in run_store.h (what a commit checks, how seq is assigned,
+// what a page token means, what survives a reopen), once for every implementation.
+#include "router_service/store/run_store_conformance.h"
 
 #include <algorithm>
 #include <atomic>
@@ -53,6 +50,14 @@ std::unique_ptr<RunStore> RunStoreConformanceTest::OpenAnother() {
   return store.ok() ? std::move(*store) : nullptr;
 }
 
+absl::Status RunStoreConformanceTest::CorruptRun(const std::string& run_id) {
+  return GetParam().corrupt_run(location_, run_id);
+}
+
+absl::Status RunStoreConformanceTest::CorruptEvent(const std::string& run_id, int64_t seq) {
+  return GetParam().corrupt_event(location_, run_id, seq);
+}
+
 void RunStoreConformanceTest::Reopen() {
   store_.reset();
   absl::StatusOr<std::unique_ptr<RunStore>> store = GetParam().open(location_);
@@ -67,7 +72,6 @@ using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
-using ::testing::UnorderedElementsAre;
 
 constexpr int64_t kEpoch = 1700000000;  // created_at of the runs, in seconds
 
@@ -237,6 +241,54 @@ TEST_P(RunStoreConformanceTest, CreateWithDuplicateRunIdIsAlreadyExists) {
   EXPECT_THAT(*events, IsEmpty());
 }
 
+TEST_P(RunStoreConformanceTest, CreateWithInvalidCreatedAtIsInvalidArgument) {
+  rein::v1::Run run = MakeRun("run-1");
+  run.mutable_created_at()->set_nanos(-5);
+  absl::StatusOr<CreateResult> created = store().CreateRun(run, {});
+  EXPECT_EQ(CodeOf(created), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(created.status().message(), HasSubstr("run.created_at"));
+  EXPECT_EQ(CodeOf(store().GetRun("run-1")), absl::StatusCode::kNotFound);
+}
+
+TEST_P(RunStoreConformanceTest, ConcurrentCreatesWithOneRequestIdStoreOneRun) {
+  std::unique_ptr<RunStore> second = OpenAnother();  // as another router
+  ASSERT_NE(second, nullptr);
+  constexpr int kThreads = 8;
+  absl::Notification start;
+  std::vector<absl::StatusOr<CreateResult>> results(kThreads, absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      RunStore& target = i % 2 == 0 ? store() : *second;
+      start.WaitForNotification();
+      results[i] = target.CreateRun(MakeRun(absl::StrCat("run-", i), kEpoch, "request-1"),
+                                    {NoteEvent(absl::StrCat("from ", i), 1)});
+    });
+  }
+  start.Notify();
+  for (std::thread& thread : threads) thread.join();
+
+  int created = 0;
+  std::string winner;
+  for (const absl::StatusOr<CreateResult>& result : results) {
+    ASSERT_TRUE(result.ok()) << result.status();
+    if (result->created) {
+      ++created;
+      winner = result->run.run_id();
+    }
+  }
+  ASSERT_EQ(created, 1);
+  for (const absl::StatusOr<CreateResult>& result : results) {
+    EXPECT_EQ(result->run.run_id(), winner);
+  }
+  absl::StatusOr<RunPage> page = store().ListRuns(RunFilter{}, 100, "");
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_THAT(Ids(page->runs), ElementsAre(winner));
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = store().ReadEvents(winner, 0, 0);
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_THAT(Seqs(*events), ElementsAre(1));
+}
+
 TEST_P(RunStoreConformanceTest, CommitWithCurrentVersionReplacesState) {
   const rein::v1::Run run = MakeRun("run-1");
   ASSERT_TRUE(store()
@@ -321,6 +373,16 @@ TEST_P(RunStoreConformanceTest, CommitWithVersionNotOneAheadIsInvalidArgument) {
   EXPECT_EQ(got->state().stage(), rein::v1::INITIALIZING);
 }
 
+TEST_P(RunStoreConformanceTest, CommitAtTimeOutsideTimestampRangeIsInvalidArgument) {
+  const rein::v1::Run run = MakeRun("run-1");
+  ASSERT_TRUE(store().CreateRun(run, {}).ok());
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> result =
+      store().Commit("run-1", 1, Next(run.state(), rein::v1::PLANNING), {}, std::nullopt,
+                     absl::InfiniteFuture());
+  EXPECT_EQ(CodeOf(result), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), HasSubstr("now"));
+}
+
 TEST_P(RunStoreConformanceTest, CommitOnUnknownRunIsNotFound) {
   rein::v1::RunState next;
   next.set_version(2);
@@ -355,7 +417,8 @@ TEST_P(RunStoreConformanceTest, ConcurrentCommitsOnOneVersionHaveOneWinner) {
   start.Notify();
   for (std::thread& thread : threads) thread.join();
 
-  const int winners = static_cast<int>(std::count(codes.begin(), codes.end(), absl::StatusCode::kOk));
+  const int winners =
+      static_cast<int>(std::count(codes.begin(), codes.end(), absl::StatusCode::kOk));
   const int losers = static_cast<int>(
       std::count(codes.begin(), codes.end(), absl::StatusCode::kFailedPrecondition));
   EXPECT_EQ(winners, 1);
@@ -529,6 +592,33 @@ TEST_P(RunStoreConformanceTest, SnapshotsAreListedOldestFirst) {
     EXPECT_EQ((*snapshots)[i].version, iterations[i] + 1);
     EXPECT_EQ((*snapshots)[i].state, absl::StrCat(R"({"iteration":)", iterations[i], "}"));
   }
+}
+
+TEST_P(RunStoreConformanceTest, DuplicateSnapshotVersionIsAlreadyExistsAndWritesNothing) {
+  const rein::v1::Run run = MakeRun("run-1");
+  ASSERT_TRUE(store().CreateRun(run, {}).ok());
+  const rein::v1::RunState second = Next(run.state(), rein::v1::PLANNING);
+  ASSERT_TRUE(store()
+                  .Commit("run-1", 1, second, {NoteEvent("a", 2)}, Snapshot{1, 7, "{}"},
+                          At(kEpoch + 1))
+                  .ok());
+
+  const rein::v1::RunState third = Next(second, rein::v1::DECIDING);
+  EXPECT_EQ(CodeOf(store().Commit("run-1", 2, third, {NoteEvent("b", 3)}, Snapshot{2, 7, "{}"},
+                                  At(kEpoch + 2))),
+            absl::StatusCode::kAlreadyExists);
+
+  absl::StatusOr<rein::v1::Run> got = store().GetRun("run-1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->state().version(), 2);
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = store().ReadEvents("run-1", 0, 0);
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_THAT(Seqs(*events), ElementsAre(1));
+  // The failed transaction left the store usable.
+  EXPECT_TRUE(store()
+                  .Commit("run-1", 2, third, {NoteEvent("c", 3)}, Snapshot{2, 3, "{}"},
+                          At(kEpoch + 3))
+                  .ok());
 }
 
 TEST_P(RunStoreConformanceTest, ListSnapshotsOfUnknownRunIsNotFound) {
@@ -712,6 +802,27 @@ TEST_P(RunStoreConformanceTest, ListRunsDefaultsAndCapsPageSize) {
   EXPECT_THAT(huge->runs, SizeIs(60));
 }
 
+TEST_P(RunStoreConformanceTest, BigRunsEndAPageBeforeItPassesThreeMebibytes) {
+  for (int i = 0; i < 10; ++i) {
+    rein::v1::Run run = MakeRun(absl::StrCat("run-big-", i), kEpoch + i);
+    run.mutable_spec()->set_goal(std::string(700 * 1024, 'g'));
+    ASSERT_TRUE(store().CreateRun(run, {}).ok());
+  }
+  absl::StatusOr<RunPage> first = store().ListRuns(RunFilter{}, 50, "");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_LT(first->runs.size(), 10u);
+  EXPECT_FALSE(first->next_page_token.empty());
+  size_t total = first->runs.size();
+  std::string token = first->next_page_token;
+  while (!token.empty()) {
+    absl::StatusOr<RunPage> page = store().ListRuns(RunFilter{}, 50, token);
+    ASSERT_TRUE(page.ok()) << page.status();
+    total += page->runs.size();
+    token = page->next_page_token;
+  }
+  EXPECT_EQ(total, 10u);
+}
+
 TEST_P(RunStoreConformanceTest, ListRunsWithGarbagePageTokenIsInvalidArgument) {
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(store().CreateRun(MakeRun(absl::StrCat("run-", i), kEpoch + i), {}).ok());
@@ -754,8 +865,47 @@ TEST_P(RunStoreConformanceTest, ListUnfinishedRunIdsExcludesTerminalRuns) {
 
   absl::StatusOr<std::vector<std::string>> ids = store().ListUnfinishedRunIds();
   ASSERT_TRUE(ids.ok()) << ids.status();
-  EXPECT_THAT(*ids, UnorderedElementsAre("INITIALIZING", "PLANNING", "DECIDING", "EXECUTING",
-                                         "EVALUATING", "PAUSED"));
+  // Oldest first: the runs were created one second apart in stage order.
+  EXPECT_THAT(*ids, ElementsAre("INITIALIZING", "PLANNING", "DECIDING", "EXECUTING",
+                                "EVALUATING", "PAUSED"));
+}
+
+TEST_P(RunStoreConformanceTest, CorruptRunIsDataLossNamingRun) {
+  if (!GetParam().corrupt_run) GTEST_SKIP() << "the factory cannot corrupt a run";
+  ASSERT_TRUE(store().CreateRun(MakeRun("run-bad", kEpoch, "request-bad"), {}).ok());
+  ASSERT_TRUE(store().CreateRun(MakeRun("run-good", kEpoch + 1), {}).ok());
+  ASSERT_TRUE(CorruptRun("run-bad").ok());
+  Reopen();
+
+  absl::StatusOr<rein::v1::Run> got = store().GetRun("run-bad");
+  EXPECT_EQ(CodeOf(got), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(got.status().message(), HasSubstr("run-bad"));
+  absl::StatusOr<RunPage> page = store().ListRuns(RunFilter{}, 10, "");
+  EXPECT_EQ(CodeOf(page), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(page.status().message(), HasSubstr("run-bad"));
+  // The request_id leads to the corrupt run, which cannot be returned.
+  EXPECT_EQ(CodeOf(store().CreateRun(MakeRun("run-new", kEpoch, "request-bad"), {})),
+            absl::StatusCode::kDataLoss);
+
+  absl::StatusOr<rein::v1::Run> good = store().GetRun("run-good");
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->spec().goal(), "goal of run-good");
+}
+
+TEST_P(RunStoreConformanceTest, CorruptEventIsDataLossNamingRunAndSeq) {
+  if (!GetParam().corrupt_event) GTEST_SKIP() << "the factory cannot corrupt an event";
+  ASSERT_TRUE(store().CreateRun(MakeRun("run-1"), {NoteEvent("a", 1), NoteEvent("b", 1)}).ok());
+  ASSERT_TRUE(CorruptEvent("run-1", 2).ok());
+  Reopen();
+
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = store().ReadEvents("run-1", 0, 0);
+  EXPECT_EQ(CodeOf(events), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(events.status().message(), HasSubstr("event 2 of run run-1"));
+  // The events before it still read.
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> first = store().ReadEvents("run-1", 0, 1);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_THAT(*first, SizeIs(1));
+  EXPECT_EQ((*first)[0].error().message(), "a");
 }
 
 TEST_P(RunStoreConformanceTest, ReopenKeepsRunsEventsAndSnapshots) {

@@ -1,5 +1,5 @@
 // What the RunStore implementations share: timestamps and ListRuns page tokens.
-#include "router_service/store_codec.h"
+#include "router_service/store/store_codec.h"
 
 #include <vector>
 

@@ -1,5 +1,5 @@
 // PostgresServer: a private PostgreSQL server for a test, started from the installed binaries.
-#include "router_service/testing/postgres_server.h"
+#include "router_service/store/testing/postgres_server.h"
 
 #include <fcntl.h>
 #include <grp.h>

@@ -1,5 +1,5 @@
 // SqliteRunStore: the embedded RunStore, one SQLite file in WAL mode.
-#include "router_service/sqlite_run_store.h"
+#include "router_service/store/sqlite_run_store.h"
 
 #include <sqlite3.h>
 
@@ -21,9 +21,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
-#include "router_service/store_codec.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "rein/v1/types.pb.h"
+#include "router_service/store/sqlite_db.h"
+#include "router_service/store/store_codec.h"
 
 namespace rein {
 namespace {
@@ -64,112 +65,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
 ) WITHOUT ROWID;
 )sql";
 
-absl::StatusCode CodeForSqlite(int rc) {
-  switch (rc & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-    case SQLITE_IOERR:
-    case SQLITE_PROTOCOL:
-      return absl::StatusCode::kUnavailable;
-    case SQLITE_CORRUPT:
-      return absl::StatusCode::kDataLoss;
-    case SQLITE_NOTADB:
-    case SQLITE_CANTOPEN:
-    case SQLITE_READONLY:
-    case SQLITE_PERM:
-    case SQLITE_AUTH:
-      return absl::StatusCode::kFailedPrecondition;
-    case SQLITE_FULL:
-    case SQLITE_NOMEM:
-    case SQLITE_TOOBIG:
-      return absl::StatusCode::kResourceExhausted;
-    default:
-      return absl::StatusCode::kInternal;
-  }
-}
-
 }  // namespace
-
-// A cached prepared statement on loan: bindings and state are reset when it goes out of scope.
-class SqliteRunStore::Statement {
- public:
-  explicit Statement(sqlite3_stmt* stmt) : stmt_(stmt) {}
-  Statement(Statement&& other) noexcept
-      : stmt_(std::exchange(other.stmt_, nullptr)), bind_rc_(other.bind_rc_) {}
-  Statement& operator=(Statement&&) = delete;
-  ~Statement() {
-    if (stmt_ != nullptr) {
-      sqlite3_reset(stmt_);
-      sqlite3_clear_bindings(stmt_);
-    }
-  }
-
-  // Parameters are numbered from 1.
-  void BindInt(int index, int64_t value) {
-    Keep(sqlite3_bind_int64(stmt_, index, value));
-  }
-  void BindText(int index, absl::string_view value) {
-    Keep(sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT,
-                             SQLITE_UTF8));
-  }
-  void BindBlob(int index, absl::string_view value) {
-    Keep(sqlite3_bind_blob64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT));
-  }
-  void BindNull(int index) { Keep(sqlite3_bind_null(stmt_, index)); }
-
-  // SQLITE_ROW, SQLITE_DONE or an error code (including a failed bind).
-  int Step() {
-    if (bind_rc_ != SQLITE_OK) return bind_rc_;
-    return sqlite3_step(stmt_);
-  }
-
-  // Columns are numbered from 0.
-  int64_t ColumnInt(int index) const { return sqlite3_column_int64(stmt_, index); }
-  std::string ColumnBytes(int index) const {
-    const void* data = sqlite3_column_blob(stmt_, index);
-    const int size = sqlite3_column_bytes(stmt_, index);
-    if (data == nullptr || size <= 0) return std::string();
-    return std::string(static_cast<const char*>(data), static_cast<size_t>(size));
-  }
-
- private:
-  void Keep(int rc) {
-    if (bind_rc_ == SQLITE_OK) bind_rc_ = rc;
-  }
-
-  sqlite3_stmt* stmt_;
-  int bind_rc_ = SQLITE_OK;
-};
-
-// One SQLite transaction; rolled back when destroyed without a successful Commit().
-class SqliteRunStore::Transaction {
- public:
-  // `write`: BEGIN IMMEDIATE (takes the write lock now); else a deferred read transaction.
-  static absl::StatusOr<Transaction> Begin(SqliteRunStore* store, bool write)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(store->mu_) {
-    RETURN_IF_ERROR(store->Exec(write ? "BEGIN IMMEDIATE" : "BEGIN"));
-    return Transaction(store);
-  }
-  Transaction(Transaction&& other) noexcept : store_(std::exchange(other.store_, nullptr)) {}
-  Transaction& operator=(Transaction&&) = delete;
-  ~Transaction() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    // Some errors (SQLITE_FULL, SQLITE_IOERR, ...) end the transaction on their own.
-    if (store_ != nullptr && sqlite3_get_autocommit(store_->db_) == 0) {
-      store_->Exec("ROLLBACK").IgnoreError();
-    }
-  }
-
-  absl::Status Commit() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    RETURN_IF_ERROR(store_->Exec("COMMIT"));
-    store_ = nullptr;
-    return absl::OkStatus();
-  }
-
- private:
-  explicit Transaction(SqliteRunStore* store) : store_(store) {}
-
-  SqliteRunStore* store_;
-};
 
 absl::StatusOr<std::unique_ptr<SqliteRunStore>> SqliteRunStore::Open(const std::string& path,
                                                                      const Options& options) {
@@ -177,36 +73,22 @@ absl::StatusOr<std::unique_ptr<SqliteRunStore>> SqliteRunStore::Open(const std::
   if (options.busy_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("busy_timeout is negative");
   }
-  sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                 /*zVfs=*/nullptr);
-  if (rc != SQLITE_OK) {
-    const std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-    sqlite3_close(db);
-    return absl::Status(CodeForSqlite(rc) == absl::StatusCode::kInternal
-                            ? absl::StatusCode::kFailedPrecondition
-                            : CodeForSqlite(rc),
-                        absl::StrCat("cannot open SQLite database ", path, ": ", message));
-  }
-  sqlite3_extended_result_codes(db, 1);
-  std::unique_ptr<SqliteRunStore> store(new SqliteRunStore(db, path));
+  ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path, /*create=*/true));
+  std::unique_ptr<SqliteRunStore> store(new SqliteRunStore(std::move(db), path));
   {
     absl::MutexLock lock(&store->mu_);
     RETURN_IF_ERROR(store->Initialize(options));
   }
   if (options.background_checkpoint && path != ":memory:") {
-    sqlite3* checkpoint_db = nullptr;
-    if (sqlite3_open_v2(path.c_str(), &checkpoint_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                        /*zVfs=*/nullptr) == SQLITE_OK) {
-      store->checkpoint_db_ = checkpoint_db;
+    absl::StatusOr<std::unique_ptr<SqliteDb>> checkpoint_db =
+        SqliteDb::Open(path, /*create=*/false);
+    if (checkpoint_db.ok()) {
+      store->checkpoint_db_ = std::move(*checkpoint_db);
       absl::MutexLock lock(&store->mu_);
       // The commit path checkpoints only past 16,384 pages (64 MiB at 4 KiB pages).
-      RETURN_IF_ERROR(store->Exec("PRAGMA wal_autocheckpoint=16384"));
+      RETURN_IF_ERROR(store->db_->Exec("PRAGMA wal_autocheckpoint=16384"));
       store->checkpointer_ = std::thread([raw = store.get()] { raw->CheckpointLoop(); });
-    } else {
-      sqlite3_close(checkpoint_db);  // fall back to checkpoints on the commit path
-    }
+    }  // else checkpoints stay on the commit path
   }
   return store;
 }
@@ -220,12 +102,12 @@ void SqliteRunStore::CheckpointLoop() {
       if (checkpoint_stop_) return;
     }
     // PASSIVE: copies what it can without blocking the writer or readers.
-    sqlite3_wal_checkpoint_v2(checkpoint_db_, /*zDb=*/nullptr, SQLITE_CHECKPOINT_PASSIVE,
-                              /*pnLog=*/nullptr, /*pnCkpt=*/nullptr);
+    checkpoint_db_->CheckpointPassive();
   }
 }
 
-SqliteRunStore::SqliteRunStore(sqlite3* db, std::string path) : path_(std::move(path)), db_(db) {}
+SqliteRunStore::SqliteRunStore(std::unique_ptr<SqliteDb> db, std::string path)
+    : path_(std::move(path)), db_(std::move(db)) {}
 
 SqliteRunStore::~SqliteRunStore() {
   if (checkpointer_.joinable()) {
@@ -235,47 +117,18 @@ SqliteRunStore::~SqliteRunStore() {
     }
     checkpointer_.join();
   }
-  if (checkpoint_db_ != nullptr) sqlite3_close(checkpoint_db_);
-  absl::MutexLock lock(&mu_);
-  for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
-  statements_.clear();
-  sqlite3_close(db_);
-}
-
-absl::Status SqliteRunStore::SqliteError(int rc, const std::string& what) {
-  return absl::Status(CodeForSqlite(rc), absl::StrCat("SQLite database ", path_, ": ", what,
-                                                      ": ", sqlite3_errmsg(db_)));
-}
-
-absl::StatusOr<SqliteRunStore::Statement> SqliteRunStore::Prepare(const std::string& sql) {
-  auto it = statements_.find(sql);
-  if (it != statements_.end()) return Statement(it->second);
-  sqlite3_stmt* stmt = nullptr;
-  const int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
-                                    SQLITE_PREPARE_PERSISTENT, &stmt, /*pzTail=*/nullptr);
-  if (rc != SQLITE_OK) return SqliteError(rc, absl::StrCat("preparing `", sql, "`"));
-  statements_.emplace(sql, stmt);
-  return Statement(stmt);
-}
-
-absl::Status SqliteRunStore::Exec(const char* sql) {
-  ASSIGN_OR_RETURN(Statement stmt, Prepare(sql));
-  int rc;
-  while ((rc = stmt.Step()) == SQLITE_ROW) {
-  }
-  if (rc != SQLITE_DONE) return SqliteError(rc, sql);
-  return absl::OkStatus();
+  // The main connection closes last (when db_ is destroyed), so it is the one that
+  // checkpoints the WAL into the database and removes it.
+  checkpoint_db_.reset();
 }
 
 absl::Status SqliteRunStore::Initialize(const Options& options) {
-  int rc = sqlite3_busy_timeout(
-      db_, static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(options.busy_timeout),
-                                              INT32_MAX)));
-  if (rc != SQLITE_OK) return SqliteError(rc, "setting busy_timeout");
+  RETURN_IF_ERROR(db_->SetBusyTimeout(options.busy_timeout));
+  int rc;
   {
-    ASSIGN_OR_RETURN(Statement stmt, Prepare("PRAGMA journal_mode=WAL"));
+    ASSIGN_OR_RETURN(SqliteDb::Statement stmt, db_->Prepare("PRAGMA journal_mode=WAL"));
     rc = stmt.Step();
-    if (rc != SQLITE_ROW) return SqliteError(rc, "setting journal_mode=WAL");
+    if (rc != SQLITE_ROW) return db_->Error(rc, "setting journal_mode=WAL");
     const std::string mode = stmt.ColumnBytes(0);
     // An in-memory database reports "memory"; every file must be in WAL mode.
     if (mode != "wal" && mode != "memory") {
@@ -283,22 +136,25 @@ absl::Status SqliteRunStore::Initialize(const Options& options) {
           "SQLite database ", path_, ": journal_mode is ", mode, " and cannot be set to wal"));
     }
   }
-  RETURN_IF_ERROR(Exec(options.synchronous == Synchronous::kFull ? "PRAGMA synchronous=FULL"
-                                                                 : "PRAGMA synchronous=NORMAL"));
-  RETURN_IF_ERROR(Exec("PRAGMA foreign_keys=ON"));
+  RETURN_IF_ERROR(db_->Exec(options.synchronous == Synchronous::kFull
+                                ? "PRAGMA synchronous=FULL"
+                                : "PRAGMA synchronous=NORMAL"));
+  RETURN_IF_ERROR(db_->Exec("PRAGMA foreign_keys=ON"));
 
-  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(this, /*write=*/true));
+  ASSIGN_OR_RETURN(SqliteDb::Transaction tx,
+                   SqliteDb::Transaction::Begin(db_.get(), /*write=*/true));
   RETURN_IF_ERROR(
-      Exec("CREATE TABLE IF NOT EXISTS schema_version ("
-           "id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)"));
+      db_->Exec("CREATE TABLE IF NOT EXISTS schema_version ("
+                "id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)"));
   int64_t version = 0;
   {
-    ASSIGN_OR_RETURN(Statement stmt, Prepare("SELECT version FROM schema_version WHERE id = 1"));
+    ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                     db_->Prepare("SELECT version FROM schema_version WHERE id = 1"));
     rc = stmt.Step();
     if (rc == SQLITE_ROW) {
       version = stmt.ColumnInt(0);
     } else if (rc != SQLITE_DONE) {
-      return SqliteError(rc, "reading schema_version");
+      return db_->Error(rc, "reading schema_version");
     }
   }
   if (version != 0 && version < kSchemaVersion) {
@@ -312,14 +168,13 @@ absl::Status SqliteRunStore::Initialize(const Options& options) {
         absl::StrCat("SQLite database ", path_, " has schema version ", version,
                      "; this binary knows versions up to ", kSchemaVersion));
   }
-  rc = sqlite3_exec(db_, kSchema, /*callback=*/nullptr, /*arg=*/nullptr, /*errmsg=*/nullptr);
-  if (rc != SQLITE_OK) return SqliteError(rc, "creating tables");
+  RETURN_IF_ERROR(db_->ExecScript(kSchema, "creating tables"));
   if (version == 0) {
-    ASSIGN_OR_RETURN(Statement stmt,
-                     Prepare("INSERT INTO schema_version (id, version) VALUES (1, ?)"));
+    ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                     db_->Prepare("INSERT INTO schema_version (id, version) VALUES (1, ?)"));
     stmt.BindInt(1, kSchemaVersion);
     rc = stmt.Step();
-    if (rc != SQLITE_DONE) return SqliteError(rc, "writing schema_version");
+    if (rc != SQLITE_DONE) return db_->Error(rc, "writing schema_version");
   }
   return tx.Commit();
 }
@@ -337,12 +192,12 @@ absl::Status SqliteRunStore::ParseStoredRun(absl::string_view base, absl::string
 }
 
 absl::StatusOr<SqliteRunStore::RunRow> SqliteRunStore::ReadRun(const std::string& run_id) {
-  ASSIGN_OR_RETURN(Statement stmt,
-                   Prepare("SELECT run, state, version, last_seq FROM runs WHERE run_id = ?"));
+  ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                   db_->Prepare("SELECT run, state, version, last_seq FROM runs WHERE run_id = ?"));
   stmt.BindText(1, run_id);
   const int rc = stmt.Step();
   if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("no run ", run_id));
-  if (rc != SQLITE_ROW) return SqliteError(rc, absl::StrCat("reading run ", run_id));
+  if (rc != SQLITE_ROW) return db_->Error(rc, absl::StrCat("reading run ", run_id));
   RunRow row;
   RETURN_IF_ERROR(ParseStoredRun(stmt.ColumnBytes(0), stmt.ColumnBytes(1), run_id, &row.run));
   row.version = stmt.ColumnInt(2);
@@ -351,12 +206,12 @@ absl::StatusOr<SqliteRunStore::RunRow> SqliteRunStore::ReadRun(const std::string
 }
 
 absl::StatusOr<SqliteRunStore::RunRow> SqliteRunStore::ReadVersion(const std::string& run_id) {
-  ASSIGN_OR_RETURN(Statement stmt,
-                   Prepare("SELECT version, last_seq FROM runs WHERE run_id = ?"));
+  ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                   db_->Prepare("SELECT version, last_seq FROM runs WHERE run_id = ?"));
   stmt.BindText(1, run_id);
   const int rc = stmt.Step();
   if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("no run ", run_id));
-  if (rc != SQLITE_ROW) return SqliteError(rc, absl::StrCat("reading run ", run_id));
+  if (rc != SQLITE_ROW) return db_->Error(rc, absl::StrCat("reading run ", run_id));
   RunRow row;
   row.version = stmt.ColumnInt(0);
   row.last_seq = stmt.ColumnInt(1);
@@ -364,11 +219,11 @@ absl::StatusOr<SqliteRunStore::RunRow> SqliteRunStore::ReadVersion(const std::st
 }
 
 absl::Status SqliteRunStore::RunExists(const std::string& run_id) {
-  ASSIGN_OR_RETURN(Statement stmt, Prepare("SELECT 1 FROM runs WHERE run_id = ?"));
+  ASSIGN_OR_RETURN(SqliteDb::Statement stmt, db_->Prepare("SELECT 1 FROM runs WHERE run_id = ?"));
   stmt.BindText(1, run_id);
   const int rc = stmt.Step();
   if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("no run ", run_id));
-  if (rc != SQLITE_ROW) return SqliteError(rc, absl::StrCat("reading run ", run_id));
+  if (rc != SQLITE_ROW) return db_->Error(rc, absl::StrCat("reading run ", run_id));
   return absl::OkStatus();
 }
 
@@ -383,14 +238,14 @@ absl::Status SqliteRunStore::InsertEvents(const std::string& run_id, int64_t fir
       return absl::InvalidArgumentError(
           absl::StrCat("event ", i, " of run ", run_id, " cannot be serialized (too large)"));
     }
-    ASSIGN_OR_RETURN(Statement stmt,
-                     Prepare("INSERT INTO events (run_id, seq, body) VALUES (?, ?, ?)"));
+    ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                     db_->Prepare("INSERT INTO events (run_id, seq, body) VALUES (?, ?, ?)"));
     stmt.BindText(1, run_id);
     stmt.BindInt(2, event.seq());
     stmt.BindBlob(3, body);
     const int rc = stmt.Step();
     if (rc != SQLITE_DONE) {
-      return SqliteError(rc, absl::StrCat("writing event ", event.seq(), " of run ", run_id));
+      return db_->Error(rc, absl::StrCat("writing event ", event.seq(), " of run ", run_id));
     }
   }
   return absl::OkStatus();
@@ -406,9 +261,11 @@ absl::StatusOr<CreateResult> SqliteRunStore::CreateRun(const rein::v1::Run& run,
   const std::string& tail_blob = parts.tail;
 
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(this, /*write=*/true));
+  ASSIGN_OR_RETURN(SqliteDb::Transaction tx,
+                   SqliteDb::Transaction::Begin(db_.get(), /*write=*/true));
   if (!run.request_id().empty()) {
-    ASSIGN_OR_RETURN(Statement stmt, Prepare("SELECT run_id FROM runs WHERE request_id = ?"));
+    ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                     db_->Prepare("SELECT run_id FROM runs WHERE request_id = ?"));
     stmt.BindText(1, run.request_id());
     const int rc = stmt.Step();
     if (rc == SQLITE_ROW) {
@@ -417,7 +274,7 @@ absl::StatusOr<CreateResult> SqliteRunStore::CreateRun(const rein::v1::Run& run,
       RETURN_IF_ERROR(tx.Commit());
       return CreateResult{std::move(existing.run), /*created=*/false};
     }
-    if (rc != SQLITE_DONE) return SqliteError(rc, "looking up request_id");
+    if (rc != SQLITE_DONE) return db_->Error(rc, "looking up request_id");
   }
   const absl::Status exists = RunExists(run.run_id());
   if (exists.ok()) {
@@ -426,10 +283,10 @@ absl::StatusOr<CreateResult> SqliteRunStore::CreateRun(const rein::v1::Run& run,
   if (!absl::IsNotFound(exists)) return exists;
 
   {
-    ASSIGN_OR_RETURN(Statement stmt,
-                     Prepare("INSERT INTO runs (run_id, request_id, stage, reason, version, "
-                             "last_seq, created_us, updated_us, run, state) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                     db_->Prepare("INSERT INTO runs (run_id, request_id, stage, reason, version, "
+                                  "last_seq, created_us, updated_us, run, state) "
+                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     stmt.BindText(1, run.run_id());
     if (run.request_id().empty()) {
       stmt.BindNull(2);
@@ -445,7 +302,7 @@ absl::StatusOr<CreateResult> SqliteRunStore::CreateRun(const rein::v1::Run& run,
     stmt.BindBlob(9, blob);
     stmt.BindBlob(10, tail_blob);
     const int rc = stmt.Step();
-    if (rc != SQLITE_DONE) return SqliteError(rc, absl::StrCat("writing run ", run.run_id()));
+    if (rc != SQLITE_DONE) return db_->Error(rc, absl::StrCat("writing run ", run.run_id()));
   }
   RETURN_IF_ERROR(InsertEvents(run.run_id(), /*first_seq=*/1, events));
   RETURN_IF_ERROR(tx.Commit());
@@ -471,7 +328,8 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::Commit(
   ASSIGN_OR_RETURN(const int64_t updated_us, TimestampMicros(updated_at, "now"));
 
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(this, /*write=*/true));
+  ASSIGN_OR_RETURN(SqliteDb::Transaction tx,
+                   SqliteDb::Transaction::Begin(db_.get(), /*write=*/true));
   ASSIGN_OR_RETURN(RunRow row, ReadVersion(run_id));
   if (row.version != expected_version) {
     return absl::FailedPreconditionError(absl::StrCat("run ", run_id, " is at version ",
@@ -482,9 +340,10 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::Commit(
   ASSIGN_OR_RETURN(const std::string blob, StateTail(new_state, updated_at));
   const int64_t last_seq = row.last_seq + static_cast<int64_t>(events.size());
   {
-    ASSIGN_OR_RETURN(Statement stmt,
-                     Prepare("UPDATE runs SET stage = ?, reason = ?, version = ?, last_seq = ?, "
-                             "updated_us = ?, state = ? WHERE run_id = ?"));
+    ASSIGN_OR_RETURN(
+        SqliteDb::Statement stmt,
+        db_->Prepare("UPDATE runs SET stage = ?, reason = ?, version = ?, last_seq = ?, "
+                     "updated_us = ?, state = ? WHERE run_id = ?"));
     stmt.BindInt(1, new_state.stage());
     stmt.BindInt(2, new_state.outcome().reason());
     stmt.BindInt(3, new_state.version());
@@ -493,13 +352,13 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::Commit(
     stmt.BindBlob(6, blob);
     stmt.BindText(7, run_id);
     const int rc = stmt.Step();
-    if (rc != SQLITE_DONE) return SqliteError(rc, absl::StrCat("updating run ", run_id));
+    if (rc != SQLITE_DONE) return db_->Error(rc, absl::StrCat("updating run ", run_id));
   }
   RETURN_IF_ERROR(InsertEvents(run_id, row.last_seq + 1, events));
   if (snapshot.has_value()) {
-    ASSIGN_OR_RETURN(Statement stmt,
-                     Prepare("INSERT INTO snapshots (run_id, version, iteration, state) "
-                             "VALUES (?, ?, ?, ?)"));
+    ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                     db_->Prepare("INSERT INTO snapshots (run_id, version, iteration, state) "
+                                  "VALUES (?, ?, ?, ?)"));
     stmt.BindText(1, run_id);
     stmt.BindInt(2, snapshot->version);
     stmt.BindInt(3, snapshot->iteration);
@@ -510,7 +369,7 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::Commit(
                                                    snapshot->version, " already"));
     }
     if (rc != SQLITE_DONE) {
-      return SqliteError(rc, absl::StrCat("writing a snapshot of run ", run_id));
+      return db_->Error(rc, absl::StrCat("writing a snapshot of run ", run_id));
     }
   }
   RETURN_IF_ERROR(tx.Commit());
@@ -520,10 +379,12 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::Commit(
 absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::ReadEvents(
     const std::string& run_id, int64_t after_seq, int limit) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(this, /*write=*/false));
+  ASSIGN_OR_RETURN(SqliteDb::Transaction tx,
+                   SqliteDb::Transaction::Begin(db_.get(), /*write=*/false));
   RETURN_IF_ERROR(RunExists(run_id));
-  ASSIGN_OR_RETURN(Statement stmt, Prepare("SELECT seq, body FROM events WHERE run_id = ? "
-                                           "AND seq > ? ORDER BY seq LIMIT ?"));
+  ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                   db_->Prepare("SELECT seq, body FROM events WHERE run_id = ? "
+                                "AND seq > ? ORDER BY seq LIMIT ?"));
   stmt.BindText(1, run_id);
   stmt.BindInt(2, after_seq);
   stmt.BindInt(3, limit > 0 ? limit : -1);  // a negative LIMIT is no limit
@@ -539,7 +400,7 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::ReadEvents(
     event.set_run_id(run_id);
     event.set_seq(seq);
   }
-  if (rc != SQLITE_DONE) return SqliteError(rc, absl::StrCat("reading events of run ", run_id));
+  if (rc != SQLITE_DONE) return db_->Error(rc, absl::StrCat("reading events of run ", run_id));
   RETURN_IF_ERROR(tx.Commit());
   return events;
 }
@@ -563,7 +424,7 @@ absl::StatusOr<RunPage> SqliteRunStore::ListRuns(const RunFilter& filter, int pa
   absl::StrAppend(&sql, " ORDER BY created_us DESC, run_id DESC LIMIT ?");
 
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(Statement stmt, Prepare(sql));
+  ASSIGN_OR_RETURN(SqliteDb::Statement stmt, db_->Prepare(sql));
   int index = 1;
   if (filter.stage != rein::v1::STAGE_UNSPECIFIED) stmt.BindInt(index++, filter.stage);
   if (filter.outcome != rein::v1::TERMINATION_REASON_UNSPECIFIED) {
@@ -592,16 +453,18 @@ absl::StatusOr<RunPage> SqliteRunStore::ListRuns(const RunFilter& filter, int pa
     RETURN_IF_ERROR(ParseStoredRun(stmt.ColumnBytes(2), stmt.ColumnBytes(3), last.run_id, &run));
     page_bytes += run.ByteSizeLong();
   }
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteError(rc, "listing runs");
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return db_->Error(rc, "listing runs");
   return page;
 }
 
 absl::StatusOr<std::vector<Snapshot>> SqliteRunStore::ListSnapshots(const std::string& run_id) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(this, /*write=*/false));
+  ASSIGN_OR_RETURN(SqliteDb::Transaction tx,
+                   SqliteDb::Transaction::Begin(db_.get(), /*write=*/false));
   RETURN_IF_ERROR(RunExists(run_id));
-  ASSIGN_OR_RETURN(Statement stmt, Prepare("SELECT version, iteration, state FROM snapshots "
-                                           "WHERE run_id = ? ORDER BY version"));
+  ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                   db_->Prepare("SELECT version, iteration, state FROM snapshots "
+                                "WHERE run_id = ? ORDER BY version"));
   stmt.BindText(1, run_id);
   std::vector<Snapshot> snapshots;
   int rc;
@@ -612,7 +475,7 @@ absl::StatusOr<std::vector<Snapshot>> SqliteRunStore::ListSnapshots(const std::s
     snapshot.state = stmt.ColumnBytes(2);
   }
   if (rc != SQLITE_DONE) {
-    return SqliteError(rc, absl::StrCat("reading snapshots of run ", run_id));
+    return db_->Error(rc, absl::StrCat("reading snapshots of run ", run_id));
   }
   RETURN_IF_ERROR(tx.Commit());
   return snapshots;
@@ -622,12 +485,13 @@ absl::StatusOr<std::vector<std::string>> SqliteRunStore::ListUnfinishedRunIds() 
   static_assert(rein::v1::FINISHED == 7 && rein::v1::FAILED == 8 && rein::v1::CANCELLED == 9,
                 "the query below names the terminal stages by number");
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(Statement stmt, Prepare("SELECT run_id FROM runs WHERE stage NOT IN "
-                                           "(7, 8, 9) ORDER BY created_us, run_id"));
+  ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                   db_->Prepare("SELECT run_id FROM runs WHERE stage NOT IN "
+                                "(7, 8, 9) ORDER BY created_us, run_id"));
   std::vector<std::string> ids;
   int rc;
   while ((rc = stmt.Step()) == SQLITE_ROW) ids.push_back(stmt.ColumnBytes(0));
-  if (rc != SQLITE_DONE) return SqliteError(rc, "listing unfinished runs");
+  if (rc != SQLITE_DONE) return db_->Error(rc, "listing unfinished runs");
   return ids;
 }
 

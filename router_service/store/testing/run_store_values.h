@@ -1,6 +1,6 @@
 // Small runs, events and states for the RunStore implementations' own tests.
-#ifndef REIN_ROUTER_SERVICE_TESTING_RUN_STORE_VALUES_H_
-#define REIN_ROUTER_SERVICE_TESTING_RUN_STORE_VALUES_H_
+#ifndef REIN_ROUTER_SERVICE_STORE_TESTING_RUN_STORE_VALUES_H_
+#define REIN_ROUTER_SERVICE_STORE_TESTING_RUN_STORE_VALUES_H_
 
 #include <cstdint>
 #include <string>
@@ -39,4 +39,4 @@ inline rein::v1::RunState NextState(int64_t version) {
 
 }  // namespace rein::testing
 
-#endif  // REIN_ROUTER_SERVICE_TESTING_RUN_STORE_VALUES_H_
+#endif  // REIN_ROUTER_SERVICE_STORE_TESTING_RUN_STORE_VALUES_H_

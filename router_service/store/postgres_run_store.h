@@ -1,6 +1,6 @@
 // PostgresRunStore: the RunStore in a PostgreSQL database, for one or several routers.
-#ifndef REIN_ROUTER_SERVICE_POSTGRES_RUN_STORE_H_
-#define REIN_ROUTER_SERVICE_POSTGRES_RUN_STORE_H_
+#ifndef REIN_ROUTER_SERVICE_STORE_POSTGRES_RUN_STORE_H_
+#define REIN_ROUTER_SERVICE_STORE_POSTGRES_RUN_STORE_H_
 
 #include <cstdint>
 #include <memory>
@@ -8,39 +8,35 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "rein/v1/types.pb.h"
-#include "router_service/run_store.h"
-
-typedef struct pg_conn PGconn;
+#include "router_service/store/run_store.h"
 
 namespace rein {
 
-// A RunStore kept in a PostgreSQL database (libpq, PostgreSQL 12 or newer).
+class PgPool;  // pg_session.h
+
+// A RunStore kept in a PostgreSQL database (libpq, PostgreSQL 12 or newer); the contract is
+// RunStore's (run_store.h).
 //
-// Layout (as SqliteRunStore's): `runs` holds each run's immutable part (the run without state
-// and updated_at, serialized) in `run` and its state part in `state`, both BYTEA, plus the
-// columns the queries need (stage, outcome reason, version, last event seq, created/updated
-// times in microseconds since the epoch); `events` holds each serialized rein.v1.RunEvent keyed
-// by (run_id, seq); `snapshots` the per-iteration state keyed by (run_id, version);
-// `schema_version` the layout's version. Tables are created when missing.
+// Layout (the same as SqliteRunStore's): `runs` holds each run's immutable part (the run
+// without state and updated_at, serialized) in `run` and its state part in `state`, both BYTEA,
+// plus the columns the queries need (stage, outcome reason, version, last event seq,
+// created/updated times in microseconds since the epoch); `events` holds each serialized
+// rein.v1.RunEvent keyed by (run_id, seq); `snapshots` the per-iteration state keyed by
+// (run_id, version); `schema_version` the layout's version. Tables are created when missing.
+// run_id is collated "C" (bytewise), as in SQLite.
 //
-// Every method is one transaction. Commit is `UPDATE runs ... WHERE run_id = $ AND version = $`
-// (the row lock orders concurrent commits; a loser re-reads the row and finds the version
-// moved on, FAILED_PRECONDITION), then the events with seq last_seq+1.. and the snapshot, then
-// COMMIT. CreateRun inserts with ON CONFLICT DO NOTHING, so concurrent creators with one
-// request_id (in this process or in another router) wait for the first and return its run.
-// Values always travel as binary parameters (PQexecParams), never inside SQL text.
-//
-// Where the RunStore contract is silent it behaves as SqliteRunStore (see there): Commit needs
-// new_state.version == expected_version + 1; a duplicate snapshot version is ALREADY_EXISTS;
-// ReadEvents with limit <= 0 reads all; a page token is bound to its filter; a stored row that
-// does not parse is DATA_LOSS naming the run. A lost connection is UNAVAILABLE (the call may be
-// retried); a connection found broken at the start of a call is reconnected once.
+// How it keeps the contract with several routers on one database: Commit is `UPDATE runs ...
+// WHERE run_id = $ AND version = $` (the row lock orders concurrent commits; a loser re-reads
+// the row and finds the version moved on, FAILED_PRECONDITION), then the events with seq
+// last_seq+1.. and the snapshot, then COMMIT. CreateRun inserts with ON CONFLICT DO NOTHING, so
+// concurrent creators with one request_id (in this process or in another router) wait for the
+// first and return its run. Values always travel as binary parameters, never inside SQL text.
+// A lost connection is UNAVAILABLE; a connection found broken at the start of a call is
+// reconnected once.
 //
 // Thread-safe: a small pool of connections (Options::max_connections); each call borrows one
 // for its transaction, so calls on different runs proceed in parallel on the server instead of
@@ -69,7 +65,7 @@ class PostgresRunStore final : public RunStore {
   static constexpr int kSchemaVersion = 1;
 
   // host:port/database of the server, for logs and messages (never the password).
-  const std::string& target() const { return target_; }
+  const std::string& target() const;
 
   ~PostgresRunStore() override;
   PostgresRunStore(const PostgresRunStore&) = delete;
@@ -91,32 +87,15 @@ class PostgresRunStore final : public RunStore {
   absl::StatusOr<std::vector<std::string>> ListUnfinishedRunIds() override;
 
  private:
-  class Transaction;
-
-  PostgresRunStore(std::string url, std::string target, const Options& options);
-
-  // A new connection (not in the pool).
-  absl::StatusOr<PGconn*> Connect() const;
-  // Borrows a connection from the pool (opening one when below max_connections).
-  absl::StatusOr<PGconn*> Acquire();
-  // Returns a borrowed connection; one that is broken or inside a transaction is closed.
-  void Release(PGconn* conn);
-  bool CanAcquire() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  explicit PostgresRunStore(std::unique_ptr<PgPool> pool);
 
   absl::Status Initialize();
   absl::Status ParseStoredRun(const std::string& base, const std::string& tail,
                               const std::string& run_id, rein::v1::Run* run) const;
 
-  const std::string url_;
-  // host:port/database, for messages (no password).
-  const std::string target_;
-  const Options options_;
-
-  mutable absl::Mutex mu_;
-  std::vector<PGconn*> idle_ ABSL_GUARDED_BY(mu_);
-  int open_ ABSL_GUARDED_BY(mu_) = 0;  // idle + borrowed + being opened
+  const std::unique_ptr<PgPool> pool_;
 };
 
 }  // namespace rein
 
-#endif  // REIN_ROUTER_SERVICE_POSTGRES_RUN_STORE_H_
+#endif  // REIN_ROUTER_SERVICE_STORE_POSTGRES_RUN_STORE_H_

@@ -1,7 +1,7 @@
 // What the RunStore implementations share: timestamps as microseconds, and ListRuns page
 // tokens (opaque to clients, checked, and bound to the filter they were made for).
-#ifndef REIN_ROUTER_SERVICE_STORE_CODEC_H_
-#define REIN_ROUTER_SERVICE_STORE_CODEC_H_
+#ifndef REIN_ROUTER_SERVICE_STORE_STORE_CODEC_H_
+#define REIN_ROUTER_SERVICE_STORE_STORE_CODEC_H_
 
 #include <cstdint>
 #include <string>
@@ -11,7 +11,7 @@
 #include "absl/time/time.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "rein/v1/router.pb.h"
-#include "router_service/run_store.h"
+#include "router_service/store/run_store.h"
 
 namespace rein {
 
@@ -58,4 +58,4 @@ absl::StatusOr<Cursor> ParsePageToken(const RunFilter& filter, const std::string
 
 }  // namespace rein
 
-#endif  // REIN_ROUTER_SERVICE_STORE_CODEC_H_
+#endif  // REIN_ROUTER_SERVICE_STORE_STORE_CODEC_H_

@@ -4,17 +4,19 @@
 //
 //   INSTANTIATE_TEST_SUITE_P(Sqlite, RunStoreConformanceTest,
 //                            ::testing::Values(MySqliteFactory()), RunStoreFactoryName);
-#ifndef REIN_ROUTER_SERVICE_RUN_STORE_CONFORMANCE_H_
-#define REIN_ROUTER_SERVICE_RUN_STORE_CONFORMANCE_H_
+#ifndef REIN_ROUTER_SERVICE_STORE_RUN_STORE_CONFORMANCE_H_
+#define REIN_ROUTER_SERVICE_STORE_RUN_STORE_CONFORMANCE_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "router_service/run_store.h"
+#include "router_service/store/run_store.h"
 
 namespace rein {
 
@@ -29,6 +31,15 @@ struct RunStoreFactory {
   std::function<absl::StatusOr<std::unique_ptr<RunStore>>(const std::string& location)> open;
   // Deletes what `new_location` made; may be empty when there is nothing to clean up.
   std::function<void(const std::string& location)> remove;
+  // Overwrites the stored bytes of run `run_id` (its part written once) with bytes that do not
+  // parse, from outside the store, as a bug or an operator would. May be empty: the tests of
+  // corrupt rows are then skipped.
+  std::function<absl::Status(const std::string& location, const std::string& run_id)>
+      corrupt_run;
+  // Likewise for the stored bytes of event `seq` of run `run_id`.
+  std::function<absl::Status(const std::string& location, const std::string& run_id,
+                             int64_t seq)>
+      corrupt_event;
 };
 
 // For INSTANTIATE_TEST_SUITE_P's name generator.
@@ -48,6 +59,9 @@ class RunStoreConformanceTest : public ::testing::TestWithParam<RunStoreFactory>
   void Reopen();
   // A second store on the same location, beside store() (as a second router would have).
   std::unique_ptr<RunStore> OpenAnother();
+  // The factory's corrupt_run / corrupt_event on this test's location.
+  absl::Status CorruptRun(const std::string& run_id);
+  absl::Status CorruptEvent(const std::string& run_id, int64_t seq);
 
  private:
   std::string location_;
@@ -56,4 +70,4 @@ class RunStoreConformanceTest : public ::testing::TestWithParam<RunStoreFactory>
 
 }  // namespace rein
 
-#endif  // REIN_ROUTER_SERVICE_RUN_STORE_CONFORMANCE_H_
+#endif  // REIN_ROUTER_SERVICE_STORE_RUN_STORE_CONFORMANCE_H_

@@ -10,7 +10,7 @@
 #include "absl/time/time.h"
 #include "benchmark/benchmark.h"
 #include "rein/v1/types.pb.h"
-#include "router_service/sqlite_run_store.h"
+#include "router_service/store/sqlite_run_store.h"
 
 namespace rein {
 namespace {

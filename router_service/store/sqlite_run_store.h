@@ -1,13 +1,12 @@
 // SqliteRunStore: the embedded RunStore, one SQLite file in WAL mode.
-#ifndef REIN_ROUTER_SERVICE_SQLITE_RUN_STORE_H_
-#define REIN_ROUTER_SERVICE_SQLITE_RUN_STORE_H_
+#ifndef REIN_ROUTER_SERVICE_STORE_SQLITE_RUN_STORE_H_
+#define REIN_ROUTER_SERVICE_STORE_SQLITE_RUN_STORE_H_
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -16,33 +15,24 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "rein/v1/types.pb.h"
-#include "router_service/run_store.h"
-
-struct sqlite3;
-struct sqlite3_stmt;
+#include "router_service/store/run_store.h"
+#include "router_service/store/sqlite_db.h"
 
 namespace rein {
 
-// A RunStore kept in one SQLite database file.
+// A RunStore kept in one SQLite database file; the contract is RunStore's (run_store.h).
 //
-// Layout: `runs` holds each run as a serialized rein.v1.Run (state included) plus the columns
-// the queries need (stage, outcome reason, version, last event seq, created/updated times in
-// microseconds since the epoch); `events` holds each event as a serialized rein.v1.RunEvent
-// keyed by (run_id, seq); `snapshots` holds the per-iteration JSON keyed by (run_id, version);
-// `schema_version` holds the layout's version.
-//
-// Choices where the RunStore contract is silent:
-//  - Commit requires new_state.version == expected_version + 1 (else INVALID_ARGUMENT), so a
-//    committed transition always moves the version on and optimistic concurrency holds.
-//  - A snapshot whose (run_id, version) is stored already is ALREADY_EXISTS; nothing is written.
-//  - ReadEvents with limit <= 0 returns every event after after_seq.
-//  - ListUnfinishedRunIds returns the ids oldest first.
-//  - A page token is bound to the filter it was made for; using it with another filter is
-//    INVALID_ARGUMENT naming page_token.
-//  - A row whose stored bytes do not parse is DATA_LOSS naming the run.
+// Layout: `runs` holds each run's immutable part (the run without state and updated_at,
+// serialized) in `run` and its state part in `state`, both BLOBs (see SplitRun in
+// store_codec.h), plus the columns the queries need (stage, outcome reason, version, last event
+// seq, created/updated times in microseconds since the epoch); `events` holds each event as a
+// serialized rein.v1.RunEvent keyed by (run_id, seq); `snapshots` holds each snapshot's
+// serialized rein.v1.RunState keyed by (run_id, version); `schema_version` holds the layout's
+// version.
 //
 // Thread-safe: one connection, used under a mutex; every method is one SQLite transaction
-// (writes use BEGIN IMMEDIATE, so several processes sharing the file also serialize).
+// (writes use BEGIN IMMEDIATE, so several processes sharing the file also serialize). Nothing
+// here stops two routers from using one file: OpenRunStore (open_run_store.h) does, with a lock.
 class SqliteRunStore final : public RunStore {
  public:
   enum class Synchronous { kNormal, kFull };
@@ -61,7 +51,8 @@ class SqliteRunStore final : public RunStore {
 
   // Opens (creating if missing) the database at `path` and its tables. A path that cannot be
   // opened, or a file that is not a database, is FAILED_PRECONDITION naming the path; a
-  // database written by a newer layout is FAILED_PRECONDITION naming both versions.
+  // database of another layout version is FAILED_PRECONDITION naming the versions (an older
+  // one is not migrated: the message says to move the file away).
   static absl::StatusOr<std::unique_ptr<SqliteRunStore>> Open(const std::string& path,
                                                               const Options& options);
   static absl::StatusOr<std::unique_ptr<SqliteRunStore>> Open(const std::string& path) {
@@ -92,15 +83,8 @@ class SqliteRunStore final : public RunStore {
   absl::StatusOr<std::vector<std::string>> ListUnfinishedRunIds() override;
 
  private:
-  class Statement;
-  class Transaction;
+  SqliteRunStore(std::unique_ptr<SqliteDb> db, std::string path);
 
-  SqliteRunStore(sqlite3* db, std::string path);
-
-  // Runs `sql` (no parameters, no rows), e.g. BEGIN or a pragma.
-  absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A prepared statement for `sql` from the cache, reset when the Statement is destroyed.
-  absl::StatusOr<Statement> Prepare(const std::string& sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Initialize(const Options& options) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The stored run row; NOT_FOUND / DATA_LOSS as GetRun.
   struct RunRow {
@@ -117,21 +101,19 @@ class SqliteRunStore final : public RunStore {
   absl::Status InsertEvents(const std::string& run_id, int64_t first_seq,
                             std::vector<rein::v1::RunEvent>& events)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status SqliteError(int rc, const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void CheckpointLoop();
 
   const std::string path_;
   // The background checkpointer (see Options::background_checkpoint).
-  sqlite3* checkpoint_db_ = nullptr;
+  std::unique_ptr<SqliteDb> checkpoint_db_;
   absl::Mutex checkpoint_mu_;
   bool checkpoint_stop_ ABSL_GUARDED_BY(checkpoint_mu_) = false;
   std::thread checkpointer_;
   absl::Mutex mu_;
-  sqlite3* const db_ ABSL_GUARDED_BY(mu_);
-  std::unordered_map<std::string, sqlite3_stmt*> statements_ ABSL_GUARDED_BY(mu_);
+  const std::unique_ptr<SqliteDb> db_ ABSL_PT_GUARDED_BY(mu_);
 };
 
 }  // namespace rein
 
-#endif  // REIN_ROUTER_SERVICE_SQLITE_RUN_STORE_H_
+#endif  // REIN_ROUTER_SERVICE_STORE_SQLITE_RUN_STORE_H_

@@ -1,6 +1,6 @@
 // PostgresServer: a private PostgreSQL server for a test, started from the installed binaries.
-#ifndef REIN_ROUTER_SERVICE_TESTING_POSTGRES_SERVER_H_
-#define REIN_ROUTER_SERVICE_TESTING_POSTGRES_SERVER_H_
+#ifndef REIN_ROUTER_SERVICE_STORE_TESTING_POSTGRES_SERVER_H_
+#define REIN_ROUTER_SERVICE_STORE_TESTING_POSTGRES_SERVER_H_
 
 #include <sys/types.h>
 
@@ -51,4 +51,4 @@ class PostgresServer {
 
 }  // namespace rein
 
-#endif  // REIN_ROUTER_SERVICE_TESTING_POSTGRES_SERVER_H_
+#endif  // REIN_ROUTER_SERVICE_STORE_TESTING_POSTGRES_SERVER_H_

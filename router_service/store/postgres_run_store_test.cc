@@ -1,6 +1,6 @@
 // Tests of PostgresRunStore against a private PostgreSQL server: the RunStore conformance
 // suite plus what is particular to PostgreSQL.
-#include "router_service/postgres_run_store.h"
+#include "router_service/store/postgres_run_store.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -15,14 +15,15 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "router_service/testing/run_store_values.h"
+#include "router_service/store/testing/run_store_values.h"
 #include "rein/v1/types.pb.h"
-#include "router_service/run_store_conformance.h"
-#include "router_service/testing/postgres_server.h"
+#include "router_service/store/run_store_conformance.h"
+#include "router_service/store/testing/postgres_server.h"
 
 namespace rein {
 namespace {
@@ -49,6 +50,17 @@ class PostgresEnvironment : public ::testing::Environment {
 ::testing::Environment* const environment =
     ::testing::AddGlobalTestEnvironment(new PostgresEnvironment);
 
+// `text` as an SQL string literal (standard_conforming_strings is on).
+std::string Quoted(const std::string& text) {
+  return absl::StrCat("'", absl::StrReplaceAll(text, {{"'", "''"}}), "'");
+}
+
+// Runs `sql` in the database of `url` as the superuser, outside the store.
+absl::Status Corrupt(const std::string& url, const std::string& sql) {
+  if (server == nullptr) return absl::FailedPreconditionError("no PostgreSQL server");
+  return server->Query(url.substr(url.rfind('/') + 1), sql).status();
+}
+
 RunStoreFactory PostgresFactory() {
   RunStoreFactory factory;
   factory.name = "Postgres";
@@ -63,6 +75,15 @@ RunStoreFactory PostgresFactory() {
   };
   factory.remove = [](const std::string& url) {
     if (server != nullptr) server->DropDatabase(url).IgnoreError();
+  };
+  factory.corrupt_run = [](const std::string& url, const std::string& run_id) {
+    return Corrupt(url, "UPDATE runs SET run = '\\xffffffff'::bytea WHERE run_id = " +
+                            Quoted(run_id));
+  };
+  factory.corrupt_event = [](const std::string& url, const std::string& run_id, int64_t seq) {
+    return Corrupt(url, absl::StrCat("UPDATE events SET body = '\\xffffffff'::bytea "
+                                     "WHERE run_id = ",
+                                     Quoted(run_id), " AND seq = ", seq));
   };
   return factory;
 }
@@ -196,35 +217,6 @@ TEST_F(PostgresRunStoreTest, StateIsStoredApartFromTheImmutableRun) {
   EXPECT_EQ(Query("SELECT version FROM runs"), "2");
 }
 
-TEST_F(PostgresRunStoreTest, CorruptRunIsDataLossNamingRun) {
-  std::unique_ptr<PostgresRunStore> store = OpenOrDie();
-  ASSERT_NE(store, nullptr);
-  ASSERT_TRUE(store->CreateRun(MakeRun("run-bad", "request-bad"), {}).ok());
-  ASSERT_TRUE(store->CreateRun(MakeRun("run-good"), {}).ok());
-  Query("UPDATE runs SET run = '\\xffffffff'::bytea WHERE run_id = 'run-bad'");
-
-  absl::StatusOr<rein::v1::Run> got = store->GetRun("run-bad");
-  EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(got.status().message(), HasSubstr("run-bad"));
-  absl::StatusOr<RunPage> page = store->ListRuns(RunFilter{}, 10, "");
-  EXPECT_EQ(page.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(store->CreateRun(MakeRun("run-new", "request-bad"), {}).status().code(),
-            absl::StatusCode::kDataLoss);
-  absl::StatusOr<rein::v1::Run> good = store->GetRun("run-good");
-  ASSERT_TRUE(good.ok()) << good.status();
-  EXPECT_EQ(good->spec().goal(), "count the files");
-}
-
-TEST_F(PostgresRunStoreTest, CorruptEventIsDataLossNamingRunAndSeq) {
-  std::unique_ptr<PostgresRunStore> store = OpenOrDie();
-  ASSERT_NE(store, nullptr);
-  ASSERT_TRUE(store->CreateRun(MakeRun("run-1"), {Event("a"), Event("b")}).ok());
-  Query("UPDATE events SET body = '\\xffffffff'::bytea WHERE seq = 2");
-  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = store->ReadEvents("run-1", 0, 0);
-  EXPECT_EQ(events.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(events.status().message(), HasSubstr("event 2 of run run-1"));
-}
-
 TEST_F(PostgresRunStoreTest, RunIdWithNulByteIsInvalidArgument) {
   std::unique_ptr<PostgresRunStore> store = OpenOrDie();
   ASSERT_NE(store, nullptr);
@@ -233,63 +225,6 @@ TEST_F(PostgresRunStoreTest, RunIdWithNulByteIsInvalidArgument) {
   EXPECT_EQ(created.status().code(), absl::StatusCode::kInvalidArgument);
   // The failed transaction left the pool usable.
   EXPECT_TRUE(store->CreateRun(MakeRun("run-2"), {}).ok());
-}
-
-TEST_F(PostgresRunStoreTest, DuplicateSnapshotVersionIsAlreadyExistsAndWritesNothing) {
-  std::unique_ptr<PostgresRunStore> store = OpenOrDie();
-  ASSERT_NE(store, nullptr);
-  ASSERT_TRUE(store->CreateRun(MakeRun("run-1"), {}).ok());
-  ASSERT_TRUE(store
-                  ->Commit("run-1", 1, NextState(2), {Event("a")}, Snapshot{1, 7, "{}"},
-                           absl::FromUnixSeconds(1700000001))
-                  .ok());
-  EXPECT_EQ(store
-                ->Commit("run-1", 2, NextState(3), {Event("b")}, Snapshot{2, 7, "{}"},
-                         absl::FromUnixSeconds(1700000002))
-                .status()
-                .code(),
-            absl::StatusCode::kAlreadyExists);
-  absl::StatusOr<rein::v1::Run> got = store->GetRun("run-1");
-  ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(got->state().version(), 2);
-  EXPECT_EQ(Query("SELECT count(*) FROM events"), "1");
-}
-
-TEST_F(PostgresRunStoreTest, ConcurrentCreatesWithOneRequestIdStoreOneRun) {
-  std::unique_ptr<PostgresRunStore> first = OpenOrDie();
-  std::unique_ptr<PostgresRunStore> second = OpenOrDie();  // as another router
-  ASSERT_NE(first, nullptr);
-  ASSERT_NE(second, nullptr);
-  constexpr int kThreads = 8;
-  absl::Notification start;
-  std::vector<absl::StatusOr<CreateResult>> results(kThreads, absl::UnknownError("not run"));
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kThreads; ++i) {
-    threads.emplace_back([&, i] {
-      PostgresRunStore& store = i % 2 == 0 ? *first : *second;
-      start.WaitForNotification();
-      results[i] = store.CreateRun(MakeRun(absl::StrCat("run-", i), "request-1"),
-                                   {Event(absl::StrCat("from ", i))});
-    });
-  }
-  start.Notify();
-  for (std::thread& thread : threads) thread.join();
-
-  int created = 0;
-  std::string winner;
-  for (const absl::StatusOr<CreateResult>& result : results) {
-    ASSERT_TRUE(result.ok()) << result.status();
-    if (result->created) {
-      ++created;
-      winner = result->run.run_id();
-    }
-  }
-  ASSERT_EQ(created, 1);
-  for (const absl::StatusOr<CreateResult>& result : results) {
-    EXPECT_EQ(result->run.run_id(), winner);
-  }
-  EXPECT_EQ(Query("SELECT count(*) FROM runs"), "1");
-  EXPECT_EQ(Query("SELECT count(*) FROM events"), "1");
 }
 
 TEST_F(PostgresRunStoreTest, OneConnectionServesManyThreads) {

@@ -1,0 +1,211 @@
+// Tests of SqliteRunStore: the RunStore conformance suite plus what is particular to SQLite.
+#include "router_service/store/sqlite_run_store.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "router_service/store/testing/run_store_values.h"
+#include "rein/v1/types.pb.h"
+#include "router_service/store/run_store_conformance.h"
+
+namespace rein {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A new empty directory under the test's temporary directory.
+std::string NewTempDir() {
+  const char* root = std::getenv("TEST_TMPDIR");
+  std::string pattern = absl::StrCat(root != nullptr ? root : "/tmp", "/sqlite_run_store_XXXXXX");
+  if (mkdtemp(pattern.data()) == nullptr) return "";
+  return pattern;
+}
+
+// Runs `sql` on the database file through a separate connection, as an operator or a bug would.
+absl::Status ExecRaw(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  absl::Status status;
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) {
+    status = absl::InternalError(absl::StrCat("cannot open ", path));
+  } else {
+    char* error = nullptr;
+    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+      status = absl::InternalError(absl::StrCat(sql, ": ", error != nullptr ? error : ""));
+    }
+    sqlite3_free(error);
+  }
+  sqlite3_close(db);
+  return status;
+}
+
+// `text` as an SQL string literal.
+std::string Quoted(const std::string& text) {
+  return absl::StrCat("'", absl::StrReplaceAll(text, {{"'", "''"}}), "'");
+}
+
+// The first column of the first row of `sql`, as text.
+std::string QueryRaw(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string value;
+  if (sqlite3_open(path.c_str(), &db) == SQLITE_OK) {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW) {
+      value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    }
+    sqlite3_finalize(stmt);
+  }
+  sqlite3_close(db);
+  return value;
+}
+
+RunStoreFactory SqliteFactory(const std::string& name, SqliteRunStore::Synchronous synchronous) {
+  RunStoreFactory factory;
+  factory.name = name;
+  factory.new_location = []() -> absl::StatusOr<std::string> {
+    const std::string dir = NewTempDir();
+    if (dir.empty()) return absl::InternalError("mkdtemp failed");
+    return dir + "/runs.db";
+  };
+  factory.open = [synchronous](const std::string& path)
+      -> absl::StatusOr<std::unique_ptr<RunStore>> {
+    SqliteRunStore::Options options;
+    options.synchronous = synchronous;
+    absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path, options);
+    if (!store.ok()) return store.status();
+    return std::unique_ptr<RunStore>(std::move(*store));
+  };
+  factory.remove = [](const std::string& path) {
+    std::error_code ignored;
+    std::filesystem::remove_all(std::filesystem::path(path).parent_path(), ignored);
+  };
+  factory.corrupt_run = [](const std::string& path, const std::string& run_id) {
+    return ExecRaw(path, "UPDATE runs SET run = x'ffffffff' WHERE run_id = " + Quoted(run_id));
+  };
+  factory.corrupt_event = [](const std::string& path, const std::string& run_id, int64_t seq) {
+    return ExecRaw(path, absl::StrCat("UPDATE events SET body = x'ffffffff' WHERE run_id = ",
+                                      Quoted(run_id), " AND seq = ", seq));
+  };
+  return factory;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sqlite, RunStoreConformanceTest,
+    ::testing::Values(SqliteFactory("SynchronousNormal", SqliteRunStore::Synchronous::kNormal),
+                      SqliteFactory("SynchronousFull", SqliteRunStore::Synchronous::kFull)),
+    RunStoreFactoryName);
+
+using rein::testing::Event;
+using rein::testing::MakeRun;
+using rein::testing::NextState;
+
+class SqliteRunStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = NewTempDir();
+    ASSERT_NE(dir_, "");
+    path_ = dir_ + "/runs.db";
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+
+  std::unique_ptr<SqliteRunStore> OpenOrDie() {
+    absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path_);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+
+  std::string dir_;
+  std::string path_;
+};
+
+TEST_F(SqliteRunStoreTest, OpenInMissingDirectoryIsFailedPreconditionNamingPath) {
+  const std::string path = dir_ + "/no/such/dir/runs.db";
+  absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(), HasSubstr(path));
+}
+
+TEST_F(SqliteRunStoreTest, OpenEmptyPathIsInvalidArgument) {
+  EXPECT_EQ(SqliteRunStore::Open("").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(SqliteRunStoreTest, OpenFileThatIsNotADatabaseIsFailedPreconditionNamingPath) {
+  {
+    std::ofstream file(path_);
+    for (int i = 0; i < 200; ++i) file << "this is a text file, not an SQLite database\n";
+  }
+  absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(), HasSubstr(path_));
+}
+
+TEST_F(SqliteRunStoreTest, OpenNegativeBusyTimeoutIsInvalidArgument) {
+  SqliteRunStore::Options options;
+  options.busy_timeout = absl::Seconds(-1);
+  EXPECT_EQ(SqliteRunStore::Open(path_, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(SqliteRunStoreTest, OpenUsesWalAndRecordsSchemaVersion) {
+  ASSERT_NE(OpenOrDie(), nullptr);
+  EXPECT_EQ(QueryRaw(path_, "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(QueryRaw(path_, "SELECT version FROM schema_version"), "2");
+}
+
+TEST_F(SqliteRunStoreTest, OpenOlderSchemaVersionIsFailedPreconditionSayingWhatToDo) {
+  ASSERT_NE(OpenOrDie(), nullptr);
+  ASSERT_TRUE(ExecRaw(path_, "UPDATE schema_version SET version = 1").ok());
+  absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(), HasSubstr("older schema version 1"));
+  EXPECT_THAT(store.status().message(), HasSubstr("move the file away"));
+}
+
+TEST_F(SqliteRunStoreTest, OpenNewerSchemaVersionIsFailedPrecondition) {
+  ASSERT_NE(OpenOrDie(), nullptr);
+  ASSERT_TRUE(ExecRaw(path_, "UPDATE schema_version SET version = 3").ok());
+  absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(), HasSubstr("schema version 3"));
+}
+
+TEST_F(SqliteRunStoreTest, CommitOnRunWithCorruptBaseRewritesOnlyTheStatePart) {
+  {
+    std::unique_ptr<SqliteRunStore> store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->CreateRun(MakeRun("run-bad"), {}).ok());
+  }
+  ASSERT_TRUE(ExecRaw(path_, "UPDATE runs SET run = x'ffffffff' WHERE run_id = 'run-bad'").ok());
+  std::unique_ptr<SqliteRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+
+  // Commit writes only the state part of the row (the corrupt part is never read by it);
+  // every read still reports the corruption.
+  EXPECT_TRUE(store->Commit("run-bad", 1, NextState(2), {Event("x")}, std::nullopt,
+                            absl::FromUnixSeconds(1700000001))
+                  .ok());
+  EXPECT_EQ(store->GetRun("run-bad").status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(QueryRaw(path_, "SELECT version FROM runs WHERE run_id = 'run-bad'"), "2");
+}
+
+}  // namespace
+}  // namespace rein
