@@ -11,9 +11,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/grpc_status.h"
-#include "common/usage_payload.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/usage_payload.h"
 #include "planner_service/request_validation.h"
 
 namespace rein {
