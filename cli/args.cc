@@ -1,4 +1,4 @@
-// reinctl's command line: parsing argv into a Command, and building requests from it (pure).
+// reinctl's command line: parsing argv into a Command (pure).
 #include "cli/args.h"
 
 #include <map>
@@ -13,7 +13,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "google/protobuf/descriptor.h"
-#include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 
 namespace rein::cli {
@@ -522,114 +521,6 @@ std::string Usage(absl::string_view topic) {
   }
   if (topic.empty()) absl::StrAppend(&out, "  help [SUBCOMMAND]\n    Prints this help.\n");
   return out;
-}
-
-namespace {
-
-void SetDuration(absl::Duration duration, google::protobuf::Duration* out) {
-  int64_t seconds = absl::IDivDuration(duration, absl::Seconds(1), &duration);
-  out->set_seconds(seconds);
-  out->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(duration)));
-}
-
-}  // namespace
-
-absl::StatusOr<v1::RunSpec> BuildRunSpec(const StartOptions& options,
-                                         absl::string_view spec_json,
-                                         std::optional<std::string> goal_file_text) {
-  v1::RunSpec spec;
-  if (!spec_json.empty()) {
-    google::protobuf::util::JsonParseOptions parse_options;
-    auto status = google::protobuf::util::JsonStringToMessage(
-        google::protobuf::StringPiece(spec_json.data(), spec_json.size()), &spec,
-        parse_options);
-    if (!status.ok()) {
-      return UsageError(absl::StrCat("--spec: not a RunSpec in proto3 JSON: ",
-                                     std::string(status.message())));
-    }
-  }
-  if (options.goal.has_value()) {
-    spec.set_goal(*options.goal);
-  } else if (goal_file_text.has_value()) {
-    if (absl::StripAsciiWhitespace(*goal_file_text).empty()) {
-      return UsageError("--goal_file: the file is empty");
-    }
-    spec.set_goal(*goal_file_text);
-  }
-  if (absl::StripAsciiWhitespace(spec.goal()).empty()) {
-    return UsageError("--spec: the spec has no goal; give --goal or --goal_file");
-  }
-  if (options.workspace.has_value()) spec.set_workspace(*options.workspace);
-  if (options.tools.has_value()) {
-    spec.clear_tools();
-    for (const std::string& tool : *options.tools) spec.add_tools(tool);
-  }
-  if (options.pause_points.has_value()) {
-    spec.clear_pause_points();
-    for (v1::PausePoint point : *options.pause_points) spec.add_pause_points(point);
-  }
-  v1::Limits* limits = spec.mutable_limits();
-  if (options.max_iterations.has_value()) limits->set_max_iterations(*options.max_iterations);
-  if (options.deadline.has_value()) SetDuration(*options.deadline, limits->mutable_deadline());
-  if (options.stage_timeout.has_value()) {
-    SetDuration(*options.stage_timeout, limits->mutable_stage_timeout());
-  }
-  if (options.retry_budget.has_value()) limits->set_retry_budget(*options.retry_budget);
-  if (options.token_budget.has_value()) limits->set_token_budget(*options.token_budget);
-  if (options.on_stagnation.has_value()) limits->set_on_stagnation(*options.on_stagnation);
-  if (options.no_pause_on_notes) spec.set_pause_on_notes(false);
-  for (const auto& [key, value] : options.labels) (*spec.mutable_labels())[key] = value;
-  if (options.model.has_value()) spec.mutable_model()->set_model(*options.model);
-  return spec;
-}
-
-absl::StatusOr<std::vector<v1::SubTask>> ParsePlanJson(absl::string_view json) {
-  nlohmann::json parsed = nlohmann::json::parse(json.begin(), json.end(), /*cb=*/nullptr,
-                                                /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) return UsageError("--plan_file: not valid JSON");
-  if (!parsed.is_array()) return UsageError("--plan_file: must be a JSON array of SubTask");
-  std::vector<v1::SubTask> subtasks;
-  for (size_t i = 0; i < parsed.size(); ++i) {
-    if (!parsed[i].is_object()) {
-      return UsageError(absl::StrCat("--plan_file: element ", i, " is not a JSON object"));
-    }
-    std::string text = parsed[i].dump();
-    v1::SubTask subtask;
-    auto status = google::protobuf::util::JsonStringToMessage(text, &subtask);
-    if (!status.ok()) {
-      return UsageError(absl::StrCat("--plan_file: element ", i, " is not a SubTask: ",
-                                     std::string(status.message())));
-    }
-    subtasks.push_back(std::move(subtask));
-  }
-  return subtasks;
-}
-
-absl::StatusOr<v1::Review> BuildReview(const Command& command,
-                                       const std::vector<v1::SubTask>& plan) {
-  v1::Review review;
-  switch (command.subcommand) {
-    case Subcommand::kApprove:
-      review.mutable_approve();
-      return review;
-    case Subcommand::kReject:
-      review.mutable_reject()->set_feedback(command.feedback);
-      review.mutable_reject()->set_abort(command.abort);
-      return review;
-    case Subcommand::kAnswer:
-      review.mutable_answer()->set_text(command.text);
-      return review;
-    case Subcommand::kEditPlan:
-      for (const v1::SubTask& subtask : plan) *review.mutable_edit_plan()->add_subtasks() = subtask;
-      review.mutable_edit_plan();
-      return review;
-    case Subcommand::kEditCall:
-      review.mutable_edit_tool_call()->set_tool(command.tool);
-      review.mutable_edit_tool_call()->set_args_json(command.args_json);
-      return review;
-    default:
-      return absl::InvalidArgumentError("not a review subcommand");
-  }
 }
 
 }  // namespace rein::cli

@@ -1,4 +1,4 @@
-// reinctl's command line: parsing argv into a Command, and building requests from it (pure).
+// reinctl's command line: parsing argv into a Command of the subcommand and its flags (pure).
 #ifndef REIN_CLI_ARGS_H_
 #define REIN_CLI_ARGS_H_
 
@@ -11,7 +11,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "rein/v1/router.pb.h"
 #include "rein/v1/types.pb.h"
 
 namespace rein::cli {
@@ -99,21 +98,6 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args);
 
 // Usage of every subcommand, or of one (`topic`, e.g. "start"); "" = all.
 std::string Usage(absl::string_view topic = "");
-
-// Builds the RunSpec of `start`: the --spec file's RunSpec (`spec_json`, proto3 JSON; empty
-// when no --spec) with every given flag applied over it. `goal_file_text` is the content of
-// --goal_file when given. Errors are INVALID_ARGUMENT naming the flag.
-absl::StatusOr<v1::RunSpec> BuildRunSpec(const StartOptions& options,
-                                         absl::string_view spec_json,
-                                         std::optional<std::string> goal_file_text);
-
-// Parses an edit-plan file: a JSON array of SubTask in proto3 JSON.
-absl::StatusOr<std::vector<v1::SubTask>> ParsePlanJson(absl::string_view json);
-
-// Builds the Review of a review subcommand (approve, reject, answer, edit-plan, edit-call).
-// `plan` is the parsed --plan_file for edit-plan.
-absl::StatusOr<v1::Review> BuildReview(const Command& command,
-                                       const std::vector<v1::SubTask>& plan);
 
 }  // namespace rein::cli
 

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "cli/format.h"
+#include "cli/requests.h"
 #include "common/grpc_status.h"
 #include "grpcpp/client_context.h"
 
@@ -119,16 +120,14 @@ int CommandRunner::Start(const Command& command) {
     if (!text.ok()) return UsageError(text.status().message());
     goal_text = std::move(*text);
   }
-  absl::StatusOr<v1::RunSpec> spec = BuildRunSpec(command.start, spec_json, goal_text);
-  if (!spec.ok()) return UsageError(spec.status().message());
+  absl::StatusOr<v1::StartRunRequest> request =
+      BuildStartRunRequest(command.start, spec_json, std::move(goal_text));
+  if (!request.ok()) return UsageError(request.status().message());
 
-  v1::StartRunRequest request;
-  *request.mutable_spec() = std::move(*spec);
-  request.set_request_id(command.start.request_id);
   v1::Run run;
   grpc::ClientContext context;
   SetDeadline(context, options_.rpc_timeout);
-  grpc::Status status = stub_->StartRun(&context, request, &run);
+  grpc::Status status = stub_->StartRun(&context, *request, &run);
   if (!status.ok()) return RpcError("StartRun", status);
   if (command.json) {
     out_ << JsonLine(run) << "\n";
@@ -297,10 +296,9 @@ int CommandRunner::Review(const Command& command) {
   if (!review.ok()) return UsageError(review.status().message());
   review->set_reviewer(options_.reviewer);
 
-  v1::ResumeRunRequest request;
-  request.set_run_id(command.run_id);
+  int64_t expected_version = 0;
   if (command.expected_version.has_value()) {
-    request.set_expected_version(*command.expected_version);
+    expected_version = *command.expected_version;
   } else {
     v1::Run current;
     grpc::Status status = GetRun(command.run_id, &current);
@@ -309,9 +307,10 @@ int CommandRunner::Review(const Command& command) {
       err_ << "reinctl: run " << command.run_id << " is "
            << v1::Stage_Name(current.state().stage()) << ", not PAUSED; sending the review anyway\n";
     }
-    request.set_expected_version(current.state().version());
+    expected_version = current.state().version();
   }
-  *request.mutable_review() = std::move(*review);
+  const v1::ResumeRunRequest request =
+      BuildResumeRunRequest(command, expected_version, *std::move(review));
 
   v1::Run run;
   grpc::ClientContext context;
@@ -338,9 +337,7 @@ int CommandRunner::Review(const Command& command) {
 }
 
 int CommandRunner::Cancel(const Command& command) {
-  v1::CancelRunRequest request;
-  request.set_run_id(command.run_id);
-  request.set_reason(command.reason);
+  const v1::CancelRunRequest request = BuildCancelRunRequest(command);
   v1::Run run;
   grpc::ClientContext context;
   SetDeadline(context, options_.rpc_timeout * 5);
@@ -359,11 +356,7 @@ int CommandRunner::List(const Command& command) {
   std::string page_token = command.page_token;
   std::set<std::string> seen_tokens;
   for (int page = 0; page < kMaxListPages; ++page) {
-    v1::ListRunsRequest request;
-    request.set_stage(command.stage_filter);
-    request.set_outcome(command.outcome_filter);
-    request.set_page_size(command.page_size);
-    request.set_page_token(page_token);
+    const v1::ListRunsRequest request = BuildListRunsRequest(command, page_token);
     v1::ListRunsResponse response;
     grpc::ClientContext context;
     SetDeadline(context, options_.rpc_timeout);

@@ -1,103 +1,153 @@
-// Prometheus text-format metrics over plain HTTP.
+// Prometheus metrics with prometheus-cpp: a facade over one registry, and its /metrics endpoint.
 #include "common/metrics.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <exception>
+#include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "prometheus/counter.h"
+#include "prometheus/exposer.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
 
 namespace rein {
+
+const std::vector<double> kLatencyBucketsSeconds = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+    0.25,   0.5,     1,      2.5,   5,      10,    30,   60,    120};
+
+std::optional<std::map<std::string, std::string>> ParseMetricLabels(absl::string_view labels) {
+  std::map<std::string, std::string> parsed;
+  size_t i = 0;
+  while (i < labels.size()) {
+    const size_t eq = labels.find('=', i);
+    if (eq == absl::string_view::npos) return std::nullopt;
+    const std::string name(absl::StripAsciiWhitespace(labels.substr(i, eq - i)));
+    if (name.empty() || eq + 1 >= labels.size() || labels[eq + 1] != '"') return std::nullopt;
+    std::string value;
+    size_t j = eq + 2;
+    for (; j < labels.size() && labels[j] != '"'; ++j) {
+      if (labels[j] != '\\') {
+        value.push_back(labels[j]);
+        continue;
+      }
+      if (++j >= labels.size()) return std::nullopt;
+      switch (labels[j]) {
+        case '\\': value.push_back('\\'); break;
+        case '"': value.push_back('"'); break;
+        case 'n': value.push_back('\n'); break;
+        default: return std::nullopt;
+      }
+    }
+    if (j >= labels.size()) return std::nullopt;  // no closing quote
+    if (!parsed.emplace(name, std::move(value)).second) return std::nullopt;
+    i = j + 1;
+    while (i < labels.size() && absl::ascii_isspace(static_cast<unsigned char>(labels[i]))) ++i;
+    if (i < labels.size()) {
+      if (labels[i] != ',') return std::nullopt;
+      ++i;
+    }
+  }
+  return parsed;
+}
+
+namespace {
+
+// The series of `name` with `labels` in the family of `name`, registered on first use; nullptr
+// when the labels do not parse or prometheus-cpp refuses the name or a label name.
+template <typename T, typename Build, typename... Args>
+T* Series(prometheus::Registry& registry, std::map<std::string, prometheus::Family<T>*>& families,
+          const std::string& name, const std::string& labels, Build build, Args&&... args) {
+  std::optional<std::map<std::string, std::string>> parsed = ParseMetricLabels(labels);
+  if (!parsed) return nullptr;
+  try {
+    prometheus::Family<T>*& family = families[name];
+    if (family == nullptr) family = &build().Name(name).Register(registry);
+    return &family->Add(*parsed, std::forward<Args>(args)...);
+  } catch (const std::exception&) {
+    if (families[name] == nullptr) families.erase(name);
+    return nullptr;
+  }
+}
+
+}  // namespace
 
 Metrics& Metrics::Global() {
   static Metrics* metrics = new Metrics();
   return *metrics;
 }
 
+Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {}
+
+Metrics::~Metrics() = default;
+
+bool Metrics::Claim(const std::string& name, Kind kind) {
+  return kinds_.emplace(name, kind).first->second == kind;
+}
+
 void Metrics::Add(const std::string& name, double delta, const std::string& labels) {
   absl::MutexLock lock(&mu_);
-  auto& entry = values_[name];
-  entry.first = true;
-  entry.second[labels] += delta;
+  if (!Claim(name, Kind::kCounter)) return;
+  prometheus::Counter*& counter = counters_[{name, labels}];
+  if (counter == nullptr) {
+    counter = Series(*registry_, counter_families_, name, labels, prometheus::BuildCounter);
+    if (counter == nullptr) return;
+  }
+  counter->Increment(delta);
 }
 
 void Metrics::Set(const std::string& name, double value, const std::string& labels) {
   absl::MutexLock lock(&mu_);
-  auto& entry = values_[name];
-  entry.first = false;
-  entry.second[labels] = value;
+  if (!Claim(name, Kind::kGauge)) return;
+  prometheus::Gauge*& gauge = gauges_[{name, labels}];
+  if (gauge == nullptr) {
+    gauge = Series(*registry_, gauge_families_, name, labels, prometheus::BuildGauge);
+    if (gauge == nullptr) return;
+  }
+  gauge->Set(value);
+}
+
+void Metrics::Observe(const std::string& name, double seconds, const std::string& labels) {
+  absl::MutexLock lock(&mu_);
+  if (!Claim(name, Kind::kHistogram)) return;
+  prometheus::Histogram*& histogram = histograms_[{name, labels}];
+  if (histogram == nullptr) {
+    histogram = Series(*registry_, histogram_families_, name, labels, prometheus::BuildHistogram,
+                       kLatencyBucketsSeconds);
+    if (histogram == nullptr) return;
+  }
+  histogram->Observe(seconds);
 }
 
 std::string Metrics::Render() const {
-  absl::MutexLock lock(&mu_);
-  std::string out;
-  for (const auto& [name, entry] : values_) {
-    absl::StrAppend(&out, "# TYPE ", name, entry.first ? " counter\n" : " gauge\n");
-    for (const auto& [labels, value] : entry.second) {
-      absl::StrAppend(&out, name, labels.empty() ? "" : absl::StrCat("{", labels, "}"), " ",
-                      absl::StrFormat("%.17g", value), "\n");
-    }
-  }
-  return out;
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, registry_->Collect());
+  return out.str();
 }
+
+MetricsHttpServer::MetricsHttpServer(Metrics* metrics) : metrics_(metrics) {}
 
 MetricsHttpServer::~MetricsHttpServer() { Stop(); }
 
 absl::Status MetricsHttpServer::Start(int port) {
-  fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd_ < 0) return absl::InternalError("metrics: socket failed");
-  int one = 1;
-  setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port < 0 ? 0 : port));
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd_, 16) != 0) {
-    close(fd_);
-    fd_ = -1;
-    return absl::UnavailableError(absl::StrCat("metrics: cannot listen on port ", port));
+  const int wanted = port < 0 ? 0 : port;
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(absl::StrCat("0.0.0.0:", wanted),
+                                                     /*num_threads=*/1);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("metrics: cannot listen on port ", port, ": ", e.what()));
   }
-  socklen_t len = sizeof(addr);
-  getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-  port_ = ntohs(addr.sin_port);
-  thread_ = std::thread([this] {
-    while (!stop_.load()) {
-      pollfd pfd{fd_, POLLIN, 0};
-      if (poll(&pfd, 1, 200) <= 0) continue;
-      int client = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client < 0) continue;
-      timeval tv{2, 0};
-      setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-      char buf[2048];
-      ssize_t n = read(client, buf, sizeof(buf));
-      std::string request(buf, n > 0 ? static_cast<size_t>(n) : 0);
-      std::string body, status = "200 OK";
-      if (request.rfind("GET /metrics", 0) == 0) {
-        body = Metrics::Global().Render();
-      } else {
-        status = "404 Not Found";
-        body = "only GET /metrics is served\n";
-      }
-      std::string response = absl::StrCat("HTTP/1.1 ", status,
-                                          "\r\nContent-Type: text/plain; version=0.0.4\r\n"
-                                          "Content-Length: ",
-                                          body.size(), "\r\nConnection: close\r\n\r\n", body);
-      ssize_t ignored = write(client, response.data(), response.size());
-      (void)ignored;
-      close(client);
-    }
-  });
+  exposer_->RegisterCollectable(metrics_->registry());
+  const std::vector<int> ports = exposer_->GetListeningPorts();
+  port_ = ports.empty() ? 0 : ports.front();
   return absl::OkStatus();
 }
 
-void MetricsHttpServer::Stop() {
-  stop_.store(true);
-  if (thread_.joinable()) thread_.join();
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
-}
+void MetricsHttpServer::Stop() { exposer_.reset(); }
 
 }  // namespace rein

@@ -13,7 +13,7 @@
 #include "common/server.h"
 #include "planner_service/backend_factory.h"
 #include "planner_service/clock.h"
-#include "planner_service/planner_service.h"
+#include "planner_service/planner_grpc.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50052", "HOST:PORT to serve gRPC on (port 0 = any)");
 ABSL_FLAG(int, metrics_port, 0, "port of the Prometheus /metrics endpoint; 0 = off");
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
       rein::MakePlannerBackend(options, rein::RealClock());
   if (!backend.ok()) return Fail(2, std::string(backend.status().message()));
 
-  rein::PlannerService service(backend->get());
+  rein::PlannerGrpcService service(backend->get());
   rein::ServiceHostOptions host_options;
   host_options.listen = absl::GetFlag(FLAGS_listen);
   host_options.metrics_port = absl::GetFlag(FLAGS_metrics_port);

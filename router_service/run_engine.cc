@@ -194,8 +194,8 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
   absl::Time started = absl::Now();
   absl::StatusOr<std::vector<RunEvent>> stored = store_->Commit(
       run.run_id(), run.state().version(), t.state, std::move(t.events), t.snapshot, now);
-  Metrics::Global().Add("rein_router_commit_seconds_sum",
-                        absl::ToDoubleSeconds(absl::Now() - started));
+  Metrics::Global().Observe("rein_router_commit_seconds",
+                            absl::ToDoubleSeconds(absl::Now() - started));
   Metrics::Global().Add("rein_router_commits_total", 1);
   if (!stored.ok()) {
     LogError("commit failed", {{"run_id", run.run_id()}, {"error", stored.status().ToString()}});
@@ -384,12 +384,12 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
   const char* kind = KindName(effect.kind);
   auto finish = [this, weak, sent, kind](std::function<Transition(const Run&, absl::Time)> apply) {
     absl::Time replied = absl::Now();
-    Metrics::Global().Add("rein_router_call_seconds_sum", absl::ToDoubleSeconds(replied - sent),
-                          absl::StrCat("call=\"", kind, "\""));
+    Metrics::Global().Observe("rein_router_call_seconds", absl::ToDoubleSeconds(replied - sent),
+                              absl::StrCat("call=\"", kind, "\""));
     Metrics::Global().Add("rein_router_calls_total", 1, absl::StrCat("call=\"", kind, "\""));
     Post([this, weak, replied, apply = std::move(apply)] {
-      Metrics::Global().Add("rein_router_queue_seconds_sum",
-                            absl::ToDoubleSeconds(absl::Now() - replied));
+      Metrics::Global().Observe("rein_router_queue_seconds",
+                                absl::ToDoubleSeconds(absl::Now() - replied));
       if (std::shared_ptr<Entry> e = weak.lock()) Complete(e, apply);
       in_flight_.fetch_sub(1);
     });

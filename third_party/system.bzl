@@ -17,6 +17,7 @@ _LIBRARIES = {
     "gtest": (["gtest", "gmock"], []),
     "gtest_main": (["gtest_main", "gmock"], []),
     "benchmark": (["benchmark"], []),
+    "prometheus": (["prometheus-cpp-core", "prometheus-cpp-pull"], []),
 }
 
 def _system_libraries_impl(ctx):

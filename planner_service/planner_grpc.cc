@@ -1,5 +1,5 @@
 // The gRPC adapter of rein.v1.Planner: converts, passes the deadline, logs and counts.
-#include "planner_service/planner_service.h"
+#include "planner_service/planner_grpc.h"
 
 #include <chrono>
 #include <cstdint>
@@ -11,9 +11,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/grpc_status.h"
-#include "common/usage_payload.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/usage_payload.h"
 #include "planner_service/request_validation.h"
 
 namespace rein {
@@ -89,7 +89,7 @@ grpc::Status Serve(const char* stage, grpc::ServerContext& context, const Reques
 
 }  // namespace
 
-grpc::Status PlannerService::Plan(grpc::ServerContext* context,
+grpc::Status PlannerGrpcService::Plan(grpc::ServerContext* context,
                                   const rein::v1::PlanRequest* request,
                                   rein::v1::PlanResponse* response) {
   return Serve("plan", *context, *request, response, ValidatePlanRequest,
@@ -98,7 +98,7 @@ grpc::Status PlannerService::Plan(grpc::ServerContext* context,
                });
 }
 
-grpc::Status PlannerService::Decide(grpc::ServerContext* context,
+grpc::Status PlannerGrpcService::Decide(grpc::ServerContext* context,
                                     const rein::v1::DecideRequest* request,
                                     rein::v1::DecideResponse* response) {
   return Serve("decide", *context, *request, response, ValidateDecideRequest,
@@ -107,7 +107,7 @@ grpc::Status PlannerService::Decide(grpc::ServerContext* context,
                });
 }
 
-grpc::Status PlannerService::Evaluate(grpc::ServerContext* context,
+grpc::Status PlannerGrpcService::Evaluate(grpc::ServerContext* context,
                                       const rein::v1::EvaluateRequest* request,
                                       rein::v1::EvaluateResponse* response) {
   return Serve("evaluate", *context, *request, response, ValidateEvaluateRequest,

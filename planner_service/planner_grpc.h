@@ -1,6 +1,6 @@
-// PlannerService: the gRPC adapter of rein.v1.Planner over a PlannerBackend.
-#ifndef REIN_PLANNER_SERVICE_PLANNER_SERVICE_H_
-#define REIN_PLANNER_SERVICE_PLANNER_SERVICE_H_
+// PlannerGrpcService: the gRPC adapter of rein.v1.Planner over a PlannerBackend.
+#ifndef REIN_PLANNER_SERVICE_PLANNER_GRPC_H_
+#define REIN_PLANNER_SERVICE_PLANNER_GRPC_H_
 
 #include "absl/status/status.h"
 #include "grpcpp/grpcpp.h"
@@ -12,10 +12,10 @@ namespace rein {
 // Validates each request, hands it with the call's deadline to the backend, converts the
 // status, logs one JSON line per call (run_id, stage, code, duration) and counts calls and
 // tokens. Thread-safe when the backend is.
-class PlannerService final : public rein::v1::Planner::Service {
+class PlannerGrpcService final : public rein::v1::Planner::Service {
  public:
   // `backend` is not owned and must outlive the service.
-  explicit PlannerService(PlannerBackend* backend) : backend_(backend) {}
+  explicit PlannerGrpcService(PlannerBackend* backend) : backend_(backend) {}
 
   grpc::Status Plan(grpc::ServerContext* context, const rein::v1::PlanRequest* request,
                     rein::v1::PlanResponse* response) override;
@@ -34,4 +34,4 @@ absl::Status WireStatus(const absl::Status& status);
 
 }  // namespace rein
 
-#endif  // REIN_PLANNER_SERVICE_PLANNER_SERVICE_H_
+#endif  // REIN_PLANNER_SERVICE_PLANNER_GRPC_H_

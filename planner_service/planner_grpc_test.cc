@@ -1,5 +1,5 @@
-// Service tests of PlannerService through a real gRPC server and an in-process channel.
-#include "planner_service/planner_service.h"
+// Service tests of PlannerGrpcService through a real gRPC server and an in-process channel.
+#include "planner_service/planner_grpc.h"
 
 #include <chrono>
 #include <future>
@@ -64,7 +64,7 @@ class DeadlineRecordingBackend final : public PlannerBackend {
   absl::Time deadline_;  // written by one call at a time in these tests
 };
 
-// A server running PlannerService over `backend`, with a stub on an in-process channel.
+// A server running PlannerGrpcService over `backend`, with a stub on an in-process channel.
 class TestServer {
  public:
   explicit TestServer(PlannerBackend* backend) : service_(backend) {
@@ -83,15 +83,15 @@ class TestServer {
   grpc::Server* server() { return server_.get(); }
 
  private:
-  PlannerService service_;
+  PlannerGrpcService service_;
   std::unique_ptr<grpc::Server> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<rein::v1::Planner::Stub> stub_;
 };
 
-class PlannerServiceTest : public ::testing::Test {
+class PlannerGrpcServiceTest : public ::testing::Test {
  protected:
-  PlannerServiceTest() {
+  PlannerGrpcServiceTest() {
     absl::StatusOr<std::unique_ptr<ScriptedBackend>> backend =
         ScriptedBackend::FromJson(kScript, "service_test.json", RealClock());
     EXPECT_TRUE(backend.ok()) << backend.status();
@@ -122,7 +122,7 @@ DecideRequest MakeDecide(const std::string& subtask) {
   return request;
 }
 
-TEST_F(PlannerServiceTest, PlanDecideEvaluateRoundTrip) {
+TEST_F(PlannerGrpcServiceTest, PlanDecideEvaluateRoundTrip) {
   grpc::ClientContext plan_context;
   PlanResponse plan;
   grpc::Status status = stub()->Plan(&plan_context, MakePlan(), &plan);
@@ -158,7 +158,7 @@ TEST_F(PlannerServiceTest, PlanDecideEvaluateRoundTrip) {
   EXPECT_EQ(evaluate.backend(), "scripted");
 }
 
-TEST_F(PlannerServiceTest, ScriptedErrorCodesAndMessagesPassThrough) {
+TEST_F(PlannerGrpcServiceTest, ScriptedErrorCodesAndMessagesPassThrough) {
   DecideResponse decide;
   grpc::ClientContext down_context;
   grpc::Status status = stub()->Decide(&down_context, MakeDecide("down"), &decide);
@@ -191,7 +191,7 @@ TEST_F(PlannerServiceTest, ScriptedErrorCodesAndMessagesPassThrough) {
             "scripted planner: no evaluate rule matches (subtask=read, iteration=4)");
 }
 
-TEST_F(PlannerServiceTest, InvalidRequestsNameTheField) {
+TEST_F(PlannerGrpcServiceTest, InvalidRequestsNameTheField) {
   PlanRequest no_goal = MakePlan();
   no_goal.clear_goal();
   PlanResponse plan;
@@ -215,7 +215,7 @@ TEST_F(PlannerServiceTest, InvalidRequestsNameTheField) {
   EXPECT_EQ(status.error_message(), "subtask.id: must not be empty");
 }
 
-TEST_F(PlannerServiceTest, ClientDeadlineEndsADelayedReplyOnTheServer) {
+TEST_F(PlannerGrpcServiceTest, ClientDeadlineEndsADelayedReplyOnTheServer) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
   DecideResponse decide;
@@ -301,7 +301,7 @@ grpc::Status RawCall(grpc::GenericStub* stub, const std::string& method, const s
   return done.get_future().get();
 }
 
-TEST_F(PlannerServiceTest, ThousandMalformedRequestsLeaveItServing) {
+TEST_F(PlannerGrpcServiceTest, ThousandMalformedRequestsLeaveItServing) {
   grpc::GenericStub generic(server_->channel());
   // Field 2 (goal), wire type 2, length 3, invalid UTF-8: proto3 refuses to parse it.
   const std::string bad_utf8("\x12\x03\xff\xfe\xfd", 5);

@@ -1,0 +1,41 @@
+// Tests of ServiceHost's wiring of --metrics_port.
+#include "common/server.h"
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/metrics.h"
+#include "common/testing/http_get.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace rein {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ServiceHostTest, MetricsPortServesTheGlobalMetrics) {
+  ServiceHostOptions options;
+  options.listen = "127.0.0.1:0";
+  options.metrics_port = -1;  // any free port
+  ServiceHost host(options);
+  ASSERT_TRUE(host.Start({}).ok());
+  ASSERT_GT(host.metrics_port(), 0);
+  Metrics::Global().Add("rein_server_test_total", 1);
+  absl::StatusOr<HttpReply> reply = HttpGet(host.metrics_port(), "/metrics");
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_THAT(reply->body, HasSubstr("rein_server_test_total 1"));
+  host.Shutdown(absl::ZeroDuration());
+}
+
+TEST(ServiceHostTest, MetricsPortZeroServesNoMetrics) {
+  ServiceHostOptions options;
+  options.listen = "127.0.0.1:0";
+  ServiceHost host(options);
+  ASSERT_TRUE(host.Start({}).ok());
+  EXPECT_GT(host.port(), 0);
+  EXPECT_EQ(host.metrics_port(), 0);
+}
+
+}  // namespace
+}  // namespace rein
