@@ -28,18 +28,6 @@ absl::Time DeadlineOf(const grpc::ServerContext& context) {
 
 }  // namespace
 
-absl::Status WireStatus(const absl::Status& status) {
-  if (status.ok()) return status;
-  const absl::string_view message = absl::StripAsciiWhitespace(status.message());
-  if (message.size() == status.message().size()) return status;
-  absl::Status out(status.code(), message);
-  status.ForEachPayload([&out](absl::string_view url, const absl::Cord& payload) {
-    out.SetPayload(url, payload);
-  });
-  return out;
-}
-
-namespace {
 
 // Runs one stage: validate, call the backend, convert, log, count.
 template <typename Request, typename Response, typename Validate, typename Call>
@@ -84,7 +72,7 @@ grpc::Status Serve(const char* stage, grpc::ServerContext& context, const Reques
     // The tokens a failed reply cost travel in a trailer, for the router's token budget.
     context.AddTrailingMetadata(kUsageTrailer, usage->SerializeAsString());
   }
-  return ToGrpcStatus(WireStatus(status));
+  return ToGrpcStatus(status);  // trims the message, keeps the code
 }
 
 }  // namespace
