@@ -26,9 +26,6 @@ absl::Time DeadlineOf(const grpc::ServerContext& context) {
   return absl::FromChrono(deadline);
 }
 
-}  // namespace
-
-
 // Runs one stage: validate, call the backend, convert, log, count.
 template <typename Request, typename Response, typename Validate, typename Call>
 grpc::Status Serve(const char* stage, grpc::ServerContext& context, const Request& request,
