@@ -18,7 +18,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/server.h"
-#include "executor_service/executor_service.h"
+#include "executor_service/executor_grpc.h"
 #include "executor_service/tool_executor.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50053", "HOST:PORT to serve gRPC on");
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<rein::ToolExecutor>> executor =
       rein::ToolExecutor::Create(options);
   if (!executor.ok()) Die(std::string(executor.status().message()));
-  rein::ExecutorService service(executor->get());
+  rein::ExecutorGrpcService service(executor->get());
   // The sandbox state, for health checks and dashboards (grpc.health.v1 has no details).
   const rein::Sandbox::State state = (*executor)->sandbox().state();
   const char* state_name = state == rein::Sandbox::State::kBwrap         ? "bwrap"
