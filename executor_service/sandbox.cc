@@ -255,11 +255,7 @@ std::string PlaceholderKey(const Workspace& workspace, const std::string& path) 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options) {
-  if (options.mode != "bwrap" && options.mode != "none") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sandbox: must be bwrap or none, got \"", options.mode, "\""));
-  }
-  if (options.mode == "none" && !options.allow_unsandboxed) {
+  if (options.mode == SandboxMode::kNone && !options.allow_unsandboxed) {
     return absl::InvalidArgumentError(
         "sandbox: none is refused unless --allow_unsandboxed is also given");
   }
@@ -286,7 +282,7 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options)
     }
   }
 
-  if (sandbox->options_.mode == "none") {
+  if (sandbox->options_.mode == SandboxMode::kNone) {
     sandbox->state_ = State::kUnsandboxed;
     return sandbox;
   }

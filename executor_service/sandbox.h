@@ -18,6 +18,7 @@
 #include "executor_service/child_process.h"
 #include "executor_service/pids_cgroup.h"
 #include "executor_service/protected_paths.h"
+#include "executor_service/sandbox_mode.h"
 #include "executor_service/workspace.h"
 
 namespace rein {
@@ -28,8 +29,8 @@ inline constexpr const char* kSandboxWorkspace = "/workspace";
 inline constexpr const char* kSandboxPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
 struct SandboxOptions {
-  std::string mode = "bwrap";          // "bwrap" or "none"
-  bool allow_unsandboxed = false;      // required for mode "none"
+  SandboxMode mode = SandboxMode::kBwrap;
+  bool allow_unsandboxed = false;      // required for SandboxMode::kNone
   std::string bwrap_path = "/usr/bin/bwrap";
   uint32_t uid = 65534;                // the command's uid and gid inside the sandbox
   uint32_t gid = 65534;
@@ -86,7 +87,7 @@ class Sandbox {
  public:
   enum class State { kBwrap, kUnsandboxed, kUnavailable };
 
-  // Checks `options` (INVALID_ARGUMENT for bad ones, e.g. mode "none" without
+  // Checks `options` (INVALID_ARGUMENT for bad ones, e.g. mode kNone without
   // allow_unsandboxed) and probes bubblewrap by running /bin/true in a full sandbox. A failed
   // probe is not an error: the sandbox is then kUnavailable and says why.
   static absl::StatusOr<std::unique_ptr<Sandbox>> Create(SandboxOptions options);
