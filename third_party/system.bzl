@@ -17,6 +17,7 @@ _LIBRARIES = {
     "gtest": (["gtest", "gmock"], []),
     "gtest_main": (["gtest_main", "gmock"], []),
     "benchmark": (["benchmark"], []),
+    "seccomp": (["libseccomp"], []),
 }
 
 def _system_libraries_impl(ctx):
