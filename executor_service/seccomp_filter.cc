@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <string>
 #include <utility>
 
 #include "absl/cleanup/cleanup.h"
