@@ -133,7 +133,7 @@ class Sandbox {
   std::unique_ptr<PidsCgroupParent> cgroups_;
   std::vector<std::string> static_args_;  // BwrapStaticArgs, the same for every command
   std::atomic<int> in_use_{0};
-  mutable ProtectedMounts protected_mounts_;
+  mutable ProtectedMounts protected_mounts_;  // counts placeholders across const Run calls
 };
 
 }  // namespace rein
