@@ -18,7 +18,8 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/server.h"
-#include "executor_service/executor_service.h"
+#include "executor_service/executor_grpc.h"
+#include "executor_service/sandbox_mode.h"
 #include "executor_service/tool_executor.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50053", "HOST:PORT to serve gRPC on");
@@ -117,7 +118,10 @@ int main(int argc, char** argv) {
   options.workspace_root = absl::GetFlag(FLAGS_workspace_root);
   options.executor_id = absl::GetFlag(FLAGS_executor_id);
   rein::SandboxOptions& sandbox = options.sandbox;
-  sandbox.mode = absl::GetFlag(FLAGS_sandbox);
+  absl::StatusOr<rein::SandboxMode> mode =
+      rein::ParseSandboxMode(absl::GetFlag(FLAGS_sandbox));
+  if (!mode.ok()) Die(absl::StrCat("--sandbox ", mode.status().message()));
+  sandbox.mode = *mode;
   sandbox.allow_unsandboxed = absl::GetFlag(FLAGS_allow_unsandboxed);
   sandbox.max_concurrent = absl::GetFlag(FLAGS_max_concurrent);
   sandbox.protected_paths = absl::GetFlag(FLAGS_protected_paths);
@@ -147,10 +151,7 @@ int main(int argc, char** argv) {
   if (stat(options.workspace_root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     Die(absl::StrCat("--workspace_root: ", options.workspace_root, " is not a directory"));
   }
-  if (sandbox.mode != "bwrap" && sandbox.mode != "none") {
-    Die(absl::StrCat("--sandbox must be bwrap or none, got \"", sandbox.mode, "\""));
-  }
-  if (sandbox.mode == "none" && !sandbox.allow_unsandboxed) {
+  if (sandbox.mode == rein::SandboxMode::kNone && !sandbox.allow_unsandboxed) {
     Die("--sandbox=none is refused unless --allow_unsandboxed is also given");
   }
   const int metrics_port = absl::GetFlag(FLAGS_metrics_port);
@@ -161,7 +162,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<rein::ToolExecutor>> executor =
       rein::ToolExecutor::Create(options);
   if (!executor.ok()) Die(std::string(executor.status().message()));
-  rein::ExecutorService service(executor->get());
+  rein::ExecutorGrpcService service(executor->get());
   // The sandbox state, for health checks and dashboards (grpc.health.v1 has no details).
   const rein::Sandbox::State state = (*executor)->sandbox().state();
   const char* state_name = state == rein::Sandbox::State::kBwrap         ? "bwrap"

@@ -477,7 +477,7 @@ TEST_F(RunCommandTest, UnavailableBwrapRefusesMutatingToolsWithAFix) {
 
 TEST_F(RunCommandTest, UnsandboxedModeSaysSoInEveryMutatingReply) {
   SandboxOptions options;
-  options.mode = "none";
+  options.mode = SandboxMode::kNone;
   EXPECT_FALSE(Sandbox::Create(options).ok());  // not without allow_unsandboxed
   options.allow_unsandboxed = true;
   ExecutorOptions executor_options;

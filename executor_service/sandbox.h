@@ -6,30 +6,30 @@
 
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "executor_service/bwrap_command.h"
 #include "executor_service/child_process.h"
 #include "executor_service/pids_cgroup.h"
+#include "executor_service/protected_mounts.h"
 #include "executor_service/protected_paths.h"
+#include "executor_service/sandbox_mode.h"
 #include "executor_service/workspace.h"
 
 namespace rein {
 
-// Where the workspace appears inside the sandbox (and the commands' HOME).
-inline constexpr const char* kSandboxWorkspace = "/workspace";
 // The PATH commands get.
 inline constexpr const char* kSandboxPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
 struct SandboxOptions {
-  std::string mode = "bwrap";          // "bwrap" or "none"
-  bool allow_unsandboxed = false;      // required for mode "none"
+  SandboxMode mode = SandboxMode::kBwrap;
+  bool allow_unsandboxed = false;      // required for SandboxMode::kNone
   std::string bwrap_path = "/usr/bin/bwrap";
   uint32_t uid = 65534;                // the command's uid and gid inside the sandbox
   uint32_t gid = 65534;
@@ -86,7 +86,7 @@ class Sandbox {
  public:
   enum class State { kBwrap, kUnsandboxed, kUnavailable };
 
-  // Checks `options` (INVALID_ARGUMENT for bad ones, e.g. mode "none" without
+  // Checks `options` (INVALID_ARGUMENT for bad ones, e.g. mode kNone without
   // allow_unsandboxed) and probes bubblewrap by running /bin/true in a full sandbox. A failed
   // probe is not an error: the sandbox is then kUnavailable and says why.
   static absl::StatusOr<std::unique_ptr<Sandbox>> Create(SandboxOptions options);
@@ -113,10 +113,10 @@ class Sandbox {
 
  private:
   Sandbox(SandboxOptions options, ProtectedPaths protected_paths)
-      : options_(std::move(options)), protected_(std::move(protected_paths)) {}
+      : options_(std::move(options)),
+        protected_(std::move(protected_paths)),
+        protected_mounts_(protected_) {}
 
-  // The bwrap arguments that are the same for every command (system binds, namespaces).
-  void BuildStaticArgs();
   absl::Status Probe();
   // `protect` = false only for the probe, whose "workspace" is / and must not be touched.
   absl::StatusOr<CommandOutcome> RunBwrap(const Workspace& workspace,
@@ -131,13 +131,9 @@ class Sandbox {
   std::string unavailable_reason_;
   std::string cgroup_note_;
   std::unique_ptr<PidsCgroupParent> cgroups_;
-  std::vector<std::string> static_args_;
+  std::vector<std::string> static_args_;  // BwrapStaticArgs, the same for every command
   std::atomic<int> in_use_{0};
-  // Placeholder mount points in use, by "<workspace dev>:<ino>/<path>": the last command
-  // using one removes it, so that concurrent commands in one workspace do not pull it away
-  // from each other.
-  mutable absl::Mutex placeholders_mu_;
-  mutable std::map<std::string, int> placeholders_ ABSL_GUARDED_BY(placeholders_mu_);
+  mutable ProtectedMounts protected_mounts_;  // counts placeholders across const Run calls
 };
 
 }  // namespace rein

@@ -12,16 +12,19 @@
 namespace rein {
 
 // A classic BPF seccomp program for this machine's architecture that
-//  - kills the process on a foreign architecture (e.g. int 0x80 on x86-64) and refuses x32;
+//  - kills the process on a foreign architecture (e.g. int 0x80 on x86-64) and on an x32
+//    syscall number;
 //  - fails with EPERM: ptrace, process_vm_readv/writev, io_uring_setup/enter/register,
 //    ioctl TIOCSTI and TIOCLINUX (the request's low 32 bits are compared, so high bits set
-//    do not get through), socket() of any domain but AF_UNIX, bpf, perf_event_open,
-//    userfaultfd, keyctl/add_key/request_key, kexec_load/kexec_file_load; chmod, fchmod,
-//    fchmodat(2), open, openat, creat, mknod(at) with a set-user-ID or set-group-ID bit in
-//    the mode; clone3 and openat2 fail with ENOSYS (their arguments are in memory the
-//    filter cannot read; libc falls back to clone and openat);
+//    do not get through), socket() of any domain but AF_UNIX (all 64 bits of the domain
+//    compared), bpf, perf_event_open, userfaultfd, keyctl/add_key/request_key,
+//    kexec_load/kexec_file_load; chmod, fchmod, fchmodat(2), open, openat, creat, mknod(at)
+//    with a set-user-ID or set-group-ID bit in the mode; clone3 and openat2 fail with ENOSYS
+//    (their arguments are in memory the filter cannot read; libc falls back to clone and
+//    openat);
 //  - allows everything else.
-std::vector<struct sock_filter> SandboxSeccompProgram();
+// Built with libseccomp once per process; INTERNAL when libseccomp fails.
+absl::StatusOr<std::vector<struct sock_filter>> SandboxSeccompProgram();
 
 // The program in a pipe (read end returned, close-on-exec), ready for bwrap --seccomp FD.
 absl::StatusOr<UniqueFd> SandboxSeccompProgramFd();

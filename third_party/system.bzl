@@ -18,6 +18,7 @@ _LIBRARIES = {
     "gtest_main": (["gtest_main", "gmock"], []),
     "benchmark": (["benchmark"], []),
     "prometheus": (["prometheus-cpp-core", "prometheus-cpp-pull"], []),
+    "seccomp": (["libseccomp"], []),
 }
 
 def _system_libraries_impl(ctx):

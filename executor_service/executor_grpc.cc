@@ -1,5 +1,5 @@
 // The gRPC face of the executor.
-#include "executor_service/executor_service.h"
+#include "executor_service/executor_grpc.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -37,9 +37,9 @@ std::string ForLog(const std::string& s) { return s.size() > 256 ? s.substr(0, 2
 
 }  // namespace
 
-grpc::Status ExecutorService::ListTools(grpc::ServerContext* /*context*/,
-                                        const rein::v1::ListToolsRequest* /*request*/,
-                                        rein::v1::ListToolsResponse* response) {
+grpc::Status ExecutorGrpcService::ListTools(grpc::ServerContext* /*context*/,
+                                            const rein::v1::ListToolsRequest* /*request*/,
+                                            rein::v1::ListToolsResponse* response) {
   for (const ToolSpec& spec : executor_->ListTools()) {
     rein::v1::ToolSpec* out = response->add_tools();
     out->set_name(spec.name);
@@ -53,9 +53,9 @@ grpc::Status ExecutorService::ListTools(grpc::ServerContext* /*context*/,
   return grpc::Status::OK;
 }
 
-grpc::Status ExecutorService::Execute(grpc::ServerContext* context,
-                                      const rein::v1::ExecuteRequest* request,
-                                      rein::v1::ExecuteResponse* response) {
+grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
+                                          const rein::v1::ExecuteRequest* request,
+                                          rein::v1::ExecuteResponse* response) {
   const absl::Time start = absl::Now();
   ExecuteCall call;
   call.call_id = request->call_id();

@@ -1,5 +1,5 @@
 // Service tests of rein.v1.Executor through an in-process gRPC server.
-#include "executor_service/executor_service.h"
+#include "executor_service/executor_grpc.h"
 
 #include <memory>
 #include <random>
@@ -15,7 +15,7 @@ namespace {
 
 using ::rein::testing::TempWorkspace;
 
-class ExecutorServiceTest : public ::testing::Test {
+class ExecutorGrpcServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     temp_.WriteFile("hello.txt", "hello\nworld\n");
@@ -25,7 +25,7 @@ class ExecutorServiceTest : public ::testing::Test {
     auto executor = ToolExecutor::Create(options);
     ASSERT_TRUE(executor.ok()) << executor.status();
     executor_ = *std::move(executor);
-    service_ = std::make_unique<ExecutorService>(executor_.get());
+    service_ = std::make_unique<ExecutorGrpcService>(executor_.get());
     grpc::ServerBuilder builder;
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
@@ -56,12 +56,12 @@ class ExecutorServiceTest : public ::testing::Test {
 
   TempWorkspace temp_;
   std::unique_ptr<ToolExecutor> executor_;
-  std::unique_ptr<ExecutorService> service_;
+  std::unique_ptr<ExecutorGrpcService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<rein::v1::Executor::Stub> stub_;
 };
 
-TEST_F(ExecutorServiceTest, ListToolsReturnsSpecsAndExecutorId) {
+TEST_F(ExecutorGrpcServiceTest, ListToolsReturnsSpecsAndExecutorId) {
   grpc::ClientContext context;
   rein::v1::ListToolsResponse response;
   ASSERT_TRUE(stub_->ListTools(&context, rein::v1::ListToolsRequest(), &response).ok());
@@ -78,7 +78,7 @@ TEST_F(ExecutorServiceTest, ListToolsReturnsSpecsAndExecutorId) {
   EXPECT_EQ(response.sandbox().rfind("bwrap: ", 0), 0u) << response.sandbox();
 }
 
-TEST_F(ExecutorServiceTest, CommandExitAndTimeoutAreDistinctInTheReply) {
+TEST_F(ExecutorGrpcServiceTest, CommandExitAndTimeoutAreDistinctInTheReply) {
   rein::v1::ExecuteResponse response;
   ASSERT_TRUE(Execute(Request("run_command", R"({"shell": "echo hi; exit 3"})"), &response).ok());
   EXPECT_FALSE(response.ok());
@@ -95,7 +95,7 @@ TEST_F(ExecutorServiceTest, CommandExitAndTimeoutAreDistinctInTheReply) {
   EXPECT_EQ(slow.error().code(), "TIMEOUT");
 }
 
-TEST_F(ExecutorServiceTest, ExecuteReturnsOutputDurationAndExecutorId) {
+TEST_F(ExecutorGrpcServiceTest, ExecuteReturnsOutputDurationAndExecutorId) {
   rein::v1::ExecuteResponse response;
   grpc::Status status = Execute(Request("read_file", R"({"path": "hello.txt"})"), &response);
   ASSERT_TRUE(status.ok()) << status.error_message();
@@ -108,7 +108,7 @@ TEST_F(ExecutorServiceTest, ExecuteReturnsOutputDurationAndExecutorId) {
   EXPECT_GE(response.duration().nanos(), 0);
 }
 
-TEST_F(ExecutorServiceTest, CallWithoutDeadlineRunsUnderTheToolTimeout) {
+TEST_F(ExecutorGrpcServiceTest, CallWithoutDeadlineRunsUnderTheToolTimeout) {
   grpc::ClientContext context;  // no deadline: the server sees an infinite one
   rein::v1::ExecuteResponse response;
   ASSERT_TRUE(stub_->Execute(&context, Request("list_files", ""), &response).ok());
@@ -116,7 +116,7 @@ TEST_F(ExecutorServiceTest, CallWithoutDeadlineRunsUnderTheToolTimeout) {
   EXPECT_EQ(response.output(), "hello.txt\tfile\t12\n");
 }
 
-TEST_F(ExecutorServiceTest, ToolFailureIsAnOkReplyWithError) {
+TEST_F(ExecutorGrpcServiceTest, ToolFailureIsAnOkReplyWithError) {
   rein::v1::ExecuteResponse response;
   ASSERT_TRUE(Execute(Request("read_file", R"({"path": "/etc/passwd"})"), &response).ok());
   EXPECT_FALSE(response.ok());
@@ -125,7 +125,7 @@ TEST_F(ExecutorServiceTest, ToolFailureIsAnOkReplyWithError) {
   EXPECT_EQ(response.output(), "");
 }
 
-TEST_F(ExecutorServiceTest, UnknownToolIsInvalidArgument) {
+TEST_F(ExecutorGrpcServiceTest, UnknownToolIsInvalidArgument) {
   rein::v1::ExecuteResponse response;
   grpc::Status status = Execute(Request("delete_everything", "{}"), &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -133,7 +133,7 @@ TEST_F(ExecutorServiceTest, UnknownToolIsInvalidArgument) {
       << status.error_message();
 }
 
-TEST_F(ExecutorServiceTest, EmptyCallIdIsInvalidArgument) {
+TEST_F(ExecutorGrpcServiceTest, EmptyCallIdIsInvalidArgument) {
   rein::v1::ExecuteRequest request = Request("read_file", R"({"path": "hello.txt"})");
   request.clear_call_id();
   rein::v1::ExecuteResponse response;
@@ -142,7 +142,7 @@ TEST_F(ExecutorServiceTest, EmptyCallIdIsInvalidArgument) {
   EXPECT_EQ(status.error_message(), "call_id: must not be empty");
 }
 
-TEST_F(ExecutorServiceTest, InvalidTimeoutIsInvalidArgument) {
+TEST_F(ExecutorGrpcServiceTest, InvalidTimeoutIsInvalidArgument) {
   rein::v1::ExecuteRequest request = Request("read_file", R"({"path": "hello.txt"})");
   request.mutable_limits()->mutable_timeout()->set_seconds(5);
   request.mutable_limits()->mutable_timeout()->set_nanos(-3);
@@ -152,7 +152,7 @@ TEST_F(ExecutorServiceTest, InvalidTimeoutIsInvalidArgument) {
   EXPECT_EQ(status.error_message(), "limits.timeout: not a valid duration");
 }
 
-TEST_F(ExecutorServiceTest, MaxOutputBytesLimitIsApplied) {
+TEST_F(ExecutorGrpcServiceTest, MaxOutputBytesLimitIsApplied) {
   rein::v1::ExecuteRequest request = Request("read_file", R"({"path": "hello.txt"})");
   request.mutable_limits()->set_max_output_bytes(5);
   rein::v1::ExecuteResponse response;
@@ -162,7 +162,7 @@ TEST_F(ExecutorServiceTest, MaxOutputBytesLimitIsApplied) {
   EXPECT_EQ(response.output(), "1: he\n[output truncated: 13 bytes omitted]\n");
 }
 
-TEST_F(ExecutorServiceTest, InvalidUtf8OnTheWireIsRefusedByTheTransport) {
+TEST_F(ExecutorGrpcServiceTest, InvalidUtf8OnTheWireIsRefusedByTheTransport) {
   // proto3 strings must be UTF-8: such a request never reaches the service code.
   rein::v1::ExecuteResponse response;
   grpc::Status status = Execute(Request("read_file", "{\"path\": \"\xff\xfe\"}"), &response);
@@ -173,7 +173,7 @@ TEST_F(ExecutorServiceTest, InvalidUtf8OnTheWireIsRefusedByTheTransport) {
   EXPECT_TRUE(stub_->ListTools(&context, rein::v1::ListToolsRequest(), &tools).ok());
 }
 
-TEST_F(ExecutorServiceTest, MalformedRequestsLeaveTheServiceAnswering) {
+TEST_F(ExecutorGrpcServiceTest, MalformedRequestsLeaveTheServiceAnswering) {
   std::mt19937 rng(12345);
   const std::vector<std::string> tools = {"read_file", "list_files", "search_text", "file_info"};
   const std::string fragments[] = {"{", "}", "[", "]", "\"path\"", ":", ",", "\"..\"", "null",

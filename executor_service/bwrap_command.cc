@@ -1,0 +1,106 @@
+// The bubblewrap command line of a sandboxed command.
+#include "executor_service/bwrap_command.h"
+
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace rein {
+namespace {
+
+// Files of /etc a command may need (dynamic linker, alternatives, time zone, certificates).
+// Not all of /etc: the command's host uid may be root, which reads root-only files.
+constexpr const char* kEtcEntries[] = {
+    "alternatives",   "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
+    "nsswitch.conf",  "ssl/certs",   "ca-certificates", "ca-certificates.conf", "mime.types",
+    "protocols",      "services",    "hosts",       "os-release",   "debian_version",
+    "bash.bashrc",    "profile",     "inputrc",     "gitconfig",    "environment",
+};
+// Top-level system directories (or symlinks to /usr) mirrored read-only.
+constexpr const char* kSystemDirs[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
+
+// The descriptors every command passes first, as the child numbers them.
+constexpr int kSeccompChildFd = 3;
+constexpr int kStatusChildFd = 4;
+constexpr int kWorkspaceChildFd = 5;
+constexpr int kPasswdChildFd = 6;
+constexpr int kGroupChildFd = 7;
+
+}  // namespace
+
+std::vector<SystemDir> HostSystemDirs() {
+  std::vector<SystemDir> dirs;
+  for (const char* dir : kSystemDirs) {
+    struct stat st;
+    if (lstat(dir, &st) != 0) continue;
+    if (S_ISLNK(st.st_mode)) {
+      char target[PATH_MAX + 1];
+      const ssize_t n = readlink(dir, target, sizeof(target) - 1);
+      if (n <= 0) continue;
+      dirs.push_back({dir, std::string(target, static_cast<size_t>(n))});
+    } else if (S_ISDIR(st.st_mode)) {
+      dirs.push_back({dir, ""});
+    }
+  }
+  return dirs;
+}
+
+std::vector<std::string> BwrapStaticArgs(const BwrapConfig& config) {
+  const std::string uid = absl::StrCat(config.uid);
+  const std::string gid = absl::StrCat(config.gid);
+  std::vector<std::string> a = {
+      config.bwrap_path,
+      // Every namespace, the user one explicitly: started by root, bwrap would otherwise
+      // run the command as root with capabilities.
+      "--unshare-all", "--unshare-user", "--disable-userns", "--uid", uid, "--gid", gid,
+      "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--hostname", "sandbox",
+      "--ro-bind", "/usr", "/usr"};
+  for (const SystemDir& dir : config.system_dirs) {
+    if (!dir.symlink_target.empty()) {
+      a.insert(a.end(), {"--symlink", dir.symlink_target, dir.path});
+    } else {
+      a.insert(a.end(), {"--ro-bind", dir.path, dir.path});
+    }
+  }
+  a.insert(a.end(), {"--dir", "/etc"});
+  for (const char* entry : kEtcEntries) {
+    const std::string path = absl::StrCat("/etc/", entry);
+    a.insert(a.end(), {"--ro-bind-try", path, path});
+  }
+  a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--size",
+                     absl::StrCat(config.tmp_size_bytes), "--tmpfs", "/tmp"});
+  return a;
+}
+
+BwrapInvocation BuildBwrapInvocation(const std::vector<std::string>& static_args,
+                                     const BwrapCommand& command) {
+  BwrapInvocation out;
+  out.argv = static_args;
+  out.pass_fds = {command.seccomp_fd, command.status_fd, command.workspace_fd,
+                  command.passwd_fd, command.group_fd};
+  std::vector<std::string>& a = out.argv;
+  a.insert(a.end(), {"--ro-bind-data", absl::StrCat(kPasswdChildFd), "/etc/passwd",
+                     "--ro-bind-data", absl::StrCat(kGroupChildFd), "/etc/group", "--bind-fd",
+                     absl::StrCat(kWorkspaceChildFd), kSandboxWorkspace});
+  for (const BwrapMount& mount : command.mounts) {
+    const std::string dest = absl::StrCat(kSandboxWorkspace, "/", mount.path);
+    if (mount.kind == BwrapMount::Kind::kReadOnlyTmpfs) {
+      a.insert(a.end(), {"--size", "4096", "--tmpfs", dest, "--remount-ro", dest});
+      continue;
+    }
+    const std::string fd = absl::StrCat(3 + out.pass_fds.size());
+    out.pass_fds.push_back(mount.fd);
+    a.insert(a.end(),
+             {mount.kind == BwrapMount::Kind::kBind ? "--bind-fd" : "--ro-bind-fd", fd, dest});
+  }
+  // The root (where /etc and the mount points live) becomes read-only too.
+  a.insert(a.end(), {"--remount-ro", "/", "--chdir", command.cwd, "--seccomp",
+                     absl::StrCat(kSeccompChildFd), "--json-status-fd",
+                     absl::StrCat(kStatusChildFd), "--"});
+  a.insert(a.end(), command.argv.begin(), command.argv.end());
+  return out;
+}
+
+}  // namespace rein

@@ -1,0 +1,79 @@
+// The bubblewrap command line of a sandboxed command, built from options alone: no bwrap, no
+// processes, no file system access (but HostSystemDirs, which reads the host once).
+#ifndef REIN_EXECUTOR_SERVICE_BWRAP_COMMAND_H_
+#define REIN_EXECUTOR_SERVICE_BWRAP_COMMAND_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rein {
+
+// Where the workspace appears inside the sandbox (and the commands' HOME).
+inline constexpr const char* kSandboxWorkspace = "/workspace";
+
+// A top-level system directory of the host (/bin, /lib64, ...), mirrored read-only.
+struct SystemDir {
+  std::string path;            // absolute, e.g. "/lib64"
+  std::string symlink_target;  // "" for a directory; else what the symbolic link points to
+};
+
+// /bin, /sbin, /lib, /lib32, /lib64 and /libx32 as this host has them: each that is a
+// directory or a symbolic link (to /usr, usually); the others are left out.
+std::vector<SystemDir> HostSystemDirs();
+
+// What is the same for every command.
+struct BwrapConfig {
+  std::string bwrap_path = "/usr/bin/bwrap";
+  uint32_t uid = 65534;  // the command's uid and gid inside the sandbox
+  uint32_t gid = 65534;
+  uint64_t tmp_size_bytes = 256 << 20;  // size of the private /tmp
+  std::vector<SystemDir> system_dirs;
+};
+
+// A mount inside the workspace (for the protected paths).
+struct BwrapMount {
+  enum class Kind {
+    kBind,           // the directory `fd` bound onto itself (a mount point: cannot be moved)
+    kReadOnlyBind,   // the file or directory `fd` bound read-only
+    kReadOnlyTmpfs,  // an empty read-only directory
+  };
+  Kind kind;
+  std::string path;  // workspace-relative
+  int fd = -1;       // the executor's descriptor, for kBind and kReadOnlyBind
+};
+
+// One command: the executor's descriptors bwrap reads, and what to run where.
+struct BwrapCommand {
+  int seccomp_fd = -1;    // the seccomp program (bwrap --seccomp)
+  int status_fd = -1;     // the write end of the status pipe (bwrap --json-status-fd)
+  int workspace_fd = -1;  // the workspace directory, bound at kSandboxWorkspace
+  int passwd_fd = -1;     // the content of /etc/passwd
+  int group_fd = -1;      // the content of /etc/group
+  std::vector<BwrapMount> mounts;  // outer paths first
+  std::string cwd = kSandboxWorkspace;  // inside the sandbox
+  std::vector<std::string> argv;        // the command
+};
+
+// What to start: `argv` names each descriptor by its number in the child, which is 3 + its
+// index in `pass_fds` (ChildSpec's convention).
+struct BwrapInvocation {
+  std::vector<std::string> argv;
+  std::vector<int> pass_fds;
+};
+
+// The arguments every command shares: bwrap itself, every namespace (the user one explicitly,
+// so that a root executor does not run commands as root with capabilities), the uid and gid,
+// no capabilities, death with the executor, a new session, and the read-only system (/usr,
+// the system directories, a short list of /etc files, /proc, /dev and a private /tmp).
+std::vector<std::string> BwrapStaticArgs(const BwrapConfig& config);
+
+// `static_args` (from BwrapStaticArgs) followed by what is particular to `command`: the
+// passwd and group data, the workspace, the protected mounts, the root remounted read-only,
+// the working directory, the seccomp program, the status descriptor, "--" and the command.
+BwrapInvocation BuildBwrapInvocation(const std::vector<std::string>& static_args,
+                                     const BwrapCommand& command);
+
+}  // namespace rein
+
+#endif  // REIN_EXECUTOR_SERVICE_BWRAP_COMMAND_H_
