@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/proto_time.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
@@ -527,9 +528,7 @@ std::string Usage(absl::string_view topic) {
 namespace {
 
 void SetDuration(absl::Duration duration, google::protobuf::Duration* out) {
-  int64_t seconds = absl::IDivDuration(duration, absl::Seconds(1), &duration);
-  out->set_seconds(seconds);
-  out->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(duration)));
+  *out = ToProtoDuration(duration);
 }
 
 }  // namespace

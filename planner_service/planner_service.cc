@@ -1,15 +1,13 @@
 // The gRPC adapter of rein.v1.Planner: converts, passes the deadline, logs and counts.
 #include "planner_service/planner_service.h"
 
-#include <chrono>
 #include <cstdint>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/grpc_deadline.h"
 #include "common/grpc_status.h"
 #include "common/usage_payload.h"
 #include "common/log.h"
@@ -17,28 +15,6 @@
 #include "planner_service/request_validation.h"
 
 namespace rein {
-namespace {
-
-// The call's deadline; absl::InfiniteFuture() when the client set none.
-absl::Time DeadlineOf(const grpc::ServerContext& context) {
-  const std::chrono::system_clock::time_point deadline = context.deadline();
-  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
-  return absl::FromChrono(deadline);
-}
-
-}  // namespace
-
-absl::Status WireStatus(const absl::Status& status) {
-  if (status.ok()) return status;
-  const absl::string_view message = absl::StripAsciiWhitespace(status.message());
-  if (message.size() == status.message().size()) return status;
-  absl::Status out(status.code(), message);
-  status.ForEachPayload([&out](absl::string_view url, const absl::Cord& payload) {
-    out.SetPayload(url, payload);
-  });
-  return out;
-}
-
 namespace {
 
 // Runs one stage: validate, call the backend, convert, log, count.
@@ -84,7 +60,7 @@ grpc::Status Serve(const char* stage, grpc::ServerContext& context, const Reques
     // The tokens a failed reply cost travel in a trailer, for the router's token budget.
     context.AddTrailingMetadata(kUsageTrailer, usage->SerializeAsString());
   }
-  return ToGrpcStatus(WireStatus(status));
+  return ToGrpcStatus(status);
 }
 
 }  // namespace

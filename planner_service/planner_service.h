@@ -28,10 +28,6 @@ class PlannerService final : public rein::v1::Planner::Service {
   PlannerBackend* const backend_;
 };
 
-// `status` as it is sent: its message without leading or trailing whitespace, which an HTTP/2
-// header value cannot carry (gRPC clients such as grpc-js drop such a grpc-message whole).
-absl::Status WireStatus(const absl::Status& status);
-
 }  // namespace rein
 
 #endif  // REIN_PLANNER_SERVICE_PLANNER_SERVICE_H_

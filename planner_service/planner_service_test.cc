@@ -12,7 +12,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "planner_service/clock.h"
+#include "common/clock.h"
 #include "planner_service/scripted_backend.h"
 #include "rein/v1/planner.grpc.pb.h"
 
@@ -277,16 +277,6 @@ TEST(PlannerServiceWireTest, ErrorMessageEndingInASpaceReachesTheClientTrimmed) 
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(status.error_message(),
             "Messages API reply (HTTP 200) is not a JSON object: {\"content\": [");
-}
-
-TEST(PlannerServiceWireTest, WireStatusKeepsCodeAndPayloadsAndLeavesOkAlone) {
-  absl::Status status = absl::InternalError("  invalid output: x\n");
-  status.SetPayload("rein/usage", absl::Cord("u"));
-  const absl::Status wire = WireStatus(status);
-  EXPECT_EQ(wire.code(), absl::StatusCode::kInternal);
-  EXPECT_EQ(wire.message(), "invalid output: x");
-  EXPECT_EQ(wire.GetPayload("rein/usage"), absl::Cord("u"));
-  EXPECT_TRUE(WireStatus(absl::OkStatus()).ok());
 }
 
 // Sends `bytes` as the raw request of `method` and returns the status.

@@ -15,7 +15,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "planner_service/testing/fake_clock.h"
+#include "common/testing/fake_clock.h"
 
 namespace rein {
 namespace {
