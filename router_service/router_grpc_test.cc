@@ -98,7 +98,7 @@ class RouterServiceTest : public ::testing::Test {
     store_ = std::move(*store);
     RunEngineOptions options;
     options.retry_backoff = absl::Milliseconds(1);
-    engine_ = std::make_unique<RunEngine>(store_.get(), &planner_, &executor_, &clock_, options);
+    engine_ = std::make_unique<RunEngine>(store_.get(), &planner_, &executor_, clock_, options);
     ASSERT_TRUE(engine_->Start().ok());
     service_ = std::make_unique<RouterGrpcService>(engine_.get());
     grpc::ServerBuilder builder;
@@ -160,7 +160,7 @@ class RouterServiceTest : public ::testing::Test {
   }
 
   std::string db_path_;
-  RealClock clock_;
+  Clock* clock_ = RealClock();
   FakePlannerClient planner_;
   FakeExecutorClient executor_;
   std::unique_ptr<SqliteRunStore> store_;

@@ -9,9 +9,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/grpc_status.h"
+#include "common/proto_time.h"
 #include "common/usage_payload.h"
 #include "google/protobuf/util/json_util.h"
-#include "google/protobuf/util/time_util.h"
 #include "nlohmann/json.hpp"
 
 namespace rein {
@@ -29,29 +29,12 @@ using rein::v1::SubTask;
 using rein::v1::TerminationReason;
 using rein::v1::ToolCall;
 using rein::v1::ToolSpec;
-using google::protobuf::util::TimeUtil;
 
 constexpr size_t kMaxGoalBytes = 16 * 1024;
 constexpr int kMaxSubtasksPerPlan = 64;     // per plan or edited plan
 constexpr int kMaxPendingSubtasks = 256;    // on the stack at once
 constexpr size_t kMaxTextBytes = 4096;      // a subtask's description or summary
 constexpr int kMaxCompletedKept = 200;      // ended subtasks kept in RunState (the log has all)
-
-google::protobuf::Timestamp ToProto(absl::Time t) {
-  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
-}
-
-absl::Time FromProto(const google::protobuf::Timestamp& t) {
-  return absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(t));
-}
-
-absl::Duration FromProto(const google::protobuf::Duration& d) {
-  return absl::Nanoseconds(TimeUtil::DurationToNanoseconds(d));
-}
-
-google::protobuf::Duration ToProtoDuration(absl::Duration d) {
-  return TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(d));
-}
 
 std::string Cap(const std::string& text, size_t max_bytes) {
   if (text.size() <= max_bytes) return text;
@@ -98,7 +81,7 @@ class Step {
     Transition t;
     for (RunEvent& event : events_) {
       event.set_run_id(run_.run_id());
-      *event.mutable_time() = ToProto(now_);
+      *event.mutable_time() = ToProtoTime(now_);
       event.set_version(state_.version());
     }
     bool snapshot = state_.iteration() != old().iteration() ||
@@ -153,9 +136,9 @@ std::optional<Verdict> CheckLimits(const Step& s, const RunState& st, bool begin
     return Verdict{rein::v1::MAX_ITERATIONS,
                    absl::StrCat("reached max_iterations (", limits.max_iterations(), ")")};
   }
-  if (st.has_deadline() && s.now() >= FromProto(st.deadline())) {
+  if (st.has_deadline() && s.now() >= FromProtoTime(st.deadline())) {
     return Verdict{rein::v1::DEADLINE_EXCEEDED,
-                   absl::StrCat("deadline of ", absl::FormatDuration(FromProto(limits.deadline())),
+                   absl::StrCat("deadline of ", absl::FormatDuration(FromProtoDuration(limits.deadline())),
                                 " passed")};
   }
   if (st.retries_used() > limits.retry_budget()) {
@@ -281,7 +264,7 @@ void Enter(Step& s, Stage next) {
 // not the stage's failure.
 bool CancelledOrPastDeadline(const Step& s) {
   return s.state().cancel_requested() ||
-         (s.state().has_deadline() && s.now() >= FromProto(s.state().deadline()));
+         (s.state().has_deadline() && s.now() >= FromProtoTime(s.state().deadline()));
 }
 
 void SpendRetry(Step& s, Stage stage, const std::string& code, const std::string& message) {
@@ -513,7 +496,7 @@ absl::Status CheckDuration(const google::protobuf::Duration& d, const std::strin
     return absl::InvalidArgumentError(absl::StrCat(field, ": must be a positive duration"));
   }
   // Compare seconds first: converting a huge value to nanoseconds would overflow.
-  if (d.seconds() > absl::ToInt64Seconds(max) || FromProto(d) > max) {
+  if (d.seconds() > absl::ToInt64Seconds(max) || FromProtoDuration(d) > max) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": must be at most ", absl::FormatDuration(max)));
   }
@@ -680,13 +663,13 @@ Transition StageRouter::NewRun(const std::string& run_id, const std::string& req
   run->set_run_id(run_id);
   run->set_request_id(request_id);
   *run->mutable_spec() = spec;
-  *run->mutable_created_at() = ToProto(now);
-  *run->mutable_updated_at() = ToProto(now);
+  *run->mutable_created_at() = ToProtoTime(now);
+  *run->mutable_updated_at() = ToProtoTime(now);
   RunState* st = run->mutable_state();
   st->set_stage(rein::v1::STAGE_UNSPECIFIED);
   st->set_version(0);
-  *st->mutable_started_at() = ToProto(now);
-  *st->mutable_deadline() = ToProto(now + FromProto(spec.limits().deadline()));
+  *st->mutable_started_at() = ToProtoTime(now);
+  *st->mutable_deadline() = ToProtoTime(now + FromProtoDuration(spec.limits().deadline()));
   Step s(*run, now);
   s.MoveTo(rein::v1::INITIALIZING);
   Transition t = std::move(s).Finish();
@@ -698,8 +681,8 @@ Effect StageRouter::NextEffect(const Run& run, absl::Time now) const {
   Effect effect;
   const RunState& st = run.state();
   const RunSpec& spec = run.spec();
-  absl::Time deadline = st.has_deadline() ? FromProto(st.deadline()) : absl::InfiniteFuture();
-  effect.deadline = std::min(now + FromProto(spec.limits().stage_timeout()), deadline);
+  absl::Time deadline = st.has_deadline() ? FromProtoTime(st.deadline()) : absl::InfiniteFuture();
+  effect.deadline = std::min(now + FromProtoDuration(spec.limits().stage_timeout()), deadline);
   switch (st.stage()) {
     case rein::v1::INITIALIZING:
       effect.kind = Effect::Kind::kListTools;
@@ -1246,7 +1229,7 @@ std::optional<Transition> StageRouter::OnCancel(const Run& run, bool call_in_fli
 std::optional<Transition> StageRouter::OnTick(const Run& run, absl::Time now) const {
   const RunState& st = run.state();
   if (IsTerminal(st.stage())) return std::nullopt;
-  const bool past_deadline = st.has_deadline() && now >= FromProto(st.deadline());
+  const bool past_deadline = st.has_deadline() && now >= FromProtoTime(st.deadline());
   if (!st.cancel_requested() && !past_deadline) return std::nullopt;
   Step s(run, now);
   EndIfLimited(s, /*begins_iteration=*/false);
