@@ -13,6 +13,7 @@
 #include "common/metrics.h"
 #include "common/proto_time.h"
 #include "common/status_macros.h"
+#include "router_service/spec.h"
 
 namespace rein {
 
@@ -86,6 +87,24 @@ absl::Status CheckRunId(const std::string& run_id) {
 }
 
 // Whether a transition records a failed call (the run backs off before the next one).
+// Whether the executors offer file_info, with which a workspace is checked.
+template <typename Tools>
+bool HasFileInfo(const Tools& tools) {
+  return std::any_of(tools.begin(), tools.end(),
+                     [](const rein::v1::ToolSpec& t) { return t.name() == "file_info"; });
+}
+
+// file_info {"path": "."} in `workspace`: fails (a tool error) when the workspace is missing.
+rein::v1::ExecuteRequest WorkspaceCheck(const std::string& run_id, const std::string& workspace) {
+  rein::v1::ExecuteRequest check;
+  check.set_call_id(absl::StrCat(run_id, "-workspace-check"));
+  check.set_run_id(run_id);
+  check.set_workspace(workspace);
+  check.set_tool("file_info");
+  check.set_args_json(R"({"path":"."})");
+  return check;
+}
+
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -366,22 +385,14 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
     case Effect::Kind::kListTools: {
       // Tools, then (when the executor has file_info) the workspace: two calls, one stage.
       ExecutorClient* executor = executor_;
-      rein::v1::ExecuteRequest check;
-      check.set_call_id(absl::StrCat(run_id, "-workspace-check"));
-      check.set_run_id(run_id);
-      check.set_workspace(run.spec().workspace());
-      check.set_tool("file_info");
-      check.set_args_json(R"({"path":"."})");
+      rein::v1::ExecuteRequest check = WorkspaceCheck(run_id, run.spec().workspace());
       absl::Time deadline = effect.deadline;
       auto chain = std::make_shared<ChainedCall>();
       entry->call = chain;
       chain->Set(executor_->ListTools(
           deadline, [finish, router, executor, check, deadline, chain](
                         absl::StatusOr<rein::v1::ListToolsResponse> tools) {
-            bool has_file_info =
-                tools.ok() && std::any_of(tools->tools().begin(), tools->tools().end(),
-                                          [](const auto& t) { return t.name() == "file_info"; });
-            if (!has_file_info) {
+            if (!tools.ok() || !HasFileInfo(tools->tools())) {
               finish([router, tools = std::move(tools)](const Run& r, absl::Time t) {
                 return router->OnTools(r, tools, std::nullopt, t);
               });
@@ -492,6 +503,30 @@ absl::StatusOr<std::vector<rein::v1::ToolSpec>> RunEngine::KnownTools() {
   return tools_;
 }
 
+absl::Status RunEngine::CheckWorkspace(const std::string& run_id, const rein::v1::RunSpec& spec,
+                                       const std::vector<rein::v1::ToolSpec>& tools) {
+  if (!HasFileInfo(tools)) return absl::OkStatus();
+  absl::Notification done;
+  absl::StatusOr<rein::v1::ExecuteResponse> reply;
+  executor_->Execute(WorkspaceCheck(run_id, spec.workspace()),
+                     clock_->Now() + options_.list_tools_timeout,
+                     [&](absl::StatusOr<rein::v1::ExecuteResponse> r) {
+                       reply = std::move(r);
+                       done.Notify();
+                     });
+  done.WaitForNotification();
+  if (!reply.ok()) {
+    return absl::UnavailableError(absl::StrCat("cannot check spec.workspace on an executor: ",
+                                               reply.status().message()));
+  }
+  if (!reply->ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "spec.workspace: workspace \"", spec.workspace(), "\" is not usable on the executors (",
+        reply->error().code(), ": ", reply->error().message(), ")"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request) {
   if (request.request_id().size() > 128) {
     return absl::InvalidArgumentError("request_id: at most 128 bytes");
@@ -500,10 +535,12 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   if (!dispatching_) return absl::UnavailableError("the router is shutting down");
   absl::StatusOr<std::vector<rein::v1::ToolSpec>> tools = KnownTools();
   if (!tools.ok()) return tools.status();
-  absl::StatusOr<rein::v1::RunSpec> spec = StageRouter::NormalizeSpec(request.spec(), *tools);
+  absl::StatusOr<rein::v1::RunSpec> spec = NormalizeSpec(request.spec(), *tools);
   if (!spec.ok()) return spec.status();
+  const std::string run_id = NewRunId();
+  RETURN_IF_ERROR(CheckWorkspace(run_id, *spec, *tools));
   Run run;
-  Transition t = router_.NewRun(NewRunId(), request.request_id(), *spec, clock_->Now(), &run);
+  Transition t = router_.NewRun(run_id, request.request_id(), *spec, clock_->Now(), &run);
   absl::StatusOr<CreateResult> created = store_->CreateRun(run, std::move(t.events));
   if (!created.ok()) return created.status();
   if (!created->created) return created->run;  // the same request_id: the first run

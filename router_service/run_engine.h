@@ -52,6 +52,8 @@ class RunEngine {
   // abandons the rest (they continue after the next Start).
   void Shutdown(absl::Duration grace);
 
+  // Validates the spec (INVALID_ARGUMENT naming the field), checks that the executors have
+  // the workspace (FAILED_PRECONDITION naming spec.workspace) and starts the run.
   absl::StatusOr<rein::v1::Run> StartRun(const rein::v1::StartRunRequest& request);
   absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id);
   absl::StatusOr<RunPage> ListRuns(const rein::v1::ListRunsRequest& request);
@@ -84,6 +86,10 @@ class RunEngine {
   // A call's callback has been applied (or dropped): one call fewer in flight.
   void CallDone();
   absl::StatusOr<std::vector<rein::v1::ToolSpec>> KnownTools();
+  // FAILED_PRECONDITION naming spec.workspace when an executor offering file_info says the
+  // workspace is missing or unusable; OK when no executor offers file_info.
+  absl::Status CheckWorkspace(const std::string& run_id, const rein::v1::RunSpec& spec,
+                              const std::vector<rein::v1::ToolSpec>& tools);
   void WorkerLoop();
 
   RunStore* store_;

@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 #include "common/grpc_status.h"
 #include "common/proto_time.h"
 #include "common/usage_payload.h"
@@ -30,7 +30,6 @@ using rein::v1::TerminationReason;
 using rein::v1::ToolCall;
 using rein::v1::ToolSpec;
 
-constexpr size_t kMaxGoalBytes = 16 * 1024;
 constexpr int kMaxSubtasksPerPlan = 64;     // per plan or edited plan
 constexpr int kMaxPendingSubtasks = 256;    // on the stack at once
 constexpr size_t kMaxTextBytes = 4096;      // a subtask's description or summary
@@ -489,31 +488,18 @@ void ContinueAfterEvaluation(Step& s, Stage next, Pause pause) {
   Enter(s, next);
 }
 
-absl::Status CheckDuration(const google::protobuf::Duration& d, const std::string& field,
-                           absl::Duration max) {
-  if (d.seconds() < 0 || d.nanos() < 0 || d.nanos() > 999999999 ||
-      (d.seconds() == 0 && d.nanos() == 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": must be a positive duration"));
-  }
-  // Compare seconds first: converting a huge value to nanoseconds would overflow.
-  if (d.seconds() > absl::ToInt64Seconds(max) || FromProtoDuration(d) > max) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": must be at most ", absl::FormatDuration(max)));
-  }
-  return absl::OkStatus();
+// Whether a tool error says the run's workspace does not exist (the executor's NOT_FOUND
+// "workspace \"<name>\" does not exist ...").
+bool IsWorkspaceMissing(const Run& run, const rein::v1::ToolError& error) {
+  return error.code() == "NOT_FOUND" &&
+         absl::StartsWith(error.message(),
+                          absl::StrCat("workspace \"", run.spec().workspace(), "\""));
 }
 
-absl::Status CheckRange(int64_t value, int64_t lo, int64_t hi, const std::string& field) {
-  if (value < lo || value > hi) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": ", value, " is out of range [", lo, ", ", hi, "]"));
-  }
-  return absl::OkStatus();
-}
-
-bool ValidWorkspaceName(const std::string& name) {
-  if (name.empty() || name.size() > 255 || name == "." || name == "..") return false;
-  return name.find('/') == std::string::npos && name.find('\0') == std::string::npos;
+std::string WorkspaceGoneMessage(const Run& run, const rein::v1::ToolError& error) {
+  return absl::StrCat("workspace \"", run.spec().workspace(), "\" ",
+                      IsWorkspaceMissing(run, error) ? "no longer exists" : "is not usable",
+                      " on the executors (", error.code(), ": ", error.message(), ")");
 }
 
 }  // namespace
@@ -535,127 +521,6 @@ bool StageRouter::IsFatalPlannerError(absl::StatusCode code) {
     default:
       return false;
   }
-}
-
-absl::StatusOr<RunSpec> StageRouter::NormalizeSpec(const RunSpec& in,
-                                                   const std::vector<ToolSpec>& known_tools) {
-  RunSpec spec = in;
-  std::string goal(absl::StripAsciiWhitespace(spec.goal()));
-  if (goal.empty()) return absl::InvalidArgumentError("spec.goal: required, must not be empty");
-  if (spec.goal().size() > kMaxGoalBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("spec.goal: ", spec.goal().size(),
-                                                   " bytes, at most ", kMaxGoalBytes));
-  }
-  if (spec.workspace().empty()) spec.set_workspace("default");
-  if (!ValidWorkspaceName(spec.workspace())) {
-    return absl::InvalidArgumentError(
-        "spec.workspace: must be one name under the workspace root (no '/', not '.' or '..', "
-        "at most 255 bytes)");
-  }
-  std::set<std::string> names;
-  for (int i = 0; i < spec.tools_size(); ++i) {
-    const std::string& name = spec.tools(i);
-    bool known = std::any_of(known_tools.begin(), known_tools.end(),
-                             [&](const ToolSpec& t) { return t.name() == name; });
-    if (!known) {
-      std::vector<std::string> all;
-      for (const ToolSpec& t : known_tools) all.push_back(t.name());
-      return absl::InvalidArgumentError(absl::StrCat("spec.tools[", i, "]: unknown tool \"", name,
-                                                     "\" (known: ", absl::StrJoin(all, ", "),
-                                                     ")"));
-    }
-    if (!names.insert(name).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("spec.tools[", i, "]: \"", name, "\" is listed twice"));
-    }
-  }
-  auto* limits = spec.mutable_limits();
-  if (limits->max_iterations() == 0) limits->set_max_iterations(50);
-  if (auto s = CheckRange(limits->max_iterations(), 1, 100000, "spec.limits.max_iterations");
-      !s.ok()) {
-    return s;
-  }
-  if (!limits->has_deadline()) *limits->mutable_deadline() = ToProtoDuration(absl::Minutes(10));
-  if (auto s = CheckDuration(limits->deadline(), "spec.limits.deadline", absl::Hours(24 * 7));
-      !s.ok()) {
-    return s;
-  }
-  if (!limits->has_stage_timeout()) {
-    *limits->mutable_stage_timeout() = ToProtoDuration(absl::Seconds(120));
-  }
-  if (auto s = CheckDuration(limits->stage_timeout(), "spec.limits.stage_timeout", absl::Hours(1));
-      !s.ok()) {
-    return s;
-  }
-  if (limits->retry_budget() == 0) limits->set_retry_budget(5);
-  if (limits->retry_budget() == -1) limits->set_retry_budget(0);
-  if (auto s = CheckRange(limits->retry_budget(), 0, 1000, "spec.limits.retry_budget"); !s.ok()) {
-    return s;
-  }
-  if (limits->max_consecutive_tool_failures() == 0) limits->set_max_consecutive_tool_failures(3);
-  if (auto s = CheckRange(limits->max_consecutive_tool_failures(), 1, 1000,
-                          "spec.limits.max_consecutive_tool_failures");
-      !s.ok()) {
-    return s;
-  }
-  if (limits->stagnation_window() == 0) limits->set_stagnation_window(4);
-  if (auto s = CheckRange(limits->stagnation_window(), 2, 100, "spec.limits.stagnation_window");
-      !s.ok()) {
-    return s;
-  }
-  if (!rein::v1::OnStagnation_IsValid(limits->on_stagnation())) {
-    return absl::InvalidArgumentError(absl::StrCat("spec.limits.on_stagnation: unknown value ",
-                                                   static_cast<int>(limits->on_stagnation())));
-  }
-  if (limits->on_stagnation() == rein::v1::ON_STAGNATION_UNSPECIFIED) {
-    limits->set_on_stagnation(rein::v1::REPLAN_THEN_PAUSE);
-  }
-  if (limits->token_budget() < 0) {
-    return absl::InvalidArgumentError("spec.limits.token_budget: must be >= 0 (0 = no budget)");
-  }
-  if (limits->action_window() == 0) limits->set_action_window(20);
-  if (auto s = CheckRange(limits->action_window(), 1, 1000, "spec.limits.action_window");
-      !s.ok()) {
-    return s;
-  }
-  if (limits->action_window() < limits->stagnation_window()) {
-    limits->set_action_window(std::max(limits->stagnation_window(), 6));
-  }
-  std::set<int> points;
-  for (int i = 0; i < spec.pause_points_size(); ++i) {
-    int point = spec.pause_points(i);
-    if (!rein::v1::PausePoint_IsValid(point) || point == rein::v1::PAUSE_POINT_UNSPECIFIED) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("spec.pause_points[", i, "]: unknown pause point ", point));
-    }
-    if (!points.insert(point).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("spec.pause_points[", i, "]: listed twice"));
-    }
-  }
-  if (spec.model().max_tokens() < 0 || spec.model().max_tokens() > 128000) {
-    return absl::InvalidArgumentError("spec.model.max_tokens: must be in [0, 128000]");
-  }
-  if (spec.model().has_temperature() &&
-      (spec.model().temperature() < 0 || spec.model().temperature() > 1)) {
-    return absl::InvalidArgumentError("spec.model.temperature: must be in [0, 1]");
-  }
-  if (spec.model().model().size() > 256) {
-    return absl::InvalidArgumentError("spec.model.model: at most 256 bytes");
-  }
-  if (spec.labels_size() > 32) {
-    return absl::InvalidArgumentError("spec.labels: at most 32 labels");
-  }
-  for (const auto& [key, value] : spec.labels()) {
-    if (key.empty() || key.size() > 63) {
-      return absl::InvalidArgumentError("spec.labels: keys must be 1..63 bytes");
-    }
-    if (value.size() > 256) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("spec.labels[", key, "]: value longer than 256 bytes"));
-    }
-  }
-  return spec;
 }
 
 Transition StageRouter::NewRun(const std::string& run_id, const std::string& request_id,
@@ -774,10 +639,9 @@ Transition StageRouter::OnTools(
     }
     if (!(*workspace)->ok()) {
       if (EndIfLimited(s, /*begins_iteration=*/false)) return std::move(s).Finish();
-      Terminate(s, rein::v1::FAILED, rein::v1::INTERNAL,
-                absl::StrCat("workspace \"", run.spec().workspace(),
-                             "\" is not usable on the executor: ", (*workspace)->error().code(),
-                             ": ", (*workspace)->error().message()));
+      // No tool can run without the workspace, and retrying cannot bring it back.
+      Terminate(s, rein::v1::FAILED, rein::v1::CONSECUTIVE_TOOL_FAILURES,
+                WorkspaceGoneMessage(run, (*workspace)->error()));
       return std::move(s).Finish();
     }
   }
@@ -1019,6 +883,13 @@ Transition StageRouter::OnExecute(const Run& run,
   event->set_truncated(reply->truncated());
   st.clear_pending_call();
   st.set_call_dispatched(false);
+  if (!reply->ok() && IsWorkspaceMissing(run, reply->error())) {
+    // The workspace disappeared under the run: every further call would fail the same way.
+    if (EndIfLimited(s, /*begins_iteration=*/false)) return std::move(s).Finish();
+    Terminate(s, rein::v1::FAILED, rein::v1::CONSECUTIVE_TOOL_FAILURES,
+              WorkspaceGoneMessage(run, reply->error()));
+    return std::move(s).Finish();
+  }
   Enter(s, rein::v1::EVALUATING);
   return std::move(s).Finish();
 }

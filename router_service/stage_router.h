@@ -52,12 +52,8 @@ class StageRouter {
  public:
   explicit StageRouter(StageRouterOptions options = {}) : options_(options) {}
 
-  // Validates a client's spec against the tools executors offer and fills in every default.
-  // Errors are INVALID_ARGUMENT naming the field (e.g. "spec.limits.max_iterations: ...").
-  static absl::StatusOr<rein::v1::RunSpec> NormalizeSpec(
-      const rein::v1::RunSpec& spec, const std::vector<rein::v1::ToolSpec>& known_tools);
-
-  // A new run in INITIALIZING (version 1) with its first event. `spec` must be normalized.
+  // A new run in INITIALIZING (version 1) with its first event. `spec` must be normalized
+  // (router_service/spec.h).
   Transition NewRun(const std::string& run_id, const std::string& request_id,
                     const rein::v1::RunSpec& spec, absl::Time now, rein::v1::Run* run) const;
 
