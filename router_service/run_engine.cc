@@ -295,74 +295,51 @@ void RunEngine::CallDone() {
 }
 
 void RunEngine::Wake(const std::string& run_id) {
-  std::shared_ptr<Entry> entry = Find(run_id);
-  if (!entry) return;
-  {
-    absl::MutexLock lock(&entry->mu);
-    if (!entry->in_flight) {
-      if (auto t = router_.OnTick(entry->run, clock_->Now())) {
-        (void)CommitLocked(*entry, std::move(*t));
-      }
-    }
-  }
-  Advance(entry);
+  if (std::shared_ptr<Entry> entry = Find(run_id)) Advance(entry);
+}
+
+void RunEngine::Forget(const std::string& run_id) {
+  absl::MutexLock runs_lock(&runs_mu_);
+  runs_.erase(run_id);
+  Metrics::Global().Set("rein_router_active_runs", runs_.size());
 }
 
 void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
   absl::MutexLock lock(&entry->mu);
   if (entry->in_flight) return;
-  const Run& run = entry->run;
-  const std::string run_id = run.run_id();
-  if (StageRouter::IsTerminal(run.state().stage())) {
-    absl::MutexLock runs_lock(&runs_mu_);
-    runs_.erase(run_id);
-    Metrics::Global().Set("rein_router_active_runs", runs_.size());
-    return;
-  }
-  if (!dispatching_) return;
-  absl::Time now = clock_->Now();
-  if (run.state().stage() == rein::v1::PAUSED) {
-    if (run.state().has_deadline()) {
-      scheduler_.WakeAt(FromProtoTime(run.state().deadline()), run_id);
-    }
-    return;
-  }
-  if (auto t = router_.OnTick(run, now)) {
-    // Rules 1 and 3 before any call: a recovered run whose cancel was requested, or whose
-    // deadline passed while it waited for a retry.
-    if (CommitLocked(*entry, std::move(*t)).ok()) {
-      absl::MutexLock runs_lock(&runs_mu_);
-      runs_.erase(run_id);
-      Metrics::Global().Set("rein_router_active_runs", runs_.size());
-    }
-    return;
-  }
-  if (now < entry->not_before) {
-    scheduler_.WakeAt(entry->not_before, run_id);
-    return;
-  }
-  Effect effect = router_.NextEffect(run, now);
-  if (effect.kind == Effect::Kind::kNone) {
-    // A working stage with nothing to call: end the run rather than leave it hanging.
-    LogError("no call to make for a working stage", {{"run_id", run_id}});
-    if (CommitLocked(*entry, router_.FailInternal(
-                                 run, absl::StrCat("the router found nothing to call in stage ",
-                                                   rein::v1::Stage_Name(run.state().stage())),
-                                 now))
-            .ok()) {
-      absl::MutexLock runs_lock(&runs_mu_);
-      runs_.erase(run_id);
-    }
-    return;
-  }
-  if (effect.kind == Effect::Kind::kExecute && run.state().pending_call().mutating() &&
-      !run.state().call_dispatched()) {
-    if (!CommitLocked(*entry, router_.MarkDispatched(run, now)).ok()) {
-      entry->not_before = now + absl::Seconds(1);
-      scheduler_.WakeAt(entry->not_before, run_id);
+  const std::string run_id = entry->run.run_id();
+  while (true) {
+    const absl::Time now = clock_->Now();
+    NextStep next = router_.Next(entry->run, now, entry->not_before);
+    if (next.kind == NextStep::Kind::kEnded) {
+      Forget(run_id);
       return;
     }
+    if (!dispatching_) return;
+    switch (next.kind) {
+      case NextStep::Kind::kEnded:
+      case NextStep::Kind::kIdle:
+        return;
+      case NextStep::Kind::kWaitUntil:
+        scheduler_.WakeAt(next.until, run_id);
+        return;
+      case NextStep::Kind::kCommit:
+        if (!CommitLocked(*entry, std::move(*next.transition)).ok()) {
+          entry->not_before = now + absl::Seconds(1);
+          scheduler_.WakeAt(entry->not_before, run_id);
+          return;
+        }
+        break;  // ask again
+      case NextStep::Kind::kCall:
+        Dispatch(entry, next.effect);
+        return;
+    }
   }
+}
+
+void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effect) {
+  const Run& run = entry->run;
+  const std::string& run_id = run.run_id();
   entry->in_flight = true;
   in_flight_.fetch_add(1);
   std::weak_ptr<Entry> weak = entry;

@@ -76,7 +76,12 @@ class RunEngine {
 
   std::shared_ptr<Entry> Find(const std::string& run_id);
   std::shared_ptr<Entry> Track(const rein::v1::Run& run);
+  // Does what StageRouter::Next says for the run, unless a call is in flight.
   void Advance(const std::shared_ptr<Entry>& entry);
+  // Makes the effect's call; its result is applied by Complete. Needs entry->mu held.
+  void Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effect);
+  // Drops an ended run from memory.
+  void Forget(const std::string& run_id);
   // Applies a call's result (on a worker) and moves on.
   void Complete(const std::shared_ptr<Entry>& entry,
                 std::function<Transition(const rein::v1::Run&, absl::Time)> apply);

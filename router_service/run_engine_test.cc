@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/proto_time.h"
 #include "common/testing/fake_clock.h"
 #include "gtest/gtest.h"
 #include "router_service/sqlite_run_store.h"
@@ -85,6 +86,14 @@ class RunEngineTest : public ::testing::Test {
     store_ = std::move(*store);
     engine_ = std::make_unique<RunEngine>(store_.get(), &planner_, &executor_, &clock_, options_);
     ASSERT_TRUE(engine_->Start().ok());
+  }
+
+  // Replaces the engine (and its store connection) with a new one built from options_.
+  void Reopen() {
+    engine_->Shutdown(absl::ZeroDuration());
+    engine_.reset();
+    store_.reset();
+    OpenEngine();
   }
 
   rein::v1::RunSpec Spec() {
@@ -211,6 +220,25 @@ TEST_F(RunEngineTest, FailedCallIsRetriedOnlyAfterADoublingBackoffUntilTheBudget
   EXPECT_EQ(planner_.calls.load(), 3);
   EXPECT_EQ(finished.finished().outcome().reason(), rein::v1::RETRY_BUDGET_EXHAUSTED);
   EXPECT_EQ(Finished(), 1);
+}
+
+TEST_F(RunEngineTest, DeadlineDuringABackoffEndsTheRunAtTheDeadline) {
+  options_.retry_backoff = absl::Minutes(5);
+  options_.max_retry_backoff = absl::Minutes(5);
+  Reopen();
+  planner_.plan = [](const rein::v1::PlanRequest&) {
+    return absl::StatusOr<rein::v1::PlanResponse>(absl::UnavailableError("planner down"));
+  };
+  const absl::Time start = clock_.Now();
+  const std::string id = StartRun(Spec());  // deadline: 60s
+  AwaitError(id);
+  // The run wakes at its deadline, not at the end of the 5 minute backoff.
+  EXPECT_EQ(clock_.BlockUntilWaiterBy(start + absl::Minutes(5)), start + absl::Seconds(60));
+  clock_.Advance(absl::Seconds(60));
+  RunEvent finished = AwaitFinished(id);
+  EXPECT_EQ(finished.finished().outcome().reason(), rein::v1::DEADLINE_EXCEEDED);
+  EXPECT_EQ(FromProtoTime(finished.time()), start + absl::Seconds(60));
+  EXPECT_EQ(planner_.calls.load(), 1);
 }
 
 TEST_F(RunEngineTest, PausedRunEndsWhenItsDeadlinePasses) {

@@ -11,6 +11,7 @@
 #include "common/grpc_status.h"
 #include "common/proto_time.h"
 #include "common/usage_payload.h"
+#include "router_service/termination.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 
@@ -105,11 +106,6 @@ class Step {
   std::vector<RunEvent> events_;
 };
 
-struct Verdict {
-  TerminationReason reason;
-  std::string message;
-};
-
 void Terminate(Step& s, Stage status, TerminationReason reason, const std::string& message) {
   RunState& st = s.state();
   st.clear_pause();
@@ -124,104 +120,13 @@ void Terminate(Step& s, Stage status, TerminationReason reason, const std::strin
   *s.AddEvent()->mutable_finished()->mutable_outcome() = *outcome;
 }
 
-// Rules 1-6 of DESIGN.md section 2, in order. `begins_iteration`: the transition would start
-// another iteration (only then does the iteration limit apply).
-std::optional<Verdict> CheckLimits(const Step& s, const RunState& st, bool begins_iteration) {
-  const auto& limits = s.spec().limits();
-  if (st.cancel_requested()) {
-    return Verdict{rein::v1::CANCELLED_BY_USER, "cancelled by user"};
-  }
-  if (begins_iteration && st.iteration() >= limits.max_iterations()) {
-    return Verdict{rein::v1::MAX_ITERATIONS,
-                   absl::StrCat("reached max_iterations (", limits.max_iterations(), ")")};
-  }
-  if (st.has_deadline() && s.now() >= FromProtoTime(st.deadline())) {
-    return Verdict{rein::v1::DEADLINE_EXCEEDED,
-                   absl::StrCat("deadline of ", absl::FormatDuration(FromProtoDuration(limits.deadline())),
-                                " passed")};
-  }
-  if (st.retries_used() > limits.retry_budget()) {
-    return Verdict{rein::v1::RETRY_BUDGET_EXHAUSTED,
-                   absl::StrCat("retry budget exhausted: ", st.retries_used(),
-                                " failed attempts, budget ", limits.retry_budget())};
-  }
-  if (st.consecutive_tool_failures() >= limits.max_consecutive_tool_failures()) {
-    return Verdict{rein::v1::CONSECUTIVE_TOOL_FAILURES,
-                   absl::StrCat(st.consecutive_tool_failures(), " consecutive tool failures")};
-  }
-  if (limits.token_budget() > 0 && st.tokens_used() > limits.token_budget()) {
-    return Verdict{rein::v1::TOKEN_BUDGET_EXHAUSTED,
-                   absl::StrCat("used ", st.tokens_used(), " tokens, budget ",
-                                limits.token_budget())};
-  }
-  return std::nullopt;
-}
-
-Stage TerminalStageFor(TerminationReason reason) {
-  return reason == rein::v1::CANCELLED_BY_USER ? rein::v1::CANCELLED : rein::v1::FAILED;
-}
-
 // Applies rules 1-6; returns true when the run ended.
 bool EndIfLimited(Step& s, bool begins_iteration) {
-  if (auto verdict = CheckLimits(s, s.state(), begins_iteration)) {
+  if (auto verdict = CheckLimits(s.spec(), s.state(), s.now(), begins_iteration)) {
     Terminate(s, TerminalStageFor(verdict->reason), verdict->reason, verdict->message);
     return true;
   }
   return false;
-}
-
-std::string CallKey(const Action& a) { return absl::StrCat(a.tool(), "\x1f", a.args_json()); }
-
-std::string DescribeCall(const Action& a) {
-  std::string args = a.args_json().size() > 200 ? a.args_json().substr(0, 200) + "..." : a.args_json();
-  return absl::StrCat(a.tool(), "(", args, ")");
-}
-
-// Rule 7's patterns over the actions recorded since the last stagnation mark.
-std::optional<std::string> DetectStagnation(const RunSpec& spec, const RunState& st) {
-  int64_t fresh = st.actions_total() - st.stagnation_mark();
-  int n = static_cast<int>(std::min<int64_t>(fresh, st.recent_actions_size()));
-  if (n <= 0) return std::nullopt;
-  std::vector<const Action*> acts;
-  for (int i = st.recent_actions_size() - n; i < st.recent_actions_size(); ++i) {
-    acts.push_back(&st.recent_actions(i));
-  }
-  auto tail = [&](int k) { return std::vector<const Action*>(acts.end() - k, acts.end()); };
-  const int window = spec.limits().stagnation_window();
-  if (n >= window) {
-    auto last = tail(window);
-    bool same = std::all_of(last.begin(), last.end(), [&](const Action* a) {
-      return CallKey(*a) == CallKey(*last[0]) && a->observation() == last[0]->observation() &&
-             a->ok() == last[0]->ok();
-    });
-    if (same) {
-      return absl::StrCat("repeated call: ", DescribeCall(*last[0]), " ", window,
-                          " times in a row with the same observation");
-    }
-  }
-  if (n >= 3) {
-    auto last = tail(3);
-    bool same_failed = std::all_of(last.begin(), last.end(), [&](const Action* a) {
-      return CallKey(*a) == CallKey(*last[0]) && !a->ok();
-    });
-    if (same_failed) {
-      return absl::StrCat("repeated failure: ", DescribeCall(*last[0]),
-                          " failed 3 times in a row");
-    }
-  }
-  if (n >= 6) {
-    auto last = tail(6);
-    std::string a = CallKey(*last[0]), b = CallKey(*last[1]);
-    bool alternates = a != b;
-    for (int i = 0; alternates && i < 6; ++i) {
-      alternates = CallKey(*last[i]) == (i % 2 == 0 ? a : b);
-    }
-    if (alternates) {
-      return absl::StrCat("alternation: ", DescribeCall(*last[0]), " and ",
-                          DescribeCall(*last[1]), " alternate over the last 6 calls");
-    }
-  }
-  return std::nullopt;
 }
 
 void SetPause(Step& s, Pause pause) {
@@ -258,14 +163,13 @@ void Enter(Step& s, Stage next) {
   s.MoveTo(next);
 }
 
-// Spends one unit of the retry budget for a failed stage attempt and stays in the stage.
 // Whether rule 1 or 3 already holds: a call cut short by a cancel or by the run's deadline is
 // not the stage's failure.
 bool CancelledOrPastDeadline(const Step& s) {
-  return s.state().cancel_requested() ||
-         (s.state().has_deadline() && s.now() >= FromProtoTime(s.state().deadline()));
+  return rein::CancelledOrPastDeadline(s.state(), s.now());
 }
 
+// Spends one unit of the retry budget for a failed stage attempt and stays in the stage.
 void SpendRetry(Step& s, Stage stage, const std::string& code, const std::string& message) {
   const bool spent = !CancelledOrPastDeadline(s);
   if (spent) s.state().set_retries_used(s.state().retries_used() + 1);
@@ -447,8 +351,8 @@ absl::StatusOr<ToolCall> MakeCall(const Run& run, RunState& st, const std::strin
 
 // Where the loop goes after EVALUATING (or after a review that finished an evaluation).
 Stage NextAfterEvaluation(const RunState& st) {
-  if (st.subtasks_size() > 0) return rein::v1::DECIDING;
-  return st.goal_achieved() ? rein::v1::FINISHED : rein::v1::PLANNING;
+  if (MayFinish(st)) return rein::v1::FINISHED;  // rule 8
+  return st.subtasks_size() > 0 ? rein::v1::DECIDING : rein::v1::PLANNING;
 }
 
 // Goes to `next` from EVALUATING: rules 1-6, then stagnation (rule 7), then pauses, then the
@@ -763,8 +667,7 @@ Transition StageRouter::OnDecide(const Run& run,
     absl::StatusOr<ToolCall> call = MakeCall(run, st, reply->tool_call().tool(),
                                              reply->tool_call().args_json(), "tool_call");
     if (!call.ok()) {
-      // Drop the decision event: the output was invalid.
-      s.state().set_call_counter(run.state().call_counter());
+      // Drop the decision (and the call counter MakeCall bumped): the output was invalid.
       Step retry(run, now);
       retry.state().mutable_subtasks(0)->set_status(SubTask::IN_PROGRESS);
       AddUsage(retry, reply->usage());
@@ -1097,11 +1000,56 @@ std::optional<Transition> StageRouter::OnCancel(const Run& run, bool call_in_fli
   return std::move(s).Finish();
 }
 
+NextStep StageRouter::Next(const Run& run, absl::Time now, absl::Time not_before) const {
+  NextStep next;
+  const RunState& st = run.state();
+  if (IsTerminal(st.stage())) {
+    next.kind = NextStep::Kind::kEnded;
+    return next;
+  }
+  if (std::optional<Transition> end = OnTick(run, now)) {
+    next.kind = NextStep::Kind::kCommit;
+    next.transition = std::move(end);
+    return next;
+  }
+  const absl::Time deadline = st.has_deadline() ? FromProtoTime(st.deadline())
+                                                : absl::InfiniteFuture();
+  if (st.stage() == rein::v1::PAUSED) {
+    next.kind = st.has_deadline() ? NextStep::Kind::kWaitUntil : NextStep::Kind::kIdle;
+    next.until = deadline;
+    return next;
+  }
+  if (now < not_before) {
+    next.kind = NextStep::Kind::kWaitUntil;
+    next.until = std::min(not_before, deadline);  // the deadline may come first (rule 3)
+    return next;
+  }
+  Effect effect = NextEffect(run, now);
+  if (effect.kind == Effect::Kind::kNone) {
+    // A working stage with nothing to call: end the run rather than leave it hanging.
+    next.kind = NextStep::Kind::kCommit;
+    next.transition = FailInternal(run,
+                                   absl::StrCat("the router found nothing to call in stage ",
+                                                rein::v1::Stage_Name(st.stage())),
+                                   now);
+    return next;
+  }
+  if (effect.kind == Effect::Kind::kExecute && st.pending_call().mutating() &&
+      !st.call_dispatched()) {
+    // Recorded before the call is sent, so that recovery never repeats it silently.
+    next.kind = NextStep::Kind::kCommit;
+    next.transition = MarkDispatched(run, now);
+    return next;
+  }
+  next.kind = NextStep::Kind::kCall;
+  next.effect = std::move(effect);
+  return next;
+}
+
 std::optional<Transition> StageRouter::OnTick(const Run& run, absl::Time now) const {
   const RunState& st = run.state();
   if (IsTerminal(st.stage())) return std::nullopt;
-  const bool past_deadline = st.has_deadline() && now >= FromProtoTime(st.deadline());
-  if (!st.cancel_requested() && !past_deadline) return std::nullopt;
+  if (!CancelledOrPastDeadline(st, now)) return std::nullopt;
   Step s(run, now);
   EndIfLimited(s, /*begins_iteration=*/false);
   return std::move(s).Finish();

@@ -1121,5 +1121,104 @@ TEST(StageRouterTest, SnapshotsAtIterationBoundaries) {
   EXPECT_EQ(state.version(), t.state.version());
 }
 
+// --- Next: the one question the driver asks ---------------------------------------------------
+
+TEST(StageRouterNextTest, TerminalRunIsEnded) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({}, true));
+  ASSERT_EQ(h.stage(), rein::v1::FINISHED);
+  EXPECT_EQ(h.router.Next(h.run, h.now).kind, NextStep::Kind::kEnded);
+}
+
+TEST(StageRouterNextTest, CancelRequestedWithNoCallIsCommittedAsTheEnd) {
+  Harness h;
+  h.Tools();
+  h.run.mutable_state()->set_cancel_requested(true);  // e.g. recovered after a restart
+  NextStep next = h.router.Next(h.run, h.now);
+  ASSERT_EQ(next.kind, NextStep::Kind::kCommit);
+  ASSERT_TRUE(next.transition.has_value());
+  EXPECT_EQ(next.transition->state.stage(), rein::v1::CANCELLED);
+  EXPECT_EQ(next.transition->state.outcome().reason(), rein::v1::CANCELLED_BY_USER);
+}
+
+TEST(StageRouterNextTest, PassedDeadlineIsCommittedAsTheEndEvenWhileBackingOff) {
+  Harness h;
+  h.Tools();
+  const absl::Time later = h.now + absl::Minutes(10);
+  NextStep next = h.router.Next(h.run, later, /*not_before=*/later + absl::Seconds(5));
+  ASSERT_EQ(next.kind, NextStep::Kind::kCommit);
+  EXPECT_EQ(next.transition->state.stage(), rein::v1::FAILED);
+  EXPECT_EQ(next.transition->state.outcome().reason(), rein::v1::DEADLINE_EXCEEDED);
+}
+
+TEST(StageRouterNextTest, PausedRunWaitsForItsDeadline) {
+  Harness h([](rein::v1::RunSpec& s) { s.add_pause_points(rein::v1::AFTER_PLAN); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+  NextStep next = h.router.Next(h.run, h.now);
+  EXPECT_EQ(next.kind, NextStep::Kind::kWaitUntil);
+  EXPECT_EQ(next.until, kStart + absl::Minutes(10));
+  h.run.mutable_state()->clear_deadline();
+  EXPECT_EQ(h.router.Next(h.run, h.now).kind, NextStep::Kind::kIdle);
+}
+
+TEST(StageRouterNextTest, BackoffWaitsUntilItEndsOrTheDeadlineIfSooner) {
+  Harness h;
+  h.Tools();
+  NextStep next = h.router.Next(h.run, h.now, /*not_before=*/h.now + absl::Seconds(2));
+  EXPECT_EQ(next.kind, NextStep::Kind::kWaitUntil);
+  EXPECT_EQ(next.until, h.now + absl::Seconds(2));
+  next = h.router.Next(h.run, h.now, /*not_before=*/h.now + absl::Hours(1));
+  EXPECT_EQ(next.kind, NextStep::Kind::kWaitUntil);
+  EXPECT_EQ(next.until, kStart + absl::Minutes(10));
+  // Once the backoff is over, the call is made.
+  EXPECT_EQ(h.router.Next(h.run, h.now + absl::Seconds(2), h.now + absl::Seconds(2)).kind,
+            NextStep::Kind::kCall);
+}
+
+TEST(StageRouterNextTest, WorkingStageWithNothingToCallFailsInternal) {
+  Harness h;
+  h.Tools();
+  h.run.mutable_state()->set_stage(rein::v1::DECIDING);  // DECIDING needs a subtask: none
+  NextStep next = h.router.Next(h.run, h.now);
+  ASSERT_EQ(next.kind, NextStep::Kind::kCommit);
+  EXPECT_EQ(next.transition->state.stage(), rein::v1::FAILED);
+  EXPECT_EQ(next.transition->state.outcome().reason(), rein::v1::INTERNAL);
+}
+
+TEST(StageRouterNextTest, MutatingCallIsMarkedDispatchedBeforeItIsMade) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("write_file", R"({"path":"x","content":"y"})"));
+  ASSERT_EQ(h.stage(), rein::v1::EXECUTING);
+  NextStep next = h.router.Next(h.run, h.now);
+  ASSERT_EQ(next.kind, NextStep::Kind::kCommit);
+  EXPECT_TRUE(next.transition->state.call_dispatched());
+  EXPECT_TRUE(next.transition->events.empty());
+  h.Apply(*next.transition);
+  next = h.router.Next(h.run, h.now);
+  ASSERT_EQ(next.kind, NextStep::Kind::kCall);
+  EXPECT_EQ(next.effect.kind, Effect::Kind::kExecute);
+  EXPECT_EQ(next.effect.execute.tool(), "write_file");
+}
+
+TEST(StageRouterNextTest, ReadOnlyCallIsMadeAtOnceWithTheStageDeadline) {
+  Harness h;
+  h.Tools();
+  NextStep next = h.router.Next(h.run, h.now);
+  ASSERT_EQ(next.kind, NextStep::Kind::kCall);
+  EXPECT_EQ(next.effect.kind, Effect::Kind::kPlan);
+  EXPECT_EQ(next.effect.deadline, h.now + absl::Seconds(120));  // stage_timeout < run deadline
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("list_files"));
+  next = h.router.Next(h.run, kStart + absl::Minutes(9));
+  ASSERT_EQ(next.kind, NextStep::Kind::kCall);
+  EXPECT_EQ(next.effect.kind, Effect::Kind::kExecute);
+  EXPECT_EQ(next.effect.deadline, kStart + absl::Minutes(10));  // the run's deadline is sooner
+}
+
 }  // namespace
 }  // namespace rein
