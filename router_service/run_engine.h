@@ -2,12 +2,12 @@
 #ifndef REIN_ROUTER_SERVICE_RUN_ENGINE_H_
 #define REIN_ROUTER_SERVICE_RUN_ENGINE_H_
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
-#include <atomic>
 #include <thread>
 #include <vector>
 

@@ -5,15 +5,14 @@
 #include <set>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/grpc_status.h"
 #include "common/proto_time.h"
 #include "common/usage_payload.h"
-#include "router_service/termination.h"
-#include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
+#include "router_service/termination.h"
 
 namespace rein {
 namespace {
