@@ -124,7 +124,8 @@ RunEngine::RunEngine(RunStore* store, PlannerClient* planner, ExecutorClient* ex
       clock_(clock),
       options_(options),
       router_(options.stage),
-      scheduler_(clock, [this](const std::string& run_id) { Post([this, run_id] { Wake(run_id); }); }),
+      scheduler_(clock,
+                 [this](const std::string& run_id) { Post([this, run_id] { Wake(run_id); }); }),
       tail_(clock) {}
 
 RunEngine::~RunEngine() { Shutdown(absl::ZeroDuration()); }

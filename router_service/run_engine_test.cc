@@ -113,7 +113,8 @@ class RunEngineTest : public ::testing::Test {
 
   // Reads the run's events (waiting on the engine, which waits on the fake clock that no one
   // moves meanwhile) until one matches `match`; returns it. Fails when the run ends first.
-  RunEvent AwaitEvent(const std::string& run_id, const std::function<bool(const RunEvent&)>& match) {
+  RunEvent AwaitEvent(const std::string& run_id,
+                      const std::function<bool(const RunEvent&)>& match) {
     while (true) {
       bool ended = false;
       absl::StatusOr<std::vector<RunEvent>> events =
