@@ -8,8 +8,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/proto_time.h"
 #include "google/protobuf/util/json_util.h"
-#include "google/protobuf/util/time_util.h"
 #include "nlohmann/json.hpp"
 
 namespace rein::cli {
@@ -17,13 +17,9 @@ namespace {
 
 constexpr size_t kLineBytes = 160;
 
-absl::Duration FromProto(const google::protobuf::Duration& d) {
-  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
-}
+absl::Duration FromProto(const google::protobuf::Duration& d) { return FromProtoDuration(d); }
 
-absl::Time FromProto(const google::protobuf::Timestamp& t) {
-  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
-}
+absl::Time FromProto(const google::protobuf::Timestamp& t) { return FromProtoTime(t); }
 
 bool IsSet(const google::protobuf::Timestamp& t) { return t.seconds() != 0 || t.nanos() != 0; }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/proto_time.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 
@@ -18,9 +19,7 @@ absl::Status UsageError(absl::string_view message) {
 }
 
 void SetDuration(absl::Duration duration, google::protobuf::Duration* out) {
-  int64_t seconds = absl::IDivDuration(duration, absl::Seconds(1), &duration);
-  out->set_seconds(seconds);
-  out->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(duration)));
+  *out = ToProtoDuration(duration);
 }
 
 }  // namespace

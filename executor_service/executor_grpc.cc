@@ -4,31 +4,22 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/grpc_deadline.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/proto_time.h"
 #include "executor_service/output_buffer.h"
 
 namespace rein {
 namespace {
 
-constexpr int64_t kMaxDurationSeconds = 315576000000;  // google.protobuf.Duration's range
-
-void ToProto(absl::Duration d, google::protobuf::Duration* out) {
-  const int64_t seconds = absl::IDivDuration(d, absl::Seconds(1), &d);
-  out->set_seconds(seconds);
-  out->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(d)));
-}
-
 absl::Status FromProto(const google::protobuf::Duration& in, absl::string_view field,
                        absl::Duration* out) {
-  const int64_t s = in.seconds();
-  const int32_t n = in.nanos();
-  if (s < -kMaxDurationSeconds || s > kMaxDurationSeconds || n <= -1000000000 ||
-      n >= 1000000000 || (s > 0 && n < 0) || (s < 0 && n > 0)) {
+  if (!IsValidProtoDuration(in)) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": not a valid duration"));
   }
-  *out = absl::Seconds(s) + absl::Nanoseconds(n);
+  *out = FromProtoDuration(in);
   return absl::OkStatus();
 }
 
@@ -46,7 +37,7 @@ grpc::Status ExecutorGrpcService::ListTools(grpc::ServerContext* /*context*/,
     out->set_description(spec.description);
     out->set_input_schema_json(spec.input_schema.dump());
     out->set_mutating(spec.mutating);
-    ToProto(spec.default_timeout, out->mutable_default_timeout());
+    *out->mutable_default_timeout() = ToProtoDuration(spec.default_timeout);
   }
   response->set_executor_id(executor_->options().executor_id);
   response->set_sandbox(executor_->SandboxDescription());
@@ -64,7 +55,7 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
   call.tool = request->tool();
   call.args_json = request->args_json();
   call.max_output_bytes = request->limits().max_output_bytes();
-  call.deadline = absl::FromChrono(context->deadline());
+  call.deadline = DeadlineOf(*context);
   absl::Status status = FromProto(request->limits().timeout(), "limits.timeout", &call.timeout);
 
   absl::StatusOr<ToolResult> result =
@@ -82,7 +73,7 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
     }
     response->set_exit_code(result->exit_code);
     response->set_timed_out(result->timed_out);
-    ToProto(elapsed, response->mutable_duration());
+    *response->mutable_duration() = ToProtoDuration(elapsed);
     response->set_executor_id(executor_->options().executor_id);
     code = result->ok ? "OK" : result->error_code;
   } else {

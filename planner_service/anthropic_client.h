@@ -18,7 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
-#include "planner_service/clock.h"
+#include "common/clock.h"
 
 struct curl_slist;
 

@@ -8,7 +8,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "planner_service/testing/fake_clock.h"
+#include "common/testing/fake_clock.h"
 #include "planner_service/testing/fake_messages_server.h"
 
 namespace rein {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "planner_service/clock.h"
+#include "common/clock.h"
 #include "planner_service/planner_backend.h"
 
 namespace rein {

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "planner_service/testing/fake_clock.h"
+#include "common/testing/fake_clock.h"
 
 namespace rein {
 namespace {

@@ -12,7 +12,7 @@
 #include "common/log.h"
 #include "common/server.h"
 #include "planner_service/backend_factory.h"
-#include "planner_service/clock.h"
+#include "common/clock.h"
 #include "planner_service/planner_grpc.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50052", "HOST:PORT to serve gRPC on (port 0 = any)");

@@ -1,15 +1,13 @@
 // The gRPC adapter of rein.v1.Planner: converts, passes the deadline, logs and counts.
 #include "planner_service/planner_grpc.h"
 
-#include <chrono>
 #include <cstdint>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/grpc_deadline.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -18,13 +16,6 @@
 
 namespace rein {
 namespace {
-
-// The call's deadline; absl::InfiniteFuture() when the client set none.
-absl::Time DeadlineOf(const grpc::ServerContext& context) {
-  const std::chrono::system_clock::time_point deadline = context.deadline();
-  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
-  return absl::FromChrono(deadline);
-}
 
 // Runs one stage: validate, call the backend, convert, log, count.
 template <typename Request, typename Response, typename Validate, typename Call>

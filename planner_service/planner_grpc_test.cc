@@ -13,7 +13,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "common/grpc_status.h"
-#include "planner_service/clock.h"
+#include "common/clock.h"
 #include "planner_service/scripted_backend.h"
 #include "rein/v1/planner.grpc.pb.h"
 

@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "planner_service/clock.h"
+#include "common/clock.h"
 #include "planner_service/planner_backend.h"
 #include "planner_service/script.h"
 #include "rein/v1/planner.pb.h"

@@ -14,8 +14,8 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "common/testing/fake_clock.h"
 #include "planner_service/script.h"
-#include "planner_service/testing/fake_clock.h"
 
 namespace rein {
 namespace {

@@ -1,4 +1,4 @@
-// Interfaces of what the router calls: the planner, the executors, and the clock.
+// Interfaces of what the router calls: the planner and the executors.
 #ifndef REIN_ROUTER_SERVICE_CLIENTS_H_
 #define REIN_ROUTER_SERVICE_CLIENTS_H_
 
@@ -6,7 +6,6 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "rein/v1/executor.pb.h"
 #include "rein/v1/planner.pb.h"
@@ -48,18 +47,6 @@ class ExecutorClient {
   virtual std::shared_ptr<PendingCall> Execute(const rein::v1::ExecuteRequest& request,
                                                absl::Time deadline,
                                                ReplyCallback<rein::v1::ExecuteResponse> done) = 0;
-};
-
-// The time source of the router's decisions.
-class Clock {
- public:
-  virtual ~Clock() = default;
-  virtual absl::Time Now() = 0;
-};
-
-class RealClock final : public Clock {
- public:
-  absl::Time Now() override { return absl::Now(); }
 };
 
 }  // namespace rein

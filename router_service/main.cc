@@ -8,6 +8,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/server.h"
 #include "router_service/grpc_clients.h"
@@ -57,10 +58,10 @@ int main(int argc, char** argv) {
   rein::GrpcPlannerClient planner(rein::MakeRoundRobinChannel(absl::GetFlag(FLAGS_planner_target)));
   rein::GrpcExecutorClient executor(
       rein::MakeRoundRobinChannel(absl::GetFlag(FLAGS_executor_target)));
-  rein::RealClock clock;
+  rein::Clock* clock = rein::RealClock();
   rein::RunEngineOptions engine_options;
   engine_options.workers = absl::GetFlag(FLAGS_workers);
-  rein::RunEngine engine(store, &planner, &executor, &clock, engine_options);
+  rein::RunEngine engine(store, &planner, &executor, clock, engine_options);
   rein::RouterGrpcService service(&engine);
 
   rein::ServiceHostOptions host_options;

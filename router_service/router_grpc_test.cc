@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <thread>
@@ -98,7 +99,7 @@ class RouterServiceTest : public ::testing::Test {
     store_ = std::move(*store);
     RunEngineOptions options;
     options.retry_backoff = absl::Milliseconds(1);
-    engine_ = std::make_unique<RunEngine>(store_.get(), &planner_, &executor_, &clock_, options);
+    engine_ = std::make_unique<RunEngine>(store_.get(), &planner_, &executor_, clock_, options);
     ASSERT_TRUE(engine_->Start().ok());
     service_ = std::make_unique<RouterGrpcService>(engine_.get());
     grpc::ServerBuilder builder;
@@ -160,7 +161,7 @@ class RouterServiceTest : public ::testing::Test {
   }
 
   std::string db_path_;
-  RealClock clock_;
+  Clock* clock_ = RealClock();
   FakePlannerClient planner_;
   FakeExecutorClient executor_;
   std::unique_ptr<SqliteRunStore> store_;
@@ -208,6 +209,8 @@ TEST_F(RouterServiceTest, BadRequestsAreInvalidArgumentNamingTheField) {
       {"spec.limits.max_iterations", [](auto& r) { r.mutable_spec()->mutable_limits()->set_max_iterations(1000000); }},
       {"spec.pause_points[0]", [](auto& r) { r.mutable_spec()->add_pause_points(static_cast<rein::v1::PausePoint>(17)); }},
       {"request_id", [](auto& r) { r.set_request_id(std::string(200, 'k')); }},
+      {"spec.model.temperature", [](auto& r) { r.mutable_spec()->mutable_model()->set_temperature(std::nan("")); }},
+      {"spec.model.temperature", [](auto& r) { r.mutable_spec()->mutable_model()->set_temperature(-INFINITY); }},
   };
   for (const auto& c : cases) {
     rein::v1::StartRunRequest request;
@@ -231,6 +234,27 @@ TEST_F(RouterServiceTest, BadRequestsAreInvalidArgumentNamingTheField) {
   list.set_page_size(-3);
   grpc::ClientContext context2;
   EXPECT_EQ(stub_->ListRuns(&context2, list, &page).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(RouterServiceTest, MissingWorkspaceIsFailedPreconditionNamingTheField) {
+  rein::v1::ToolSpec file_info;
+  file_info.set_name("file_info");
+  executor_.tools.push_back(file_info);
+  executor_.execute = [](const rein::v1::ExecuteRequest& request) {
+    rein::v1::ExecuteResponse reply;
+    reply.set_ok(false);
+    reply.mutable_error()->set_code("NOT_FOUND");
+    reply.mutable_error()->set_message(absl::StrCat(
+        "workspace \"", request.workspace(), "\" does not exist or is not a directory"));
+    return absl::StatusOr<rein::v1::ExecuteResponse>(reply);
+  };
+  RunMsg run;
+  grpc::Status status = Start(Spec(), &run);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << status.error_message();
+  EXPECT_NE(status.error_message().find("spec.workspace"), std::string::npos)
+      << status.error_message();
+  EXPECT_NE(status.error_message().find("\"default\""), std::string::npos)
+      << status.error_message();
 }
 
 TEST_F(RouterServiceTest, OversizedRunIdIsInvalidArgument) {

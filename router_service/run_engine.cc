@@ -2,17 +2,18 @@
 #include "router_service/run_engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/notification.h"
-#include "common/grpc_status.h"
-#include "common/status_macros.h"
 #include "common/log.h"
 #include "common/metrics.h"
-#include "google/protobuf/util/time_util.h"
+#include "common/proto_time.h"
+#include "common/status_macros.h"
+#include "router_service/spec.h"
 
 namespace rein {
 
@@ -21,7 +22,6 @@ using rein::v1::RunEvent;
 
 struct RunEngine::Entry {
   absl::Mutex mu;
-  absl::CondVar changed;  // signalled after every commit
   Run run ABSL_GUARDED_BY(mu);
   bool in_flight ABSL_GUARDED_BY(mu) = false;
   std::shared_ptr<PendingCall> call ABSL_GUARDED_BY(mu);
@@ -87,6 +87,28 @@ absl::Status CheckRunId(const std::string& run_id) {
 }
 
 // Whether a transition records a failed call (the run backs off before the next one).
+// Whether the executors offer file_info, with which a workspace is checked.
+template <typename Tools>
+bool HasFileInfo(const Tools& tools) {
+  return std::any_of(tools.begin(), tools.end(),
+                     [](const rein::v1::ToolSpec& t) { return t.name() == "file_info"; });
+}
+
+// file_info {"path": "."} in `workspace`: fails (a tool error) when the workspace is missing.
+rein::v1::ExecuteRequest WorkspaceCheck(const std::string& run_id, const std::string& workspace) {
+  rein::v1::ExecuteRequest check;
+  check.set_call_id(absl::StrCat(run_id, "-workspace-check"));
+  check.set_run_id(run_id);
+  check.set_workspace(workspace);
+  check.set_tool("file_info");
+  check.set_args_json(R"({"path":"."})");
+  return check;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 bool FailedCall(const Transition& t) {
   return std::any_of(t.events.begin(), t.events.end(),
                      [](const RunEvent& e) { return e.has_error(); });
@@ -101,7 +123,10 @@ RunEngine::RunEngine(RunStore* store, PlannerClient* planner, ExecutorClient* ex
       executor_(executor),
       clock_(clock),
       options_(options),
-      router_(options.stage) {}
+      router_(options.stage),
+      scheduler_(clock,
+                 [this](const std::string& run_id) { Post([this, run_id] { Wake(run_id); }); }),
+      tail_(clock) {}
 
 RunEngine::~RunEngine() { Shutdown(absl::ZeroDuration()); }
 
@@ -109,7 +134,7 @@ absl::Status RunEngine::Start() {
   for (int i = 0; i < std::max(1, options_.workers); ++i) {
     workers_.emplace_back([this] { WorkerLoop(); });
   }
-  timer_ = std::thread([this] { TimerLoop(); });
+  scheduler_.Start();
   absl::StatusOr<std::vector<std::string>> ids = store_->ListUnfinishedRunIds();
   if (!ids.ok()) return ids.status();
   int recovered = 0;
@@ -136,8 +161,11 @@ absl::Status RunEngine::Start() {
 
 void RunEngine::Shutdown(absl::Duration grace) {
   dispatching_ = false;
-  absl::Time until = absl::Now() + grace;
-  while (in_flight_.load() > 0 && absl::Now() < until) absl::SleepFor(absl::Milliseconds(10));
+  auto idle = [this]() { return in_flight_.load() == 0; };
+  {
+    absl::MutexLock lock(&flight_mu_);
+    clock_->AwaitWithDeadline(&flight_mu_, absl::Condition(&idle), clock_->Now() + grace);
+  }
   if (in_flight_.load() > 0) {
     std::vector<std::shared_ptr<Entry>> entries;
     {
@@ -151,8 +179,11 @@ void RunEngine::Shutdown(absl::Duration grace) {
   }
   // Let the cancelled calls' callbacks drain through the workers (nothing is committed for
   // them); a cancelled gRPC call returns promptly, so this wait is short.
-  absl::Time drain = absl::Now() + absl::Seconds(30);
-  while (in_flight_.load() > 0 && absl::Now() < drain) absl::SleepFor(absl::Milliseconds(5));
+  {
+    absl::MutexLock lock(&flight_mu_);
+    clock_->AwaitWithDeadline(&flight_mu_, absl::Condition(&idle),
+                              clock_->Now() + absl::Seconds(30));
+  }
   if (in_flight_.load() > 0) {
     LogError("calls still in flight after shutdown",
              {{"calls", std::to_string(in_flight_.load())}});
@@ -163,11 +194,7 @@ void RunEngine::Shutdown(absl::Duration grace) {
   }
   for (std::thread& worker : workers_) worker.join();
   workers_.clear();
-  {
-    absl::MutexLock lock(&timer_mu_);
-    timer_stop_ = true;
-  }
-  if (timer_.joinable()) timer_.join();
+  scheduler_.Stop();
 }
 
 std::shared_ptr<RunEngine::Entry> RunEngine::Find(const std::string& run_id) {
@@ -191,11 +218,11 @@ std::shared_ptr<RunEngine::Entry> RunEngine::Track(const Run& run) {
 absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
   Run& run = entry.run;
   absl::Time now = clock_->Now();
-  absl::Time started = absl::Now();
+  // Latency metrics measure real elapsed time on a monotonic source, not the injected Clock.
+  const auto started = std::chrono::steady_clock::now();
   absl::StatusOr<std::vector<RunEvent>> stored = store_->Commit(
       run.run_id(), run.state().version(), t.state, std::move(t.events), t.snapshot, now);
-  Metrics::Global().Observe("rein_router_commit_seconds",
-                            absl::ToDoubleSeconds(absl::Now() - started));
+  Metrics::Global().Observe("rein_router_commit_seconds", SecondsSince(started));
   Metrics::Global().Add("rein_router_commits_total", 1);
   if (!stored.ok()) {
     LogError("commit failed", {{"run_id", run.run_id()}, {"error", stored.status().ToString()}});
@@ -209,8 +236,7 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
   }
   rein::v1::Stage before = run.state().stage();
   *run.mutable_state() = std::move(t.state);
-  *run.mutable_updated_at() =
-      google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(now));
+  *run.mutable_updated_at() = ToProtoTime(now);
   Metrics::Global().Add("rein_router_transitions_total", 1);
   if (run.state().stage() != before) {
     const auto& st = run.state();
@@ -237,24 +263,7 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
                   {"error", event.error().message()}});
     }
   }
-  entry.changed.SignalAll();
-  if (!stored->empty()) {
-    absl::MutexLock lock(&events_mu_);
-    EventTail& tail = tails_[run.run_id()];
-    for (const RunEvent& event : *stored) {
-      tail.recent.push_back(event);
-      if (tail.recent.size() > kTailEvents) tail.recent.pop_front();
-    }
-    tail.last_seq = stored->back().seq();
-    if (StageRouter::IsTerminal(run.state().stage())) {
-      tail.ended = true;
-      ended_.push_back(run.run_id());
-      if (ended_.size() > 1000) {
-        tails_.erase(ended_.front());
-        ended_.pop_front();
-      }
-    }
-  }
+  tail_.Append(run.run_id(), *stored, StageRouter::IsTerminal(run.state().stage()));
   return absl::OkStatus();
 }
 
@@ -280,118 +289,72 @@ void RunEngine::WorkerLoop() {
   }
 }
 
-void RunEngine::WakeAt(absl::Time when, const std::string& run_id) {
-  absl::MutexLock lock(&timer_mu_);
-  timers_.emplace(when, run_id);
-}
-
-void RunEngine::TimerLoop() {
-  while (true) {
-    std::vector<std::string> due;
-    {
-      absl::MutexLock lock(&timer_mu_);
-      absl::Time next = timers_.empty() ? absl::Now() + absl::Milliseconds(250)
-                                        : std::min(timers_.begin()->first,
-                                                   absl::Now() + absl::Milliseconds(250));
-      auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(timer_mu_) { return timer_stop_; };
-      timer_mu_.AwaitWithDeadline(absl::Condition(&wake), next);
-      if (timer_stop_) return;
-      absl::Time now = absl::Now();
-      while (!timers_.empty() && timers_.begin()->first <= now) {
-        due.push_back(timers_.begin()->second);
-        timers_.erase(timers_.begin());
-      }
-    }
-    for (const std::string& id : due) Post([this, id] { Wake(id); });
-  }
+void RunEngine::CallDone() {
+  absl::MutexLock lock(&flight_mu_);
+  in_flight_.fetch_sub(1);
 }
 
 void RunEngine::Wake(const std::string& run_id) {
-  std::shared_ptr<Entry> entry = Find(run_id);
-  if (!entry) return;
-  {
-    absl::MutexLock lock(&entry->mu);
-    if (!entry->in_flight) {
-      if (auto t = router_.OnTick(entry->run, clock_->Now())) {
-        (void)CommitLocked(*entry, std::move(*t));
-      }
-    }
-  }
-  Advance(entry);
+  if (std::shared_ptr<Entry> entry = Find(run_id)) Advance(entry);
+}
+
+void RunEngine::Forget(const std::string& run_id) {
+  absl::MutexLock runs_lock(&runs_mu_);
+  runs_.erase(run_id);
+  Metrics::Global().Set("rein_router_active_runs", runs_.size());
 }
 
 void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
   absl::MutexLock lock(&entry->mu);
   if (entry->in_flight) return;
-  const Run& run = entry->run;
-  const std::string run_id = run.run_id();
-  if (StageRouter::IsTerminal(run.state().stage())) {
-    absl::MutexLock runs_lock(&runs_mu_);
-    runs_.erase(run_id);
-    Metrics::Global().Set("rein_router_active_runs", runs_.size());
-    return;
-  }
-  if (!dispatching_) return;
-  absl::Time now = clock_->Now();
-  if (run.state().stage() == rein::v1::PAUSED) {
-    if (run.state().has_deadline()) {
-      WakeAt(absl::FromUnixNanos(google::protobuf::util::TimeUtil::TimestampToNanoseconds(
-                 run.state().deadline())),
-             run_id);
-    }
-    return;
-  }
-  if (auto t = router_.OnTick(run, now)) {
-    // Rules 1 and 3 before any call: a recovered run whose cancel was requested, or whose
-    // deadline passed while it waited for a retry.
-    if (CommitLocked(*entry, std::move(*t)).ok()) {
-      absl::MutexLock runs_lock(&runs_mu_);
-      runs_.erase(run_id);
-      Metrics::Global().Set("rein_router_active_runs", runs_.size());
-    }
-    return;
-  }
-  if (now < entry->not_before) {
-    WakeAt(entry->not_before, run_id);
-    return;
-  }
-  Effect effect = router_.NextEffect(run, now);
-  if (effect.kind == Effect::Kind::kNone) {
-    // A working stage with nothing to call: end the run rather than leave it hanging.
-    LogError("no call to make for a working stage", {{"run_id", run_id}});
-    if (CommitLocked(*entry, router_.FailInternal(
-                                 run, absl::StrCat("the router found nothing to call in stage ",
-                                                   rein::v1::Stage_Name(run.state().stage())),
-                                 now))
-            .ok()) {
-      absl::MutexLock runs_lock(&runs_mu_);
-      runs_.erase(run_id);
-    }
-    return;
-  }
-  if (effect.kind == Effect::Kind::kExecute && run.state().pending_call().mutating() &&
-      !run.state().call_dispatched()) {
-    if (!CommitLocked(*entry, router_.MarkDispatched(run, now)).ok()) {
-      entry->not_before = now + absl::Seconds(1);
-      WakeAt(entry->not_before, run_id);
+  const std::string run_id = entry->run.run_id();
+  while (true) {
+    const absl::Time now = clock_->Now();
+    NextStep next = router_.Next(entry->run, now, entry->not_before);
+    if (next.kind == NextStep::Kind::kEnded) {
+      Forget(run_id);
       return;
     }
+    if (!dispatching_) return;
+    switch (next.kind) {
+      case NextStep::Kind::kEnded:
+      case NextStep::Kind::kIdle:
+        return;
+      case NextStep::Kind::kWaitUntil:
+        scheduler_.WakeAt(next.until, run_id);
+        return;
+      case NextStep::Kind::kCommit:
+        if (!CommitLocked(*entry, std::move(*next.transition)).ok()) {
+          entry->not_before = now + absl::Seconds(1);
+          scheduler_.WakeAt(entry->not_before, run_id);
+          return;
+        }
+        break;  // ask again
+      case NextStep::Kind::kCall:
+        Dispatch(entry, next.effect);
+        return;
+    }
   }
+}
+
+void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effect) {
+  const Run& run = entry->run;
+  const std::string& run_id = run.run_id();
   entry->in_flight = true;
   in_flight_.fetch_add(1);
   std::weak_ptr<Entry> weak = entry;
-  const absl::Time sent = absl::Now();
+  const auto sent = std::chrono::steady_clock::now();  // latency metrics: real time
   const char* kind = KindName(effect.kind);
   auto finish = [this, weak, sent, kind](std::function<Transition(const Run&, absl::Time)> apply) {
-    absl::Time replied = absl::Now();
-    Metrics::Global().Observe("rein_router_call_seconds", absl::ToDoubleSeconds(replied - sent),
+    const auto replied = std::chrono::steady_clock::now();
+    Metrics::Global().Observe("rein_router_call_seconds",
+                              std::chrono::duration<double>(replied - sent).count(),
                               absl::StrCat("call=\"", kind, "\""));
     Metrics::Global().Add("rein_router_calls_total", 1, absl::StrCat("call=\"", kind, "\""));
     Post([this, weak, replied, apply = std::move(apply)] {
-      Metrics::Global().Observe("rein_router_queue_seconds",
-                                absl::ToDoubleSeconds(absl::Now() - replied));
+      Metrics::Global().Observe("rein_router_queue_seconds", SecondsSince(replied));
       if (std::shared_ptr<Entry> e = weak.lock()) Complete(e, apply);
-      in_flight_.fetch_sub(1);
+      CallDone();
     });
   };
   const StageRouter* router = &router_;
@@ -399,22 +362,14 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
     case Effect::Kind::kListTools: {
       // Tools, then (when the executor has file_info) the workspace: two calls, one stage.
       ExecutorClient* executor = executor_;
-      rein::v1::ExecuteRequest check;
-      check.set_call_id(absl::StrCat(run_id, "-workspace-check"));
-      check.set_run_id(run_id);
-      check.set_workspace(run.spec().workspace());
-      check.set_tool("file_info");
-      check.set_args_json(R"({"path":"."})");
+      rein::v1::ExecuteRequest check = WorkspaceCheck(run_id, run.spec().workspace());
       absl::Time deadline = effect.deadline;
       auto chain = std::make_shared<ChainedCall>();
       entry->call = chain;
       chain->Set(executor_->ListTools(
           deadline, [finish, router, executor, check, deadline, chain](
                         absl::StatusOr<rein::v1::ListToolsResponse> tools) {
-            bool has_file_info =
-                tools.ok() && std::any_of(tools->tools().begin(), tools->tools().end(),
-                                          [](const auto& t) { return t.name() == "file_info"; });
-            if (!has_file_info) {
+            if (!tools.ok() || !HasFileInfo(tools->tools())) {
               finish([router, tools = std::move(tools)](const Run& r, absl::Time t) {
                 return router->OnTools(r, tools, std::nullopt, t);
               });
@@ -484,7 +439,6 @@ void RunEngine::Complete(const std::shared_ptr<Entry>& entry,
     bool spent = FailedCall(t);
     if (!dispatching_ && spent && !entry->run.state().cancel_requested()) {
       // Shutting down: a call we cancelled is not the run's failure; it runs again later.
-      entry->changed.SignalAll();
       return;
     }
     absl::Status status = CommitLocked(*entry, std::move(t));
@@ -506,11 +460,11 @@ void RunEngine::Complete(const std::shared_ptr<Entry>& entry,
 absl::StatusOr<std::vector<rein::v1::ToolSpec>> RunEngine::KnownTools() {
   {
     absl::MutexLock lock(&tools_mu_);
-    if (!tools_.empty() && absl::Now() - tools_at_ < options_.tools_cache_ttl) return tools_;
+    if (!tools_.empty() && clock_->Now() - tools_at_ < options_.tools_cache_ttl) return tools_;
   }
   absl::Notification done;
   absl::StatusOr<rein::v1::ListToolsResponse> result;
-  executor_->ListTools(absl::Now() + options_.list_tools_timeout,
+  executor_->ListTools(clock_->Now() + options_.list_tools_timeout,
                        [&](absl::StatusOr<rein::v1::ListToolsResponse> reply) {
                          result = std::move(reply);
                          done.Notify();
@@ -522,8 +476,32 @@ absl::StatusOr<std::vector<rein::v1::ToolSpec>> RunEngine::KnownTools() {
   }
   absl::MutexLock lock(&tools_mu_);
   tools_.assign(result->tools().begin(), result->tools().end());
-  tools_at_ = absl::Now();
+  tools_at_ = clock_->Now();
   return tools_;
+}
+
+absl::Status RunEngine::CheckWorkspace(const std::string& run_id, const rein::v1::RunSpec& spec,
+                                       const std::vector<rein::v1::ToolSpec>& tools) {
+  if (!HasFileInfo(tools)) return absl::OkStatus();
+  absl::Notification done;
+  absl::StatusOr<rein::v1::ExecuteResponse> reply;
+  executor_->Execute(WorkspaceCheck(run_id, spec.workspace()),
+                     clock_->Now() + options_.list_tools_timeout,
+                     [&](absl::StatusOr<rein::v1::ExecuteResponse> r) {
+                       reply = std::move(r);
+                       done.Notify();
+                     });
+  done.WaitForNotification();
+  if (!reply.ok()) {
+    return absl::UnavailableError(absl::StrCat("cannot check spec.workspace on an executor: ",
+                                               reply.status().message()));
+  }
+  if (!reply->ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "spec.workspace: workspace \"", spec.workspace(), "\" is not usable on the executors (",
+        reply->error().code(), ": ", reply->error().message(), ")"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request) {
@@ -534,10 +512,12 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   if (!dispatching_) return absl::UnavailableError("the router is shutting down");
   absl::StatusOr<std::vector<rein::v1::ToolSpec>> tools = KnownTools();
   if (!tools.ok()) return tools.status();
-  absl::StatusOr<rein::v1::RunSpec> spec = StageRouter::NormalizeSpec(request.spec(), *tools);
+  absl::StatusOr<rein::v1::RunSpec> spec = NormalizeSpec(request.spec(), *tools);
   if (!spec.ok()) return spec.status();
+  const std::string run_id = NewRunId();
+  RETURN_IF_ERROR(CheckWorkspace(run_id, *spec, *tools));
   Run run;
-  Transition t = router_.NewRun(NewRunId(), request.request_id(), *spec, clock_->Now(), &run);
+  Transition t = router_.NewRun(run_id, request.request_id(), *spec, clock_->Now(), &run);
   absl::StatusOr<CreateResult> created = store_->CreateRun(run, std::move(t.events));
   if (!created.ok()) return created.status();
   if (!created->created) return created->run;  // the same request_id: the first run
@@ -593,10 +573,12 @@ absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::s
       if (!status.ok()) return status;
     }
     if (entry->in_flight && entry->call) entry->call->Cancel();
-    absl::Time until = absl::Now() + options_.cancel_wait;
-    while (!StageRouter::IsTerminal(entry->run.state().stage())) {
-      if (entry->changed.WaitWithDeadline(&entry->mu, until)) break;
-    }
+    Entry* e = entry.get();
+    auto ended = [e]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(e->mu) {
+      return StageRouter::IsTerminal(e->run.state().stage());
+    };
+    clock_->AwaitWithDeadline(&entry->mu, absl::Condition(&ended),
+                              clock_->Now() + options_.cancel_wait);
   }
   Advance(entry);
   return GetRun(run_id);
@@ -643,37 +625,20 @@ absl::StatusOr<std::vector<RunEvent>> RunEngine::WaitEvents(const std::string& r
   *ended = false;
   RETURN_IF_ERROR(CheckRunId(run_id));
   if (after_seq < 0) return absl::InvalidArgumentError("after_seq: must be >= 0");
-  absl::Time until = absl::Now() + max_wait;
+  absl::Time until = clock_->Now() + max_wait;
   while (true) {
-    {
-      // Live watchers are served from the tail in memory when it reaches back far enough.
-      absl::MutexLock lock(&events_mu_);
-      auto it = tails_.find(run_id);
-      if (it != tails_.end()) {
-        const EventTail& tail = it->second;
-        if (tail.last_seq <= after_seq) {
-          if (tail.ended) {
-            *ended = true;
-            return std::vector<RunEvent>();
-          }
-          auto newer = [this, &run_id, after_seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(events_mu_) {
-            auto found = tails_.find(run_id);
-            return found == tails_.end() || found->second.last_seq > after_seq;
-          };
-          if (!events_mu_.AwaitWithDeadline(absl::Condition(&newer), until)) {
-            return std::vector<RunEvent>();
-          }
-          it = tails_.find(run_id);  // the tail may have been forgotten while waiting
-        }
-        if (it != tails_.end() && !it->second.recent.empty() &&
-            it->second.recent.front().seq() <= after_seq + 1) {
-          std::vector<RunEvent> events;
-          for (const RunEvent& event : it->second.recent) {
-            if (event.seq() > after_seq) events.push_back(event);
-          }
-          return events;
-        }
-      }
+    // Live watchers are served from the tail in memory when it reaches back far enough.
+    EventTail::Read read = tail_.ReadAfter(run_id, after_seq, until);
+    switch (read.kind) {
+      case EventTail::Read::Kind::kEnded:
+        *ended = true;
+        return std::vector<RunEvent>();
+      case EventTail::Read::Kind::kTimedOut:
+        return std::vector<RunEvent>();
+      case EventTail::Read::Kind::kEvents:
+        return std::move(read.events);
+      case EventTail::Read::Kind::kMiss:
+        break;
     }
     absl::StatusOr<std::vector<RunEvent>> events = store_->ReadEvents(run_id, after_seq, 256);
     if (!events.ok()) {
@@ -695,12 +660,7 @@ absl::StatusOr<std::vector<RunEvent>> RunEngine::WaitEvents(const std::string& r
       }
     }
     // Wait for a commit of this run past after_seq.
-    absl::MutexLock lock(&events_mu_);
-    auto newer = [this, &run_id, after_seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(events_mu_) {
-      auto it = tails_.find(run_id);
-      return it == tails_.end() ? false : it->second.last_seq > after_seq;
-    };
-    if (!events_mu_.AwaitWithDeadline(absl::Condition(&newer), until)) return events;
+    if (!tail_.AwaitNewer(run_id, after_seq, until)) return events;
   }
 }
 

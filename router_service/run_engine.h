@@ -2,6 +2,7 @@
 #ifndef REIN_ROUTER_SERVICE_RUN_ENGINE_H_
 #define REIN_ROUTER_SERVICE_RUN_ENGINE_H_
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <map>
@@ -13,8 +14,11 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "rein/v1/router.pb.h"
 #include "router_service/clients.h"
+#include "router_service/event_tail.h"
+#include "router_service/scheduler.h"
 #include "router_service/store/run_store.h"
 #include "router_service/stage_router.h"
 
@@ -33,7 +37,9 @@ struct RunEngineOptions {
 // Owns the in-memory view of every unfinished run and moves each one forward as its calls
 // complete. A run waiting on the planner or an executor holds no thread: calls are
 // asynchronous, and their results are applied by a small fixed pool of workers. Every
-// transition is committed to the store before anything else sees it. Thread-safe.
+// transition is committed to the store before anything else sees it. Every wait and timer
+// (retry backoff, pause deadlines, shutdown grace, cancel wait, event waits, the tools cache)
+// is on the injected Clock. Thread-safe.
 class RunEngine {
  public:
   RunEngine(RunStore* store, PlannerClient* planner, ExecutorClient* executor, Clock* clock,
@@ -46,6 +52,8 @@ class RunEngine {
   // abandons the rest (they continue after the next Start).
   void Shutdown(absl::Duration grace);
 
+  // Validates the spec (INVALID_ARGUMENT naming the field), checks that the executors have
+  // the workspace (FAILED_PRECONDITION naming spec.workspace) and starts the run.
   absl::StatusOr<rein::v1::Run> StartRun(const rein::v1::StartRunRequest& request);
   absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id);
   absl::StatusOr<RunPage> ListRuns(const rein::v1::ListRunsRequest& request);
@@ -68,17 +76,26 @@ class RunEngine {
 
   std::shared_ptr<Entry> Find(const std::string& run_id);
   std::shared_ptr<Entry> Track(const rein::v1::Run& run);
+  // Does what StageRouter::Next says for the run, unless a call is in flight.
   void Advance(const std::shared_ptr<Entry>& entry);
+  // Makes the effect's call; its result is applied by Complete. Needs entry->mu held.
+  void Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effect);
+  // Drops an ended run from memory.
+  void Forget(const std::string& run_id);
   // Applies a call's result (on a worker) and moves on.
   void Complete(const std::shared_ptr<Entry>& entry,
                 std::function<Transition(const rein::v1::Run&, absl::Time)> apply);
   absl::Status CommitLocked(Entry& entry, Transition transition);
   void Post(std::function<void()> work);
-  void WakeAt(absl::Time when, const std::string& run_id);
   void Wake(const std::string& run_id);
+  // A call's callback has been applied (or dropped): one call fewer in flight.
+  void CallDone();
   absl::StatusOr<std::vector<rein::v1::ToolSpec>> KnownTools();
+  // FAILED_PRECONDITION naming spec.workspace when an executor offering file_info says the
+  // workspace is missing or unusable; OK when no executor offers file_info.
+  absl::Status CheckWorkspace(const std::string& run_id, const rein::v1::RunSpec& spec,
+                              const std::vector<rein::v1::ToolSpec>& tools);
   void WorkerLoop();
-  void TimerLoop();
 
   RunStore* store_;
   PlannerClient* planner_;
@@ -95,28 +112,16 @@ class RunEngine {
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
   std::vector<std::thread> workers_;
 
-  absl::Mutex timer_mu_;
-  std::multimap<absl::Time, std::string> timers_ ABSL_GUARDED_BY(timer_mu_);
-  bool timer_stop_ ABSL_GUARDED_BY(timer_mu_) = false;
-  std::thread timer_;
-
-  // The newest events of each run committed by this process, so that live watchers are served
-  // from memory; a watcher waits on its own run's tail.
-  struct EventTail {
-    int64_t last_seq = 0;
-    bool ended = false;
-    std::deque<rein::v1::RunEvent> recent;  // at most kTailEvents, oldest first
-  };
-  static constexpr size_t kTailEvents = 12;
-  absl::Mutex events_mu_;
-  std::map<std::string, EventTail> tails_ ABSL_GUARDED_BY(events_mu_);
-  std::deque<std::string> ended_ ABSL_GUARDED_BY(events_mu_);  // forgotten 1,000 runs later
+  Scheduler scheduler_;
+  EventTail tail_;
 
   absl::Mutex tools_mu_;
   std::vector<rein::v1::ToolSpec> tools_ ABSL_GUARDED_BY(tools_mu_);
   absl::Time tools_at_ ABSL_GUARDED_BY(tools_mu_) = absl::InfinitePast();
 
   std::atomic<bool> dispatching_{true};
+  // Calls in flight; changed under flight_mu_ so that Shutdown can wait on it.
+  absl::Mutex flight_mu_;
   std::atomic<int> in_flight_{0};
 };
 

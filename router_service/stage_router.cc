@@ -5,14 +5,14 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 #include "common/grpc_status.h"
+#include "common/proto_time.h"
 #include "common/usage_payload.h"
-#include "google/protobuf/util/json_util.h"
-#include "google/protobuf/util/time_util.h"
 #include "nlohmann/json.hpp"
+#include "router_service/termination.h"
 
 namespace rein {
 namespace {
@@ -29,29 +29,11 @@ using rein::v1::SubTask;
 using rein::v1::TerminationReason;
 using rein::v1::ToolCall;
 using rein::v1::ToolSpec;
-using google::protobuf::util::TimeUtil;
 
-constexpr size_t kMaxGoalBytes = 16 * 1024;
 constexpr int kMaxSubtasksPerPlan = 64;     // per plan or edited plan
 constexpr int kMaxPendingSubtasks = 256;    // on the stack at once
 constexpr size_t kMaxTextBytes = 4096;      // a subtask's description or summary
 constexpr int kMaxCompletedKept = 200;      // ended subtasks kept in RunState (the log has all)
-
-google::protobuf::Timestamp ToProto(absl::Time t) {
-  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
-}
-
-absl::Time FromProto(const google::protobuf::Timestamp& t) {
-  return absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(t));
-}
-
-absl::Duration FromProto(const google::protobuf::Duration& d) {
-  return absl::Nanoseconds(TimeUtil::DurationToNanoseconds(d));
-}
-
-google::protobuf::Duration ToProtoDuration(absl::Duration d) {
-  return TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(d));
-}
 
 std::string Cap(const std::string& text, size_t max_bytes) {
   if (text.size() <= max_bytes) return text;
@@ -98,7 +80,7 @@ class Step {
     Transition t;
     for (RunEvent& event : events_) {
       event.set_run_id(run_.run_id());
-      *event.mutable_time() = ToProto(now_);
+      *event.mutable_time() = ToProtoTime(now_);
       event.set_version(state_.version());
     }
     bool snapshot = state_.iteration() != old().iteration() ||
@@ -123,11 +105,6 @@ class Step {
   std::vector<RunEvent> events_;
 };
 
-struct Verdict {
-  TerminationReason reason;
-  std::string message;
-};
-
 void Terminate(Step& s, Stage status, TerminationReason reason, const std::string& message) {
   RunState& st = s.state();
   st.clear_pause();
@@ -142,104 +119,13 @@ void Terminate(Step& s, Stage status, TerminationReason reason, const std::strin
   *s.AddEvent()->mutable_finished()->mutable_outcome() = *outcome;
 }
 
-// Rules 1-6 of DESIGN.md section 2, in order. `begins_iteration`: the transition would start
-// another iteration (only then does the iteration limit apply).
-std::optional<Verdict> CheckLimits(const Step& s, const RunState& st, bool begins_iteration) {
-  const auto& limits = s.spec().limits();
-  if (st.cancel_requested()) {
-    return Verdict{rein::v1::CANCELLED_BY_USER, "cancelled by user"};
-  }
-  if (begins_iteration && st.iteration() >= limits.max_iterations()) {
-    return Verdict{rein::v1::MAX_ITERATIONS,
-                   absl::StrCat("reached max_iterations (", limits.max_iterations(), ")")};
-  }
-  if (st.has_deadline() && s.now() >= FromProto(st.deadline())) {
-    return Verdict{rein::v1::DEADLINE_EXCEEDED,
-                   absl::StrCat("deadline of ", absl::FormatDuration(FromProto(limits.deadline())),
-                                " passed")};
-  }
-  if (st.retries_used() > limits.retry_budget()) {
-    return Verdict{rein::v1::RETRY_BUDGET_EXHAUSTED,
-                   absl::StrCat("retry budget exhausted: ", st.retries_used(),
-                                " failed attempts, budget ", limits.retry_budget())};
-  }
-  if (st.consecutive_tool_failures() >= limits.max_consecutive_tool_failures()) {
-    return Verdict{rein::v1::CONSECUTIVE_TOOL_FAILURES,
-                   absl::StrCat(st.consecutive_tool_failures(), " consecutive tool failures")};
-  }
-  if (limits.token_budget() > 0 && st.tokens_used() > limits.token_budget()) {
-    return Verdict{rein::v1::TOKEN_BUDGET_EXHAUSTED,
-                   absl::StrCat("used ", st.tokens_used(), " tokens, budget ",
-                                limits.token_budget())};
-  }
-  return std::nullopt;
-}
-
-Stage TerminalStageFor(TerminationReason reason) {
-  return reason == rein::v1::CANCELLED_BY_USER ? rein::v1::CANCELLED : rein::v1::FAILED;
-}
-
 // Applies rules 1-6; returns true when the run ended.
 bool EndIfLimited(Step& s, bool begins_iteration) {
-  if (auto verdict = CheckLimits(s, s.state(), begins_iteration)) {
+  if (auto verdict = CheckLimits(s.spec(), s.state(), s.now(), begins_iteration)) {
     Terminate(s, TerminalStageFor(verdict->reason), verdict->reason, verdict->message);
     return true;
   }
   return false;
-}
-
-std::string CallKey(const Action& a) { return absl::StrCat(a.tool(), "\x1f", a.args_json()); }
-
-std::string DescribeCall(const Action& a) {
-  std::string args = a.args_json().size() > 200 ? a.args_json().substr(0, 200) + "..." : a.args_json();
-  return absl::StrCat(a.tool(), "(", args, ")");
-}
-
-// Rule 7's patterns over the actions recorded since the last stagnation mark.
-std::optional<std::string> DetectStagnation(const RunSpec& spec, const RunState& st) {
-  int64_t fresh = st.actions_total() - st.stagnation_mark();
-  int n = static_cast<int>(std::min<int64_t>(fresh, st.recent_actions_size()));
-  if (n <= 0) return std::nullopt;
-  std::vector<const Action*> acts;
-  for (int i = st.recent_actions_size() - n; i < st.recent_actions_size(); ++i) {
-    acts.push_back(&st.recent_actions(i));
-  }
-  auto tail = [&](int k) { return std::vector<const Action*>(acts.end() - k, acts.end()); };
-  const int window = spec.limits().stagnation_window();
-  if (n >= window) {
-    auto last = tail(window);
-    bool same = std::all_of(last.begin(), last.end(), [&](const Action* a) {
-      return CallKey(*a) == CallKey(*last[0]) && a->observation() == last[0]->observation() &&
-             a->ok() == last[0]->ok();
-    });
-    if (same) {
-      return absl::StrCat("repeated call: ", DescribeCall(*last[0]), " ", window,
-                          " times in a row with the same observation");
-    }
-  }
-  if (n >= 3) {
-    auto last = tail(3);
-    bool same_failed = std::all_of(last.begin(), last.end(), [&](const Action* a) {
-      return CallKey(*a) == CallKey(*last[0]) && !a->ok();
-    });
-    if (same_failed) {
-      return absl::StrCat("repeated failure: ", DescribeCall(*last[0]),
-                          " failed 3 times in a row");
-    }
-  }
-  if (n >= 6) {
-    auto last = tail(6);
-    std::string a = CallKey(*last[0]), b = CallKey(*last[1]);
-    bool alternates = a != b;
-    for (int i = 0; alternates && i < 6; ++i) {
-      alternates = CallKey(*last[i]) == (i % 2 == 0 ? a : b);
-    }
-    if (alternates) {
-      return absl::StrCat("alternation: ", DescribeCall(*last[0]), " and ",
-                          DescribeCall(*last[1]), " alternate over the last 6 calls");
-    }
-  }
-  return std::nullopt;
 }
 
 void SetPause(Step& s, Pause pause) {
@@ -276,14 +162,13 @@ void Enter(Step& s, Stage next) {
   s.MoveTo(next);
 }
 
-// Spends one unit of the retry budget for a failed stage attempt and stays in the stage.
 // Whether rule 1 or 3 already holds: a call cut short by a cancel or by the run's deadline is
 // not the stage's failure.
 bool CancelledOrPastDeadline(const Step& s) {
-  return s.state().cancel_requested() ||
-         (s.state().has_deadline() && s.now() >= FromProto(s.state().deadline()));
+  return rein::CancelledOrPastDeadline(s.state(), s.now());
 }
 
+// Spends one unit of the retry budget for a failed stage attempt and stays in the stage.
 void SpendRetry(Step& s, Stage stage, const std::string& code, const std::string& message) {
   const bool spent = !CancelledOrPastDeadline(s);
   if (spent) s.state().set_retries_used(s.state().retries_used() + 1);
@@ -465,8 +350,8 @@ absl::StatusOr<ToolCall> MakeCall(const Run& run, RunState& st, const std::strin
 
 // Where the loop goes after EVALUATING (or after a review that finished an evaluation).
 Stage NextAfterEvaluation(const RunState& st) {
-  if (st.subtasks_size() > 0) return rein::v1::DECIDING;
-  return st.goal_achieved() ? rein::v1::FINISHED : rein::v1::PLANNING;
+  if (MayFinish(st)) return rein::v1::FINISHED;  // rule 8
+  return st.subtasks_size() > 0 ? rein::v1::DECIDING : rein::v1::PLANNING;
 }
 
 // Goes to `next` from EVALUATING: rules 1-6, then stagnation (rule 7), then pauses, then the
@@ -506,31 +391,18 @@ void ContinueAfterEvaluation(Step& s, Stage next, Pause pause) {
   Enter(s, next);
 }
 
-absl::Status CheckDuration(const google::protobuf::Duration& d, const std::string& field,
-                           absl::Duration max) {
-  if (d.seconds() < 0 || d.nanos() < 0 || d.nanos() > 999999999 ||
-      (d.seconds() == 0 && d.nanos() == 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": must be a positive duration"));
-  }
-  // Compare seconds first: converting a huge value to nanoseconds would overflow.
-  if (d.seconds() > absl::ToInt64Seconds(max) || FromProto(d) > max) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": must be at most ", absl::FormatDuration(max)));
-  }
-  return absl::OkStatus();
+// Whether a tool error says the run's workspace does not exist (the executor's NOT_FOUND
+// "workspace \"<name>\" does not exist ...").
+bool IsWorkspaceMissing(const Run& run, const rein::v1::ToolError& error) {
+  return error.code() == "NOT_FOUND" &&
+         absl::StartsWith(error.message(),
+                          absl::StrCat("workspace \"", run.spec().workspace(), "\""));
 }
 
-absl::Status CheckRange(int64_t value, int64_t lo, int64_t hi, const std::string& field) {
-  if (value < lo || value > hi) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": ", value, " is out of range [", lo, ", ", hi, "]"));
-  }
-  return absl::OkStatus();
-}
-
-bool ValidWorkspaceName(const std::string& name) {
-  if (name.empty() || name.size() > 255 || name == "." || name == "..") return false;
-  return name.find('/') == std::string::npos && name.find('\0') == std::string::npos;
+std::string WorkspaceGoneMessage(const Run& run, const rein::v1::ToolError& error) {
+  return absl::StrCat("workspace \"", run.spec().workspace(), "\" ",
+                      IsWorkspaceMissing(run, error) ? "no longer exists" : "is not usable",
+                      " on the executors (", error.code(), ": ", error.message(), ")");
 }
 
 }  // namespace
@@ -554,139 +426,18 @@ bool StageRouter::IsFatalPlannerError(absl::StatusCode code) {
   }
 }
 
-absl::StatusOr<RunSpec> StageRouter::NormalizeSpec(const RunSpec& in,
-                                                   const std::vector<ToolSpec>& known_tools) {
-  RunSpec spec = in;
-  std::string goal(absl::StripAsciiWhitespace(spec.goal()));
-  if (goal.empty()) return absl::InvalidArgumentError("spec.goal: required, must not be empty");
-  if (spec.goal().size() > kMaxGoalBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("spec.goal: ", spec.goal().size(),
-                                                   " bytes, at most ", kMaxGoalBytes));
-  }
-  if (spec.workspace().empty()) spec.set_workspace("default");
-  if (!ValidWorkspaceName(spec.workspace())) {
-    return absl::InvalidArgumentError(
-        "spec.workspace: must be one name under the workspace root (no '/', not '.' or '..', "
-        "at most 255 bytes)");
-  }
-  std::set<std::string> names;
-  for (int i = 0; i < spec.tools_size(); ++i) {
-    const std::string& name = spec.tools(i);
-    bool known = std::any_of(known_tools.begin(), known_tools.end(),
-                             [&](const ToolSpec& t) { return t.name() == name; });
-    if (!known) {
-      std::vector<std::string> all;
-      for (const ToolSpec& t : known_tools) all.push_back(t.name());
-      return absl::InvalidArgumentError(absl::StrCat("spec.tools[", i, "]: unknown tool \"", name,
-                                                     "\" (known: ", absl::StrJoin(all, ", "),
-                                                     ")"));
-    }
-    if (!names.insert(name).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("spec.tools[", i, "]: \"", name, "\" is listed twice"));
-    }
-  }
-  auto* limits = spec.mutable_limits();
-  if (limits->max_iterations() == 0) limits->set_max_iterations(50);
-  if (auto s = CheckRange(limits->max_iterations(), 1, 100000, "spec.limits.max_iterations");
-      !s.ok()) {
-    return s;
-  }
-  if (!limits->has_deadline()) *limits->mutable_deadline() = ToProtoDuration(absl::Minutes(10));
-  if (auto s = CheckDuration(limits->deadline(), "spec.limits.deadline", absl::Hours(24 * 7));
-      !s.ok()) {
-    return s;
-  }
-  if (!limits->has_stage_timeout()) {
-    *limits->mutable_stage_timeout() = ToProtoDuration(absl::Seconds(120));
-  }
-  if (auto s = CheckDuration(limits->stage_timeout(), "spec.limits.stage_timeout", absl::Hours(1));
-      !s.ok()) {
-    return s;
-  }
-  if (limits->retry_budget() == 0) limits->set_retry_budget(5);
-  if (limits->retry_budget() == -1) limits->set_retry_budget(0);
-  if (auto s = CheckRange(limits->retry_budget(), 0, 1000, "spec.limits.retry_budget"); !s.ok()) {
-    return s;
-  }
-  if (limits->max_consecutive_tool_failures() == 0) limits->set_max_consecutive_tool_failures(3);
-  if (auto s = CheckRange(limits->max_consecutive_tool_failures(), 1, 1000,
-                          "spec.limits.max_consecutive_tool_failures");
-      !s.ok()) {
-    return s;
-  }
-  if (limits->stagnation_window() == 0) limits->set_stagnation_window(4);
-  if (auto s = CheckRange(limits->stagnation_window(), 2, 100, "spec.limits.stagnation_window");
-      !s.ok()) {
-    return s;
-  }
-  if (!rein::v1::OnStagnation_IsValid(limits->on_stagnation())) {
-    return absl::InvalidArgumentError(absl::StrCat("spec.limits.on_stagnation: unknown value ",
-                                                   static_cast<int>(limits->on_stagnation())));
-  }
-  if (limits->on_stagnation() == rein::v1::ON_STAGNATION_UNSPECIFIED) {
-    limits->set_on_stagnation(rein::v1::REPLAN_THEN_PAUSE);
-  }
-  if (limits->token_budget() < 0) {
-    return absl::InvalidArgumentError("spec.limits.token_budget: must be >= 0 (0 = no budget)");
-  }
-  if (limits->action_window() == 0) limits->set_action_window(20);
-  if (auto s = CheckRange(limits->action_window(), 1, 1000, "spec.limits.action_window");
-      !s.ok()) {
-    return s;
-  }
-  if (limits->action_window() < limits->stagnation_window()) {
-    limits->set_action_window(std::max(limits->stagnation_window(), 6));
-  }
-  std::set<int> points;
-  for (int i = 0; i < spec.pause_points_size(); ++i) {
-    int point = spec.pause_points(i);
-    if (!rein::v1::PausePoint_IsValid(point) || point == rein::v1::PAUSE_POINT_UNSPECIFIED) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("spec.pause_points[", i, "]: unknown pause point ", point));
-    }
-    if (!points.insert(point).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("spec.pause_points[", i, "]: listed twice"));
-    }
-  }
-  if (spec.model().max_tokens() < 0 || spec.model().max_tokens() > 128000) {
-    return absl::InvalidArgumentError("spec.model.max_tokens: must be in [0, 128000]");
-  }
-  if (spec.model().has_temperature() &&
-      (spec.model().temperature() < 0 || spec.model().temperature() > 1)) {
-    return absl::InvalidArgumentError("spec.model.temperature: must be in [0, 1]");
-  }
-  if (spec.model().model().size() > 256) {
-    return absl::InvalidArgumentError("spec.model.model: at most 256 bytes");
-  }
-  if (spec.labels_size() > 32) {
-    return absl::InvalidArgumentError("spec.labels: at most 32 labels");
-  }
-  for (const auto& [key, value] : spec.labels()) {
-    if (key.empty() || key.size() > 63) {
-      return absl::InvalidArgumentError("spec.labels: keys must be 1..63 bytes");
-    }
-    if (value.size() > 256) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("spec.labels[", key, "]: value longer than 256 bytes"));
-    }
-  }
-  return spec;
-}
-
 Transition StageRouter::NewRun(const std::string& run_id, const std::string& request_id,
                                const RunSpec& spec, absl::Time now, Run* run) const {
   run->set_run_id(run_id);
   run->set_request_id(request_id);
   *run->mutable_spec() = spec;
-  *run->mutable_created_at() = ToProto(now);
-  *run->mutable_updated_at() = ToProto(now);
+  *run->mutable_created_at() = ToProtoTime(now);
+  *run->mutable_updated_at() = ToProtoTime(now);
   RunState* st = run->mutable_state();
   st->set_stage(rein::v1::STAGE_UNSPECIFIED);
   st->set_version(0);
-  *st->mutable_started_at() = ToProto(now);
-  *st->mutable_deadline() = ToProto(now + FromProto(spec.limits().deadline()));
+  *st->mutable_started_at() = ToProtoTime(now);
+  *st->mutable_deadline() = ToProtoTime(now + FromProtoDuration(spec.limits().deadline()));
   Step s(*run, now);
   s.MoveTo(rein::v1::INITIALIZING);
   Transition t = std::move(s).Finish();
@@ -698,8 +449,8 @@ Effect StageRouter::NextEffect(const Run& run, absl::Time now) const {
   Effect effect;
   const RunState& st = run.state();
   const RunSpec& spec = run.spec();
-  absl::Time deadline = st.has_deadline() ? FromProto(st.deadline()) : absl::InfiniteFuture();
-  effect.deadline = std::min(now + FromProto(spec.limits().stage_timeout()), deadline);
+  absl::Time deadline = st.has_deadline() ? FromProtoTime(st.deadline()) : absl::InfiniteFuture();
+  effect.deadline = std::min(now + FromProtoDuration(spec.limits().stage_timeout()), deadline);
   switch (st.stage()) {
     case rein::v1::INITIALIZING:
       effect.kind = Effect::Kind::kListTools;
@@ -791,10 +542,9 @@ Transition StageRouter::OnTools(
     }
     if (!(*workspace)->ok()) {
       if (EndIfLimited(s, /*begins_iteration=*/false)) return std::move(s).Finish();
-      Terminate(s, rein::v1::FAILED, rein::v1::INTERNAL,
-                absl::StrCat("workspace \"", run.spec().workspace(),
-                             "\" is not usable on the executor: ", (*workspace)->error().code(),
-                             ": ", (*workspace)->error().message()));
+      // No tool can run without the workspace, and retrying cannot bring it back.
+      Terminate(s, rein::v1::FAILED, rein::v1::CONSECUTIVE_TOOL_FAILURES,
+                WorkspaceGoneMessage(run, (*workspace)->error()));
       return std::move(s).Finish();
     }
   }
@@ -916,8 +666,7 @@ Transition StageRouter::OnDecide(const Run& run,
     absl::StatusOr<ToolCall> call = MakeCall(run, st, reply->tool_call().tool(),
                                              reply->tool_call().args_json(), "tool_call");
     if (!call.ok()) {
-      // Drop the decision event: the output was invalid.
-      s.state().set_call_counter(run.state().call_counter());
+      // Drop the decision (and the call counter MakeCall bumped): the output was invalid.
       Step retry(run, now);
       retry.state().mutable_subtasks(0)->set_status(SubTask::IN_PROGRESS);
       AddUsage(retry, reply->usage());
@@ -1036,6 +785,13 @@ Transition StageRouter::OnExecute(const Run& run,
   event->set_truncated(reply->truncated());
   st.clear_pending_call();
   st.set_call_dispatched(false);
+  if (!reply->ok() && IsWorkspaceMissing(run, reply->error())) {
+    // The workspace disappeared under the run: every further call would fail the same way.
+    if (EndIfLimited(s, /*begins_iteration=*/false)) return std::move(s).Finish();
+    Terminate(s, rein::v1::FAILED, rein::v1::CONSECUTIVE_TOOL_FAILURES,
+              WorkspaceGoneMessage(run, reply->error()));
+    return std::move(s).Finish();
+  }
   Enter(s, rein::v1::EVALUATING);
   return std::move(s).Finish();
 }
@@ -1243,11 +999,56 @@ std::optional<Transition> StageRouter::OnCancel(const Run& run, bool call_in_fli
   return std::move(s).Finish();
 }
 
+NextStep StageRouter::Next(const Run& run, absl::Time now, absl::Time not_before) const {
+  NextStep next;
+  const RunState& st = run.state();
+  if (IsTerminal(st.stage())) {
+    next.kind = NextStep::Kind::kEnded;
+    return next;
+  }
+  if (std::optional<Transition> end = OnTick(run, now)) {
+    next.kind = NextStep::Kind::kCommit;
+    next.transition = std::move(end);
+    return next;
+  }
+  const absl::Time deadline = st.has_deadline() ? FromProtoTime(st.deadline())
+                                                : absl::InfiniteFuture();
+  if (st.stage() == rein::v1::PAUSED) {
+    next.kind = st.has_deadline() ? NextStep::Kind::kWaitUntil : NextStep::Kind::kIdle;
+    next.until = deadline;
+    return next;
+  }
+  if (now < not_before) {
+    next.kind = NextStep::Kind::kWaitUntil;
+    next.until = std::min(not_before, deadline);  // the deadline may come first (rule 3)
+    return next;
+  }
+  Effect effect = NextEffect(run, now);
+  if (effect.kind == Effect::Kind::kNone) {
+    // A working stage with nothing to call: end the run rather than leave it hanging.
+    next.kind = NextStep::Kind::kCommit;
+    next.transition = FailInternal(run,
+                                   absl::StrCat("the router found nothing to call in stage ",
+                                                rein::v1::Stage_Name(st.stage())),
+                                   now);
+    return next;
+  }
+  if (effect.kind == Effect::Kind::kExecute && st.pending_call().mutating() &&
+      !st.call_dispatched()) {
+    // Recorded before the call is sent, so that recovery never repeats it silently.
+    next.kind = NextStep::Kind::kCommit;
+    next.transition = MarkDispatched(run, now);
+    return next;
+  }
+  next.kind = NextStep::Kind::kCall;
+  next.effect = std::move(effect);
+  return next;
+}
+
 std::optional<Transition> StageRouter::OnTick(const Run& run, absl::Time now) const {
   const RunState& st = run.state();
   if (IsTerminal(st.stage())) return std::nullopt;
-  const bool past_deadline = st.has_deadline() && now >= FromProto(st.deadline());
-  if (!st.cancel_requested() && !past_deadline) return std::nullopt;
+  if (!CancelledOrPastDeadline(st, now)) return std::nullopt;
   Step s(run, now);
   EndIfLimited(s, /*begins_iteration=*/false);
   return std::move(s).Finish();

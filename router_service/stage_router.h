@@ -36,6 +36,21 @@ struct Effect {
   absl::Time deadline = absl::InfiniteFuture();  // min(now + stage_timeout, run deadline)
 };
 
+// Everything the driver must do next for a run with no call in flight (StageRouter::Next).
+struct NextStep {
+  enum class Kind {
+    kEnded,      // the run is terminal: nothing more; the driver may forget it
+    kIdle,       // PAUSED with no deadline: nothing until a review or a cancel
+    kCommit,     // commit `transition` now, then ask again
+    kWaitUntil,  // nothing to do before `until` (a paused run's deadline, a retry backoff)
+    kCall,       // make `effect`'s call
+  };
+  Kind kind = Kind::kIdle;
+  std::optional<Transition> transition;       // kCommit
+  absl::Time until = absl::InfiniteFuture();  // kWaitUntil
+  Effect effect;                              // kCall
+};
+
 struct StageRouterOptions {
   size_t max_observation_bytes = 8 * 1024;  // Action.observation and latest_observation cap
   int max_completed_in_plan = 20;           // completed summaries shown to Plan
@@ -52,16 +67,24 @@ class StageRouter {
  public:
   explicit StageRouter(StageRouterOptions options = {}) : options_(options) {}
 
-  // Validates a client's spec against the tools executors offer and fills in every default.
-  // Errors are INVALID_ARGUMENT naming the field (e.g. "spec.limits.max_iterations: ...").
-  static absl::StatusOr<rein::v1::RunSpec> NormalizeSpec(
-      const rein::v1::RunSpec& spec, const std::vector<rein::v1::ToolSpec>& known_tools);
-
-  // A new run in INITIALIZING (version 1) with its first event. `spec` must be normalized.
+  // A new run in INITIALIZING (version 1) with its first event. `spec` must be normalized
+  // (router_service/spec.h).
   Transition NewRun(const std::string& run_id, const std::string& request_id,
                     const rein::v1::RunSpec& spec, absl::Time now, rein::v1::Run* run) const;
 
-  // The call the driver makes next (kNone for PAUSED and terminal runs).
+  // The one question a driver asks about a run with no call in flight, at `now`, whose retry
+  // backoff ends at `not_before`. In order:
+  // - terminal: kEnded;
+  // - rule 1 or 3 holds (cancel requested, deadline passed): kCommit of the end (OnTick);
+  // - PAUSED: kWaitUntil its deadline (kIdle without one);
+  // - backing off: kWaitUntil min(not_before, deadline);
+  // - a working stage with nothing to call: kCommit of FAILED (INTERNAL);
+  // - a mutating call not yet marked dispatched: kCommit of MarkDispatched (then kCall);
+  // - otherwise kCall with NextEffect.
+  NextStep Next(const rein::v1::Run& run, absl::Time now,
+                absl::Time not_before = absl::InfinitePast()) const;
+
+  // The call for the run's stage (kNone for PAUSED and terminal runs). Part of Next.
   Effect NextEffect(const rein::v1::Run& run, absl::Time now) const;
 
   // Results of the calls of NextEffect. A non-OK status is the call's gRPC status.
@@ -96,7 +119,7 @@ class StageRouter {
                                      const std::string& reason, absl::Time now) const;
 
   // Ends a run, with no call in flight, whose deadline has passed or whose cancel was
-  // requested (PAUSED, between calls, or recovered after a restart).
+  // requested (PAUSED, between calls, or recovered after a restart). Part of Next.
   std::optional<Transition> OnTick(const rein::v1::Run& run, absl::Time now) const;
 
   // Ends a run that cannot go on for a reason of the router's own (INTERNAL).

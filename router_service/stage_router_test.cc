@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/usage_payload.h"
 #include "gtest/gtest.h"
+#include "router_service/spec.h"
 
 namespace rein {
 namespace {
@@ -86,7 +87,7 @@ class Harness {
     spec.add_tools("write_file");
     spec.set_pause_on_notes(true);
     if (edit) edit(spec);
-    auto normalized = StageRouter::NormalizeSpec(spec, KnownTools());
+    auto normalized = NormalizeSpec(spec, KnownTools());
     EXPECT_TRUE(normalized.ok()) << normalized.status();
     Apply(router.NewRun("r1", "", *normalized, now, &run));
   }
@@ -908,61 +909,6 @@ TEST(StageRouterTest, DecideSeesOnlyLastThreeActions) {
   EXPECT_EQ(decide.decide.recent_actions(2).observation(), "7");
 }
 
-TEST(StageRouterTest, NormalizeSpecFillsDefaults) {
-  rein::v1::RunSpec spec;
-  spec.set_goal("g");
-  auto n = StageRouter::NormalizeSpec(spec, KnownTools());
-  ASSERT_TRUE(n.ok()) << n.status();
-  EXPECT_EQ(n->workspace(), "default");
-  EXPECT_EQ(n->limits().max_iterations(), 50);
-  EXPECT_EQ(n->limits().deadline().seconds(), 600);
-  EXPECT_EQ(n->limits().stage_timeout().seconds(), 120);
-  EXPECT_EQ(n->limits().retry_budget(), 5);
-  EXPECT_EQ(n->limits().max_consecutive_tool_failures(), 3);
-  EXPECT_EQ(n->limits().stagnation_window(), 4);
-  EXPECT_EQ(n->limits().on_stagnation(), rein::v1::REPLAN_THEN_PAUSE);
-  EXPECT_EQ(n->limits().token_budget(), 0);
-}
-
-struct BadSpec {
-  std::string field;
-  std::function<void(rein::v1::RunSpec&)> edit;
-};
-
-class BadSpecTest : public ::testing::TestWithParam<BadSpec> {};
-
-TEST_P(BadSpecTest, InvalidArgumentNamesField) {
-  rein::v1::RunSpec spec;
-  spec.set_goal("g");
-  GetParam().edit(spec);
-  auto n = StageRouter::NormalizeSpec(spec, KnownTools());
-  ASSERT_EQ(n.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(n.status().message().find(GetParam().field), std::string::npos) << n.status();
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    EveryField, BadSpecTest,
-    ::testing::Values(
-        BadSpec{"spec.goal", [](auto& s) { s.set_goal(""); }},
-        BadSpec{"spec.goal", [](auto& s) { s.set_goal("  \n"); }},
-        BadSpec{"spec.goal", [](auto& s) { s.set_goal(std::string(16 * 1024 + 1, 'g')); }},
-        BadSpec{"spec.workspace", [](auto& s) { s.set_workspace("../etc"); }},
-        BadSpec{"spec.tools[1]", [](auto& s) { s.add_tools("read_file"); s.add_tools("rm"); }},
-        BadSpec{"spec.tools[1]", [](auto& s) { s.add_tools("read_file"); s.add_tools("read_file"); }},
-        BadSpec{"spec.limits.max_iterations", [](auto& s) { s.mutable_limits()->set_max_iterations(-1); }},
-        BadSpec{"spec.limits.deadline", [](auto& s) { s.mutable_limits()->mutable_deadline()->set_seconds(-5); }},
-        BadSpec{"spec.limits.deadline", [](auto& s) { s.mutable_limits()->mutable_deadline()->set_seconds(30 * 86400); }},
-        BadSpec{"spec.limits.stage_timeout", [](auto& s) { s.mutable_limits()->mutable_stage_timeout()->set_nanos(-1); }},
-        BadSpec{"spec.limits.retry_budget", [](auto& s) { s.mutable_limits()->set_retry_budget(-7); }},
-        BadSpec{"spec.limits.max_consecutive_tool_failures", [](auto& s) { s.mutable_limits()->set_max_consecutive_tool_failures(-1); }},
-        BadSpec{"spec.limits.stagnation_window", [](auto& s) { s.mutable_limits()->set_stagnation_window(1); }},
-        BadSpec{"spec.limits.on_stagnation", [](auto& s) { s.mutable_limits()->set_on_stagnation(static_cast<rein::v1::OnStagnation>(42)); }},
-        BadSpec{"spec.limits.token_budget", [](auto& s) { s.mutable_limits()->set_token_budget(-1); }},
-        BadSpec{"spec.pause_points[0]", [](auto& s) { s.add_pause_points(static_cast<rein::v1::PausePoint>(99)); }},
-        BadSpec{"spec.pause_points[0]", [](auto& s) { s.add_pause_points(rein::v1::PAUSE_POINT_UNSPECIFIED); }},
-        BadSpec{"spec.model.temperature", [](auto& s) { s.mutable_model()->set_temperature(3); }},
-        BadSpec{"spec.labels", [](auto& s) { (*s.mutable_labels())[""] = "x"; }}));
-
 TEST(StageRouterTest, EveryEndedRunHasExactlyOneTerminalEvent) {
   // Drive many small runs to each end and count finished events.
   std::vector<std::function<void(Harness&)>> endings = {
@@ -989,11 +935,15 @@ TEST(StageRouterTest, MissingWorkspaceFailsAtInitializing) {
   rein::v1::ExecuteResponse missing;
   missing.set_ok(false);
   missing.mutable_error()->set_code("NOT_FOUND");
-  missing.mutable_error()->set_message("no workspace \"default\"");
+  missing.mutable_error()->set_message(
+      "workspace \"default\" does not exist or is not a directory");
   h.Apply(h.router.OnTools(h.run, ToolsReply(), missing, h.now));
   EXPECT_EQ(h.stage(), rein::v1::FAILED);
-  EXPECT_EQ(h.reason(), rein::v1::INTERNAL);
-  EXPECT_NE(h.state().outcome().message().find("workspace \"default\""), std::string::npos);
+  // Not INTERNAL: the workspace went away after StartRun checked it, and the message says so.
+  EXPECT_EQ(h.reason(), rein::v1::CONSECUTIVE_TOOL_FAILURES);
+  EXPECT_NE(h.state().outcome().message().find("workspace \"default\" no longer exists"),
+            std::string::npos)
+      << h.state().outcome().message();
   Harness ok;
   rein::v1::ExecuteResponse present;
   present.set_ok(true);
@@ -1010,6 +960,33 @@ TEST(StageRouterTest, MissingWorkspaceFailsAtInitializing) {
 
 
 // --- Rule order on every path (review findings) --------------------------------------------
+
+TEST(StageRouterTest, ToolFailingBecauseTheWorkspaceIsGoneEndsTheRun) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("list_files"));
+  rein::v1::ExecuteResponse gone;
+  gone.set_ok(false);
+  gone.mutable_error()->set_code("NOT_FOUND");
+  gone.mutable_error()->set_message("workspace \"default\" does not exist or is not a directory");
+  h.Execute(gone);
+  EXPECT_EQ(h.stage(), rein::v1::FAILED);
+  EXPECT_EQ(h.reason(), rein::v1::CONSECUTIVE_TOOL_FAILURES);
+  EXPECT_NE(h.state().outcome().message().find("workspace \"default\" no longer exists"),
+            std::string::npos)
+      << h.state().outcome().message();
+  EXPECT_EQ(h.CountFinished(), 1);
+  // Any other failed call is an observation as before.
+  Harness other;
+  other.Tools();
+  other.Plan(PlanReply({"a"}));
+  other.Decide(CallReply("list_files"));
+  rein::v1::ExecuteResponse missing_path = gone;
+  missing_path.mutable_error()->set_message("path \"x\" does not exist");
+  other.Execute(missing_path);
+  EXPECT_EQ(other.stage(), rein::v1::EVALUATING);
+}
 
 TEST(StageRouterTest, CancelWinsOverFatalPlannerError) {
   Harness h;
@@ -1108,22 +1085,6 @@ TEST(StageRouterTest, NotesOnTheLastEvaluationPauseBeforeFinishing) {
   EXPECT_EQ(h.CountFinished(), 1);
 }
 
-TEST(StageRouterTest, HugeDurationsAreRefusedNotWrapped) {
-  for (int64_t seconds : {int64_t{18446744074}, int64_t{9223372037}, int64_t{700000000000}}) {
-    rein::v1::RunSpec spec;
-    spec.set_goal("g");
-    spec.mutable_limits()->mutable_deadline()->set_seconds(seconds);
-    EXPECT_EQ(StageRouter::NormalizeSpec(spec, KnownTools()).status().code(),
-              absl::StatusCode::kInvalidArgument)
-        << seconds;
-    spec.mutable_limits()->clear_deadline();
-    spec.mutable_limits()->mutable_stage_timeout()->set_seconds(seconds);
-    EXPECT_EQ(StageRouter::NormalizeSpec(spec, KnownTools()).status().code(),
-              absl::StatusCode::kInvalidArgument)
-        << seconds;
-  }
-}
-
 TEST(StageRouterTest, OversizedPlansAreInvalidOutput) {
   Harness h;
   h.Tools();
@@ -1158,6 +1119,105 @@ TEST(StageRouterTest, SnapshotsAtIterationBoundaries) {
   ASSERT_TRUE(state.ParseFromString(t.snapshot->state));
   EXPECT_EQ(state.stage(), rein::v1::PLANNING);
   EXPECT_EQ(state.version(), t.state.version());
+}
+
+// --- Next: the one question the driver asks ---------------------------------------------------
+
+TEST(StageRouterNextTest, TerminalRunIsEnded) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({}, true));
+  ASSERT_EQ(h.stage(), rein::v1::FINISHED);
+  EXPECT_EQ(h.router.Next(h.run, h.now).kind, NextStep::Kind::kEnded);
+}
+
+TEST(StageRouterNextTest, CancelRequestedWithNoCallIsCommittedAsTheEnd) {
+  Harness h;
+  h.Tools();
+  h.run.mutable_state()->set_cancel_requested(true);  // e.g. recovered after a restart
+  NextStep next = h.router.Next(h.run, h.now);
+  ASSERT_EQ(next.kind, NextStep::Kind::kCommit);
+  ASSERT_TRUE(next.transition.has_value());
+  EXPECT_EQ(next.transition->state.stage(), rein::v1::CANCELLED);
+  EXPECT_EQ(next.transition->state.outcome().reason(), rein::v1::CANCELLED_BY_USER);
+}
+
+TEST(StageRouterNextTest, PassedDeadlineIsCommittedAsTheEndEvenWhileBackingOff) {
+  Harness h;
+  h.Tools();
+  const absl::Time later = h.now + absl::Minutes(10);
+  NextStep next = h.router.Next(h.run, later, /*not_before=*/later + absl::Seconds(5));
+  ASSERT_EQ(next.kind, NextStep::Kind::kCommit);
+  EXPECT_EQ(next.transition->state.stage(), rein::v1::FAILED);
+  EXPECT_EQ(next.transition->state.outcome().reason(), rein::v1::DEADLINE_EXCEEDED);
+}
+
+TEST(StageRouterNextTest, PausedRunWaitsForItsDeadline) {
+  Harness h([](rein::v1::RunSpec& s) { s.add_pause_points(rein::v1::AFTER_PLAN); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+  NextStep next = h.router.Next(h.run, h.now);
+  EXPECT_EQ(next.kind, NextStep::Kind::kWaitUntil);
+  EXPECT_EQ(next.until, kStart + absl::Minutes(10));
+  h.run.mutable_state()->clear_deadline();
+  EXPECT_EQ(h.router.Next(h.run, h.now).kind, NextStep::Kind::kIdle);
+}
+
+TEST(StageRouterNextTest, BackoffWaitsUntilItEndsOrTheDeadlineIfSooner) {
+  Harness h;
+  h.Tools();
+  NextStep next = h.router.Next(h.run, h.now, /*not_before=*/h.now + absl::Seconds(2));
+  EXPECT_EQ(next.kind, NextStep::Kind::kWaitUntil);
+  EXPECT_EQ(next.until, h.now + absl::Seconds(2));
+  next = h.router.Next(h.run, h.now, /*not_before=*/h.now + absl::Hours(1));
+  EXPECT_EQ(next.kind, NextStep::Kind::kWaitUntil);
+  EXPECT_EQ(next.until, kStart + absl::Minutes(10));
+  // Once the backoff is over, the call is made.
+  EXPECT_EQ(h.router.Next(h.run, h.now + absl::Seconds(2), h.now + absl::Seconds(2)).kind,
+            NextStep::Kind::kCall);
+}
+
+TEST(StageRouterNextTest, WorkingStageWithNothingToCallFailsInternal) {
+  Harness h;
+  h.Tools();
+  h.run.mutable_state()->set_stage(rein::v1::DECIDING);  // DECIDING needs a subtask: none
+  NextStep next = h.router.Next(h.run, h.now);
+  ASSERT_EQ(next.kind, NextStep::Kind::kCommit);
+  EXPECT_EQ(next.transition->state.stage(), rein::v1::FAILED);
+  EXPECT_EQ(next.transition->state.outcome().reason(), rein::v1::INTERNAL);
+}
+
+TEST(StageRouterNextTest, MutatingCallIsMarkedDispatchedBeforeItIsMade) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("write_file", R"({"path":"x","content":"y"})"));
+  ASSERT_EQ(h.stage(), rein::v1::EXECUTING);
+  NextStep next = h.router.Next(h.run, h.now);
+  ASSERT_EQ(next.kind, NextStep::Kind::kCommit);
+  EXPECT_TRUE(next.transition->state.call_dispatched());
+  EXPECT_TRUE(next.transition->events.empty());
+  h.Apply(*next.transition);
+  next = h.router.Next(h.run, h.now);
+  ASSERT_EQ(next.kind, NextStep::Kind::kCall);
+  EXPECT_EQ(next.effect.kind, Effect::Kind::kExecute);
+  EXPECT_EQ(next.effect.execute.tool(), "write_file");
+}
+
+TEST(StageRouterNextTest, ReadOnlyCallIsMadeAtOnceWithTheStageDeadline) {
+  Harness h;
+  h.Tools();
+  NextStep next = h.router.Next(h.run, h.now);
+  ASSERT_EQ(next.kind, NextStep::Kind::kCall);
+  EXPECT_EQ(next.effect.kind, Effect::Kind::kPlan);
+  EXPECT_EQ(next.effect.deadline, h.now + absl::Seconds(120));  // stage_timeout < run deadline
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("list_files"));
+  next = h.router.Next(h.run, kStart + absl::Minutes(9));
+  ASSERT_EQ(next.kind, NextStep::Kind::kCall);
+  EXPECT_EQ(next.effect.kind, Effect::Kind::kExecute);
+  EXPECT_EQ(next.effect.deadline, kStart + absl::Minutes(10));  // the run's deadline is sooner
 }
 
 }  // namespace

@@ -37,6 +37,15 @@ class HeldCalls {
     absl::MutexLock lock(&mu_);
     return held_.size();
   }
+  // Blocks until at least `n` calls are held (the calls are then in flight).
+  void AwaitAtLeast(size_t n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return held_.size() >= n; };
+    mu_.Await(absl::Condition(&enough));
+  }
+  // Number of held calls cancelled by their caller.
+  int cancels() { return cancels_.load(); }
+  void CountCancel() { ++cancels_; }
   // Answers every held call (as cancelled when `cancelled`).
   void ReleaseAll(bool cancelled = false) {
     std::vector<std::function<void(bool)>> held;
@@ -49,7 +58,8 @@ class HeldCalls {
 
  private:
   absl::Mutex mu_;
-  std::vector<std::function<void(bool)>> held_;
+  std::vector<std::function<void(bool)>> held_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int> cancels_{0};
 };
 
 // Each stage's reply comes from a function of the request; a hold flag keeps calls open.
@@ -91,7 +101,10 @@ class FakePlannerClient final : public PlannerClient {
       (*shared_done)(cancelled ? absl::StatusOr<T>(absl::CancelledError("cancelled")) : reply);
     };
     held.Add(answer);
-    return std::make_shared<FakePendingCall>([answer] { answer(true); });
+    return std::make_shared<FakePendingCall>([this, answer] {
+      held.CountCancel();
+      answer(true);
+    });
   }
 };
 
@@ -128,7 +141,10 @@ class FakeExecutorClient final : public ExecutorClient {
                                : reply);
     };
     held.Add(answer);
-    return std::make_shared<FakePendingCall>([answer] { answer(true); });
+    return std::make_shared<FakePendingCall>([this, answer] {
+      held.CountCancel();
+      answer(true);
+    });
   }
 };
 

@@ -1,5 +1,5 @@
 // The wall clock behind Clock.
-#include "planner_service/clock.h"
+#include "common/clock.h"
 
 #include "absl/time/clock.h"
 
@@ -9,9 +9,15 @@ namespace {
 class WallClock final : public Clock {
  public:
   absl::Time Now() override { return absl::Now(); }
+
   void SleepUntil(absl::Time until) override {
     absl::Duration left = until - absl::Now();
     if (left > absl::ZeroDuration()) absl::SleepFor(left);
+  }
+
+  bool AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& condition,
+                         absl::Time deadline) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return mu->AwaitWithDeadline(condition, deadline);
   }
 };
 

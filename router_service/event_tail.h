@@ -1,0 +1,66 @@
+// EventTail: the newest committed events of each run, kept in memory for live watchers.
+#ifndef REIN_ROUTER_SERVICE_EVENT_TAIL_H_
+#define REIN_ROUTER_SERVICE_EVENT_TAIL_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "rein/v1/router.pb.h"
+
+namespace rein {
+
+// Holds the last kEvents events of every run committed by this process (the events of ended
+// runs are forgotten kEndedKept runs later), so that a watcher waiting on a live run is served
+// from memory and wakes on the commit it waits for. Waits are on the injected Clock.
+// Thread-safe.
+class EventTail {
+ public:
+  static constexpr size_t kEvents = 12;
+  static constexpr size_t kEndedKept = 1000;
+
+  explicit EventTail(Clock* clock) : clock_(clock) {}
+
+  // Records events just committed for `run_id` (in seq order); `ended` when the run ended.
+  void Append(const std::string& run_id, const std::vector<rein::v1::RunEvent>& events,
+              bool ended);
+
+  struct Read {
+    enum class Kind {
+      kMiss,      // the tail does not reach back to after_seq + 1 (or knows no such run)
+      kEvents,    // `events` holds every event after after_seq that the tail has
+      kEnded,     // the run ended and nothing follows after_seq
+      kTimedOut,  // nothing newer came before `until`
+    };
+    Kind kind = Kind::kMiss;
+    std::vector<rein::v1::RunEvent> events;
+  };
+
+  // The events of `run_id` after `after_seq`, waiting until `until` (on the clock) when the
+  // tail has none yet and the run has not ended.
+  Read ReadAfter(const std::string& run_id, int64_t after_seq, absl::Time until);
+
+  // Waits until a commit of `run_id` past `after_seq` or `until`; returns whether one came.
+  bool AwaitNewer(const std::string& run_id, int64_t after_seq, absl::Time until);
+
+ private:
+  struct Tail {
+    int64_t last_seq = 0;
+    bool ended = false;
+    std::deque<rein::v1::RunEvent> recent;  // at most kEvents, oldest first
+  };
+
+  Clock* const clock_;
+  absl::Mutex mu_;
+  std::map<std::string, Tail> tails_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> ended_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace rein
+
+#endif  // REIN_ROUTER_SERVICE_EVENT_TAIL_H_

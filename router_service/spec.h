@@ -1,0 +1,30 @@
+// NormalizeSpec: validation of a client's RunSpec and its defaults.
+#ifndef REIN_ROUTER_SERVICE_SPEC_H_
+#define REIN_ROUTER_SERVICE_SPEC_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "google/protobuf/message.h"
+#include "rein/v1/executor.pb.h"
+#include "rein/v1/types.pb.h"
+
+namespace rein {
+
+// Validates a client's spec against the tools executors offer and fills in every default.
+// Errors are INVALID_ARGUMENT naming the field (e.g. "spec.limits.max_iterations: ...").
+// Every floating-point field, at any depth, must be finite. Whether the workspace exists is
+// not checked here (that needs an executor).
+absl::StatusOr<rein::v1::RunSpec> NormalizeSpec(const rein::v1::RunSpec& spec,
+                                                const std::vector<rein::v1::ToolSpec>& known_tools);
+
+// INVALID_ARGUMENT naming the first double or float field of `message` (at any depth, in
+// repeated fields and map values too) that is NaN or infinite, e.g. "spec.model.temperature:
+// must be a finite number, got nan". `path` names `message` itself.
+absl::Status CheckFiniteNumbers(const google::protobuf::Message& message, const std::string& path);
+
+}  // namespace rein
+
+#endif  // REIN_ROUTER_SERVICE_SPEC_H_
