@@ -18,7 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "google/protobuf/util/time_util.h"
+#include "common/proto_time.h"
 #include "grpcpp/grpcpp.h"
 #include "rein/v1/executor.grpc.pb.h"
 #include "rein/v1/planner.grpc.pb.h"
@@ -33,7 +33,6 @@ ABSL_FLAG(std::string, synchronous, "NORMAL", "SQLite synchronous mode of the ro
 
 namespace {
 
-using google::protobuf::util::TimeUtil;
 
 // Answers at once, except Decide when `hold_` is set: then the call waits (holding no thread).
 class FakePlanner final : public rein::v1::Planner::CallbackService {
@@ -223,7 +222,7 @@ class Bench {
     int64_t last = -1;
     while (reader->Read(&e)) {
       if (e.has_stage_changed() && e.stage_changed().to() == rein::v1::DECIDING) {
-        int64_t t = TimeUtil::TimestampToMicroseconds(e.time());
+        int64_t t = absl::ToUnixMicros(rein::FromProtoTime(e.time()));
         if (last >= 0 && e.stage_changed().from() == rein::v1::EVALUATING) {
           out.push_back(static_cast<double>(t - last));
         }

@@ -19,7 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cli/format.h"
 #include "cli/requests.h"
-#include "common/grpc_status.h"
+#include "common/status_name.h"
 #include "grpcpp/client_context.h"
 
 namespace rein::cli {

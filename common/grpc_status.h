@@ -5,7 +5,6 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "common/status_name.h"  // IWYU pragma: export (callers used to find it here)
 #include "grpcpp/support/status.h"
 
 namespace rein {

@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "common/grpc_deadline.h"
 #include "common/grpc_status.h"
+#include "common/status_name.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/usage_payload.h"

@@ -2,6 +2,7 @@
 #include "router_service/router_grpc.h"
 
 #include "common/grpc_status.h"
+#include "common/status_name.h"
 #include "common/metrics.h"
 #include "google/protobuf/util/json_util.h"
 

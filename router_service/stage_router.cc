@@ -8,7 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/grpc_status.h"
+#include "common/status_name.h"
 #include "common/proto_time.h"
 #include "common/usage_payload.h"
 #include "nlohmann/json.hpp"

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/proto_time.h"
 
 namespace rein {
 namespace {
@@ -39,11 +40,7 @@ absl::StatusOr<google::protobuf::Timestamp> ToTimestamp(absl::Time t, absl::stri
     return absl::InvalidArgumentError(
         absl::StrCat(field, " is outside the range of a timestamp: ", absl::FormatTime(t)));
   }
-  const int64_t seconds = absl::ToUnixSeconds(t);  // rounds down
-  google::protobuf::Timestamp ts;
-  ts.set_seconds(seconds);
-  ts.set_nanos(static_cast<int32_t>((t - absl::FromUnixSeconds(seconds)) / absl::Nanoseconds(1)));
-  return ts;
+  return ToProtoTime(t);
 }
 
 // Token text: "<check hex>|1|<stage>|<reason>|<created_us>|<run_id>", base64 (web-safe).
