@@ -654,7 +654,7 @@ absl::StatusOr<RunSpec> StageRouter::NormalizeSpec(const RunSpec& in,
     return absl::InvalidArgumentError("spec.model.max_tokens: must be in [0, 128000]");
   }
   if (spec.model().has_temperature() &&
-      (spec.model().temperature() < 0 || spec.model().temperature() > 1)) {
+      !(spec.model().temperature() >= 0 && spec.model().temperature() <= 1)) {  // and not NaN
     return absl::InvalidArgumentError("spec.model.temperature: must be in [0, 1]");
   }
   if (spec.model().model().size() > 256) {

@@ -1,6 +1,7 @@
 // Tests of StageRouter: transitions, termination order, pauses, reviews, stagnation.
 #include "router_service/stage_router.h"
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
@@ -961,6 +962,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"spec.pause_points[0]", [](auto& s) { s.add_pause_points(static_cast<rein::v1::PausePoint>(99)); }},
         BadSpec{"spec.pause_points[0]", [](auto& s) { s.add_pause_points(rein::v1::PAUSE_POINT_UNSPECIFIED); }},
         BadSpec{"spec.model.temperature", [](auto& s) { s.mutable_model()->set_temperature(3); }},
+        BadSpec{"spec.model.temperature", [](auto& s) { s.mutable_model()->set_temperature(std::nan("")); }},
         BadSpec{"spec.labels", [](auto& s) { (*s.mutable_labels())[""] = "x"; }}));
 
 TEST(StageRouterTest, EveryEndedRunHasExactlyOneTerminalEvent) {
