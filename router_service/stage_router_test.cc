@@ -1,6 +1,7 @@
 // Tests of StageRouter: transitions, termination order, pauses, reviews, stagnation.
 #include "router_service/stage_router.h"
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
