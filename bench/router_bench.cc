@@ -33,7 +33,6 @@ ABSL_FLAG(std::string, synchronous, "NORMAL", "SQLite synchronous mode of the ro
 
 namespace {
 
-
 // Answers at once, except Decide when `hold_` is set: then the call waits (holding no thread).
 class FakePlanner final : public rein::v1::Planner::CallbackService {
  public:
@@ -51,7 +50,8 @@ class FakePlanner final : public rein::v1::Planner::CallbackService {
                                    const rein::v1::DecideRequest* req,
                                    rein::v1::DecideResponse* resp) override {
     resp->mutable_tool_call()->set_tool("list_files");
-    resp->mutable_tool_call()->set_args_json(absl::StrCat("{\"path\":\"d", req->iteration(), "\"}"));
+    resp->mutable_tool_call()->set_args_json(
+        absl::StrCat("{\"path\":\"d", req->iteration(), "\"}"));
     auto* reactor = ctx->DefaultReactor();
     if (hold_) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -165,8 +165,7 @@ class Bench {
             absl::StrCat("--planner_target=127.0.0.1:", planner_port_).c_str(),
             absl::StrCat("--executor_target=127.0.0.1:", executor_port_).c_str(),
             absl::StrCat("--sqlite_synchronous=", absl::GetFlag(FLAGS_synchronous)).c_str(),
-            absl::StrCat("--metrics_port=", metrics_port_).c_str(),
-            static_cast<char*>(nullptr));
+            absl::StrCat("--metrics_port=", metrics_port_).c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
     grpc::ChannelArguments args;
@@ -280,8 +279,8 @@ class Bench {
 };
 
 void Report(const char* what, const std::vector<double>& us, absl::Duration wall, int iterations) {
-  printf("%-44s p50 %7.0f us   p99 %7.0f us   (%zu iterations; %.0f iterations/s overall)\n",
-         what, Percentile(us, 0.5), Percentile(us, 0.99), us.size(),
+  printf("%-44s p50 %7.0f us   p99 %7.0f us   (%zu iterations; %.0f iterations/s overall)\n", what,
+         Percentile(us, 0.5), Percentile(us, 0.99), us.size(),
          iterations / absl::ToDoubleSeconds(wall));
 }
 
@@ -295,10 +294,11 @@ std::string TempDir() {
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   signal(SIGPIPE, SIG_IGN);
-  printf("rein router benchmark: real rein-router (SQLite synchronous=%s) against instant fake\n"
-         "planner and executor services over loopback gRPC. One iteration = Decide, Execute,\n"
-         "Evaluate (three RPCs) and their three commits.\n\n",
-         absl::GetFlag(FLAGS_synchronous).c_str());
+  printf(
+      "rein router benchmark: real rein-router (SQLite synchronous=%s) against instant fake\n"
+      "planner and executor services over loopback gRPC. One iteration = Decide, Execute,\n"
+      "Evaluate (three RPCs) and their three commits.\n\n",
+      absl::GetFlag(FLAGS_synchronous).c_str());
   {
     Bench bench(TempDir());
     if (!bench.Start()) return 1;
@@ -345,9 +345,11 @@ int main(int argc, char** argv) {
     }
     long in_flight = RssKiB(bench.pid());
     printf("\nrouter RSS idle:                              %6.1f MiB\n", idle / 1024.0);
-    printf("router RSS with %d runs in flight (%zu Decide calls held open): %6.1f MiB (+%.1f KiB per run)\n",
-           runs, bench.planner().held(), in_flight / 1024.0,
-           static_cast<double>(in_flight - idle) / runs);
+    printf(
+        "router RSS with %d runs in flight (%zu Decide calls held open): %6.1f MiB (+%.1f KiB per "
+        "run)\n",
+        runs, bench.planner().held(), in_flight / 1024.0,
+        static_cast<double>(in_flight - idle) / runs);
     bench.planner().Release();
   }
   {

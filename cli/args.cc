@@ -37,15 +37,24 @@ const std::vector<SubcommandDef>& Subcommands() {
       {"start",
        Subcommand::kStart,
        false,
-       {{"goal", true, false},           {"goal_file", true, false},
-        {"spec", true, false},           {"workspace", true, false},
-        {"tools", true, true},           {"pause", true, true},
-        {"max_iterations", true, false}, {"deadline", true, false},
-        {"stage_timeout", true, false},  {"retry_budget", true, false},
-        {"token_budget", true, false},   {"on_stagnation", true, false},
-        {"no_pause_on_notes", false, false}, {"label", true, true},
-        {"request_id", true, false},     {"model", true, false},
-        {"watch", false, false},         {"json", false, false}},
+       {{"goal", true, false},
+        {"goal_file", true, false},
+        {"spec", true, false},
+        {"workspace", true, false},
+        {"tools", true, true},
+        {"pause", true, true},
+        {"max_iterations", true, false},
+        {"deadline", true, false},
+        {"stage_timeout", true, false},
+        {"retry_budget", true, false},
+        {"token_budget", true, false},
+        {"on_stagnation", true, false},
+        {"no_pause_on_notes", false, false},
+        {"label", true, true},
+        {"request_id", true, false},
+        {"model", true, false},
+        {"watch", false, false},
+        {"json", false, false}},
        "start --goal=TEXT | --goal_file=F [--spec=FILE.json] [--workspace=NAME]\n"
        "      [--tools=a,b] [--pause=AFTER_PLAN,BEFORE_TOOL,BEFORE_MUTATING_TOOL,AFTER_EVALUATE]\n"
        "      [--max_iterations=N] [--deadline=10m] [--stage_timeout=120s] [--retry_budget=N]\n"
@@ -80,14 +89,18 @@ const std::vector<SubcommandDef>& Subcommands() {
       {"answer",
        Subcommand::kAnswer,
        true,
-       {{"text", true, false}, {"version", true, false}, {"watch", false, false},
+       {{"text", true, false},
+        {"version", true, false},
+        {"watch", false, false},
         {"json", false, false}},
        "answer RUN_ID --text=TEXT [--version=V] [--watch]\n"
        "    Answers the question of a run paused with NEED_HUMAN."},
       {"edit-plan",
        Subcommand::kEditPlan,
        true,
-       {{"plan_file", true, false}, {"version", true, false}, {"watch", false, false},
+       {{"plan_file", true, false},
+        {"version", true, false},
+        {"watch", false, false},
         {"json", false, false}},
        "edit-plan RUN_ID --plan_file=F.json [--version=V] [--watch]\n"
        "    Replaces the pending subtasks (top first) with F.json, a JSON array of SubTask."},
@@ -142,9 +155,7 @@ const SubcommandDef* FindSubcommand(absl::string_view name) {
   return nullptr;
 }
 
-absl::Status UsageError(absl::string_view message) {
-  return absl::InvalidArgumentError(message);
-}
+absl::Status UsageError(absl::string_view message) { return absl::InvalidArgumentError(message); }
 
 // The values given for each flag, in order; booleans get "true"/"false".
 using FlagValues = std::map<std::string, std::vector<std::string>>;
@@ -178,8 +189,8 @@ absl::StatusOr<absl::Duration> ParsePositiveDuration(absl::string_view flag,
                                                      absl::string_view value) {
   absl::Duration parsed;
   if (!absl::ParseDuration(value, &parsed) || parsed == absl::InfiniteDuration()) {
-    return UsageError(absl::StrCat("--", flag, ": \"", value,
-                                   "\" is not a duration (e.g. 500ms, 90s, 10m, 1h)"));
+    return UsageError(
+        absl::StrCat("--", flag, ": \"", value, "\" is not a duration (e.g. 500ms, 90s, 10m, 1h)"));
   }
   if (parsed <= absl::ZeroDuration()) {
     return UsageError(absl::StrCat("--", flag, ": the duration must be positive"));
@@ -198,9 +209,8 @@ absl::StatusOr<Enum> ParseEnum(absl::string_view flag, absl::string_view value,
     for (int i = 0; i < descriptor->value_count(); ++i) {
       if (descriptor->value(i)->number() != 0) names.push_back(descriptor->value(i)->name());
     }
-    return UsageError(absl::StrCat("--", flag, ": \"", value, "\" is not a ",
-                                   descriptor->name(), " (one of ", absl::StrJoin(names, ", "),
-                                   ")"));
+    return UsageError(absl::StrCat("--", flag, ": \"", value, "\" is not a ", descriptor->name(),
+                                   " (one of ", absl::StrJoin(names, ", "), ")"));
   }
   return static_cast<Enum>(found->number());
 }
@@ -278,8 +288,7 @@ absl::Status ParseStartFlags(const FlagValues& values, StartOptions& start) {
   if (auto it = values.find("label"); it != values.end()) {
     std::set<std::string> seen;
     for (const std::string& label : it->second) {
-      std::pair<std::string, std::string> kv =
-          absl::StrSplit(label, absl::MaxSplits('=', 1));
+      std::pair<std::string, std::string> kv = absl::StrSplit(label, absl::MaxSplits('=', 1));
       if (kv.first.empty() || !absl::StrContains(label, '=')) {
         return UsageError(absl::StrCat("--label: \"", label, "\" is not KEY=VALUE"));
       }
@@ -315,8 +324,7 @@ absl::Status ParseSubcommandFlags(const SubcommandDef& def, const FlagValues& va
     command.expected_version = *parsed;
   }
   switch (def.subcommand) {
-    case Subcommand::kStart:
-      return ParseStartFlags(values, command.start);
+    case Subcommand::kStart: return ParseStartFlags(values, command.start);
     case Subcommand::kWatch:
       if (auto value = Last(values, "after_seq")) {
         absl::StatusOr<int64_t> parsed = ParseInt<int64_t>("after_seq", *value, 0);
@@ -324,13 +332,11 @@ absl::Status ParseSubcommandFlags(const SubcommandDef& def, const FlagValues& va
         command.after_seq = *parsed;
       }
       return absl::OkStatus();
-    case Subcommand::kApprove:
-      return absl::OkStatus();
+    case Subcommand::kApprove: return absl::OkStatus();
     case Subcommand::kReject:
       command.abort = Last(values, "abort") == std::optional<std::string>("true");
       return RequireNonEmpty(values, "feedback", command.feedback, def.name);
-    case Subcommand::kAnswer:
-      return RequireNonEmpty(values, "text", command.text, def.name);
+    case Subcommand::kAnswer: return RequireNonEmpty(values, "text", command.text, def.name);
     case Subcommand::kEditPlan:
       return RequireNonEmpty(values, "plan_file", command.plan_file, def.name);
     case Subcommand::kEditCall: {
@@ -355,8 +361,8 @@ absl::Status ParseSubcommandFlags(const SubcommandDef& def, const FlagValues& va
         command.stage_filter = *parsed;
       }
       if (auto value = Last(values, "outcome")) {
-        absl::StatusOr<v1::TerminationReason> parsed = ParseEnum<v1::TerminationReason>(
-            "outcome", *value, v1::TerminationReason_descriptor());
+        absl::StatusOr<v1::TerminationReason> parsed =
+            ParseEnum<v1::TerminationReason>("outcome", *value, v1::TerminationReason_descriptor());
         if (!parsed.ok()) return parsed.status();
         command.outcome_filter = *parsed;
       }
@@ -368,12 +374,9 @@ absl::Status ParseSubcommandFlags(const SubcommandDef& def, const FlagValues& va
       command.page_token = Last(values, "page_token").value_or("");
       command.all_pages = Last(values, "all") == std::optional<std::string>("true");
       return absl::OkStatus();
-    case Subcommand::kShow:
-      return absl::OkStatus();
-    case Subcommand::kExport:
-      return RequireNonEmpty(values, "out", command.out_dir, def.name);
-    case Subcommand::kHelp:
-      break;
+    case Subcommand::kShow: return absl::OkStatus();
+    case Subcommand::kExport: return RequireNonEmpty(values, "out", command.out_dir, def.name);
+    case Subcommand::kHelp: break;
   }
   return absl::OkStatus();
 }
@@ -495,8 +498,7 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args) {
     positional.erase(positional.begin());
   }
   if (!positional.empty()) {
-    return UsageError(
-        absl::StrCat(def->name, ": unexpected argument \"", positional[0], "\""));
+    return UsageError(absl::StrCat(def->name, ": unexpected argument \"", positional[0], "\""));
   }
   absl::Status status = ParseSubcommandFlags(*def, values, command);
   if (!status.ok()) return status;

@@ -22,12 +22,26 @@ void ExpectUsageError(std::vector<std::string> args, const std::string& mentions
 }
 
 TEST(ParseArgs, StartWithEveryFlagParsesAll) {
-  absl::StatusOr<Command> command = Parse(
-      {"start", "--goal=fix the bug", "--workspace", "ws1", "--tools=read_file, list_files",
-       "--tools=write_file", "--pause=after_plan,BEFORE_TOOL", "--max_iterations=7",
-       "--deadline=90s", "--stage_timeout=500ms", "--retry_budget=-1", "--token_budget=1000",
-       "--on_stagnation=pause", "--no_pause_on_notes", "--label=team=infra", "--label=k=a=b",
-       "--request_id=req-1", "--model=claude-x", "--watch", "--json"});
+  absl::StatusOr<Command> command = Parse({"start",
+                                           "--goal=fix the bug",
+                                           "--workspace",
+                                           "ws1",
+                                           "--tools=read_file, list_files",
+                                           "--tools=write_file",
+                                           "--pause=after_plan,BEFORE_TOOL",
+                                           "--max_iterations=7",
+                                           "--deadline=90s",
+                                           "--stage_timeout=500ms",
+                                           "--retry_budget=-1",
+                                           "--token_budget=1000",
+                                           "--on_stagnation=pause",
+                                           "--no_pause_on_notes",
+                                           "--label=team=infra",
+                                           "--label=k=a=b",
+                                           "--request_id=req-1",
+                                           "--model=claude-x",
+                                           "--watch",
+                                           "--json"});
   ASSERT_TRUE(command.ok()) << command.status();
   EXPECT_EQ(command->subcommand, Subcommand::kStart);
   EXPECT_EQ(command->router, "127.0.0.1:50051");
@@ -35,8 +49,7 @@ TEST(ParseArgs, StartWithEveryFlagParsesAll) {
   EXPECT_EQ(start.goal, "fix the bug");
   EXPECT_EQ(start.workspace, "ws1");
   EXPECT_EQ(start.tools, (std::vector<std::string>{"read_file", "list_files", "write_file"}));
-  EXPECT_EQ(start.pause_points,
-            (std::vector<v1::PausePoint>{v1::AFTER_PLAN, v1::BEFORE_TOOL}));
+  EXPECT_EQ(start.pause_points, (std::vector<v1::PausePoint>{v1::AFTER_PLAN, v1::BEFORE_TOOL}));
   EXPECT_EQ(start.max_iterations, 7);
   EXPECT_EQ(start.deadline, absl::Seconds(90));
   EXPECT_EQ(start.stage_timeout, absl::Milliseconds(500));

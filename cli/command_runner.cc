@@ -48,35 +48,26 @@ absl::StatusOr<std::string> ReadFileForFlag(absl::string_view flag, const std::s
   return text.str();
 }
 
-CommandRunner::CommandRunner(v1::Router::StubInterface* stub, std::ostream& out,
-                             std::ostream& err, RunnerOptions options)
+CommandRunner::CommandRunner(v1::Router::StubInterface* stub, std::ostream& out, std::ostream& err,
+                             RunnerOptions options)
     : stub_(stub), out_(out), err_(err), options_(std::move(options)) {}
 
 int CommandRunner::Run(const Command& command) {
-  router_flag_ =
-      command.router == kDefaultRouter ? "" : absl::StrCat(" --router=", command.router);
+  router_flag_ = command.router == kDefaultRouter ? "" : absl::StrCat(" --router=", command.router);
   switch (command.subcommand) {
-    case Subcommand::kHelp:
-      out_ << Usage(command.help_topic);
-      return kExitFinished;
-    case Subcommand::kStart:
-      return Start(command);
+    case Subcommand::kHelp: out_ << Usage(command.help_topic); return kExitFinished;
+    case Subcommand::kStart: return Start(command);
     case Subcommand::kWatch:
       return Watch(command.run_id, command.after_seq, /*min_version=*/0, command.json);
     case Subcommand::kApprove:
     case Subcommand::kReject:
     case Subcommand::kAnswer:
     case Subcommand::kEditPlan:
-    case Subcommand::kEditCall:
-      return Review(command);
-    case Subcommand::kCancel:
-      return Cancel(command);
-    case Subcommand::kList:
-      return List(command);
-    case Subcommand::kShow:
-      return Show(command);
-    case Subcommand::kExport:
-      return Export(command);
+    case Subcommand::kEditCall: return Review(command);
+    case Subcommand::kCancel: return Cancel(command);
+    case Subcommand::kList: return List(command);
+    case Subcommand::kShow: return Show(command);
+    case Subcommand::kExport: return Export(command);
   }
   return UsageError("unknown subcommand");
 }
@@ -213,8 +204,8 @@ int CommandRunner::Watch(const std::string& run_id, int64_t after_seq, int64_t m
   }
 
   int64_t last_seq = after_seq;
-  bool ended = false;   // a finished event arrived
-  bool waiting = false; // the run is PAUSED with nothing after the last event
+  bool ended = false;    // a finished event arrived
+  bool waiting = false;  // the run is PAUSED with nothing after the last event
   int rpc_failure = 0;
   v1::RunEvent event;
   while (reader->Read(&event)) {
@@ -304,8 +295,8 @@ int CommandRunner::Review(const Command& command) {
     grpc::Status status = GetRun(command.run_id, &current);
     if (!status.ok()) return RpcError("GetRun", status);
     if (current.state().stage() != v1::PAUSED) {
-      err_ << "reinctl: run " << command.run_id << " is "
-           << v1::Stage_Name(current.state().stage()) << ", not PAUSED; sending the review anyway\n";
+      err_ << "reinctl: run " << command.run_id << " is " << v1::Stage_Name(current.state().stage())
+           << ", not PAUSED; sending the review anyway\n";
     }
     expected_version = current.state().version();
   }
@@ -332,8 +323,7 @@ int CommandRunner::Review(const Command& command) {
   }
   out_.flush();
   if (!command.watch) return kExitFinished;
-  return Watch(run.run_id(), /*after_seq=*/0, /*min_version=*/run.state().version(),
-               command.json);
+  return Watch(run.run_id(), /*after_seq=*/0, /*min_version=*/run.state().version(), command.json);
 }
 
 int CommandRunner::Cancel(const Command& command) {

@@ -16,11 +16,11 @@ namespace rein::cli {
 
 // reinctl's exit codes.
 enum ExitCode : int {
-  kExitFinished = 0,     // the run finished (or the command succeeded)
-  kExitFailed = 1,       // the run FAILED or was CANCELLED
-  kExitUsage = 2,        // bad subcommand, flag or file
-  kExitPaused = 3,       // the run waits for a review
-  kExitRpcError = 4,     // talking to the router failed
+  kExitFinished = 0,  // the run finished (or the command succeeded)
+  kExitFailed = 1,    // the run FAILED or was CANCELLED
+  kExitUsage = 2,     // bad subcommand, flag or file
+  kExitPaused = 3,    // the run waits for a review
+  kExitRpcError = 4,  // talking to the router failed
 };
 
 struct RunnerOptions {

@@ -358,7 +358,8 @@ TEST_F(CommandRunnerTest, WatchToFailedExitsOne) {
          {R"(seq: 1 version: 1 finished { outcome { status: FAILED reason: MAX_ITERATIONS
                  message: "50 iterations" } })"});
   EXPECT_EQ(Run({"watch", "run-1"}), kExitFailed);
-  EXPECT_THAT(out_.str(), HasSubstr("run run-1: FAILED (MAX_ITERATIONS)\nmessage: 50 iterations\n"));
+  EXPECT_THAT(out_.str(),
+              HasSubstr("run run-1: FAILED (MAX_ITERATIONS)\nmessage: 50 iterations\n"));
 }
 
 TEST_F(CommandRunnerTest, WatchToCancelledExitsOne) {
@@ -471,8 +472,8 @@ TEST_F(CommandRunnerTest, ListAllFollowsPagesAndPassesFilters) {
 }
 
 TEST_F(CommandRunnerTest, ListOnePageHintsAtTheNextPage) {
-  router_.pages[""] = Parse<v1::ListRunsResponse>(
-      R"(runs { run_id: "r-2" } next_page_token: "p2")");
+  router_.pages[""] =
+      Parse<v1::ListRunsResponse>(R"(runs { run_id: "r-2" } next_page_token: "p2")");
   EXPECT_EQ(Run({"list"}), kExitFinished);
   EXPECT_EQ(router_.list_requests.size(), 1u);
   EXPECT_THAT(err_.str(), HasSubstr("list --page_token=p2"));

@@ -54,9 +54,7 @@ std::string CallText(const v1::ToolCall& call) {
 std::string ReviewText(const v1::Review& review) {
   std::string text;
   switch (review.kind_case()) {
-    case v1::Review::kApprove:
-      text = "approve";
-      break;
+    case v1::Review::kApprove: text = "approve"; break;
     case v1::Review::kReject:
       text = absl::StrCat(review.reject().abort() ? "reject (abort): " : "reject: ",
                           OneLine(review.reject().feedback(), kLineBytes));
@@ -71,9 +69,7 @@ std::string ReviewText(const v1::Review& review) {
     case v1::Review::kAnswer:
       text = absl::StrCat("answer: ", OneLine(review.answer().text(), kLineBytes));
       break;
-    case v1::Review::KIND_NOT_SET:
-      text = "(empty review)";
-      break;
+    case v1::Review::KIND_NOT_SET: text = "(empty review)"; break;
   }
   if (!review.reviewer().empty()) absl::StrAppend(&text, " by ", OneLine(review.reviewer(), 64));
   return text;
@@ -167,8 +163,8 @@ Progress ProgressOf(const v1::Run& run, absl::Time now) {
 
 std::string ProgressLine(const Progress& p) {
   std::string line = absl::StrFormat(
-      "stage %-12s iter %d/%d  elapsed %s/%s  retries %d/%d  tokens %d",
-      v1::Stage_Name(p.stage), p.iteration, p.max_iterations, FormatWholeSeconds(p.elapsed),
+      "stage %-12s iter %d/%d  elapsed %s/%s  retries %d/%d  tokens %d", v1::Stage_Name(p.stage),
+      p.iteration, p.max_iterations, FormatWholeSeconds(p.elapsed),
       absl::FormatDuration(p.deadline), p.retries_used, p.retry_budget, p.tokens_used);
   if (p.token_budget > 0) absl::StrAppend(&line, "/", p.token_budget);
   return line;
@@ -204,8 +200,8 @@ std::string EventLine(const v1::RunEvent& event) {
       if (decision.has_tool_call()) {
         absl::StrAppend(&line, "decision: ", CallText(decision.tool_call()));
       } else {
-        absl::StrAppend(&line, "decision: ask a person: ",
-                        OneLine(decision.human_query(), kLineBytes));
+        absl::StrAppend(&line,
+                        "decision: ask a person: ", OneLine(decision.human_query(), kLineBytes));
       }
       if (!decision.subtask_id().empty()) {
         absl::StrAppend(&line, "  (subtask ", OneLine(decision.subtask_id(), 40), ")");
@@ -217,9 +213,8 @@ std::string EventLine(const v1::RunEvent& event) {
       const v1::Action& action = event.tool_result().action();
       absl::StrAppend(&line, "tool_result ", action.ok() ? "ok " : "FAILED ",
                       OneLine(action.tool(), 64), " ", FormatDurationProto(action.duration()));
-      const std::string& text = action.ok() || action.error().empty()
-                                    ? action.observation()
-                                    : action.error();
+      const std::string& text =
+          action.ok() || action.error().empty() ? action.observation() : action.error();
       if (!text.empty()) absl::StrAppend(&line, ": ", OneLine(text, kLineBytes));
       if (event.tool_result().truncated()) absl::StrAppend(&line, " (output truncated)");
       break;
@@ -263,9 +258,7 @@ std::string EventLine(const v1::RunEvent& event) {
       }
       break;
     }
-    case v1::RunEvent::BODY_NOT_SET:
-      absl::StrAppend(&line, "(event without a body)");
-      break;
+    case v1::RunEvent::BODY_NOT_SET: absl::StrAppend(&line, "(event without a body)"); break;
   }
   return line;
 }
@@ -297,11 +290,10 @@ std::string PrettyJson(absl::string_view json) {
 std::string FinalReport(const v1::Run& run) {
   const v1::RunState& state = run.state();
   const v1::Outcome& outcome = state.outcome();
-  std::string out = absl::StrCat("run ", run.run_id(), ": ",
-                                 v1::Stage_Name(outcome.status() != v1::STAGE_UNSPECIFIED
-                                                    ? outcome.status()
-                                                    : state.stage()),
-                                 " (", v1::TerminationReason_Name(outcome.reason()), ")\n");
+  std::string out = absl::StrCat(
+      "run ", run.run_id(), ": ",
+      v1::Stage_Name(outcome.status() != v1::STAGE_UNSPECIFIED ? outcome.status() : state.stage()),
+      " (", v1::TerminationReason_Name(outcome.reason()), ")\n");
   if (!outcome.message().empty()) {
     absl::StrAppend(&out, "message: ", OneLine(outcome.message(), 1000), "\n");
   }
@@ -318,7 +310,8 @@ std::string FinalReport(const v1::Run& run) {
     absl::StrAppend(&out, "completed subtasks:\n");
     for (const v1::SubTask& subtask : state.completed_subtasks()) {
       // The whole summary, one indented line per line: it is the run's result.
-      const std::string& text = subtask.summary().empty() ? subtask.description() : subtask.summary();
+      const std::string& text =
+          subtask.summary().empty() ? subtask.description() : subtask.summary();
       std::vector<std::string> lines = absl::StrSplit(text, '\n');
       absl::StrAppend(&out, "  [", v1::SubTask::Status_Name(subtask.status()), "] ",
                       OneLine(subtask.id(), 40), ": ", OneLine(lines[0], kLineBytes), "\n");
@@ -364,12 +357,11 @@ std::string RunTable(const std::vector<v1::Run>& runs, absl::TimeZone zone) {
   rows.push_back({"RUN ID", "STAGE", "REASON", "ITER", "CREATED", "GOAL"});
   for (const v1::Run& run : runs) {
     const v1::TerminationReason reason = run.state().outcome().reason();
-    rows.push_back({OneLine(run.run_id(), 64), v1::Stage_Name(run.state().stage()),
-                    reason == v1::TERMINATION_REASON_UNSPECIFIED
-                        ? "-"
-                        : v1::TerminationReason_Name(reason),
-                    absl::StrCat(run.state().iteration()), FormatTime(run.created_at(), zone),
-                    OneLine(run.spec().goal(), 50)});
+    rows.push_back(
+        {OneLine(run.run_id(), 64), v1::Stage_Name(run.state().stage()),
+         reason == v1::TERMINATION_REASON_UNSPECIFIED ? "-" : v1::TerminationReason_Name(reason),
+         absl::StrCat(run.state().iteration()), FormatTime(run.created_at(), zone),
+         OneLine(run.spec().goal(), 50)});
   }
   std::vector<size_t> widths(rows[0].size(), 0);
   for (const auto& row : rows) {
@@ -398,10 +390,10 @@ std::string RunSummary(const v1::Run& run, absl::TimeZone zone) {
   absl::StrAppend(&out, "\ncreated ", FormatTime(run.created_at(), zone), "  updated ",
                   FormatTime(run.updated_at(), zone), "\n");
   absl::StrAppend(&out, "goal:\n", Indent(absl::StripTrailingAsciiWhitespace(spec.goal()), "  "));
-  absl::StrAppend(&out, "workspace: ", spec.workspace().empty() ? "default" : spec.workspace(),
-                  "\ntools: ",
-                  spec.tools().empty() ? "(read-only tools)" : absl::StrJoin(spec.tools(), ", "),
-                  "\n");
+  absl::StrAppend(
+      &out, "workspace: ", spec.workspace().empty() ? "default" : spec.workspace(),
+      "\ntools: ", spec.tools().empty() ? "(read-only tools)" : absl::StrJoin(spec.tools(), ", "),
+      "\n");
   std::vector<std::string> points;
   for (int point : spec.pause_points()) {
     points.push_back(v1::PausePoint_Name(static_cast<v1::PausePoint>(point)));
@@ -410,17 +402,16 @@ std::string RunSummary(const v1::Run& run, absl::TimeZone zone) {
                   "  pause on notes: ",
                   (!spec.has_pause_on_notes() || spec.pause_on_notes()) ? "yes" : "no", "\n");
   const v1::Limits& limits = spec.limits();
-  absl::StrAppend(
-      &out, "limits: max_iterations ", EffectiveMaxIterations(spec), "  deadline ",
-      absl::FormatDuration(EffectiveDeadline(spec)), "  stage_timeout ",
-      limits.has_stage_timeout() ? FormatDurationProto(limits.stage_timeout()) : "120s",
-      "  retry_budget ", EffectiveRetryBudget(spec), "  token_budget ",
-      limits.token_budget() > 0 ? absl::StrCat(limits.token_budget()) : "none",
-      "  on_stagnation ",
-      v1::OnStagnation_Name(limits.on_stagnation() == v1::ON_STAGNATION_UNSPECIFIED
-                                ? v1::REPLAN_THEN_PAUSE
-                                : limits.on_stagnation()),
-      "\n");
+  absl::StrAppend(&out, "limits: max_iterations ", EffectiveMaxIterations(spec), "  deadline ",
+                  absl::FormatDuration(EffectiveDeadline(spec)), "  stage_timeout ",
+                  limits.has_stage_timeout() ? FormatDurationProto(limits.stage_timeout()) : "120s",
+                  "  retry_budget ", EffectiveRetryBudget(spec), "  token_budget ",
+                  limits.token_budget() > 0 ? absl::StrCat(limits.token_budget()) : "none",
+                  "  on_stagnation ",
+                  v1::OnStagnation_Name(limits.on_stagnation() == v1::ON_STAGNATION_UNSPECIFIED
+                                            ? v1::REPLAN_THEN_PAUSE
+                                            : limits.on_stagnation()),
+                  "\n");
   if (!spec.model().model().empty()) absl::StrAppend(&out, "model: ", spec.model().model(), "\n");
   if (!spec.labels().empty()) {
     std::vector<std::string> labels;
@@ -432,8 +423,8 @@ std::string RunSummary(const v1::Run& run, absl::TimeZone zone) {
     absl::StrAppend(&out, "planner: ", state.planner_backend(), "\n");
   }
 
-  absl::StrAppend(&out, "\nstage: ", v1::Stage_Name(state.stage()), "  (version ",
-                  state.version(), ")\n");
+  absl::StrAppend(&out, "\nstage: ", v1::Stage_Name(state.stage()), "  (version ", state.version(),
+                  ")\n");
   if (state.stage() == v1::PAUSED) {
     const v1::Pause& pause = state.pause();
     absl::StrAppend(&out, "pause: ", PauseText(pause), "\n");
@@ -452,8 +443,7 @@ std::string RunSummary(const v1::Run& run, absl::TimeZone zone) {
                   EffectiveRetryBudget(spec), "  consecutive tool failures ",
                   state.consecutive_tool_failures(), "  tokens ", state.tokens_used(), "\n");
 
-  absl::StrAppend(&out, "\nsubtasks (top first):", state.subtasks().empty() ? " none" : "",
-                  "\n");
+  absl::StrAppend(&out, "\nsubtasks (top first):", state.subtasks().empty() ? " none" : "", "\n");
   for (const v1::SubTask& subtask : state.subtasks()) {
     absl::StrAppend(&out, "  ", OneLine(subtask.id(), 40), " [",
                     v1::SubTask::Status_Name(subtask.status()), "] ",
@@ -466,17 +456,16 @@ std::string RunSummary(const v1::Run& run, absl::TimeZone zone) {
   absl::StrAppend(&out, "completed:", state.completed_subtasks().empty() ? " none" : "", "\n");
   for (const v1::SubTask& subtask : state.completed_subtasks()) {
     absl::StrAppend(&out, "  [", v1::SubTask::Status_Name(subtask.status()), "] ",
-                    OneLine(subtask.id(), 40), ": ", OneLine(subtask.summary(), kLineBytes),
-                    "\n");
+                    OneLine(subtask.id(), 40), ": ", OneLine(subtask.summary(), kLineBytes), "\n");
   }
-  absl::StrAppend(&out, "recent actions (newest last):",
-                  state.recent_actions().empty() ? " none" : "", "\n");
+  absl::StrAppend(
+      &out, "recent actions (newest last):", state.recent_actions().empty() ? " none" : "", "\n");
   for (const v1::Action& action : state.recent_actions()) {
-    absl::StrAppend(&out, "  iter ", action.iteration(), " ", OneLine(action.subtask_id(), 40),
-                    " ", OneLine(action.tool(), 64), " ", OneLine(action.args_json(), 80), " ",
+    absl::StrAppend(&out, "  iter ", action.iteration(), " ", OneLine(action.subtask_id(), 40), " ",
+                    OneLine(action.tool(), 64), " ", OneLine(action.args_json(), 80), " ",
                     action.ok() ? "ok" : "FAILED", " ", FormatDurationProto(action.duration()));
-    const std::string& text = action.ok() || action.error().empty() ? action.observation()
-                                                                      : action.error();
+    const std::string& text =
+        action.ok() || action.error().empty() ? action.observation() : action.error();
     if (!text.empty()) absl::StrAppend(&out, ": ", OneLine(text, 100));
     absl::StrAppend(&out, "\n");
   }
@@ -509,8 +498,7 @@ std::string RunSummary(const v1::Run& run, absl::TimeZone zone) {
 std::string SnapshotFileName(const v1::RunSnapshot& snapshot) {
   std::string id = snapshot.run_id().empty() ? "run" : snapshot.run_id();
   for (char& c : id) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' &&
-        c != '-') {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
       c = '_';
     }
   }

@@ -18,8 +18,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   absl::StatusOr<rein::cli::Command> command = rein::cli::ParseArgs(args);
   if (!command.ok()) {
-    std::cerr << "reinctl: " << command.status().message()
-              << "\nrun `reinctl help` for usage\n";
+    std::cerr << "reinctl: " << command.status().message() << "\nrun `reinctl help` for usage\n";
     return rein::cli::kExitUsage;
   }
   std::shared_ptr<grpc::Channel> channel =

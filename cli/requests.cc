@@ -14,9 +14,7 @@
 namespace rein::cli {
 namespace {
 
-absl::Status UsageError(absl::string_view message) {
-  return absl::InvalidArgumentError(message);
-}
+absl::Status UsageError(absl::string_view message) { return absl::InvalidArgumentError(message); }
 
 void SetDuration(absl::Duration duration, google::protobuf::Duration* out) {
   *out = ToProtoDuration(duration);
@@ -24,18 +22,16 @@ void SetDuration(absl::Duration duration, google::protobuf::Duration* out) {
 
 }  // namespace
 
-absl::StatusOr<v1::RunSpec> BuildRunSpec(const StartOptions& options,
-                                         absl::string_view spec_json,
+absl::StatusOr<v1::RunSpec> BuildRunSpec(const StartOptions& options, absl::string_view spec_json,
                                          std::optional<std::string> goal_file_text) {
   v1::RunSpec spec;
   if (!spec_json.empty()) {
     google::protobuf::util::JsonParseOptions parse_options;
     auto status = google::protobuf::util::JsonStringToMessage(
-        google::protobuf::StringPiece(spec_json.data(), spec_json.size()), &spec,
-        parse_options);
+        google::protobuf::StringPiece(spec_json.data(), spec_json.size()), &spec, parse_options);
     if (!status.ok()) {
-      return UsageError(absl::StrCat("--spec: not a RunSpec in proto3 JSON: ",
-                                     std::string(status.message())));
+      return UsageError(
+          absl::StrCat("--spec: not a RunSpec in proto3 JSON: ", std::string(status.message())));
     }
   }
   if (options.goal.has_value()) {
@@ -98,8 +94,8 @@ absl::StatusOr<std::vector<v1::SubTask>> ParsePlanJson(absl::string_view json) {
     v1::SubTask subtask;
     auto status = google::protobuf::util::JsonStringToMessage(text, &subtask);
     if (!status.ok()) {
-      return UsageError(absl::StrCat("--plan_file: element ", i, " is not a SubTask: ",
-                                     std::string(status.message())));
+      return UsageError(absl::StrCat("--plan_file: element ", i,
+                                     " is not a SubTask: ", std::string(status.message())));
     }
     subtasks.push_back(std::move(subtask));
   }
@@ -110,16 +106,12 @@ absl::StatusOr<v1::Review> BuildReview(const Command& command,
                                        const std::vector<v1::SubTask>& plan) {
   v1::Review review;
   switch (command.subcommand) {
-    case Subcommand::kApprove:
-      review.mutable_approve();
-      return review;
+    case Subcommand::kApprove: review.mutable_approve(); return review;
     case Subcommand::kReject:
       review.mutable_reject()->set_feedback(command.feedback);
       review.mutable_reject()->set_abort(command.abort);
       return review;
-    case Subcommand::kAnswer:
-      review.mutable_answer()->set_text(command.text);
-      return review;
+    case Subcommand::kAnswer: review.mutable_answer()->set_text(command.text); return review;
     case Subcommand::kEditPlan:
       for (const v1::SubTask& subtask : plan) *review.mutable_edit_plan()->add_subtasks() = subtask;
       review.mutable_edit_plan();
@@ -128,11 +120,9 @@ absl::StatusOr<v1::Review> BuildReview(const Command& command,
       review.mutable_edit_tool_call()->set_tool(command.tool);
       review.mutable_edit_tool_call()->set_args_json(command.args_json);
       return review;
-    default:
-      return absl::InvalidArgumentError("not a review subcommand");
+    default: return absl::InvalidArgumentError("not a review subcommand");
   }
 }
-
 
 v1::ResumeRunRequest BuildResumeRunRequest(const Command& command, int64_t expected_version,
                                            v1::Review review) {

@@ -18,15 +18,14 @@ namespace rein::cli {
 // Builds the RunSpec of `start`: the --spec file's RunSpec (`spec_json`, proto3 JSON; empty
 // when no --spec) with every given flag applied over it. `goal_file_text` is the content of
 // --goal_file when given. Errors are INVALID_ARGUMENT naming the flag.
-absl::StatusOr<v1::RunSpec> BuildRunSpec(const StartOptions& options,
-                                         absl::string_view spec_json,
+absl::StatusOr<v1::RunSpec> BuildRunSpec(const StartOptions& options, absl::string_view spec_json,
                                          std::optional<std::string> goal_file_text);
 
 // The StartRunRequest of `start`: BuildRunSpec's spec and --request_id. Errors are
 // BuildRunSpec's.
-absl::StatusOr<v1::StartRunRequest> BuildStartRunRequest(
-    const StartOptions& options, absl::string_view spec_json,
-    std::optional<std::string> goal_file_text);
+absl::StatusOr<v1::StartRunRequest> BuildStartRunRequest(const StartOptions& options,
+                                                         absl::string_view spec_json,
+                                                         std::optional<std::string> goal_file_text);
 
 // Parses an edit-plan file: a JSON array of SubTask in proto3 JSON.
 absl::StatusOr<std::vector<v1::SubTask>> ParsePlanJson(absl::string_view json);

@@ -140,8 +140,8 @@ TEST(BuildReview, EachReviewKindIsBuilt) {
 }
 
 TEST(BuildStartRunRequest, SpecAndRequestIdComeFromTheStartFlags) {
-  const Command command = Parsed({"start", "--goal=fix it", "--request_id=req-9",
-                                  "--max_iterations=4", "--label=team=infra"});
+  const Command command = Parsed(
+      {"start", "--goal=fix it", "--request_id=req-9", "--max_iterations=4", "--label=team=infra"});
   absl::StatusOr<v1::StartRunRequest> request =
       BuildStartRunRequest(command.start, "", std::nullopt);
   ASSERT_TRUE(request.ok()) << request.status();
@@ -189,9 +189,8 @@ TEST(BuildCancelRunRequest, CarriesRunAndReason) {
 }
 
 TEST(BuildListRunsRequest, CarriesFiltersPageSizeAndTheGivenToken) {
-  const Command command =
-      Parsed({"list", "--stage=paused", "--outcome=goal_achieved", "--page_size=5",
-              "--page_token=first"});
+  const Command command = Parsed(
+      {"list", "--stage=paused", "--outcome=goal_achieved", "--page_size=5", "--page_token=first"});
   const v1::ListRunsRequest request = BuildListRunsRequest(command, "next");
   EXPECT_EQ(request.stage(), v1::PAUSED);
   EXPECT_EQ(request.outcome(), v1::GOAL_ACHIEVED);

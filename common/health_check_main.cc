@@ -2,8 +2,8 @@
 #include <iostream>
 #include <string>
 
-#include "grpcpp/grpcpp.h"
 #include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
 #include "grpcpp/support/byte_buffer.h"
 
 namespace {

@@ -46,7 +46,10 @@ std::string JsonEscape(absl::string_view s) {
       default:
         if (c < 0x20 || c >= 0x80) {
           // Pass valid UTF-8 sequences through; escape everything else.
-          int len = (c >= 0xF0 && c <= 0xF4) ? 4 : (c >= 0xE0) ? 3 : (c >= 0xC2 && c < 0xE0) ? 2 : 0;
+          int len = (c >= 0xF0 && c <= 0xF4)  ? 4
+                    : (c >= 0xE0)             ? 3
+                    : (c >= 0xC2 && c < 0xE0) ? 2
+                                              : 0;
           bool valid = c >= 0x80 && len > 0 && i + len <= s.size();
           for (int k = 1; valid && k < len; ++k) {
             valid = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;

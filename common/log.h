@@ -20,16 +20,19 @@ void SetLogService(absl::string_view service);
 void Log(LogLevel level, absl::string_view message,
          std::initializer_list<std::pair<absl::string_view, absl::string_view>> fields = {});
 
-inline void LogInfo(absl::string_view message,
-                    std::initializer_list<std::pair<absl::string_view, absl::string_view>> fields = {}) {
+inline void LogInfo(
+    absl::string_view message,
+    std::initializer_list<std::pair<absl::string_view, absl::string_view>> fields = {}) {
   Log(LogLevel::kInfo, message, fields);
 }
-inline void LogWarning(absl::string_view message,
-                       std::initializer_list<std::pair<absl::string_view, absl::string_view>> fields = {}) {
+inline void LogWarning(
+    absl::string_view message,
+    std::initializer_list<std::pair<absl::string_view, absl::string_view>> fields = {}) {
   Log(LogLevel::kWarning, message, fields);
 }
-inline void LogError(absl::string_view message,
-                     std::initializer_list<std::pair<absl::string_view, absl::string_view>> fields = {}) {
+inline void LogError(
+    absl::string_view message,
+    std::initializer_list<std::pair<absl::string_view, absl::string_view>> fields = {}) {
   Log(LogLevel::kError, message, fields);
 }
 

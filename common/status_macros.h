@@ -9,10 +9,10 @@
 #define REIN_CONCAT_(a, b) REIN_CONCAT_INNER_(a, b)
 
 // Returns the status from the enclosing function when `expr` is not OK.
-#define RETURN_IF_ERROR(expr)                         \
-  do {                                                \
-    ::absl::Status rein_status_ = (expr);             \
-    if (!rein_status_.ok()) return rein_status_;      \
+#define RETURN_IF_ERROR(expr)                    \
+  do {                                           \
+    ::absl::Status rein_status_ = (expr);        \
+    if (!rein_status_.ok()) return rein_status_; \
   } while (0)
 
 // `ASSIGN_OR_RETURN(auto x, F());` assigns the value of a StatusOr or returns its status.

@@ -13,10 +13,11 @@ namespace {
 // Files of /etc a command may need (dynamic linker, alternatives, time zone, certificates).
 // Not all of /etc: the command's host uid may be root, which reads root-only files.
 constexpr const char* kEtcEntries[] = {
-    "alternatives",   "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
-    "nsswitch.conf",  "ssl/certs",   "ca-certificates", "ca-certificates.conf", "mime.types",
-    "protocols",      "services",    "hosts",       "os-release",   "debian_version",
-    "bash.bashrc",    "profile",     "inputrc",     "gitconfig",    "environment",
+    "alternatives",   "ld.so.cache",   "ld.so.conf", "ld.so.conf.d",    "localtime",
+    "timezone",       "nsswitch.conf", "ssl/certs",  "ca-certificates", "ca-certificates.conf",
+    "mime.types",     "protocols",     "services",   "hosts",           "os-release",
+    "debian_version", "bash.bashrc",   "profile",    "inputrc",         "gitconfig",
+    "environment",
 };
 // Top-level system directories (or symlinks to /usr) mirrored read-only.
 constexpr const char* kSystemDirs[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
@@ -50,13 +51,13 @@ std::vector<SystemDir> HostSystemDirs() {
 std::vector<std::string> BwrapStaticArgs(const BwrapConfig& config) {
   const std::string uid = absl::StrCat(config.uid);
   const std::string gid = absl::StrCat(config.gid);
-  std::vector<std::string> a = {
-      config.bwrap_path,
-      // Every namespace, the user one explicitly: started by root, bwrap would otherwise
-      // run the command as root with capabilities.
-      "--unshare-all", "--unshare-user", "--disable-userns", "--uid", uid, "--gid", gid,
-      "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--hostname", "sandbox",
-      "--ro-bind", "/usr", "/usr"};
+  std::vector<std::string> a = {config.bwrap_path,
+                                // Every namespace, the user one explicitly: started by root, bwrap
+                                // would otherwise run the command as root with capabilities.
+                                "--unshare-all", "--unshare-user", "--disable-userns", "--uid", uid,
+                                "--gid", gid, "--cap-drop", "ALL", "--die-with-parent",
+                                "--new-session", "--hostname", "sandbox", "--ro-bind", "/usr",
+                                "/usr"};
   for (const SystemDir& dir : config.system_dirs) {
     if (!dir.symlink_target.empty()) {
       a.insert(a.end(), {"--symlink", dir.symlink_target, dir.path});
@@ -78,8 +79,8 @@ BwrapInvocation BuildBwrapInvocation(const std::vector<std::string>& static_args
                                      const BwrapCommand& command) {
   BwrapInvocation out;
   out.argv = static_args;
-  out.pass_fds = {command.seccomp_fd, command.status_fd, command.workspace_fd,
-                  command.passwd_fd, command.group_fd};
+  out.pass_fds = {command.seccomp_fd, command.status_fd, command.workspace_fd, command.passwd_fd,
+                  command.group_fd};
   std::vector<std::string>& a = out.argv;
   a.insert(a.end(), {"--ro-bind-data", absl::StrCat(kPasswdChildFd), "/etc/passwd",
                      "--ro-bind-data", absl::StrCat(kGroupChildFd), "/etc/group", "--bind-fd",
@@ -96,9 +97,9 @@ BwrapInvocation BuildBwrapInvocation(const std::vector<std::string>& static_args
              {mount.kind == BwrapMount::Kind::kBind ? "--bind-fd" : "--ro-bind-fd", fd, dest});
   }
   // The root (where /etc and the mount points live) becomes read-only too.
-  a.insert(a.end(), {"--remount-ro", "/", "--chdir", command.cwd, "--seccomp",
-                     absl::StrCat(kSeccompChildFd), "--json-status-fd",
-                     absl::StrCat(kStatusChildFd), "--"});
+  a.insert(a.end(),
+           {"--remount-ro", "/", "--chdir", command.cwd, "--seccomp", absl::StrCat(kSeccompChildFd),
+            "--json-status-fd", absl::StrCat(kStatusChildFd), "--"});
   a.insert(a.end(), command.argv.begin(), command.argv.end());
   return out;
 }

@@ -45,12 +45,12 @@ struct BwrapMount {
 
 // One command: the executor's descriptors bwrap reads, and what to run where.
 struct BwrapCommand {
-  int seccomp_fd = -1;    // the seccomp program (bwrap --seccomp)
-  int status_fd = -1;     // the write end of the status pipe (bwrap --json-status-fd)
-  int workspace_fd = -1;  // the workspace directory, bound at kSandboxWorkspace
-  int passwd_fd = -1;     // the content of /etc/passwd
-  int group_fd = -1;      // the content of /etc/group
-  std::vector<BwrapMount> mounts;  // outer paths first
+  int seccomp_fd = -1;                  // the seccomp program (bwrap --seccomp)
+  int status_fd = -1;                   // the write end of the status pipe (bwrap --json-status-fd)
+  int workspace_fd = -1;                // the workspace directory, bound at kSandboxWorkspace
+  int passwd_fd = -1;                   // the content of /etc/passwd
+  int group_fd = -1;                    // the content of /etc/group
+  std::vector<BwrapMount> mounts;       // outer paths first
   std::string cwd = kSandboxWorkspace;  // inside the sandbox
   std::vector<std::string> argv;        // the command
 };

@@ -157,9 +157,9 @@ absl::StatusOr<ChildOutcome> RunChild(const ChildSpec& spec, absl::Time deadline
   args.cwd_fd = spec.cwd_fd;
   args.cgroup_fd = spec.cgroup_procs_fd;
   args.new_session = spec.new_session;
-  const int resources[6] = {RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_NPROC,
-                            RLIMIT_CORE};
-  const uint64_t values[6] = {spec.limits.cpu_seconds,    spec.limits.address_space_bytes,
+  const int resources[6] = {RLIMIT_CPU,    RLIMIT_AS,    RLIMIT_FSIZE,
+                            RLIMIT_NOFILE, RLIMIT_NPROC, RLIMIT_CORE};
+  const uint64_t values[6] = {spec.limits.cpu_seconds,     spec.limits.address_space_bytes,
                               spec.limits.file_size_bytes, spec.limits.open_files,
                               spec.limits.processes,       spec.limits.core_bytes};
   for (int i = 0; i < 6; ++i) {

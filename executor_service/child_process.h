@@ -31,19 +31,19 @@ struct ChildSpec {
   std::vector<std::string> argv;  // argv[0] included
   std::vector<std::string> env;   // the whole environment, "NAME=value"
   std::vector<int> pass_fds;
-  int cwd_fd = -1;                // a directory to fchdir into; -1 = the executor's cwd
+  int cwd_fd = -1;  // a directory to fchdir into; -1 = the executor's cwd
   ResourceLimits limits;
-  int cgroup_procs_fd = -1;       // when >= 0, the child joins this cgroup ("0" written)
-  bool new_session = true;        // setsid(): own session and process group
+  int cgroup_procs_fd = -1;  // when >= 0, the child joins this cgroup ("0" written)
+  bool new_session = true;   // setsid(): own session and process group
 };
 
 // How a child ended and what it wrote.
 struct ChildOutcome {
-  std::string output;             // stdout and stderr interleaved, at most the cap, raw bytes
-  uint64_t output_bytes = 0;      // everything it wrote, kept or not
-  bool timed_out = false;         // killed at the deadline
-  int exit_code = -1;             // its exit status, or 128 + signal when killed by one
-  int signal = 0;                 // the signal that ended it, or 0
+  std::string output;         // stdout and stderr interleaved, at most the cap, raw bytes
+  uint64_t output_bytes = 0;  // everything it wrote, kept or not
+  bool timed_out = false;     // killed at the deadline
+  int exit_code = -1;         // its exit status, or 128 + signal when killed by one
+  int signal = 0;             // the signal that ended it, or 0
   absl::Duration elapsed;
 };
 

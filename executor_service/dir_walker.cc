@@ -110,8 +110,8 @@ absl::StatusOr<std::vector<std::string>> ExcludePatterns(const nlohmann::json& a
   if (!args.contains("exclude")) return patterns;
   const nlohmann::json& list = args["exclude"];
   if (!list.is_array() || list.size() > kMaxExcludePatterns) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "args.exclude: must be an array of at most ", kMaxExcludePatterns, " glob patterns"));
+    return absl::InvalidArgumentError(absl::StrCat("args.exclude: must be an array of at most ",
+                                                   kMaxExcludePatterns, " glob patterns"));
   }
   for (size_t i = 0; i < list.size(); ++i) {
     if (!list[i].is_string()) {

@@ -7,23 +7,23 @@
 
 #include <cstddef>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include <nlohmann/json.hpp>
 
 namespace rein {
 
 // One directory entry as the walk sees it (lstat semantics: a symlink is reported, not
 // followed).
 struct WalkEntry {
-  int parent_fd;         // the open directory holding the entry (valid during the visit)
-  std::string name;      // its name in that directory
-  std::string path;      // display path: the walk's prefix joined with the names below it
+  int parent_fd;     // the open directory holding the entry (valid during the visit)
+  std::string name;  // its name in that directory
+  std::string path;  // display path: the walk's prefix joined with the names below it
   struct stat st;
-  int depth;             // 0 for entries of the starting directory
+  int depth;  // 0 for entries of the starting directory
 };
 
 struct WalkOptions {

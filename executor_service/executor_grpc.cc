@@ -6,10 +6,10 @@
 #include "absl/time/time.h"
 #include "common/grpc_deadline.h"
 #include "common/grpc_status.h"
-#include "common/status_name.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/proto_time.h"
+#include "common/status_name.h"
 #include "executor_service/output_buffer.h"
 
 namespace rein {
@@ -86,8 +86,8 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
   Metrics::Global().Add("rein_executor_calls_total", 1,
                         absl::StrCat("tool=\"", tool_label, "\",code=\"", code, "\""));
   const std::string duration_ms = absl::StrCat(absl::ToDoubleMilliseconds(elapsed));
-  const std::string message = result.ok() ? result->error_message
-                                          : std::string(result.status().message());
+  const std::string message =
+      result.ok() ? result->error_message : std::string(result.status().message());
   LogInfo("execute", {{"run_id", ForLog(call.run_id)},
                       {"rpc_status", result.ok() ? "OK" : code},
                       {"call_id", ForLog(call.call_id)},
@@ -96,8 +96,9 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
                       {"code", code},
                       {"duration_ms", duration_ms},
                       {"error", ForLog(message)}});
-  if (!result.ok()) return ToGrpcStatus(absl::Status(result.status().code(),
-                                                     SanitizeUtf8(result.status().message())));
+  if (!result.ok())
+    return ToGrpcStatus(
+        absl::Status(result.status().code(), SanitizeUtf8(result.status().message())));
   return grpc::Status::OK;
 }
 

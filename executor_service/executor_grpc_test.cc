@@ -6,8 +6,8 @@
 #include <string>
 
 #include "executor_service/testing/temp_workspace.h"
-#include "gtest/gtest.h"
 #include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
 #include "rein/v1/executor.grpc.pb.h"
 
 namespace rein {
@@ -176,9 +176,10 @@ TEST_F(ExecutorGrpcServiceTest, InvalidUtf8OnTheWireIsRefusedByTheTransport) {
 TEST_F(ExecutorGrpcServiceTest, MalformedRequestsLeaveTheServiceAnswering) {
   std::mt19937 rng(12345);
   const std::vector<std::string> tools = {"read_file", "list_files", "search_text", "file_info"};
-  const std::string fragments[] = {"{", "}", "[", "]", "\"path\"", ":", ",", "\"..\"", "null",
-                                   "-1", "1e999", "\"/etc/passwd\"", "\"pattern\"", "\"(\"",
-                                   "true", "\"limit\"", "\\u0000", "\"offset\""};
+  const std::string fragments[] = {
+      "{",           "}",      "[",    "]",         "\"path\"", ":",
+      ",",           "\"..\"", "null", "-1",        "1e999",    "\"/etc/passwd\"",
+      "\"pattern\"", "\"(\"",  "true", "\"limit\"", "\\u0000",  "\"offset\""};
   int ok_replies = 0;
   int invalid_argument = 0;
   for (int i = 0; i < 1000; ++i) {

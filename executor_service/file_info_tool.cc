@@ -20,16 +20,15 @@ FileInfoTool::FileInfoTool() {
       "Describe one path in the workspace as JSON: type, size, mode, mtime (RFC 3339, UTC), "
       "nlink, whether it is a symbolic link (and its target), and for text files up to 10 MiB "
       "the line count. Symbolic links are followed only within the workspace.";
-  spec_.input_schema = {
-      {"type", "object"},
-      {"additionalProperties", false},
-      {"required", {"path"}},
-      {"properties",
-       {{"path",
-         {{"type", "string"},
-          {"minLength", 1},
-          {"maxLength", 4096},
-          {"description", "Path relative to the workspace"}}}}}};
+  spec_.input_schema = {{"type", "object"},
+                        {"additionalProperties", false},
+                        {"required", {"path"}},
+                        {"properties",
+                         {{"path",
+                           {{"type", "string"},
+                            {"minLength", 1},
+                            {"maxLength", 4096},
+                            {"description", "Path relative to the workspace"}}}}}};
   spec_.default_timeout = absl::Seconds(30);
 }
 

@@ -3,13 +3,13 @@
 
 #include <sys/stat.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "executor_service/testing/temp_workspace.h"
 #include "executor_service/testing/tool_runner.h"
 #include "gtest/gtest.h"
-#include <nlohmann/json.hpp>
 
 namespace rein {
 namespace {
@@ -92,9 +92,7 @@ TEST_F(FileInfoToolTest, EscapesArePermissionDenied) {
   }
 }
 
-TEST_F(FileInfoToolTest, MissingPathIsNotFound) {
-  EXPECT_EQ(Info("nope").error_code, "NOT_FOUND");
-}
+TEST_F(FileInfoToolTest, MissingPathIsNotFound) { EXPECT_EQ(Info("nope").error_code, "NOT_FOUND"); }
 
 }  // namespace
 }  // namespace rein

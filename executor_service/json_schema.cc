@@ -17,23 +17,15 @@ constexpr long double kMaxExactDouble = 9007199254740992.0L;  // 2^53
 
 const char* TypeName(const json& v) {
   switch (v.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::object:
-      return "object";
-    case json::value_t::array:
-      return "array";
-    case json::value_t::string:
-      return "string";
-    case json::value_t::boolean:
-      return "boolean";
+    case json::value_t::null: return "null";
+    case json::value_t::object: return "object";
+    case json::value_t::array: return "array";
+    case json::value_t::string: return "string";
+    case json::value_t::boolean: return "boolean";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-      return "integer";
-    case json::value_t::number_float:
-      return "number";
-    default:
-      return "value";
+    case json::value_t::number_unsigned: return "integer";
+    case json::value_t::number_float: return "number";
+    default: return "value";
   }
 }
 
@@ -209,9 +201,8 @@ absl::Status Validate(const json& schema, const json& value, const std::string& 
         }
       }
     }
-    const json* additional = schema.contains("additionalProperties")
-                                 ? &schema["additionalProperties"]
-                                 : nullptr;
+    const json* additional =
+        schema.contains("additionalProperties") ? &schema["additionalProperties"] : nullptr;
     for (auto it = value.begin(); it != value.end(); ++it) {
       const std::string field = absl::StrCat(where, ".", it.key());
       if (properties.contains(it.key())) {
@@ -223,9 +214,9 @@ absl::Status Validate(const json& schema, const json& value, const std::string& 
           for (auto p = properties.begin(); p != properties.end(); ++p) allowed.push_back(p.key());
           std::string name = it.key();
           if (name.size() > 64) name = absl::StrCat(name.substr(0, 64), "...");
-          return absl::InvalidArgumentError(absl::StrCat(
-              where, ".", name, ": unknown field (allowed: ",
-              allowed.empty() ? "none" : absl::StrJoin(allowed, ", "), ")"));
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, ".", name, ": unknown field (allowed: ",
+                           allowed.empty() ? "none" : absl::StrJoin(allowed, ", "), ")"));
         }
         absl::Status s = Validate(*additional, it.value(), field);
         if (!s.ok()) return s;
@@ -237,12 +228,10 @@ absl::Status Validate(const json& schema, const json& value, const std::string& 
 
 }  // namespace
 
-absl::StatusOr<nlohmann::json> ParseUntrustedJson(absl::string_view text,
-                                                  absl::string_view field) {
+absl::StatusOr<nlohmann::json> ParseUntrustedJson(absl::string_view text, absl::string_view field) {
   if (text.size() > kMaxArgsJsonBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": must be at most ",
-                                                   kMaxArgsJsonBytes, " bytes, got ",
-                                                   text.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": must be at most ", kMaxArgsJsonBytes, " bytes, got ", text.size()));
   }
   // Bound the nesting before parsing (strings are skipped, escapes honoured).
   int depth = 0;
@@ -286,8 +275,7 @@ nlohmann::json ApplyDefaults(const nlohmann::json& schema, nlohmann::json value)
   if (type == "integer" && value.is_number_float() && IsInteger(value)) {
     return json(static_cast<int64_t>(value.get<double>()));
   }
-  if (!value.is_object() || !schema.contains("properties") ||
-      !schema["properties"].is_object()) {
+  if (!value.is_object() || !schema.contains("properties") || !schema["properties"].is_object()) {
     return value;
   }
   for (auto p = schema["properties"].begin(); p != schema["properties"].end(); ++p) {

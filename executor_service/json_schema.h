@@ -2,12 +2,12 @@
 #ifndef REIN_EXECUTOR_SERVICE_JSON_SCHEMA_H_
 #define REIN_EXECUTOR_SERVICE_JSON_SCHEMA_H_
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include <nlohmann/json.hpp>
 
 namespace rein {
 

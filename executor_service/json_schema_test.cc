@@ -37,9 +37,13 @@ std::string Error(const std::string& args) {
 
 TEST(ValidateJsonTest, ValidArgumentsPass) {
   EXPECT_TRUE(ValidateJson(Schema(), json::parse(R"({"path": "a"})")).ok());
-  EXPECT_TRUE(ValidateJson(Schema(), json::parse(
-      R"({"path": "abcdefgh", "limit": 20000, "offset": 0, "ratio": 1.5, "flag": true,
-          "mode": "slow", "tags": ["x", "y"], "inner": {"n": 3}})")).ok());
+  EXPECT_TRUE(
+      ValidateJson(
+          Schema(),
+          json::parse(
+              R"({"path": "abcdefgh", "limit": 20000, "offset": 0, "ratio": 1.5, "flag": true,
+          "mode": "slow", "tags": ["x", "y"], "inner": {"n": 3}})"))
+          .ok());
   EXPECT_TRUE(ValidateJson(Schema(), json::parse(R"({"path": "a", "limit": 5.0})")).ok());
 }
 
@@ -60,7 +64,8 @@ TEST(ValidateJsonTest, UnknownFieldIsNamedWithAllowedOnes) {
 }
 
 TEST(ValidateJsonTest, WrongTypesAreNamed) {
-  EXPECT_EQ(Error(R"({"path": 3})"), "args.path: must be a string of 1 to 8 characters, got integer 3");
+  EXPECT_EQ(Error(R"({"path": 3})"),
+            "args.path: must be a string of 1 to 8 characters, got integer 3");
   EXPECT_EQ(Error(R"({"path": "a", "limit": "10"})"),
             "args.limit: must be an integer between 1 and 20000, got string \"10\"");
   EXPECT_EQ(Error(R"({"path": "a", "limit": 1.5})"),
@@ -68,7 +73,8 @@ TEST(ValidateJsonTest, WrongTypesAreNamed) {
   EXPECT_EQ(Error(R"({"path": "a", "flag": 1})"),
             "args.flag: must be a boolean (true or false), got integer 1");
   EXPECT_EQ(Error(R"({"path": "a", "inner": []})"), "args.inner: must be a JSON object, got array");
-  EXPECT_EQ(Error(R"({"path": "a", "tags": [1]})"), "args.tags[0]: must be a string, got integer 1");
+  EXPECT_EQ(Error(R"({"path": "a", "tags": [1]})"),
+            "args.tags[0]: must be a string, got integer 1");
 }
 
 TEST(ValidateJsonTest, OutOfRangeNumbersAreNamed) {
@@ -83,11 +89,13 @@ TEST(ValidateJsonTest, OutOfRangeNumbersAreNamed) {
             "18446744073709551615");
   EXPECT_EQ(Error(R"({"path": "a", "limit": 1e300})"),
             "args.limit: must be an integer between 1 and 20000, got number 1e+300");
-  EXPECT_EQ(Error(R"({"path": "a", "ratio": 1.6})"), "args.ratio: must be a number <= 1.5, got number 1.6");
+  EXPECT_EQ(Error(R"({"path": "a", "ratio": 1.6})"),
+            "args.ratio: must be a number <= 1.5, got number 1.6");
 }
 
 TEST(ValidateJsonTest, StringLengthsAndEnumsAreChecked) {
-  EXPECT_EQ(Error(R"({"path": ""})"), "args.path: must be a string of 1 to 8 characters, got string \"\"");
+  EXPECT_EQ(Error(R"({"path": ""})"),
+            "args.path: must be a string of 1 to 8 characters, got string \"\"");
   EXPECT_EQ(Error(R"({"path": "abcdefghi"})"),
             "args.path: must be a string of 1 to 8 characters, got string \"abcdefghi\"");
   // Lengths count code points: eight 2-byte characters fit.

@@ -104,16 +104,15 @@ ToolResult ListFilesTool::Execute(const ToolContext& context, const nlohmann::js
   for (const auto& entry : entries) out.Append(entry.second);
   if (entries.empty()) out.AddNote("[no entries]");
   if (more) {
-    out.AddNote(absl::StrCat("[listing stopped at max_entries=", max_entries,
-                             "; more entries exist]"));
+    out.AddNote(
+        absl::StrCat("[listing stopped at max_entries=", max_entries, "; more entries exist]"));
   }
   if (stats.depth_limited > 0) {
     out.AddNote(absl::StrCat("[", stats.depth_limited, " directories deeper than ",
                              options.max_depth, " levels not entered]"));
   }
   if (stats.unreadable_directories > 0) {
-    out.AddNote(absl::StrCat("[", stats.unreadable_directories,
-                             " directories could not be read]"));
+    out.AddNote(absl::StrCat("[", stats.unreadable_directories, " directories could not be read]"));
   }
   if (stats.oversized_directories > 0) {
     out.AddNote(absl::StrCat("[", stats.oversized_directories, " directories have more than ",

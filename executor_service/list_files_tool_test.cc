@@ -46,9 +46,9 @@ class ListFilesToolTest : public ::testing::Test {
 TEST_F(ListFilesToolTest, ListsTopLevelSortedWithTypeAndSize) {
   ToolResult result = Run("{}");
   ASSERT_TRUE(result.ok) << result.error_message;
-  EXPECT_EQ(result.output,
-            absl::StrCat("a.txt\tfile\t3\nb.txt\tfile\t6\netc\tsymlink\t4\n"
-                         "sibling\tsymlink\t6\n", DirLine("sub")));
+  EXPECT_EQ(result.output, absl::StrCat("a.txt\tfile\t3\nb.txt\tfile\t6\netc\tsymlink\t4\n"
+                                        "sibling\tsymlink\t6\n",
+                                        DirLine("sub")));
   EXPECT_FALSE(result.truncated);
 }
 
@@ -57,7 +57,8 @@ TEST_F(ListFilesToolTest, RecursiveListsNestedButDoesNotFollowSymlinks) {
   ASSERT_TRUE(result.ok) << result.error_message;
   EXPECT_EQ(result.output,
             absl::StrCat(".hidden\tfile\t1\na.txt\tfile\t3\nb.txt\tfile\t6\netc\tsymlink\t4\n"
-                         "sibling\tsymlink\t6\n", DirLine("sub"), "sub/c.txt\tfile\t3\n"));
+                         "sibling\tsymlink\t6\n",
+                         DirLine("sub"), "sub/c.txt\tfile\t3\n"));
 }
 
 TEST_F(ListFilesToolTest, SubdirectoryPathsAreRelativeToTheWorkspace) {
@@ -128,12 +129,11 @@ TEST_F(ListFilesToolTest, ExpiredDeadlineIsTimeout) {
 TEST_F(ListFilesToolTest, ExcludeSkipsEntriesAndTheirSubtrees) {
   temp_.WriteFile("node_modules/x/y.js", "y");
   temp_.WriteFile("sub/c_test.txt", "t");
-  ToolResult result = Run(
-      R"({"recursive": true, "exclude": ["node_modules", "*_test.*", "b.txt", "sub/c.txt"]})");
+  ToolResult result =
+      Run(R"({"recursive": true, "exclude": ["node_modules", "*_test.*", "b.txt", "sub/c.txt"]})");
   ASSERT_TRUE(result.ok) << result.error_message;
   EXPECT_EQ(result.output,
-            absl::StrCat("a.txt\tfile\t3\netc\tsymlink\t4\nsibling\tsymlink\t6\n",
-                         DirLine("sub")));
+            absl::StrCat("a.txt\tfile\t3\netc\tsymlink\t4\nsibling\tsymlink\t6\n", DirLine("sub")));
 }
 
 TEST_F(ListFilesToolTest, ExcludeMustBeAnArrayOfNonEmptyPatterns) {

@@ -31,7 +31,8 @@ ABSL_FLAG(bool, allow_unsandboxed, false, "Permit --sandbox=none");
 ABSL_FLAG(int, max_concurrent, 8,
           "Sandboxed commands at once; past it Execute fails with RESOURCE_EXHAUSTED");
 ABSL_FLAG(std::vector<std::string>, protected_paths, {},
-          "Workspace paths tools may not write, in addition to .git/hooks, .git/config and .git/commondir "
+          "Workspace paths tools may not write, in addition to .git/hooks, .git/config and "
+          ".git/commondir "
           "(comma-separated)");
 ABSL_FLAG(std::string, bwrap, "/usr/bin/bwrap", "The bubblewrap binary");
 ABSL_FLAG(std::string, sandbox_cgroup, "",
@@ -67,8 +68,7 @@ void CheckFlags(int argc, char** argv) {
     absl::string_view name = arg.substr(0, eq);
     // Abseil's usage flags are not in the registry; ParseCommandLine handles them.
     if (name == "help" || name == "helpfull" || name == "helpshort" || name == "helppackage" ||
-        name == "helpon" || name == "helpmatch" || name == "version" ||
-        name == "only_check_args") {
+        name == "helpon" || name == "helpmatch" || name == "version" || name == "only_check_args") {
       continue;
     }
     absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
@@ -118,8 +118,7 @@ int main(int argc, char** argv) {
   options.workspace_root = absl::GetFlag(FLAGS_workspace_root);
   options.executor_id = absl::GetFlag(FLAGS_executor_id);
   rein::SandboxOptions& sandbox = options.sandbox;
-  absl::StatusOr<rein::SandboxMode> mode =
-      rein::ParseSandboxMode(absl::GetFlag(FLAGS_sandbox));
+  absl::StatusOr<rein::SandboxMode> mode = rein::ParseSandboxMode(absl::GetFlag(FLAGS_sandbox));
   if (!mode.ok()) Die(absl::StrCat("--sandbox ", mode.status().message()));
   sandbox.mode = *mode;
   sandbox.allow_unsandboxed = absl::GetFlag(FLAGS_allow_unsandboxed);
@@ -167,7 +166,7 @@ int main(int argc, char** argv) {
   const rein::Sandbox::State state = (*executor)->sandbox().state();
   const char* state_name = state == rein::Sandbox::State::kBwrap         ? "bwrap"
                            : state == rein::Sandbox::State::kUnsandboxed ? "unsandboxed"
-                                                                          : "unavailable";
+                                                                         : "unavailable";
   rein::Metrics::Global().Set("rein_executor_sandbox", 1,
                               absl::StrCat("state=\"", state_name, "\""));
   if (state == rein::Sandbox::State::kUnavailable) {

@@ -39,10 +39,13 @@ TEST(OutputBufferTest, CutInsideACharacterDropsItsLeadingBytes) {
 
 TEST(SanitizeUtf8Test, InvalidBytesBecomeReplacementCharacters) {
   EXPECT_EQ(SanitizeUtf8("ok €"), "ok €");
-  EXPECT_EQ(SanitizeUtf8("a\xff" "b"), "a\xEF\xBF\xBD" "b");
-  EXPECT_EQ(SanitizeUtf8("\xC0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD");   // overlong NUL
+  EXPECT_EQ(SanitizeUtf8("a\xff"
+                         "b"),
+            "a\xEF\xBF\xBD"
+            "b");
+  EXPECT_EQ(SanitizeUtf8("\xC0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // overlong NUL
   EXPECT_EQ(SanitizeUtf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
-  EXPECT_EQ(SanitizeUtf8("\xE2\x82"), "\xEF\xBF\xBD\xEF\xBF\xBD");   // cut short
+  EXPECT_EQ(SanitizeUtf8("\xE2\x82"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // cut short
 }
 
 TEST(OutputBufferTest, SanitizedBodyStaysWithinTheCap) {

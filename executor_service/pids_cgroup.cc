@@ -107,8 +107,8 @@ absl::StatusOr<std::unique_ptr<PidsCgroup>> PidsCgroupParent::Create(uint64_t ma
   if (!procs.valid() || !WriteText(path + "/pids.max", absl::StrCat(max_pids))) {
     const int err = errno;
     rmdir(path.c_str());
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cgroup ", path, " has no usable pids controller: ", strerror(err)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cgroup ", path, " has no usable pids controller: ", strerror(err)));
   }
   return std::make_unique<PidsCgroup>(path, std::move(procs));
 }

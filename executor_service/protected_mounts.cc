@@ -58,23 +58,23 @@ absl::StatusOr<std::vector<ProtectedMount>> PlanProtectedMounts(
         UniqueFd existing;
         if (file_placeholder) {
           // Another command's: bound read-only here too, and counted, so that it stays.
-          absl::StatusOr<UniqueFd> fd = OpenBeneath(workspace.dir_fd(), prefix,
-                                                    O_PATH | O_NOFOLLOW, RESOLVE_NO_SYMLINKS);
+          absl::StatusOr<UniqueFd> fd =
+              OpenBeneath(workspace.dir_fd(), prefix, O_PATH | O_NOFOLLOW, RESOLVE_NO_SYMLINKS);
           if (!fd.ok()) return fd.status();
           existing = *std::move(fd);
         }
-        mounts.push_back({file_placeholder ? ProtectedMount::kFilePlaceholder
-                                           : ProtectedMount::kPlaceholder,
-                          prefix, std::move(existing)});
+        mounts.push_back(
+            {file_placeholder ? ProtectedMount::kFilePlaceholder : ProtectedMount::kPlaceholder,
+             prefix, std::move(existing)});
         break;
       }
-      absl::StatusOr<UniqueFd> fd = OpenBeneath(workspace.dir_fd(), prefix, O_PATH | O_NOFOLLOW,
-                                                RESOLVE_NO_SYMLINKS);
+      absl::StatusOr<UniqueFd> fd =
+          OpenBeneath(workspace.dir_fd(), prefix, O_PATH | O_NOFOLLOW, RESOLVE_NO_SYMLINKS);
       if (!fd.ok()) {
         if (fd.status().code() == absl::StatusCode::kNotFound) {
-          mounts.push_back({file_placeholder ? ProtectedMount::kFilePlaceholder
-                                             : ProtectedMount::kPlaceholder,
-                            prefix, UniqueFd()});
+          mounts.push_back(
+              {file_placeholder ? ProtectedMount::kFilePlaceholder : ProtectedMount::kPlaceholder,
+               prefix, UniqueFd()});
           break;
         }
         return absl::FailedPreconditionError(absl::StrCat(
@@ -84,8 +84,8 @@ absl::StatusOr<std::vector<ProtectedMount>> PlanProtectedMounts(
       struct stat st;
       if (fstat(fd->get(), &st) != 0) return Errno("fstat");
       if (S_ISLNK(st.st_mode)) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "protected path \"", path, "\": \"", prefix, "\" is a symbolic link"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("protected path \"", path, "\": \"", prefix, "\" is a symbolic link"));
       }
       if (leaf || !S_ISDIR(st.st_mode)) {
         // The path itself, or a file where a directory above it would be.
@@ -98,8 +98,9 @@ absl::StatusOr<std::vector<ProtectedMount>> PlanProtectedMounts(
     }
   }
   // Outer paths first: a parent sorts before its children.
-  std::stable_sort(mounts.begin(), mounts.end(),
-                   [](const ProtectedMount& a, const ProtectedMount& b) { return a.path < b.path; });
+  std::stable_sort(
+      mounts.begin(), mounts.end(),
+      [](const ProtectedMount& a, const ProtectedMount& b) { return a.path < b.path; });
   return mounts;
 }
 
@@ -139,8 +140,8 @@ absl::Status CreateFilePlaceholder(const Workspace& workspace, ProtectedMount* m
   std::string name;
   absl::StatusOr<UniqueFd> dir = OpenParentOf(workspace, mount->path, &name);
   if (!dir.ok()) return dir.status();
-  UniqueFd file(openat(dir->get(), name.c_str(),
-                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
+  UniqueFd file(
+      openat(dir->get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444));
   if (!file.valid()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "protected path \"", mount->path, "\" cannot be made read-only: ", strerror(errno)));
@@ -150,8 +151,8 @@ absl::Status CreateFilePlaceholder(const Workspace& workspace, ProtectedMount* m
     const int err = errno;
     file.Reset();
     unlinkat(dir->get(), name.c_str(), 0);
-    return absl::InternalError(absl::StrCat("writing the placeholder \"", mount->path,
-                                            "\": ", strerror(err)));
+    return absl::InternalError(
+        absl::StrCat("writing the placeholder \"", mount->path, "\": ", strerror(err)));
   }
   mount->fd = std::move(file);
   return absl::OkStatus();

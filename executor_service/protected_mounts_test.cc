@@ -42,10 +42,10 @@ class ProtectedMountsTest : public ::testing::Test {
   static std::vector<std::string> Describe(const ProtectedMountLease& lease) {
     std::vector<std::string> out;
     for (const ProtectedMount& mount : lease.mounts()) {
-      const char* kind = mount.kind == ProtectedMount::kPin        ? "pin"
-                         : mount.kind == ProtectedMount::kReadOnly ? "ro"
+      const char* kind = mount.kind == ProtectedMount::kPin           ? "pin"
+                         : mount.kind == ProtectedMount::kReadOnly    ? "ro"
                          : mount.kind == ProtectedMount::kPlaceholder ? "placeholder"
-                                                                       : "file";
+                                                                      : "file";
       out.push_back(std::string(kind) + " " + mount.path);
       EXPECT_EQ(mount.fd.valid(), mount.kind != ProtectedMount::kPlaceholder) << mount.path;
     }
@@ -61,8 +61,8 @@ TEST_F(ProtectedMountsTest, WithoutGitTheFirstMissingComponentIsThePlaceholder) 
   absl::StatusOr<ProtectedMountLease> lease = mounts.Acquire(workspace);
   ASSERT_TRUE(lease.ok()) << lease.status();
   // All three defaults start at .git; one placeholder per path, counted three times.
-  EXPECT_EQ(Describe(*lease), (std::vector<std::string>{
-                                  "placeholder .git", "placeholder .git", "placeholder .git"}));
+  EXPECT_EQ(Describe(*lease),
+            (std::vector<std::string>{"placeholder .git", "placeholder .git", "placeholder .git"}));
   EXPECT_FALSE(Exists(".git"));  // bwrap creates the mount point; nothing here yet
 }
 
@@ -73,9 +73,9 @@ TEST_F(ProtectedMountsTest, ExistingPathsAreBoundAndMissingCommondirBecomesAFile
   {
     absl::StatusOr<ProtectedMountLease> lease = mounts.Acquire(workspace);
     ASSERT_TRUE(lease.ok()) << lease.status();
-    EXPECT_EQ(Describe(*lease), (std::vector<std::string>{"pin .git", "file .git/commondir",
-                                                          "ro .git/config",
-                                                          "placeholder .git/hooks"}));
+    EXPECT_EQ(Describe(*lease),
+              (std::vector<std::string>{"pin .git", "file .git/commondir", "ro .git/config",
+                                        "placeholder .git/hooks"}));
     EXPECT_EQ(Read(".git/commondir"), ".\n");
     struct stat st;
     ASSERT_EQ(stat(temp_.Path(".git/commondir").c_str(), &st), 0);

@@ -14,14 +14,13 @@ namespace {
 
 // True when `path` is `base` or lies beneath it.
 bool Within(absl::string_view path, absl::string_view base) {
-  return path == base || (absl::StartsWith(path, base) && path.size() > base.size() &&
-                          path[base.size()] == '/');
+  return path == base ||
+         (absl::StartsWith(path, base) && path.size() > base.size() && path[base.size()] == '/');
 }
 
 }  // namespace
 
-absl::StatusOr<std::string> NormalizeRelativePath(absl::string_view path,
-                                                  absl::string_view field) {
+absl::StatusOr<std::string> NormalizeRelativePath(absl::string_view path, absl::string_view field) {
   if (path.find('\0') != absl::string_view::npos) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": must not contain a NUL byte"));
   }
@@ -45,8 +44,8 @@ absl::StatusOr<ProtectedPaths> ProtectedPaths::Create(const std::vector<std::str
   std::vector<std::string> paths(std::begin(kDefaultProtectedPaths),
                                  std::end(kDefaultProtectedPaths));
   if (extra.size() > kMaxExtraProtectedPaths) {
-    return absl::InvalidArgumentError(absl::StrCat("protected_paths: at most ",
-                                                   kMaxExtraProtectedPaths, " entries"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("protected_paths: at most ", kMaxExtraProtectedPaths, " entries"));
   }
   for (size_t i = 0; i < extra.size(); ++i) {
     const std::string field = absl::StrCat("protected_paths[", i, "]");

@@ -52,8 +52,7 @@ class ProtectedPaths {
 
 // `path` with "." and empty components dropped; "" for the workspace itself. INVALID_ARGUMENT
 // (naming `field`) when it is absolute or has a ".." component.
-absl::StatusOr<std::string> NormalizeRelativePath(absl::string_view path,
-                                                  absl::string_view field);
+absl::StatusOr<std::string> NormalizeRelativePath(absl::string_view path, absl::string_view field);
 
 }  // namespace rein
 

@@ -18,28 +18,27 @@ ReadFileTool::ReadFileTool() {
       "1-based line number, starting after `offset` lines and returning at most `limit` lines; "
       "a note tells the offset to continue from when more lines remain. Binary files are "
       "refused.";
-  spec_.input_schema = {
-      {"type", "object"},
-      {"additionalProperties", false},
-      {"required", {"path"}},
-      {"properties",
-       {{"path",
-         {{"type", "string"},
-          {"minLength", 1},
-          {"maxLength", 4096},
-          {"description", "File relative to the workspace"}}},
-        {"offset",
-         {{"type", "integer"},
-          {"minimum", 0},
-          {"maximum", 1000000000},
-          {"default", 0},
-          {"description", "Lines to skip (0-based line offset)"}}},
-        {"limit",
-         {{"type", "integer"},
-          {"minimum", 1},
-          {"maximum", 20000},
-          {"default", 2000},
-          {"description", "Most lines to return"}}}}}};
+  spec_.input_schema = {{"type", "object"},
+                        {"additionalProperties", false},
+                        {"required", {"path"}},
+                        {"properties",
+                         {{"path",
+                           {{"type", "string"},
+                            {"minLength", 1},
+                            {"maxLength", 4096},
+                            {"description", "File relative to the workspace"}}},
+                          {"offset",
+                           {{"type", "integer"},
+                            {"minimum", 0},
+                            {"maximum", 1000000000},
+                            {"default", 0},
+                            {"description", "Lines to skip (0-based line offset)"}}},
+                          {"limit",
+                           {{"type", "integer"},
+                            {"minimum", 1},
+                            {"maximum", 20000},
+                            {"default", 2000},
+                            {"description", "Most lines to return"}}}}}};
   spec_.default_timeout = absl::Seconds(30);
 }
 
@@ -57,17 +56,17 @@ ToolResult ReadFileTool::Execute(const ToolContext& context, const nlohmann::jso
   absl::StatusOr<std::string> head = ReadAt(fd, 0, kBinaryCheckBytes);
   if (!head.ok()) return ToolResult::Failure(head.status());
   if (LooksBinary(*head)) {
-    return ToolResult::Failure(
-        "BINARY_FILE", absl::StrCat("path \"", absl::CHexEscape(path),
-                                    "\" is a binary file (a NUL byte in its first ",
-                                    kBinaryCheckBytes, " bytes); use file_info instead"));
+    return ToolResult::Failure("BINARY_FILE",
+                               absl::StrCat("path \"", absl::CHexEscape(path),
+                                            "\" is a binary file (a NUL byte in its first ",
+                                            kBinaryCheckBytes, " bytes); use file_info instead"));
   }
 
   OutputBuffer out(context.max_output_bytes);
   const int64_t end = offset + limit;  // first line not returned
-  int64_t line = 0;                     // 0-based index of the line being read
+  int64_t line = 0;                    // 0-based index of the line being read
   bool at_line_start = true;
-  bool more = false;       // a line at index >= end exists
+  bool more = false;  // a line at index >= end exists
   bool any_byte = false;
   char buf[65536];
   off_t pos = 0;
@@ -112,8 +111,7 @@ ToolResult ReadFileTool::Execute(const ToolContext& context, const nlohmann::jso
   if (!any_byte) {
     out.AddNote("[empty file]");
   } else if (more) {
-    out.AddNote(absl::StrCat("[more lines after line ", end, "; continue with offset=", end,
-                             "]"));
+    out.AddNote(absl::StrCat("[more lines after line ", end, "; continue with offset=", end, "]"));
   } else if (offset >= total_lines) {
     out.AddNote(absl::StrCat("[offset ", offset, " is past the end of the file (", total_lines,
                              " lines)]"));

@@ -77,9 +77,9 @@ TEST_F(ReadFileToolTest, SymlinkInsideTheWorkspaceIsFollowed) {
 }
 
 TEST_F(ReadFileToolTest, EscapesArePermissionDenied) {
-  for (const std::string path : {"/etc/passwd", "../outside.txt", "passwd", "rel_out",
-                                 "sibling/secret.txt", "../ws2/secret.txt",
-                                 "dir/../../outside.txt"}) {
+  for (const std::string path :
+       {"/etc/passwd", "../outside.txt", "passwd", "rel_out", "sibling/secret.txt",
+        "../ws2/secret.txt", "dir/../../outside.txt"}) {
     ToolResult result = ReadPath(path);
     EXPECT_FALSE(result.ok) << path;
     EXPECT_EQ(result.error_code, "PERMISSION_DENIED") << path;
@@ -143,11 +143,12 @@ TEST_F(HugeFileTest, HugeLineIsCutAtTheOutputCap) {
   ToolResult result = Run(R"({"path": "huge.txt", "offset": 9999, "limit": 5})", options);
   ASSERT_TRUE(result.ok) << result.error_message;
   EXPECT_TRUE(result.truncated);
-  EXPECT_EQ(result.output.substr(0, 24), std::string("10000: line 9999\n10001: \0", 25).substr(0, 24));
+  EXPECT_EQ(result.output.substr(0, 24),
+            std::string("10000: line 9999\n10001: \0", 25).substr(0, 24));
   // Body: "10000: line 9999\n" + "10001: " + the NUL line + "\n".
   const size_t body = 17 + 7 + (kSize - text_bytes_) + 1;
-  EXPECT_EQ(result.output.substr(4096), absl::StrCat("\n[output truncated: ", body - 4096,
-                                                     " bytes omitted]\n"));
+  EXPECT_EQ(result.output.substr(4096),
+            absl::StrCat("\n[output truncated: ", body - 4096, " bytes omitted]\n"));
 }
 
 TEST_F(HugeFileTest, DeadlineStopsTheScan) {

@@ -15,7 +15,8 @@ RunCommandTool::RunCommandTool(const Sandbox* sandbox) : sandbox_(sandbox) {
   spec_.description =
       "Run a command in the workspace, inside a sandbox: no network, a read-only system, the "
       "workspace (mounted at /workspace, also HOME) the only writable place besides a private "
-      "/tmp; .git/hooks, .git/config and .git/commondir are read-only. Give either argv (run directly, "
+      "/tmp; .git/hooks, .git/config and .git/commondir are read-only. Give either argv (run "
+      "directly, "
       "argv[0] looked up in PATH) or shell (run by /bin/sh -c). stdout and stderr come back "
       "interleaved, capped, with bytes that are not UTF-8 or are control characters escaped "
       "as \\xNN. At the timeout the command and every process it started are killed.";
@@ -61,9 +62,9 @@ ToolResult RunCommandTool::Execute(const ToolContext& context, const nlohmann::j
   // maxLength counts characters; the kernel's limit is in bytes.
   auto too_long = [](const std::string& field, size_t size) {
     return ToolResult::Failure(
-        "INVALID_ARGUMENT", absl::StrCat(field, ": must be at most ", kMaxCommandArgBytes,
-                                         " bytes (the kernel's limit for one argument), got ",
-                                         size));
+        "INVALID_ARGUMENT",
+        absl::StrCat(field, ": must be at most ", kMaxCommandArgBytes,
+                     " bytes (the kernel's limit for one argument), got ", size));
   };
   CommandRequest request;
   if (has_argv) {
@@ -117,10 +118,10 @@ ToolResult RunCommandTool::Execute(const ToolContext& context, const nlohmann::j
     result.ok = false;
     result.timed_out = true;
     result.error_code = "TIMEOUT";
-    result.error_message = absl::StrCat(
-        "run_command: timed out after ",
-        absl::FormatDuration(absl::Seconds(absl::ToInt64Seconds(child.elapsed))),
-        "; the command and every process it started were killed");
+    result.error_message =
+        absl::StrCat("run_command: timed out after ",
+                     absl::FormatDuration(absl::Seconds(absl::ToInt64Seconds(child.elapsed))),
+                     "; the command and every process it started were killed");
     note(absl::StrCat("[timed out: killed after ", absl::FormatDuration(child.elapsed), "]"));
   } else if (child.signal != 0) {
     result.ok = false;

@@ -15,11 +15,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
-#include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -27,7 +28,6 @@
 #include "executor_service/testing/temp_workspace.h"
 #include "executor_service/tool_executor.h"
 #include "gtest/gtest.h"
-#include <nlohmann/json.hpp>
 
 namespace rein {
 namespace {
@@ -167,9 +167,9 @@ TEST_F(RunCommandTest, InfiniteLoopIsKilledAtTheTimeout) {
 
 TEST_F(RunCommandTest, BackgroundProcessesDieWithTheCall) {
   const std::string a = UniqueSleep(), b = UniqueSleep(), c = UniqueSleep();
-  ToolResult result = Shell(absl::StrCat("sleep ", a, " & setsid nohup sleep ", b,
-                                         " >/dev/null 2>&1 & (sh -c 'sleep ", c,
-                                         " &' &); echo started"));
+  ToolResult result =
+      Shell(absl::StrCat("sleep ", a, " & setsid nohup sleep ", b,
+                         " >/dev/null 2>&1 & (sh -c 'sleep ", c, " &' &); echo started"));
   EXPECT_TRUE(result.ok) << result.output;
   EXPECT_EQ(result.output, "started\n");
   EXPECT_FALSE(HostProcessWithCmdline(a));
@@ -179,9 +179,10 @@ TEST_F(RunCommandTest, BackgroundProcessesDieWithTheCall) {
 
 TEST_F(RunCommandTest, DetachedProcessesDieAtTheTimeout) {
   const std::string a = UniqueSleep(), b = UniqueSleep();
-  ToolResult result = Shell(absl::StrCat("setsid nohup sleep ", a, " >/dev/null 2>&1 & (sh -c 'sleep ",
-                                         b, " &' &); sleep 100"),
-                            /*timeout_seconds=*/1);
+  ToolResult result =
+      Shell(absl::StrCat("setsid nohup sleep ", a, " >/dev/null 2>&1 & (sh -c 'sleep ", b,
+                         " &' &); sleep 100"),
+            /*timeout_seconds=*/1);
   EXPECT_TRUE(result.timed_out);
   EXPECT_FALSE(HostProcessWithCmdline(a));
   EXPECT_FALSE(HostProcessWithCmdline(b));
@@ -229,7 +230,8 @@ TEST_F(RunCommandTest, NetworkIsUnreachable) {
   ToolResult dns = Shell("getent hosts example.com && echo RESOLVED || echo unresolved");
   EXPECT_EQ(dns.output, "unresolved\n");
   CopyProbe();
-  EXPECT_EQ(Run({{"argv", {"./probe", "inet"}}}).output, "socket_inet: errno 1 (Operation not permitted)\n[exit status 1]\n");
+  EXPECT_EQ(Run({{"argv", {"./probe", "inet"}}}).output,
+            "socket_inet: errno 1 (Operation not permitted)\n[exit status 1]\n");
   EXPECT_EQ(Run({{"argv", {"./probe", "inet6"}}}).output.rfind("socket_inet6: errno 1", 0), 0u);
   EXPECT_EQ(Run({{"argv", {"./probe", "netlink"}}}).output.rfind("socket_netlink: errno 1", 0), 0u);
   EXPECT_EQ(Run({{"argv", {"./probe", "unix"}}}).output.rfind("socket_unix: ok", 0), 0u);
@@ -277,10 +279,12 @@ TEST_F(RunCommandTest, SetuidBinaryGainsNothingAndCannotBeMade) {
   EXPECT_EQ(Run({{"argv", {"./probe", "euid"}}}).output, "euid 65534 uid 65534\n");
   ASSERT_EQ(chmod(temp_.Path("probe").c_str(), 0755), 0);
   temp_.WriteFile("plain", "x");
-  EXPECT_EQ(Run({{"argv", {"./probe", "chmod_suid", "plain"}}}).output.rfind("chmod_suid: errno 1", 0),
-            0u);
-  EXPECT_EQ(Run({{"argv", {"./probe", "create_suid", "new"}}}).output.rfind("create_suid: errno 1", 0),
-            0u);
+  EXPECT_EQ(
+      Run({{"argv", {"./probe", "chmod_suid", "plain"}}}).output.rfind("chmod_suid: errno 1", 0),
+      0u);
+  EXPECT_EQ(
+      Run({{"argv", {"./probe", "create_suid", "new"}}}).output.rfind("create_suid: errno 1", 0),
+      0u);
   EXPECT_FALSE(Shell("chmod u+s plain").ok);
   struct stat st;
   ASSERT_EQ(stat(temp_.Path("plain").c_str(), &st), 0);
@@ -314,7 +318,9 @@ TEST_F(RunCommandTest, SmallOutputCapIsHonoured) {
 TEST_F(RunCommandTest, BinaryNulAndInvalidUtf8AreEscaped) {
   ToolResult result = Shell("printf 'a\\000b\\377c\\033[31m\\303\\251\\n'");
   EXPECT_EQ(result.output, "a\\x00b\\xffc\\x1b[31m\xc3\xa9\n");
-  temp_.WriteFile(std::string("bad\xff" "name"), "x");
+  temp_.WriteFile(std::string("bad\xff"
+                              "name"),
+                  "x");
   EXPECT_EQ(Shell("ls bad*").output, "bad\\xffname\n");
 }
 
@@ -358,12 +364,11 @@ TEST_F(RunCommandTest, DiskFillIsStoppedByTheFileSizeLimit) {
 
 TEST_F(RunCommandTest, SystemIsReadOnlyAndTmpIsPrivate) {
   const std::string marker = absl::StrCat("/tmp/rein-host-", getpid());
-  ToolResult result = Shell(absl::StrCat("echo x > ", marker, " && echo tmp-ok; ",
-                                         "{ echo x > /x; } 2>/dev/null || echo root-ro; ",
-                                         "touch /usr/x 2>/dev/null || echo usr-ro; ",
-                                         "touch /etc/x 2>/dev/null || echo etc-ro; ",
-                                         "cat /etc/shadow 2>/dev/null || echo no-shadow; ",
-                                         "ls ../ws2 2>/dev/null || echo no-sibling"));
+  ToolResult result = Shell(absl::StrCat(
+      "echo x > ", marker, " && echo tmp-ok; ", "{ echo x > /x; } 2>/dev/null || echo root-ro; ",
+      "touch /usr/x 2>/dev/null || echo usr-ro; ", "touch /etc/x 2>/dev/null || echo etc-ro; ",
+      "cat /etc/shadow 2>/dev/null || echo no-shadow; ",
+      "ls ../ws2 2>/dev/null || echo no-sibling"));
   EXPECT_EQ(result.output, "tmp-ok\nroot-ro\nusr-ro\netc-ro\nno-shadow\nno-sibling\n");
   EXPECT_NE(access(marker.c_str(), F_OK), 0);
 }
@@ -394,8 +399,9 @@ TEST_F(RunCommandTest, MissingGitHooksAndConfigCannotBeCreated) {
   // The read-only placeholder is gone afterwards.
   EXPECT_NE(access(temp_.Path(".git").c_str(), F_OK), 0);
   temp_.MakeDir(".git");
-  result = Shell("{ echo x > .git/config; } 2>/dev/null || echo config-ro; "
-                 "mkdir .git/hooks 2>/dev/null || echo hooks-ro");
+  result = Shell(
+      "{ echo x > .git/config; } 2>/dev/null || echo config-ro; "
+      "mkdir .git/hooks 2>/dev/null || echo hooks-ro");
   EXPECT_EQ(result.output, "config-ro\nhooks-ro\n");
   EXPECT_NE(access(temp_.Path(".git/config").c_str(), F_OK), 0);
   EXPECT_NE(access(temp_.Path(".git/hooks").c_str(), F_OK), 0);

@@ -4,9 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -101,8 +101,7 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options)
   if (options.max_pids < 8) return absl::InvalidArgumentError("max_pids: must be at least 8");
   absl::StatusOr<ProtectedPaths> protected_paths = ProtectedPaths::Create(options.protected_paths);
   if (!protected_paths.ok()) return protected_paths.status();
-  std::unique_ptr<Sandbox> sandbox(
-      new Sandbox(std::move(options), *std::move(protected_paths)));
+  std::unique_ptr<Sandbox> sandbox(new Sandbox(std::move(options), *std::move(protected_paths)));
 
   const std::string& cgroup = sandbox->options_.cgroup;
   if (cgroup != "off") {
@@ -140,16 +139,22 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options)
 }
 
 std::vector<std::string> Sandbox::Environment(const std::string& home) const {
-  return {absl::StrCat("PATH=", kSandboxPath), absl::StrCat("HOME=", home), "TMPDIR=/tmp",
-          "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "TERM=dumb", "SHELL=/bin/sh", "USER=sandbox",
+  return {absl::StrCat("PATH=", kSandboxPath),
+          absl::StrCat("HOME=", home),
+          "TMPDIR=/tmp",
+          "LANG=C.UTF-8",
+          "LC_ALL=C.UTF-8",
+          "TERM=dumb",
+          "SHELL=/bin/sh",
+          "USER=sandbox",
           "LOGNAME=sandbox"};
 }
 
 absl::Status Sandbox::Probe() {
   if (access(options_.bwrap_path.c_str(), X_OK) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        options_.bwrap_path, " is not an executable (", strerror(errno),
-        "); install bubblewrap (apt-get install bubblewrap)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(options_.bwrap_path, " is not an executable (", strerror(errno),
+                     "); install bubblewrap (apt-get install bubblewrap)"));
   }
   UniqueFd root(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root.valid()) return Errno("open /");
@@ -161,9 +166,9 @@ absl::Status Sandbox::Probe() {
   absl::StatusOr<CommandOutcome> outcome = RunBwrap(probe, request, /*protect=*/false);
   if (!outcome.ok()) return outcome.status();
   if (outcome->child.exit_code != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "bubblewrap cannot start a sandbox (exit ", outcome->child.exit_code, "): ",
-        outcome->child.output.substr(0, 512)));
+    return absl::FailedPreconditionError(absl::StrCat("bubblewrap cannot start a sandbox (exit ",
+                                                      outcome->child.exit_code,
+                                                      "): ", outcome->child.output.substr(0, 512)));
   }
   return absl::OkStatus();
 }
@@ -184,8 +189,7 @@ std::string Sandbox::Description() const {
     case State::kUnsandboxed:
       return "none (unsandboxed: --sandbox=none --allow_unsandboxed; commands run as the "
              "executor's user with its view of the machine)";
-    case State::kUnavailable:
-      break;
+    case State::kUnavailable: break;
   }
   return absl::StrCat("unavailable: ", unavailable_reason_);
 }
@@ -202,9 +206,9 @@ absl::Status Sandbox::CheckMutationAllowed() const {
 absl::StatusOr<SandboxSlot> Sandbox::Admit() {
   if (in_use_.fetch_add(1) >= options_.max_concurrent) {
     in_use_.fetch_sub(1);
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "executor is running ", options_.max_concurrent,
-        " sandboxed commands (--max_concurrent); use another executor or retry"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("executor is running ", options_.max_concurrent,
+                     " sandboxed commands (--max_concurrent); use another executor or retry"));
   }
   return SandboxSlot(&in_use_);
 }
@@ -215,12 +219,9 @@ absl::StatusOr<CommandOutcome> Sandbox::Run(const Workspace& workspace,
     return absl::InvalidArgumentError("the command is empty");
   }
   switch (state_) {
-    case State::kBwrap:
-      return RunBwrap(workspace, request, /*protect=*/true);
-    case State::kUnsandboxed:
-      return RunUnsandboxed(workspace, request);
-    case State::kUnavailable:
-      break;
+    case State::kBwrap: return RunBwrap(workspace, request, /*protect=*/true);
+    case State::kUnsandboxed: return RunUnsandboxed(workspace, request);
+    case State::kUnavailable: break;
   }
   return CheckMutationAllowed();
 }
@@ -251,9 +252,9 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   if (pipe2(status_fds, O_CLOEXEC) != 0) return Errno("pipe");
   UniqueFd status_read(status_fds[0]);
   UniqueFd status_write(status_fds[1]);
-  absl::StatusOr<UniqueFd> passwd = DataPipe(absl::StrCat(
-      "root:x:0:0:root:/root:/bin/sh\nsandbox:x:", options_.uid, ":", options_.gid,
-      ":sandbox:", kSandboxWorkspace, ":/bin/sh\n"));
+  absl::StatusOr<UniqueFd> passwd =
+      DataPipe(absl::StrCat("root:x:0:0:root:/root:/bin/sh\nsandbox:x:", options_.uid, ":",
+                            options_.gid, ":sandbox:", kSandboxWorkspace, ":/bin/sh\n"));
   if (!passwd.ok()) return passwd.status();
   absl::StatusOr<UniqueFd> group =
       DataPipe(absl::StrCat("root:x:0:\nsandbox:x:", options_.gid, ":\n"));
@@ -303,8 +304,8 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   if (!child.ok()) return child.status();
   if (!absl::StrContains(status, "\"child-pid\"") && !child->timed_out) {
     // bwrap failed before it started the command; what it said is the output.
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the sandbox could not be set up: ", child->output.substr(0, 1024)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the sandbox could not be set up: ", child->output.substr(0, 1024)));
   }
   CommandOutcome outcome;
   outcome.child = *std::move(child);
@@ -318,8 +319,8 @@ absl::StatusOr<CommandOutcome> Sandbox::RunUnsandboxed(const Workspace& workspac
       workspace.Open(request.cwd.empty() ? "." : request.cwd, O_PATH | O_DIRECTORY);
   if (!dir.ok()) return dir.status();
   char real[PATH_MAX + 1];
-  const ssize_t n = readlink(absl::StrCat("/proc/self/fd/", workspace.dir_fd()).c_str(), real,
-                             sizeof(real) - 1);
+  const ssize_t n =
+      readlink(absl::StrCat("/proc/self/fd/", workspace.dir_fd()).c_str(), real, sizeof(real) - 1);
   const std::string workspace_path = n > 0 ? std::string(real, static_cast<size_t>(n)) : "/";
   ChildSpec spec;
   spec.path = LookUp(request.argv[0]);

@@ -25,22 +25,23 @@
 namespace rein {
 
 // The PATH commands get.
-inline constexpr const char* kSandboxPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
+inline constexpr const char* kSandboxPath =
+    "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
 struct SandboxOptions {
   SandboxMode mode = SandboxMode::kBwrap;
-  bool allow_unsandboxed = false;      // required for SandboxMode::kNone
+  bool allow_unsandboxed = false;  // required for SandboxMode::kNone
   std::string bwrap_path = "/usr/bin/bwrap";
-  uint32_t uid = 65534;                // the command's uid and gid inside the sandbox
+  uint32_t uid = 65534;  // the command's uid and gid inside the sandbox
   uint32_t gid = 65534;
   ResourceLimits limits = DefaultLimits();
-  uint64_t max_pids = 512;             // pids.max of a command's cgroup
-  uint64_t tmp_size_bytes = 256 << 20; // size of the private /tmp
+  uint64_t max_pids = 512;              // pids.max of a command's cgroup
+  uint64_t tmp_size_bytes = 256 << 20;  // size of the private /tmp
   // A cgroup directory (v1 pids hierarchy or delegated v2 with +pids) for per-command
   // cgroups; "" = detect a writable v1 pids hierarchy; "off" = none.
   std::string cgroup;
   std::vector<std::string> protected_paths;  // in addition to kDefaultProtectedPaths
-  int max_concurrent = 8;              // commands at once; more are RESOURCE_EXHAUSTED
+  int max_concurrent = 8;                    // commands at once; more are RESOURCE_EXHAUSTED
 
   static ResourceLimits DefaultLimits() {
     ResourceLimits limits;
@@ -119,8 +120,8 @@ class Sandbox {
 
   absl::Status Probe();
   // `protect` = false only for the probe, whose "workspace" is / and must not be touched.
-  absl::StatusOr<CommandOutcome> RunBwrap(const Workspace& workspace,
-                                          const CommandRequest& request, bool protect) const;
+  absl::StatusOr<CommandOutcome> RunBwrap(const Workspace& workspace, const CommandRequest& request,
+                                          bool protect) const;
   absl::StatusOr<CommandOutcome> RunUnsandboxed(const Workspace& workspace,
                                                 const CommandRequest& request) const;
   std::vector<std::string> Environment(const std::string& home) const;

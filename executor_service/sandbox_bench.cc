@@ -102,9 +102,11 @@ int Main(int argc, char** argv) {
               plain.p99_ms);
   const Figures bwrap = Measure(calls, [] {
     return SpawnAndWait({"/usr/bin/bwrap", "--unshare-all", "--unshare-user", "--die-with-parent",
-                         "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib64", "/lib64",
-                         "--symlink", "usr/lib", "/lib", "--symlink", "usr/bin", "/bin", "--proc",
-                         "/proc", "--dev", "/dev", "/bin/true"});
+                         "--ro-bind",      "/usr",          "/usr",           "--symlink",
+                         "usr/lib64",      "/lib64",        "--symlink",      "usr/lib",
+                         "/lib",           "--symlink",     "usr/bin",        "/bin",
+                         "--proc",         "/proc",         "--dev",          "/dev",
+                         "/bin/true"});
   });
   std::printf("%-50s %9.2f %9.2f\n", "plain bwrap --unshare-all (minimal mounts)", bwrap.p50_ms,
               bwrap.p99_ms);

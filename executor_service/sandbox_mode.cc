@@ -8,10 +8,8 @@ namespace rein {
 
 absl::string_view SandboxModeName(SandboxMode mode) {
   switch (mode) {
-    case SandboxMode::kBwrap:
-      return "bwrap";
-    case SandboxMode::kNone:
-      return "none";
+    case SandboxMode::kBwrap: return "bwrap";
+    case SandboxMode::kNone: return "none";
   }
   return "bwrap";
 }

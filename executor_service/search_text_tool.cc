@@ -150,9 +150,9 @@ ToolResult SearchTextTool::Execute(const ToolContext& context, const nlohmann::j
   options.set_case_sensitive(!args["case_insensitive"].get<bool>());
   auto regex = std::make_unique<RE2>(pattern, options);
   if (!regex->ok()) {
-    return ToolResult::Failure("INVALID_ARGUMENT",
-                               absl::StrCat("args.pattern: invalid RE2 regular expression: ",
-                                            regex->error()));
+    return ToolResult::Failure(
+        "INVALID_ARGUMENT",
+        absl::StrCat("args.pattern: invalid RE2 regular expression: ", regex->error()));
   }
 
   OutputBuffer out(context.max_output_bytes);
@@ -169,8 +169,7 @@ ToolResult SearchTextTool::Execute(const ToolContext& context, const nlohmann::j
   const std::string display = DisplayPath(path);
   WalkStats stats;
   if (S_ISDIR(st.st_mode)) {
-    absl::StatusOr<UniqueFd> dir =
-        OpenBeneath(target->get(), ".", O_RDONLY | O_DIRECTORY, 0, path);
+    absl::StatusOr<UniqueFd> dir = OpenBeneath(target->get(), ".", O_RDONLY | O_DIRECTORY, 0, path);
     if (!dir.ok()) return ToolResult::Failure(dir.status());
     WalkOptions walk;
     walk.recursive = true;
@@ -210,8 +209,8 @@ ToolResult SearchTextTool::Execute(const ToolContext& context, const nlohmann::j
 
   if (state.matches == 0) out.AddNote("[no matches]");
   if (state.hit_result_limit) {
-    out.AddNote(absl::StrCat("[stopped at max_results=", state.max_results,
-                             "; more matches exist]"));
+    out.AddNote(
+        absl::StrCat("[stopped at max_results=", state.max_results, "; more matches exist]"));
   }
   if (state.hit_read_limit) {
     out.AddNote(absl::StrCat("[stopped after reading ", kMaxBytesReadPerCall >> 20,

@@ -65,9 +65,9 @@ TEST_F(SearchTextToolTest, ExcludeSkipsMatchingNamesAndPathsAndDoesNotEnterDirec
   temp_.WriteFile("src/test_x.py", "foo\n");
   temp_.WriteFile("src/keep.py", "foo\n");
   temp_.WriteFile("src/gen/out.py", "foo\n");
-  ToolResult result = Run(
-      R"({"pattern": "foo", "exclude": ["node_modules", "tests", "test", "*_test.*", )"
-      R"("*.test.*", "test_*", "src/gen", "a.py"]})");
+  ToolResult result =
+      Run(R"({"pattern": "foo", "exclude": ["node_modules", "tests", "test", "*_test.*", )"
+          R"("*.test.*", "test_*", "src/gen", "a.py"]})");
   ASSERT_TRUE(result.ok) << result.error_message;
   EXPECT_EQ(result.output, "b.txt:2: foo baz\nsrc/keep.py:1: foo\nsub/c.py:1: x = foo\n");
 }
@@ -80,8 +80,7 @@ TEST_F(SearchTextToolTest, ExcludePathPatternsAreWorkspaceRelativeBelowASubdirec
 }
 
 TEST_F(SearchTextToolTest, BadExcludeIsInvalidArgumentNamingTheEntry) {
-  EXPECT_EQ(Run(R"({"pattern": "x", "exclude": [""]})").error_message.rfind(
-                "args.exclude[0]:", 0),
+  EXPECT_EQ(Run(R"({"pattern": "x", "exclude": [""]})").error_message.rfind("args.exclude[0]:", 0),
             0u);
   EXPECT_EQ(Run(R"({"pattern": "x", "exclude": "tests"})").error_code, "INVALID_ARGUMENT");
   std::string many = "[";
@@ -121,8 +120,8 @@ TEST_F(SearchTextToolTest, SymlinksOutAreNotFollowedDuringTheWalk) {
 }
 
 TEST_F(SearchTextToolTest, EscapingPathsArePermissionDenied) {
-  for (const std::string path : {"passwd", "/etc", "..", "sibling", "sibling/secret.txt",
-                                 "../ws2"}) {
+  for (const std::string path :
+       {"passwd", "/etc", "..", "sibling", "sibling/secret.txt", "../ws2"}) {
     ToolResult result = Run(absl::StrCat(R"({"pattern": "x", "path": ")", path, R"("})"));
     EXPECT_EQ(result.error_code, "PERMISSION_DENIED") << path;
     EXPECT_NE(result.error_message.find(path), std::string::npos) << result.error_message;

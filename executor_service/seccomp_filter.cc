@@ -44,11 +44,20 @@ absl::StatusOr<std::vector<struct sock_filter>> Build() {
 
   // Syscalls refused whatever their arguments.
   const int denied[] = {
-      SCMP_SYS(ptrace),         SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev),
-      SCMP_SYS(io_uring_setup), SCMP_SYS(io_uring_enter),   SCMP_SYS(io_uring_register),
-      SCMP_SYS(bpf),            SCMP_SYS(perf_event_open),  SCMP_SYS(userfaultfd),
-      SCMP_SYS(keyctl),         SCMP_SYS(add_key),          SCMP_SYS(request_key),
-      SCMP_SYS(kexec_load),     SCMP_SYS(kexec_file_load),
+      SCMP_SYS(ptrace),
+      SCMP_SYS(process_vm_readv),
+      SCMP_SYS(process_vm_writev),
+      SCMP_SYS(io_uring_setup),
+      SCMP_SYS(io_uring_enter),
+      SCMP_SYS(io_uring_register),
+      SCMP_SYS(bpf),
+      SCMP_SYS(perf_event_open),
+      SCMP_SYS(userfaultfd),
+      SCMP_SYS(keyctl),
+      SCMP_SYS(add_key),
+      SCMP_SYS(request_key),
+      SCMP_SYS(kexec_load),
+      SCMP_SYS(kexec_file_load),
   };
   for (int nr : denied) {
     if ((rc = seccomp_rule_add(ctx, kDeny, nr, 0)) != 0) return Failed("rule", rc);
@@ -65,9 +74,9 @@ absl::StatusOr<std::vector<struct sock_filter>> Build() {
   // compares the low 32 bits only, as the kernel reads the mode.
   constexpr int kFchmodat2 = 452;  // the same number on x86-64 and aarch64
   const std::pair<int, unsigned> mode_args[] = {
-      {SCMP_SYS(chmod), 1},  {SCMP_SYS(open), 2},     {SCMP_SYS(creat), 1},
-      {SCMP_SYS(mknod), 1},  {SCMP_SYS(fchmod), 1},   {SCMP_SYS(fchmodat), 2},
-      {kFchmodat2, 2},       {SCMP_SYS(openat), 3},   {SCMP_SYS(mknodat), 2},
+      {SCMP_SYS(chmod), 1}, {SCMP_SYS(open), 2},   {SCMP_SYS(creat), 1},
+      {SCMP_SYS(mknod), 1}, {SCMP_SYS(fchmod), 1}, {SCMP_SYS(fchmodat), 2},
+      {kFchmodat2, 2},      {SCMP_SYS(openat), 3}, {SCMP_SYS(mknodat), 2},
   };
   for (const auto& [nr, arg] : mode_args) {
     if (nr < 0) continue;  // not on this architecture (chmod, open, creat, mknod on aarch64)
@@ -106,8 +115,7 @@ absl::StatusOr<std::vector<struct sock_filter>> Build() {
 
 absl::StatusOr<std::vector<struct sock_filter>> SandboxSeccompProgram() {
   // Built once: the policy never changes while the executor runs.
-  static const auto* const program =
-      new absl::StatusOr<std::vector<struct sock_filter>>(Build());
+  static const auto* const program = new absl::StatusOr<std::vector<struct sock_filter>>(Build());
   return *program;
 }
 

@@ -88,10 +88,18 @@ TEST_F(SeccompFilterTest, OrdinarySyscallsAreAllowed) {
 }
 
 TEST_F(SeccompFilterTest, DeniedSyscallsFailWithEperm) {
-  const long denied[] = {SYS_ptrace,       SYS_process_vm_readv, SYS_process_vm_writev,
-                         SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register,
-                         SYS_bpf,          SYS_perf_event_open,  SYS_userfaultfd,
-                         SYS_keyctl,       SYS_add_key,          SYS_request_key};
+  const long denied[] = {SYS_ptrace,
+                         SYS_process_vm_readv,
+                         SYS_process_vm_writev,
+                         SYS_io_uring_setup,
+                         SYS_io_uring_enter,
+                         SYS_io_uring_register,
+                         SYS_bpf,
+                         SYS_perf_event_open,
+                         SYS_userfaultfd,
+                         SYS_keyctl,
+                         SYS_add_key,
+                         SYS_request_key};
   for (long nr : denied) {
     EXPECT_EQ(Run([nr] { return syscall(nr, 0, 0, 0, 0, 0, 0); }), kEperm) << "syscall " << nr;
   }
@@ -131,8 +139,7 @@ TEST_F(SeccompFilterTest, SetIdBitsFailWithEperm) {
   for (long mode : {long{S_ISUID | 0755}, long{S_ISGID | 0755}, long{S_ISUID | S_ISGID}}) {
     EXPECT_EQ(Run([=] { return syscall(SYS_chmod, path, mode); }), kEperm);
     EXPECT_EQ(Run([=] { return syscall(SYS_fchmodat, AT_FDCWD, path, mode); }), kEperm);
-    EXPECT_EQ(Run([=] { return syscall(452 /* fchmodat2 */, AT_FDCWD, path, mode, 0); }),
-              kEperm);
+    EXPECT_EQ(Run([=] { return syscall(452 /* fchmodat2 */, AT_FDCWD, path, mode, 0); }), kEperm);
     EXPECT_EQ(Run([=] {
                 const int fd = open(path, O_RDONLY | O_CLOEXEC);
                 return fd < 0 ? -1 : syscall(SYS_fchmod, fd, mode);
@@ -142,15 +149,12 @@ TEST_F(SeccompFilterTest, SetIdBitsFailWithEperm) {
     const char* created_path = created.c_str();
     EXPECT_EQ(Run([=] { return syscall(SYS_open, created_path, O_CREAT | O_WRONLY, mode); }),
               kEperm);
-    EXPECT_EQ(Run([=] {
-                return syscall(SYS_openat, AT_FDCWD, created_path, O_CREAT | O_WRONLY, mode);
-              }),
-              kEperm);
+    EXPECT_EQ(
+        Run([=] { return syscall(SYS_openat, AT_FDCWD, created_path, O_CREAT | O_WRONLY, mode); }),
+        kEperm);
     EXPECT_EQ(Run([=] { return syscall(SYS_creat, created_path, mode); }), kEperm);
     EXPECT_EQ(Run([=] { return syscall(SYS_mknod, created_path, S_IFREG | mode, 0); }), kEperm);
-    EXPECT_EQ(Run([=] {
-                return syscall(SYS_mknodat, AT_FDCWD, created_path, S_IFREG | mode, 0);
-              }),
+    EXPECT_EQ(Run([=] { return syscall(SYS_mknodat, AT_FDCWD, created_path, S_IFREG | mode, 0); }),
               kEperm);
     struct stat st;
     EXPECT_NE(stat(created_path, &st), 0);

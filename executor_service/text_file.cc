@@ -41,8 +41,8 @@ absl::StatusOr<RegularFile> OpenRegularFile(int dirfd, absl::string_view path,
   if (fstat(fd->get(), &file.st) != 0) return PathError(errno, display);
   if (!S_ISREG(file.st.st_mode)) return NotRegular(display, file.st.st_mode);
   if (file.st.st_ino != before.st_ino || file.st.st_dev != before.st_dev) {
-    return absl::AbortedError(absl::StrCat("path \"", absl::CHexEscape(display),
-                                           "\" changed while it was being opened"));
+    return absl::AbortedError(
+        absl::StrCat("path \"", absl::CHexEscape(display), "\" changed while it was being opened"));
   }
   file.fd = *std::move(fd);
   return file;

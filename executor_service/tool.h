@@ -3,6 +3,7 @@
 #define REIN_EXECUTOR_SERVICE_TOOL_H_
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "absl/status/status.h"
@@ -11,7 +12,6 @@
 #include "absl/time/time.h"
 #include "executor_service/output_buffer.h"
 #include "executor_service/workspace.h"
-#include <nlohmann/json.hpp>
 
 namespace rein {
 

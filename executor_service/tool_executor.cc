@@ -26,8 +26,7 @@ absl::Status CheckId(absl::string_view value, absl::string_view field, bool requ
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ToolExecutor>> ToolExecutor::Create(
-    const ExecutorOptions& options) {
+absl::StatusOr<std::unique_ptr<ToolExecutor>> ToolExecutor::Create(const ExecutorOptions& options) {
   absl::StatusOr<std::unique_ptr<WorkspaceRoot>> root = WorkspaceRoot::Open(options.workspace_root);
   if (!root.ok()) return root.status();
   absl::StatusOr<std::unique_ptr<Sandbox>> sandbox = Sandbox::Create(options.sandbox);
@@ -41,8 +40,7 @@ absl::StatusOr<std::unique_ptr<ToolExecutor>> ToolExecutor::Create(
 }
 
 ToolExecutor::ToolExecutor(ExecutorOptions options, std::unique_ptr<WorkspaceRoot> root,
-                           std::unique_ptr<Sandbox> sandbox,
-                           std::unique_ptr<ToolRegistry> registry)
+                           std::unique_ptr<Sandbox> sandbox, std::unique_ptr<ToolRegistry> registry)
     : options_(std::move(options)),
       root_(std::move(root)),
       sandbox_(std::move(sandbox)),
@@ -66,9 +64,9 @@ absl::StatusOr<ToolResult> ToolExecutor::Execute(const ExecuteCall& call) const 
     std::vector<std::string> names;
     for (const Tool* t : registry_->tools()) names.push_back(t->spec().name);
     std::string shown = call.tool.substr(0, 128);
-    return absl::InvalidArgumentError(absl::StrCat("tool: unknown tool \"",
-                                                   absl::CHexEscape(shown), "\" (available: ",
-                                                   absl::StrJoin(names, ", "), ")"));
+    return absl::InvalidArgumentError(absl::StrCat("tool: unknown tool \"", absl::CHexEscape(shown),
+                                                   "\" (available: ", absl::StrJoin(names, ", "),
+                                                   ")"));
   }
   status = ValidateWorkspaceName(call.workspace);
   if (!status.ok()) return status;
@@ -105,9 +103,8 @@ absl::StatusOr<ToolResult> ToolExecutor::Execute(const ExecuteCall& call) const 
 
   ToolContext context;
   context.workspace = workspace->get();
-  const absl::Duration timeout =
-      std::min(call.timeout > absl::ZeroDuration() ? call.timeout : spec.default_timeout,
-               kMaxToolTimeout);
+  const absl::Duration timeout = std::min(
+      call.timeout > absl::ZeroDuration() ? call.timeout : spec.default_timeout, kMaxToolTimeout);
   context.deadline = std::min(absl::Now() + timeout, call.deadline);
   context.max_output_bytes =
       call.max_output_bytes == 0

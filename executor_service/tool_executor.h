@@ -19,9 +19,9 @@ namespace rein {
 
 // Configuration of one executor process (filled from flags in main).
 struct ExecutorOptions {
-  std::string workspace_root;        // --workspace_root (required)
-  std::string executor_id;           // --executor_id; reported in every reply
-  SandboxOptions sandbox;            // --sandbox, --allow_unsandboxed, --max_concurrent, ...
+  std::string workspace_root;  // --workspace_root (required)
+  std::string executor_id;     // --executor_id; reported in every reply
+  SandboxOptions sandbox;      // --sandbox, --allow_unsandboxed, --max_concurrent, ...
 };
 
 // The note every reply of a mutating tool carries when the executor runs unsandboxed.

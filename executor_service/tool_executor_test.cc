@@ -79,7 +79,8 @@ TEST_F(ToolExecutorTest, ListToolsReturnsEveryToolSorted) {
 }
 
 TEST_F(ToolExecutorTest, SuccessfulCallReturnsOutput) {
-  absl::StatusOr<ToolResult> result = executor_->Execute(Call("read_file", R"({"path": "three.txt", "limit": 1})"));
+  absl::StatusOr<ToolResult> result =
+      executor_->Execute(Call("read_file", R"({"path": "three.txt", "limit": 1})"));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_TRUE(result->ok);
   EXPECT_EQ(result->output, "1: one\n[more lines after line 1; continue with offset=1]\n");
@@ -102,8 +103,10 @@ TEST_F(ToolExecutorTest, BadRequestsAreInvalidArgumentNamingTheField) {
       {[](ExecuteCall* c) { c->workspace = "../ws"; }, "workspace: must be a single name"},
       {[](ExecuteCall* c) { c->workspace = ".."; }, "workspace: must not be"},
       {[](ExecuteCall* c) { c->workspace = std::string(256, 'w'); }, "workspace: must be at most"},
-      {[](ExecuteCall* c) { c->workspace = std::string("w\0s", 3); }, "workspace: must not contain"},
-      {[](ExecuteCall* c) { c->timeout = absl::Seconds(-1); }, "limits.timeout: must not be negative"},
+      {[](ExecuteCall* c) { c->workspace = std::string("w\0s", 3); },
+       "workspace: must not contain"},
+      {[](ExecuteCall* c) { c->timeout = absl::Seconds(-1); },
+       "limits.timeout: must not be negative"},
       {[](ExecuteCall* c) { c->max_output_bytes = -5; },
        "limits.max_output_bytes: must not be negative"},
   };

@@ -55,8 +55,8 @@ absl::Status ValidateToolPath(absl::string_view path, absl::string_view field) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": must not contain a NUL byte"));
   }
   if (path.size() > kMaxToolPathBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": must be at most ", kMaxToolPathBytes,
-                                                   " bytes, got ", path.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": must be at most ", kMaxToolPathBytes, " bytes, got ", path.size()));
   }
   return absl::OkStatus();
 }
@@ -66,17 +66,18 @@ absl::Status PathError(int err, absl::string_view path) {
   switch (err) {
     case EXDEV:
       return absl::PermissionDeniedError(
-          absl::StrCat("path ", quoted, " is outside the workspace (absolute path, '..' or a "
+          absl::StrCat("path ", quoted,
+                       " is outside the workspace (absolute path, '..' or a "
                        "symbolic link leading out)"));
-    case ENOENT:
-      return absl::NotFoundError(absl::StrCat("path ", quoted, " does not exist"));
+    case ENOENT: return absl::NotFoundError(absl::StrCat("path ", quoted, " does not exist"));
     case ENOTDIR:
       return absl::NotFoundError(
           absl::StrCat("path ", quoted, " is not a directory, or a component of it is not"));
     case ELOOP:
-      return absl::FailedPreconditionError(absl::StrCat(
-          "path ", quoted, ": too many levels of symbolic links, or a symbolic link where none "
-          "is allowed"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("path ", quoted,
+                       ": too many levels of symbolic links, or a symbolic link where none "
+                       "is allowed"));
     case EACCES:
     case EPERM:
       return absl::PermissionDeniedError(absl::StrCat("path ", quoted, ": permission denied"));
@@ -90,10 +91,8 @@ absl::Status PathError(int err, absl::string_view path) {
     case EMFILE:
     case ENFILE:
     case ENOMEM:
-      return absl::ResourceExhaustedError(
-          absl::StrCat("path ", quoted, ": ", strerror(err)));
-    default:
-      return absl::InternalError(absl::StrCat("path ", quoted, ": ", strerror(err)));
+      return absl::ResourceExhaustedError(absl::StrCat("path ", quoted, ": ", strerror(err)));
+    default: return absl::InternalError(absl::StrCat("path ", quoted, ": ", strerror(err)));
   }
 }
 
@@ -191,30 +190,21 @@ absl::StatusOr<std::unique_ptr<Workspace>> WorkspaceRoot::OpenWorkspace(
       return absl::NotFoundError(
           absl::StrCat("workspace ", Quote(name), " does not exist or is not a directory"));
     }
-    return absl::Status(code, absl::StrCat("workspace ", Quote(name), ": ",
-                                           fd.status().message()));
+    return absl::Status(code, absl::StrCat("workspace ", Quote(name), ": ", fd.status().message()));
   }
   return std::make_unique<Workspace>(std::string(name), *std::move(fd));
 }
 
 const char* FileTypeName(mode_t mode) {
   switch (mode & S_IFMT) {
-    case S_IFREG:
-      return "file";
-    case S_IFDIR:
-      return "dir";
-    case S_IFLNK:
-      return "symlink";
-    case S_IFIFO:
-      return "fifo";
-    case S_IFSOCK:
-      return "socket";
-    case S_IFCHR:
-      return "chardev";
-    case S_IFBLK:
-      return "blockdev";
-    default:
-      return "other";
+    case S_IFREG: return "file";
+    case S_IFDIR: return "dir";
+    case S_IFLNK: return "symlink";
+    case S_IFIFO: return "fifo";
+    case S_IFSOCK: return "socket";
+    case S_IFCHR: return "chardev";
+    case S_IFBLK: return "blockdev";
+    default: return "other";
   }
 }
 

@@ -33,8 +33,7 @@ absl::Status ValidateToolPath(absl::string_view path, absl::string_view field = 
 // PERMISSION_DENIED when the path leaves `dirfd` (absolute, `..`, symlink out), NOT_FOUND when
 // it does not exist, FAILED_PRECONDITION for symlink loops, INVALID_ARGUMENT for bad names.
 absl::StatusOr<UniqueFd> OpenBeneath(int dirfd, absl::string_view path, int flags,
-                                     uint64_t extra_resolve = 0,
-                                     absl::string_view display = {});
+                                     uint64_t extra_resolve = 0, absl::string_view display = {});
 
 // Maps an errno from opening `path` to a status with a message naming it.
 absl::Status PathError(int err, absl::string_view path);

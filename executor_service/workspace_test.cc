@@ -80,9 +80,7 @@ class WorkspaceOpenTest : public ::testing::Test {
     ws_ = *std::move(ws);
   }
 
-  absl::Status OpenStatus(const std::string& path) {
-    return ws_->Open(path, O_RDONLY).status();
-  }
+  absl::Status OpenStatus(const std::string& path) { return ws_->Open(path, O_RDONLY).status(); }
 
   TempWorkspace temp_;
   std::unique_ptr<WorkspaceRoot> root_;

@@ -45,7 +45,8 @@ absl::StatusOr<UniqueFd> OpenParent(const Workspace& workspace, const std::strin
   absl::StatusOr<UniqueFd> current = OpenBeneath(workspace.dir_fd(), ".", O_PATH | O_DIRECTORY);
   if (!current.ok()) return current;
   for (const std::string& part : parts) {
-    absl::StatusOr<UniqueFd> next = OpenBeneath(current->get(), part, O_PATH | O_DIRECTORY, 0, parent);
+    absl::StatusOr<UniqueFd> next =
+        OpenBeneath(current->get(), part, O_PATH | O_DIRECTORY, 0, parent);
     if (!next.ok() && next.status().code() == absl::StatusCode::kNotFound) {
       absl::StatusOr<std::string> here = workspace.RelativePathOf(current->get());
       if (!here.ok()) return here.status();
@@ -67,15 +68,13 @@ std::string TempName() {
   if (getrandom(bytes, sizeof(bytes), 0) != static_cast<ssize_t>(sizeof(bytes))) {
     return absl::StrCat(".rein-write-", getpid(), "-", reinterpret_cast<uintptr_t>(&bytes));
   }
-  return absl::StrCat(".rein-write-",
-                      absl::BytesToHexString(absl::string_view(
-                          reinterpret_cast<const char*>(bytes), sizeof(bytes))));
+  return absl::StrCat(".rein-write-", absl::BytesToHexString(absl::string_view(
+                                          reinterpret_cast<const char*>(bytes), sizeof(bytes))));
 }
 
 }  // namespace
 
-WriteFileTool::WriteFileTool(const ProtectedPaths* protected_paths)
-    : protected_(protected_paths) {
+WriteFileTool::WriteFileTool(const ProtectedPaths* protected_paths) : protected_(protected_paths) {
   spec_.name = "write_file";
   spec_.description =
       "Create or replace a text file in the workspace with the given content, atomically (a "
@@ -107,19 +106,18 @@ ToolResult WriteFileTool::Execute(const ToolContext& context, const nlohmann::js
   absl::Status valid = ValidateToolPath(path, "args.path");
   if (!valid.ok()) return ToolResult::Failure(valid);
   if (content.size() > kMaxWriteFileBytes) {
-    return ToolResult::Failure(
-        "INVALID_ARGUMENT", absl::StrCat("args.content: must be at most ", kMaxWriteFileBytes,
-                                         " bytes, got ", content.size()));
+    return ToolResult::Failure("INVALID_ARGUMENT",
+                               absl::StrCat("args.content: must be at most ", kMaxWriteFileBytes,
+                                            " bytes, got ", content.size()));
   }
   const size_t slash = path.rfind('/');
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   const std::string parent =
       slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
   if (name.empty() || name == "." || name == "..") {
-    return ToolResult::Failure(
-        "INVALID_ARGUMENT",
-        absl::StrCat("args.path: \"", absl::CHexEscape(path.substr(0, 256)),
-                     "\" names a directory, not a file"));
+    return ToolResult::Failure("INVALID_ARGUMENT",
+                               absl::StrCat("args.path: \"", absl::CHexEscape(path.substr(0, 256)),
+                                            "\" names a directory, not a file"));
   }
   // The path as written, when it is plain, is checked first so that no parent is created
   // for a protected file; the path as resolved is checked below in any case.
@@ -135,7 +133,8 @@ ToolResult WriteFileTool::Execute(const ToolContext& context, const nlohmann::js
   absl::StatusOr<std::string> dir_path = workspace.RelativePathOf(dir->get());
   if (!dir_path.ok()) return ToolResult::Failure(dir_path.status());
   const std::string resolved = Join(*dir_path, name);
-  if (protected_->RefusesFile(resolved)) return ToolResult::Failure(Protected(*protected_, resolved));
+  if (protected_->RefusesFile(resolved))
+    return ToolResult::Failure(Protected(*protected_, resolved));
 
   mode_t mode = 0644;
   bool replaced_link = false;
@@ -150,8 +149,8 @@ ToolResult WriteFileTool::Execute(const ToolContext& context, const nlohmann::js
     replaced_link = S_ISLNK(st.st_mode);
   }
   const std::string temp = TempName();
-  UniqueFd file(openat(dir->get(), temp.c_str(),
-                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  UniqueFd file(
+      openat(dir->get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!file.valid()) return ToolResult::Failure(PathError(errno, path));
   auto fail = [&](int err) {
     file.Reset();

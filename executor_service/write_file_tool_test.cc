@@ -10,6 +10,7 @@
 #include <atomic>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -20,7 +21,6 @@
 #include "executor_service/testing/temp_workspace.h"
 #include "executor_service/tool_executor.h"
 #include "gtest/gtest.h"
-#include <nlohmann/json.hpp>
 
 namespace rein {
 namespace {
@@ -107,9 +107,9 @@ TEST_F(WriteFileTest, BadTargetsAreClearErrors) {
   temp_.MakeDir("dir");
   EXPECT_EQ(Write("dir", "x").error_code, "FAILED_PRECONDITION");
   EXPECT_EQ(Write("dir/", "x").error_code, "INVALID_ARGUMENT");
-  EXPECT_EQ(Call("write_file", {{"path", "m/x"}, {"content", "x"}, {"create_parents", false}})
-                .error_code,
-            "NOT_FOUND");
+  EXPECT_EQ(
+      Call("write_file", {{"path", "m/x"}, {"content", "x"}, {"create_parents", false}}).error_code,
+      "NOT_FOUND");
   EXPECT_FALSE(Exists(temp_.Path("m")));
   EXPECT_EQ(Write("big", std::string(kMaxWriteFileBytes + 1, 'x')).error_code, "INVALID_ARGUMENT");
   EXPECT_EQ(Call("write_file", {{"path", "x"}}).error_code, "INVALID_ARGUMENT");
@@ -122,8 +122,8 @@ TEST_F(WriteFileTest, EscapingPathsArePermissionDenied) {
   const std::string host_tmp = absl::StrCat("/tmp/rein-write-", getpid());
   for (const std::string& path :
        {std::string("../ws2/secret.txt"), std::string("../outside.txt"), host_tmp,
-        std::string("/root/.bashrc"), std::string("sibling/secret.txt"),
-        std::string("etc/rein-x"), std::string("tmp/rein-x"), std::string("sibling/new/x"),
+        std::string("/root/.bashrc"), std::string("sibling/secret.txt"), std::string("etc/rein-x"),
+        std::string("tmp/rein-x"), std::string("sibling/new/x"),
         absl::StrCat(temp_.root(), "/ws2/secret.txt")}) {
     ToolResult result = Write(path, "pwned\n");
     EXPECT_EQ(result.error_code, "PERMISSION_DENIED") << path << ": " << result.error_message;
@@ -174,7 +174,8 @@ TEST_F(WriteFileTest, SymlinkSwappedBetweenCheckAndUseNeverLeaks) {
   });
   int ok = 0;
   for (int i = 0; i < 300; ++i) {
-    ToolResult result = Call("write_file", {{"path", "d/f"}, {"content", "x"}, {"create_parents", false}});
+    ToolResult result =
+        Call("write_file", {{"path", "d/f"}, {"content", "x"}, {"create_parents", false}});
     if (result.ok) ++ok;
   }
   stop = true;
@@ -228,8 +229,8 @@ TEST_F(WriteFileTest, OneBoundaryForEveryTool) {
   temp_.Symlink("loop2", "loop1");
   temp_.Symlink("loop1", "loop2");
   const std::string passwd = ReadHostFile("/etc/passwd");
-  for (const std::string path : {"passwd", "../ws2/secret.txt", "/etc/passwd",
-                                 "sibling/secret.txt", "etc/passwd", "loop1"}) {
+  for (const std::string path : {"passwd", "../ws2/secret.txt", "/etc/passwd", "sibling/secret.txt",
+                                 "etc/passwd", "loop1"}) {
     for (const std::string tool : {"read_file", "file_info"}) {
       ToolResult result = Call(tool, {{"path", path}});
       EXPECT_FALSE(result.ok) << tool << " " << path;

@@ -19,11 +19,40 @@ namespace {
 
 constexpr int kDefaultRuns = 20000;
 
-const char* const kTokens[] = {"{", "}", "[", "]", "\"", "\\", "{{", "}}", "```", ":", ",",
-                               "null", "true", "1e999", "-0", "5.0", "NaN", "\"NaN\"",
-                               "9223372036854775808", "\n---\n", "vars: ", "\xc3\xa9", "\xff",
-                               "\x08\x80\x80\x80\x80\x10", "goal", "_text", " ", "\r\n",
-                               "\\u0000", "\\ud800", "#", "//", "/*", "${iteration}"};
+const char* const kTokens[] = {"{",
+                               "}",
+                               "[",
+                               "]",
+                               "\"",
+                               "\\",
+                               "{{",
+                               "}}",
+                               "```",
+                               ":",
+                               ",",
+                               "null",
+                               "true",
+                               "1e999",
+                               "-0",
+                               "5.0",
+                               "NaN",
+                               "\"NaN\"",
+                               "9223372036854775808",
+                               "\n---\n",
+                               "vars: ",
+                               "\xc3\xa9",
+                               "\xff",
+                               "\x08\x80\x80\x80\x80\x10",
+                               "goal",
+                               "_text",
+                               " ",
+                               "\r\n",
+                               "\\u0000",
+                               "\\ud800",
+                               "#",
+                               "//",
+                               "/*",
+                               "${iteration}"};
 
 std::string Mutate(std::string s, const std::vector<std::string>& seeds, std::mt19937& rng) {
   const int edits = 1 + static_cast<int>(rng() % 6);
@@ -67,8 +96,8 @@ int main(int argc, char** argv) {
   std::vector<std::filesystem::path> files;
   for (int i = 1; i < argc; ++i) {
     std::error_code error;
-    for (std::filesystem::recursive_directory_iterator it(argv[i], error), end;
-         !error && it != end; it.increment(error)) {
+    for (std::filesystem::recursive_directory_iterator it(argv[i], error), end; !error && it != end;
+         it.increment(error)) {
       if (it->is_regular_file()) files.push_back(it->path());
     }
     if (error) {

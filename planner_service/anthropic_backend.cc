@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/usage_payload.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "common/usage_payload.h"
 #include "planner_service/json_extract.h"
 #include "planner_service/structured_output.h"
 
@@ -91,8 +91,7 @@ absl::StatusOr<AnthropicBackend::StageAnswer> AnthropicBackend::Ask(
   }
   for (const char c : answer.model) {
     if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
-      return absl::InvalidArgumentError(
-          "model.model: holds whitespace or a control character");
+      return absl::InvalidArgumentError("model.model: holds whitespace or a control character");
     }
   }
   if (model_options.max_tokens() < 0) {
@@ -114,8 +113,7 @@ absl::StatusOr<AnthropicBackend::StageAnswer> AnthropicBackend::Ask(
        json::array({{{"role", "user"},
                      {"content", json::array({{{"type", "text"}, {"text", prompt.user}}})}}})},
       {"tools", json::array({tool})},
-      {"tool_choice",
-       {{"type", "tool"}, {"name", tool_name}, {"disable_parallel_tool_use", true}}},
+      {"tool_choice", {{"type", "tool"}, {"name", tool_name}, {"disable_parallel_tool_use", true}}},
   };
   if (model_options.has_temperature()) {
     const double t = model_options.temperature();
@@ -139,10 +137,10 @@ absl::StatusOr<AnthropicBackend::StageAnswer> AnthropicBackend::Ask(
           "Messages API reply has no content array (type ",
           message.contains("type") ? message["type"].dump() : std::string("missing"), ")"));
     }
-    const std::string stop_reason = message.contains("stop_reason") &&
-                                            message["stop_reason"].is_string()
-                                        ? message["stop_reason"].get<std::string>()
-                                        : std::string();
+    const std::string stop_reason =
+        message.contains("stop_reason") && message["stop_reason"].is_string()
+            ? message["stop_reason"].get<std::string>()
+            : std::string();
     std::vector<std::string> texts;
     const json* tool_input = nullptr;
     std::string other_tool;
@@ -171,41 +169,49 @@ absl::StatusOr<AnthropicBackend::StageAnswer> AnthropicBackend::Ask(
         body["messages"].push_back({{"role", "assistant"}, {"content", *content}});
         continue;
       }
-      return WithUsage(InvalidOutput("the model paused its turn twice (stop_reason pause_turn)"), answer.usage);
+      return WithUsage(InvalidOutput("the model paused its turn twice (stop_reason pause_turn)"),
+                       answer.usage);
     }
     if (stop_reason == "refusal") {
       answer.refusal = RefusalText(message, text);
       return answer;
     }
     if (stop_reason == "max_tokens") {
-      return WithUsage(InvalidOutput(absl::StrCat("the reply was cut off at max_tokens (", max_tokens,
-                                        "); raise model.max_tokens")), answer.usage);
+      return WithUsage(InvalidOutput(absl::StrCat("the reply was cut off at max_tokens (",
+                                                  max_tokens, "); raise model.max_tokens")),
+                       answer.usage);
     }
     if (stop_reason == "model_context_window_exceeded") {
-      return WithUsage(InvalidOutput("the reply was cut off: it filled the model's context window"), answer.usage);
+      return WithUsage(InvalidOutput("the reply was cut off: it filled the model's context window"),
+                       answer.usage);
     }
     if (tool_input != nullptr) {
       if (!tool_input->is_object()) {
-        return WithUsage(InvalidOutput(absl::StrCat(tool_name, " input is not a JSON object")), answer.usage);
+        return WithUsage(InvalidOutput(absl::StrCat(tool_name, " input is not a JSON object")),
+                         answer.usage);
       }
       answer.output = *tool_input;
       return answer;
     }
     if (!other_tool.empty()) {
       return WithUsage(InvalidOutput(absl::StrCat("the model called \"", Excerpt(other_tool),
-                                        "\" instead of ", tool_name)), answer.usage);
+                                                  "\" instead of ", tool_name)),
+                       answer.usage);
     }
     std::optional<absl::string_view> object = ExtractFirstJsonObject(text);
     if (!object.has_value()) {
       return WithUsage(InvalidOutput(absl::StrCat(
-          "the reply has no ", tool_name, " call and no JSON object in its text",
-          text.empty() ? std::string(" (no text)") : absl::StrCat(": \"", Excerpt(text), "\""))), answer.usage);
+                           "the reply has no ", tool_name, " call and no JSON object in its text",
+                           text.empty() ? std::string(" (no text)")
+                                        : absl::StrCat(": \"", Excerpt(text), "\""))),
+                       answer.usage);
     }
     answer.output = json::parse(object->begin(), object->end(), nullptr,
                                 /*allow_exceptions=*/false);
     return answer;
   }
-  return WithUsage(InvalidOutput("the model paused its turn twice (stop_reason pause_turn)"), answer.usage);
+  return WithUsage(InvalidOutput("the model paused its turn twice (stop_reason pause_turn)"),
+                   answer.usage);
 }
 
 namespace {
@@ -229,8 +235,8 @@ absl::StatusOr<Response> ToResponse(const Answer& answer, Parse parse) {
 
 }  // namespace
 
-absl::StatusOr<rein::v1::PlanResponse> AnthropicBackend::Plan(
-    const rein::v1::PlanRequest& request, absl::Time deadline) {
+absl::StatusOr<rein::v1::PlanResponse> AnthropicBackend::Plan(const rein::v1::PlanRequest& request,
+                                                              absl::Time deadline) {
   ASSIGN_OR_RETURN(RenderedPrompt prompt, prompts_->RenderPlan(request));
   ASSIGN_OR_RETURN(StageAnswer answer, Ask(request.model(), options_.plan_max_tokens, prompt,
                                            PlanTool(request), deadline));

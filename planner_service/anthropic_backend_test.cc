@@ -8,9 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/testing/fake_clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "common/testing/fake_clock.h"
 #include "planner_service/testing/fake_messages_server.h"
 
 namespace rein {
@@ -76,11 +76,11 @@ class AnthropicBackendTest : public ::testing::Test {
     client_options.jitter = [] { return 1.0; };
     auto client = AnthropicClient::Create(client_options, &clock_);
     ASSERT_TRUE(client.ok()) << client.status();
-    auto prompts = StagePrompts::Load(
-        absl::StrCat(getenv("TEST_SRCDIR"), "/rein/planner_service/prompts"));
+    auto prompts =
+        StagePrompts::Load(absl::StrCat(getenv("TEST_SRCDIR"), "/rein/planner_service/prompts"));
     ASSERT_TRUE(prompts.ok()) << prompts.status();
-    backend_ = std::make_unique<AnthropicBackend>(AnthropicBackendOptions{},
-                                                  *std::move(client), *std::move(prompts));
+    backend_ = std::make_unique<AnthropicBackend>(AnthropicBackendOptions{}, *std::move(client),
+                                                  *std::move(prompts));
   }
 
   json SentBody(size_t i) {
@@ -96,25 +96,26 @@ class AnthropicBackendTest : public ::testing::Test {
   std::unique_ptr<AnthropicBackend> backend_;
 };
 
-const json kPlan = {{"reasoning", "read it first"},
-                    {"subtasks",
-                     {{{"id", "p1-read"},
-                       {"description", "Read README.md"},
-                       {"allowed_tools", {"read_file"}}},
-                      {{"id", "p1-count"}, {"description", "Count"}, {"allowed_tools", json::array()}}}},
-                    {"goal_achieved", false}};
+const json kPlan = {
+    {"reasoning", "read it first"},
+    {"subtasks",
+     {{{"id", "p1-read"}, {"description", "Read README.md"}, {"allowed_tools", {"read_file"}}},
+      {{"id", "p1-count"}, {"description", "Count"}, {"allowed_tools", json::array()}}}},
+    {"goal_achieved", false}};
 
 TEST_F(AnthropicBackendTest, FullRunThroughPlanDecideAndEvaluate) {
   server_.Enqueue(ToolUseReply("submit_plan", kPlan));
-  server_.Enqueue(ToolUseReply(
-      "submit_decision",
-      {{"reasoning", "read"}, {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "README.md"}}}}}}));
+  server_.Enqueue(
+      ToolUseReply("submit_decision",
+                   {{"reasoning", "read"},
+                    {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "README.md"}}}}}}));
   server_.Enqueue(ToolUseReply("submit_evaluation", {{"reasoning", "two lines shown"},
                                                      {"status", "COMPLETED"},
                                                      {"summary", "README.md has 2 lines"},
                                                      {"goal_achieved", true}}));
 
-  absl::StatusOr<rein::v1::PlanResponse> plan = backend_->Plan(PlanRequest(), absl::InfiniteFuture());
+  absl::StatusOr<rein::v1::PlanResponse> plan =
+      backend_->Plan(PlanRequest(), absl::InfiniteFuture());
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_EQ(plan->subtasks_size(), 2);
   EXPECT_EQ(plan->subtasks(0).id(), "p1-read");
@@ -155,18 +156,18 @@ TEST_F(AnthropicBackendTest, FullRunThroughPlanDecideAndEvaluate) {
   EXPECT_EQ(body["tools"][0]["input_schema"]["properties"]["subtasks"]["items"]["properties"]
                 ["allowed_tools"]["items"]["enum"],
             json({"read_file", "write_file"}));
-  EXPECT_EQ(body["tool_choice"], json({{"type", "tool"},
-                                       {"name", "submit_plan"},
-                                       {"disable_parallel_tool_use", true}}));
+  EXPECT_EQ(body["tool_choice"],
+            json({{"type", "tool"}, {"name", "submit_plan"}, {"disable_parallel_tool_use", true}}));
   ASSERT_EQ(body["messages"].size(), 1u);
   EXPECT_EQ(body["messages"][0]["role"], "user");
   const std::string user = body["messages"][0]["content"][0]["text"];
   EXPECT_THAT(user, HasSubstr("Count the lines of README.md"));
   EXPECT_THAT(user, Not(HasSubstr("{{")));
   EXPECT_EQ(SentBody(1)["tool_choice"]["name"], "submit_decision");
-  EXPECT_EQ(SentBody(1)["tools"][0]["input_schema"]["properties"]["tool_call"]["properties"]
-                ["tool"]["enum"],
-            json({"read_file"}));
+  EXPECT_EQ(
+      SentBody(
+          1)["tools"][0]["input_schema"]["properties"]["tool_call"]["properties"]["tool"]["enum"],
+      json({"read_file"}));
   EXPECT_EQ(SentBody(2)["tool_choice"]["name"], "submit_evaluation");
 }
 
@@ -198,11 +199,11 @@ TEST_F(AnthropicBackendTest, BadModelOptionsAreInvalidArgumentWithoutARequest) {
 }
 
 TEST_F(AnthropicBackendTest, TextReplyWithJsonInProseAndFencesIsAccepted) {
-  server_.Enqueue(TextReply(
-      "Sure {thinking}. Here is my verdict:\n```json\n"
-      R"({"reasoning": "braces } in \"strings\" are fine", "status": "NEEDS_MORE_WORK",)"
-      R"( "summary": "read half", "goal_achieved": false})"
-      "\n```\nHope that helps."));
+  server_.Enqueue(
+      TextReply("Sure {thinking}. Here is my verdict:\n```json\n"
+                R"({"reasoning": "braces } in \"strings\" are fine", "status": "NEEDS_MORE_WORK",)"
+                R"( "summary": "read half", "goal_achieved": false})"
+                "\n```\nHope that helps."));
   absl::StatusOr<rein::v1::EvaluateResponse> verdict =
       backend_->Evaluate(EvaluateRequest(), absl::InfiniteFuture());
   ASSERT_TRUE(verdict.ok()) << verdict.status();
@@ -224,10 +225,9 @@ TEST_F(AnthropicBackendTest, InvalidJsonIsInvalidOutput) {
 }
 
 TEST_F(AnthropicBackendTest, SchemaViolationIsInvalidOutputNamingTheField) {
-  server_.Enqueue(ToolUseReply("submit_evaluation", {{"reasoning", "r"},
-                                                     {"status", "DONE"},
-                                                     {"summary", "s"},
-                                                     {"goal_achieved", false}}));
+  server_.Enqueue(ToolUseReply(
+      "submit_evaluation",
+      {{"reasoning", "r"}, {"status", "DONE"}, {"summary", "s"}, {"goal_achieved", false}}));
   absl::StatusOr<rein::v1::EvaluateResponse> verdict =
       backend_->Evaluate(EvaluateRequest(), absl::InfiniteFuture());
   EXPECT_EQ(verdict.status().code(), absl::StatusCode::kInternal);
@@ -247,9 +247,9 @@ TEST_F(AnthropicBackendTest, DecisionNamingAToolOutsideTheSubtasksListIsInvalidO
 }
 
 TEST_F(AnthropicBackendTest, DecisionAskingAPersonIsAHumanQuery) {
-  server_.Enqueue(ToolUseReply("submit_decision", {{"reasoning", "unsure"},
-                                                   {"tool_call", nullptr},
-                                                   {"human_query", "Which README?"}}));
+  server_.Enqueue(ToolUseReply(
+      "submit_decision",
+      {{"reasoning", "unsure"}, {"tool_call", nullptr}, {"human_query", "Which README?"}}));
   absl::StatusOr<rein::v1::DecideResponse> decision =
       backend_->Decide(DecideRequest(), absl::InfiniteFuture());
   ASSERT_TRUE(decision.ok()) << decision.status();
@@ -292,8 +292,9 @@ TEST_F(AnthropicBackendTest, RefusalOfAForcedToolCallCarriesTheApisExplanation) 
   json body = json::parse(refused.body);
   body["stop_details"] = {{"type", "refusal"},
                           {"category", "cyber"},
-                          {"explanation", "This request was declined because it could enable "
-                                          "cyber harm."}};
+                          {"explanation",
+                           "This request was declined because it could enable "
+                           "cyber harm."}};
   refused.body = body.dump();
   server_.Enqueue(refused);
   absl::StatusOr<rein::v1::DecideResponse> decision =
@@ -315,7 +316,8 @@ TEST_F(AnthropicBackendTest, RefusalOfAForcedToolCallCarriesTheApisExplanation) 
 TEST_F(AnthropicBackendTest, PauseTurnSendsTheContentBackOnceAndSumsUsage) {
   server_.Enqueue(TextReply("Let me think...", "pause_turn"));
   server_.Enqueue(ToolUseReply("submit_plan", kPlan));
-  absl::StatusOr<rein::v1::PlanResponse> plan = backend_->Plan(PlanRequest(), absl::InfiniteFuture());
+  absl::StatusOr<rein::v1::PlanResponse> plan =
+      backend_->Plan(PlanRequest(), absl::InfiniteFuture());
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->usage().input_tokens(), 240);
   const json second = SentBody(1);
@@ -327,7 +329,8 @@ TEST_F(AnthropicBackendTest, PauseTurnSendsTheContentBackOnceAndSumsUsage) {
 TEST_F(AnthropicBackendTest, PauseTurnTwiceIsInvalidOutput) {
   server_.Enqueue(TextReply("a", "pause_turn"));
   server_.Enqueue(TextReply("b", "pause_turn"));
-  absl::StatusOr<rein::v1::PlanResponse> plan = backend_->Plan(PlanRequest(), absl::InfiniteFuture());
+  absl::StatusOr<rein::v1::PlanResponse> plan =
+      backend_->Plan(PlanRequest(), absl::InfiniteFuture());
   EXPECT_EQ(plan.status().message(),
             "invalid output: the model paused its turn twice (stop_reason pause_turn)");
   EXPECT_EQ(server_.requests().size(), 2u);
@@ -343,7 +346,8 @@ TEST_F(AnthropicBackendTest, WrongToolCalledIsInvalidOutput) {
 
 TEST_F(AnthropicBackendTest, ApiErrorsAreOneRequestWithTheMappedCode) {
   server_.Enqueue(ErrorReply(400, "invalid_request_error", "model: unknown model"));
-  absl::StatusOr<rein::v1::PlanResponse> plan = backend_->Plan(PlanRequest(), absl::InfiniteFuture());
+  absl::StatusOr<rein::v1::PlanResponse> plan =
+      backend_->Plan(PlanRequest(), absl::InfiniteFuture());
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(plan.status().message()), HasSubstr("model: unknown model"));
   EXPECT_EQ(server_.requests().size(), 1u);
@@ -423,10 +427,9 @@ TEST_F(AnthropicBackendTest, DecidePromptShowsOnlyTheLastThreeActions) {
 }
 
 TEST_F(AnthropicBackendTest, EvaluatePromptNeverShowsEarlierSubtasks) {
-  server_.Enqueue(ToolUseReply("submit_evaluation", {{"reasoning", "r"},
-                                                     {"status", "FAILED"},
-                                                     {"summary", "s"},
-                                                     {"goal_achieved", false}}));
+  server_.Enqueue(ToolUseReply(
+      "submit_evaluation",
+      {{"reasoning", "r"}, {"status", "FAILED"}, {"summary", "s"}, {"goal_achieved", false}}));
   rein::v1::EvaluateRequest request = EvaluateRequest();
   request.mutable_subtask()->set_summary("EARLIER SUCCESS");
   ASSERT_TRUE(backend_->Evaluate(request, absl::InfiniteFuture()).ok());
@@ -457,8 +460,8 @@ TEST_F(AnthropicBackendTest, KeyNeverAppearsInLogsOrErrors) {
   FakeReply closed;
   closed.close_without_reply = true;
   for (int i = 0; i < 3; ++i) server_.Enqueue(closed);
-  messages.push_back(
-      std::string(backend_->Evaluate(EvaluateRequest(), absl::InfiniteFuture()).status().message()));
+  messages.push_back(std::string(
+      backend_->Evaluate(EvaluateRequest(), absl::InfiniteFuture()).status().message()));
   server_.Enqueue(TextReply(absl::StrCat("my key is ", kKey), "refusal"));
   absl::StatusOr<rein::v1::PlanResponse> refused =
       backend_->Plan(PlanRequest(), absl::InfiniteFuture());

@@ -176,8 +176,9 @@ absl::StatusOr<std::unique_ptr<AnthropicClient>> AnthropicClient::Create(
   const bool http = absl::StartsWith(base, "http://");
   const bool https = absl::StartsWith(base, "https://");
   if ((!http && !https) || base.size() <= (http ? 7u : 8u)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "anthropic base URL \"", Excerpt(base), "\" is not http://HOST[:PORT][/PATH] or https://..."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("anthropic base URL \"", Excerpt(base),
+                     "\" is not http://HOST[:PORT][/PATH] or https://..."));
   }
   for (const char c : base) {
     if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
@@ -200,10 +201,9 @@ absl::StatusOr<std::unique_ptr<AnthropicClient>> AnthropicClient::Create(
 
   curl_slist* headers = nullptr;
   const std::string key_header = absl::StrCat("x-api-key: ", options.api_key);
-  for (const std::string& h :
-       {key_header, absl::StrCat("anthropic-version: ", kAnthropicVersion),
-        std::string("content-type: application/json"), std::string("accept: application/json"),
-        std::string("Expect:")}) {
+  for (const std::string& h : {key_header, absl::StrCat("anthropic-version: ", kAnthropicVersion),
+                               std::string("content-type: application/json"),
+                               std::string("accept: application/json"), std::string("Expect:")}) {
     curl_slist* next = curl_slist_append(headers, h.c_str());
     if (next == nullptr) {
       curl_slist_free_all(headers);
@@ -261,8 +261,7 @@ std::string AnthropicClient::Scrub(std::string text) const {
   return text;
 }
 
-AnthropicClient::Attempt AnthropicClient::Perform(const std::string& body,
-                                                  absl::Duration timeout) {
+AnthropicClient::Attempt AnthropicClient::Perform(const std::string& body, absl::Duration timeout) {
   Attempt attempt;
   attempt.max_body = options_.max_response_bytes;
   attempt.request = body;
@@ -276,7 +275,7 @@ AnthropicClient::Attempt AnthropicClient::Perform(const std::string& body,
   char error_buffer[CURL_ERROR_SIZE];
   error_buffer[0] = '\0';
   const long timeout_ms = std::max<long>(1, absl::ToInt64Milliseconds(timeout));  // NOLINT
-  const long connect_ms = std::max<long>(  // NOLINT
+  const long connect_ms = std::max<long>(                                         // NOLINT
       1, std::min<long>(timeout_ms, absl::ToInt64Milliseconds(options_.connect_timeout)));
   curl_easy_setopt(curl, CURLOPT_URL, url_.c_str());
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -304,11 +303,10 @@ AnthropicClient::Attempt AnthropicClient::Perform(const std::string& body,
   if (attempt.curl_code == CURLE_OK) {
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &attempt.http_status);
   } else {
-    attempt.curl_error = attempt.resend_refused
-                             ? std::string("the connection closed without a reply")
-                         : error_buffer[0] != '\0'
-                             ? std::string(error_buffer)
-                             : std::string(curl_easy_strerror(attempt.curl_code));
+    attempt.curl_error =
+        attempt.resend_refused    ? std::string("the connection closed without a reply")
+        : error_buffer[0] != '\0' ? std::string(error_buffer)
+                                  : std::string(curl_easy_strerror(attempt.curl_code));
   }
   // Nothing of this call may outlive it in the reused handle.
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
@@ -354,8 +352,8 @@ absl::StatusOr<MessagesReply> AnthropicClient::CreateMessage(const std::string& 
             Scrub(absl::StrCat("Messages API URL ", url_, ": ", attempt.curl_error)));
       } else {
         retryable = true;
-        error = absl::UnavailableError(Scrub(absl::StrCat(
-            "Messages API connection error: ", attempt.curl_error, after)));
+        error = absl::UnavailableError(
+            Scrub(absl::StrCat("Messages API connection error: ", attempt.curl_error, after)));
       }
     } else {
       request_id = HeaderOr(attempt.headers, "request-id");
@@ -368,9 +366,9 @@ absl::StatusOr<MessagesReply> AnthropicClient::CreateMessage(const std::string& 
           reply.message = json::parse(attempt.body, nullptr, /*allow_exceptions=*/false);
         }
         if (!reply.message.is_object()) {
-          return absl::UnavailableError(Scrub(absl::StrCat(
-              "Messages API reply (HTTP ", status, ") is not a JSON object: ",
-              Excerpt(attempt.body))));
+          return absl::UnavailableError(
+              Scrub(absl::StrCat("Messages API reply (HTTP ", status,
+                                 ") is not a JSON object: ", Excerpt(attempt.body))));
         }
         return reply;
       }
@@ -392,11 +390,10 @@ absl::StatusOr<MessagesReply> AnthropicClient::CreateMessage(const std::string& 
       if (error_type.empty() && message.empty()) message = Excerpt(attempt.body);
       error = absl::Status(
           StatusCodeForHttp(status),
-          Scrub(absl::StrCat("Messages API HTTP ", status,
-                             error_type.empty() ? "" : absl::StrCat(" ", error_type), ": ",
-                             message.empty() ? "(no message)" : message,
-                             request_id.empty() ? "" : absl::StrCat(" (request-id ", request_id, ")"),
-                             after)));
+          Scrub(absl::StrCat(
+              "Messages API HTTP ", status, error_type.empty() ? "" : absl::StrCat(" ", error_type),
+              ": ", message.empty() ? "(no message)" : message,
+              request_id.empty() ? "" : absl::StrCat(" (request-id ", request_id, ")"), after)));
       const std::string should_retry =
           absl::AsciiStrToLower(HeaderOr(attempt.headers, "x-should-retry"));
       if (should_retry == "true") {

@@ -17,8 +17,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "nlohmann/json.hpp"
 #include "common/clock.h"
+#include "nlohmann/json.hpp"
 
 struct curl_slist;
 

@@ -6,9 +6,9 @@
 #include <string>
 
 #include "absl/time/clock.h"
+#include "common/testing/fake_clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "common/testing/fake_clock.h"
 #include "planner_service/testing/fake_messages_server.h"
 
 namespace rein {
@@ -105,9 +105,8 @@ TEST_F(AnthropicClientTest, ServerErrorThreeTimesMakesThreeRequestsThenFails) {
   EXPECT_EQ(reply.status().message(),
             "Messages API HTTP 500 api_error: boom (request-id req_fakeerror) (after 3 attempts)");
   EXPECT_EQ(server_.requests().size(), 3u);
-  EXPECT_THAT(fake_clock_.sleeps(),
-              ::testing::ElementsAre(start + absl::Milliseconds(500),
-                                     start + absl::Milliseconds(1500)));
+  EXPECT_THAT(fake_clock_.sleeps(), ::testing::ElementsAre(start + absl::Milliseconds(500),
+                                                           start + absl::Milliseconds(1500)));
 }
 
 TEST_F(AnthropicClientTest, BackoffUsesJitterAndCapsAtEightSeconds) {
@@ -187,8 +186,7 @@ TEST_F(AnthropicClientTest, ConnectionClosedWithoutReplyIsRetriedThenUnavailable
   auto client = MakeClient(&fake_clock_);
   absl::StatusOr<MessagesReply> reply = client->CreateMessage(kBody, absl::InfiniteFuture());
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_THAT(std::string(reply.status().message()),
-              HasSubstr("Messages API connection error"));
+  EXPECT_THAT(std::string(reply.status().message()), HasSubstr("Messages API connection error"));
   EXPECT_EQ(server_.requests().size(), 3u);
 }
 
@@ -215,8 +213,7 @@ TEST_F(AnthropicClientTest, KeptAliveConnectionClosedIsNeverResentBehindTheRetry
   ASSERT_TRUE(client->CreateMessage(kBody, absl::InfiniteFuture()).ok());
   absl::StatusOr<MessagesReply> reply = client->CreateMessage(kBody, absl::InfiniteFuture());
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_THAT(std::string(reply.status().message()),
-              HasSubstr("Messages API connection error: "));
+  EXPECT_THAT(std::string(reply.status().message()), HasSubstr("Messages API connection error: "));
   EXPECT_THAT(std::string(reply.status().message()), HasSubstr("(after 3 attempts)"));
   std::vector<FakeRequest> requests = server_.requests();
   ASSERT_EQ(requests.size(), 4u);
@@ -292,8 +289,8 @@ TEST_F(AnthropicClientTest, ReplyThatIsNotJsonIsUnavailable) {
 }
 
 TEST_F(AnthropicClientTest, KeyEchoedByTheServerIsScrubbedFromErrors) {
-  server_.Enqueue(ErrorReply(401, "authentication_error",
-                             std::string("invalid x-api-key: ") + kKey));
+  server_.Enqueue(
+      ErrorReply(401, "authentication_error", std::string("invalid x-api-key: ") + kKey));
   auto client = MakeClient(&fake_clock_);
   absl::StatusOr<MessagesReply> reply = client->CreateMessage(kBody, absl::InfiniteFuture());
   EXPECT_EQ(reply.status().code(), absl::StatusCode::kUnauthenticated);

@@ -36,8 +36,8 @@ absl::StatusOr<std::string> ReadKeyFile(const std::string& path) {
   in.read(&text[0], static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(in.gcount()));
   if (text.size() > kMaxKeyFileBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("--api_key_file=", path, ": larger than ",
-                                                   kMaxKeyFileBytes, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--api_key_file=", path, ": larger than ", kMaxKeyFileBytes, " bytes"));
   }
   std::string key(absl::StripAsciiWhitespace(text));
   if (key.empty()) {
@@ -46,8 +46,8 @@ absl::StatusOr<std::string> ReadKeyFile(const std::string& path) {
   return key;
 }
 
-absl::StatusOr<std::unique_ptr<PlannerBackend>> MakeAnthropicBackend(
-    const PlannerOptions& options, Clock* clock) {
+absl::StatusOr<std::unique_ptr<PlannerBackend>> MakeAnthropicBackend(const PlannerOptions& options,
+                                                                     Clock* clock) {
   AnthropicClientOptions client_options;
   if (!options.api_key_file.empty()) {
     ASSIGN_OR_RETURN(client_options.api_key, ReadKeyFile(options.api_key_file));
@@ -59,20 +59,20 @@ absl::StatusOr<std::unique_ptr<PlannerBackend>> MakeAnthropicBackend(
           "--api_key_file=FILE (or run the scripted planner with --script=FILE)");
     }
   }
-  client_options.base_url = !options.anthropic_base_url.empty() ? options.anthropic_base_url
+  client_options.base_url = !options.anthropic_base_url.empty()  ? options.anthropic_base_url
                             : !Env("ANTHROPIC_BASE_URL").empty() ? Env("ANTHROPIC_BASE_URL")
                                                                  : kAnthropicPublicBaseUrl;
   if (options.model.empty()) return absl::InvalidArgumentError("--model must not be empty");
-  ASSIGN_OR_RETURN(std::unique_ptr<StagePrompts> prompts,
-                   StagePrompts::Load(options.prompts_dir.empty() ? DefaultPromptsDir()
-                                                                  : options.prompts_dir));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<StagePrompts> prompts,
+      StagePrompts::Load(options.prompts_dir.empty() ? DefaultPromptsDir() : options.prompts_dir));
   absl::StatusOr<std::unique_ptr<AnthropicClient>> client =
       AnthropicClient::Create(std::move(client_options), clock);
   if (!client.ok()) return client.status();
   AnthropicBackendOptions backend_options;
   backend_options.model = options.model;
-  return std::unique_ptr<PlannerBackend>(new AnthropicBackend(
-      std::move(backend_options), *std::move(client), std::move(prompts)));
+  return std::unique_ptr<PlannerBackend>(
+      new AnthropicBackend(std::move(backend_options), *std::move(client), std::move(prompts)));
 }
 
 }  // namespace

@@ -13,8 +13,8 @@ namespace rein {
 
 // The planner's configuration, copied from main's flags.
 struct PlannerOptions {
-  std::string backend;             // "scripted", "anthropic", or empty: see ResolveBackendName
-  std::string script;              // scripted: the JSON script file
+  std::string backend;  // "scripted", "anthropic", or empty: see ResolveBackendName
+  std::string script;   // scripted: the JSON script file
   std::string model = "claude-sonnet-5";
   std::string api_key_file;        // anthropic: else ANTHROPIC_API_KEY
   std::string anthropic_base_url;  // anthropic: else ANTHROPIC_BASE_URL, else the public API

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/fake_clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "common/testing/fake_clock.h"
 
 namespace rein {
 namespace {
@@ -114,7 +114,8 @@ TEST(BackendFactoryTest, AnthropicKeyFileIsTrimmedAndNeverShown) {
     options.api_key_file = WriteScript("empty-key.txt", "  \n");
     absl::Status status = MakePlannerBackend(options, &clock).status();
     EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-    EXPECT_EQ(status.message(), absl::StrCat("--api_key_file=", options.api_key_file, ": is empty"));
+    EXPECT_EQ(status.message(),
+              absl::StrCat("--api_key_file=", options.api_key_file, ": is empty"));
     options.api_key_file = WriteScript("bad-key.txt", "sk-has space-SECRET");
     status = MakePlannerBackend(options, &clock).status();
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);

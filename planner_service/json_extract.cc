@@ -28,9 +28,7 @@ size_t BalancedSpan(absl::string_view text, size_t start, int* max_depth) {
       continue;
     }
     switch (c) {
-      case '"':
-        in_string = true;
-        break;
+      case '"': in_string = true; break;
       case '{':
       case '[':
         ++depth;
@@ -42,8 +40,7 @@ size_t BalancedSpan(absl::string_view text, size_t start, int* max_depth) {
         if (depth == 0) return i - start + 1;
         if (depth < 0) return 0;
         break;
-      default:
-        break;
+      default: break;
     }
   }
   return 0;

@@ -9,10 +9,10 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/server.h"
 #include "planner_service/backend_factory.h"
-#include "common/clock.h"
 #include "planner_service/planner_grpc.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50052", "HOST:PORT to serve gRPC on (port 0 = any)");

@@ -28,8 +28,8 @@ class PlannerBackend {
 
   virtual absl::StatusOr<rein::v1::PlanResponse> Plan(const rein::v1::PlanRequest& request,
                                                       absl::Time deadline) = 0;
-  virtual absl::StatusOr<rein::v1::DecideResponse> Decide(
-      const rein::v1::DecideRequest& request, absl::Time deadline) = 0;
+  virtual absl::StatusOr<rein::v1::DecideResponse> Decide(const rein::v1::DecideRequest& request,
+                                                          absl::Time deadline) = 0;
   virtual absl::StatusOr<rein::v1::EvaluateResponse> Evaluate(
       const rein::v1::EvaluateRequest& request, absl::Time deadline) = 0;
 

@@ -9,9 +9,9 @@
 #include "absl/time/time.h"
 #include "common/grpc_deadline.h"
 #include "common/grpc_status.h"
-#include "common/status_name.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/status_name.h"
 #include "common/usage_payload.h"
 #include "planner_service/request_validation.h"
 
@@ -67,8 +67,8 @@ grpc::Status Serve(const char* stage, grpc::ServerContext& context, const Reques
 }  // namespace
 
 grpc::Status PlannerGrpcService::Plan(grpc::ServerContext* context,
-                                  const rein::v1::PlanRequest* request,
-                                  rein::v1::PlanResponse* response) {
+                                      const rein::v1::PlanRequest* request,
+                                      rein::v1::PlanResponse* response) {
   return Serve("plan", *context, *request, response, ValidatePlanRequest,
                [this](const rein::v1::PlanRequest& r, absl::Time deadline) {
                  return backend_->Plan(r, deadline);
@@ -76,8 +76,8 @@ grpc::Status PlannerGrpcService::Plan(grpc::ServerContext* context,
 }
 
 grpc::Status PlannerGrpcService::Decide(grpc::ServerContext* context,
-                                    const rein::v1::DecideRequest* request,
-                                    rein::v1::DecideResponse* response) {
+                                        const rein::v1::DecideRequest* request,
+                                        rein::v1::DecideResponse* response) {
   return Serve("decide", *context, *request, response, ValidateDecideRequest,
                [this](const rein::v1::DecideRequest& r, absl::Time deadline) {
                  return backend_->Decide(r, deadline);
@@ -85,8 +85,8 @@ grpc::Status PlannerGrpcService::Decide(grpc::ServerContext* context,
 }
 
 grpc::Status PlannerGrpcService::Evaluate(grpc::ServerContext* context,
-                                      const rein::v1::EvaluateRequest* request,
-                                      rein::v1::EvaluateResponse* response) {
+                                          const rein::v1::EvaluateRequest* request,
+                                          rein::v1::EvaluateResponse* response) {
   return Serve("evaluate", *context, *request, response, ValidateEvaluateRequest,
                [this](const rein::v1::EvaluateRequest& r, absl::Time deadline) {
                  return backend_->Evaluate(r, deadline);

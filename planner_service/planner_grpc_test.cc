@@ -8,12 +8,12 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/grpc_status.h"
 #include "gmock/gmock.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "common/grpc_status.h"
-#include "common/clock.h"
 #include "planner_service/scripted_backend.h"
 #include "rein/v1/planner.grpc.pb.h"
 
@@ -308,7 +308,10 @@ TEST_F(PlannerGrpcServiceTest, ThousandMalformedRequestsLeaveItServing) {
   // Field 2 (goal), wire type 2, length 3, invalid UTF-8: proto3 refuses to parse it.
   const std::string bad_utf8("\x12\x03\xff\xfe\xfd", 5);
   // A length that runs past the end of the message.
-  const std::string truncated("\x12\x7f" "abc", 5);
+  const std::string truncated(
+      "\x12\x7f"
+      "abc",
+      5);
   for (int i = 0; i < 1000; ++i) {
     grpc::Status status;
     grpc::StatusCode expected = grpc::StatusCode::INVALID_ARGUMENT;

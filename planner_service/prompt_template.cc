@@ -32,12 +32,12 @@ const std::set<std::string>& ReservedNames() {
   static const std::set<std::string>* const names = [] {
     auto* set = new std::set<std::string>();
     const google::protobuf::Descriptor* descriptors[] = {
-        rein::v1::RunState::descriptor(),       rein::v1::RunSpec::descriptor(),
-        rein::v1::Limits::descriptor(),         rein::v1::ModelOptions::descriptor(),
-        rein::v1::SubTask::descriptor(),        rein::v1::Action::descriptor(),
-        rein::v1::HumanInput::descriptor(),     rein::v1::ToolSpec::descriptor(),
-        rein::v1::ToolCall::descriptor(),       rein::v1::PlanRequest::descriptor(),
-        rein::v1::DecideRequest::descriptor(),  rein::v1::EvaluateRequest::descriptor(),
+        rein::v1::RunState::descriptor(),      rein::v1::RunSpec::descriptor(),
+        rein::v1::Limits::descriptor(),        rein::v1::ModelOptions::descriptor(),
+        rein::v1::SubTask::descriptor(),       rein::v1::Action::descriptor(),
+        rein::v1::HumanInput::descriptor(),    rein::v1::ToolSpec::descriptor(),
+        rein::v1::ToolCall::descriptor(),      rein::v1::PlanRequest::descriptor(),
+        rein::v1::DecideRequest::descriptor(), rein::v1::EvaluateRequest::descriptor(),
     };
     for (const google::protobuf::Descriptor* d : descriptors) {
       for (int i = 0; i < d->field_count(); ++i) set->insert(d->field(i)->name());
@@ -65,9 +65,9 @@ bool IsReservedVariableName(absl::string_view name) {
 absl::StatusOr<PromptTemplate> PromptTemplate::Parse(absl::string_view text,
                                                      absl::string_view source) {
   auto error = [&](int line, const std::string& problem) {
-    return absl::InvalidArgumentError(
-        line > 0 ? absl::StrCat(source, ": line ", line, ": ", problem)
-                 : absl::StrCat(source, ": ", problem));
+    return absl::InvalidArgumentError(line > 0
+                                          ? absl::StrCat(source, ": line ", line, ": ", problem)
+                                          : absl::StrCat(source, ": ", problem));
   };
   PromptTemplate result;
   result.source_ = std::string(source);
@@ -128,8 +128,8 @@ absl::StatusOr<PromptTemplate> PromptTemplate::Parse(absl::string_view text,
       break;
     }
     absl::StrAppend(&literal, body.substr(i, open - i));
-    const int at_line = line_number + 1 +
-                        static_cast<int>(std::count(body.begin(), body.begin() + open, '\n'));
+    const int at_line =
+        line_number + 1 + static_cast<int>(std::count(body.begin(), body.begin() + open, '\n'));
     const size_t close = body.find("}}", open + 2);
     if (close == absl::string_view::npos) {
       return error(at_line, absl::StrCat("unclosed placeholder near \"", Near(body, open), "\""));
@@ -191,9 +191,8 @@ absl::StatusOr<std::string> PromptTemplate::Render(
 absl::Status CheckNoPlaceholderLeft(absl::string_view rendered, absl::string_view source) {
   const size_t pos = rendered.find("{{");
   if (pos == absl::string_view::npos) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(source,
-                                          ": rendered prompt still holds a placeholder near \"",
-                                          Near(rendered, pos), "\""));
+  return absl::InternalError(absl::StrCat(
+      source, ": rendered prompt still holds a placeholder near \"", Near(rendered, pos), "\""));
 }
 
 }  // namespace rein

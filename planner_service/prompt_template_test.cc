@@ -10,8 +10,8 @@ namespace rein {
 namespace {
 
 TEST(PromptTemplateTest, RendersDeclaredVariables) {
-  absl::StatusOr<PromptTemplate> t =
-      PromptTemplate::Parse("# c\nvars: goal_text, tool_list\n---\nG={{goal_text}} T={{tool_list}}\n", "t.txt");
+  absl::StatusOr<PromptTemplate> t = PromptTemplate::Parse(
+      "# c\nvars: goal_text, tool_list\n---\nG={{goal_text}} T={{tool_list}}\n", "t.txt");
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(*t->Render({{"goal_text", "g"}, {"tool_list", "x"}}), "G=g T=x\n");
 }
@@ -82,8 +82,7 @@ TEST(PromptTemplateTest, PlaceholderLeftAfterRenderingIsInternal) {
   ASSERT_TRUE(t.ok()) << t.status();
   absl::StatusOr<std::string> out = t->Render({{"a_b", "value{"}});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInternal);
-  EXPECT_EQ(out.status().message(),
-            "t: rendered prompt still holds a placeholder near \"{{x\"");
+  EXPECT_EQ(out.status().message(), "t: rendered prompt still holds a placeholder near \"{{x\"");
   EXPECT_TRUE(CheckNoPlaceholderLeft("all { fine }", "t").ok());
 }
 

@@ -13,9 +13,8 @@ namespace {
 absl::Status ValidateCommon(absl::string_view goal, int32_t iteration) {
   if (goal.empty()) return absl::InvalidArgumentError("goal: must not be empty");
   if (goal.size() > kMaxGoalBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("goal: ", goal.size(),
-                                                   " bytes, more than the limit of ",
-                                                   kMaxGoalBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("goal: ", goal.size(), " bytes, more than the limit of ", kMaxGoalBytes));
   }
   if (iteration < 0) {
     return absl::InvalidArgumentError(absl::StrCat("iteration: ", iteration, " is negative"));

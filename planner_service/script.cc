@@ -167,9 +167,9 @@ absl::StatusOr<RuleConditions> ParseConditions(const json& when, ScriptStage sta
                                               " rules know: ", absl::StrJoin(usable, ", "), ")"));
     }
     if (!AppliesTo(*spec, stage)) {
-      return LoadError(key_path, absl::StrCat("not available in ", ScriptStageName(stage),
-                                              " rules (they know: ", absl::StrJoin(usable, ", "),
-                                              ")"));
+      return LoadError(key_path,
+                       absl::StrCat("not available in ", ScriptStageName(stage),
+                                    " rules (they know: ", absl::StrJoin(usable, ", "), ")"));
     }
     RETURN_IF_ERROR(ParseCondition(*spec, item.value(), key_path, &match));
   }
@@ -181,8 +181,8 @@ absl::StatusOr<RuleConditions> ParseConditions(const json& when, ScriptStage sta
 absl::Status CheckReplyShape(const json& value, const Descriptor* descriptor,
                              const std::string& path) {
   if (!value.is_object()) {
-    return LoadError(path, absl::StrCat("expected an object (", descriptor->name(), "), ",
-                                        Got(value)));
+    return LoadError(path,
+                     absl::StrCat("expected an object (", descriptor->name(), "), ", Got(value)));
   }
   const bool is_tool_call = descriptor->full_name() == "rein.v1.ToolCall";
   std::map<const OneofDescriptor*, std::string> oneofs_set;
@@ -208,15 +208,15 @@ absl::Status CheckReplyShape(const json& value, const Descriptor* descriptor,
         known.push_back(descriptor->field(i)->json_name());
       }
       if (is_tool_call) known.push_back("args");
-      return LoadError(key_path, absl::StrCat("unknown field of ", descriptor->name(), " (known: ",
-                                              absl::StrJoin(known, ", "), ")"));
+      return LoadError(key_path, absl::StrCat("unknown field of ", descriptor->name(),
+                                              " (known: ", absl::StrJoin(known, ", "), ")"));
     }
     if (item.value().is_null()) continue;
     if (const OneofDescriptor* oneof = field->real_containing_oneof()) {
       auto [it, inserted] = oneofs_set.emplace(oneof, key);
       if (!inserted) {
-        return LoadError(key_path, absl::StrCat("conflicts with ", it->second,
-                                                ": only one of them may be set"));
+        return LoadError(
+            key_path, absl::StrCat("conflicts with ", it->second, ": only one of them may be set"));
       }
     }
     if (field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE || field->is_map() ||
@@ -227,7 +227,8 @@ absl::Status CheckReplyShape(const json& value, const Descriptor* descriptor,
       RETURN_IF_ERROR(CheckReplyShape(item.value(), field->message_type(), key_path));
       continue;
     }
-    if (!item.value().is_array()) return LoadError(key_path, "expected an array, " + Got(item.value()));
+    if (!item.value().is_array())
+      return LoadError(key_path, "expected an array, " + Got(item.value()));
     for (size_t i = 0; i < item.value().size(); ++i) {
       RETURN_IF_ERROR(CheckReplyShape(item.value()[i], field->message_type(),
                                       absl::StrCat(key_path, "[", i, "]")));
@@ -255,8 +256,8 @@ std::optional<std::string> FindString(const json& value, absl::string_view needl
   return std::nullopt;
 }
 
-absl::StatusOr<ScriptRule> ParseRule(const json& value, ScriptStage stage,
-                                     const Message& prototype, const std::string& path) {
+absl::StatusOr<ScriptRule> ParseRule(const json& value, ScriptStage stage, const Message& prototype,
+                                     const std::string& path) {
   if (!value.is_object()) return LoadError(path, "expected a rule object, " + Got(value));
   ScriptRule rule;
   rule.path = path;
@@ -297,13 +298,15 @@ absl::StatusOr<ScriptRule> ParseRule(const json& value, ScriptStage stage,
     } else if (key == "error") {
       has_error = true;
       if (!field.is_object()) {
-        return LoadError(key_path, "expected an object {\"code\": ..., \"message\": ...}, " + Got(field));
+        return LoadError(key_path,
+                         "expected an object {\"code\": ..., \"message\": ...}, " + Got(field));
       }
       bool has_code = false;
       for (const auto& part : field.items()) {
         const std::string part_path = absl::StrCat(key_path, ".", part.key());
         if (part.key() == "code") {
-          if (!part.value().is_string()) return LoadError(part_path, "expected a string, " + Got(part.value()));
+          if (!part.value().is_string())
+            return LoadError(part_path, "expected a string, " + Got(part.value()));
           const std::string& name = part.value().get_ref<const std::string&>();
           std::vector<std::string> names;
           for (const auto& [code_name, code] : kErrorCodes) {
@@ -314,11 +317,12 @@ absl::StatusOr<ScriptRule> ParseRule(const json& value, ScriptStage stage,
             }
           }
           if (!has_code) {
-            return LoadError(part_path, absl::StrCat("unknown gRPC code \"", name,
-                                                     "\" (known: ", absl::StrJoin(names, ", "), ")"));
+            return LoadError(part_path, absl::StrCat("unknown gRPC code \"", name, "\" (known: ",
+                                                     absl::StrJoin(names, ", "), ")"));
           }
         } else if (part.key() == "message") {
-          if (!part.value().is_string()) return LoadError(part_path, "expected a string, " + Got(part.value()));
+          if (!part.value().is_string())
+            return LoadError(part_path, "expected a string, " + Got(part.value()));
           rule.error_message = part.value().get<std::string>();
           if (stage == ScriptStage::kPlan && absl::StrContains(rule.error_message, "${subtask}")) {
             return LoadError(part_path, "${subtask} is not available in plan rules");
@@ -385,7 +389,8 @@ absl::Status RenderReply(const json& reply, const PlaceholderValues& values, Mes
   options.ignore_unknown_fields = false;
   auto status = google::protobuf::util::JsonStringToMessage(text, response, options);
   if (!status.ok()) {
-    return absl::InvalidArgumentError(std::string(status.message().data(), status.message().size()));
+    return absl::InvalidArgumentError(
+        std::string(status.message().data(), status.message().size()));
   }
   return absl::OkStatus();
 }
@@ -406,8 +411,10 @@ absl::StatusOr<Script> ParseScript(absl::string_view text, absl::string_view sou
         LoadError("(top level)", absl::StrCat("nested deeper than ", kMaxJsonDepth, " levels")));
   }
   if (!root.is_object()) {
-    return with_source(LoadError("(top level)", "expected an object with plan, decide and "
-                                                "evaluate, " + Got(root)));
+    return with_source(LoadError("(top level)",
+                                 "expected an object with plan, decide and "
+                                 "evaluate, " +
+                                     Got(root)));
   }
   Script script;
   const rein::v1::PlanResponse plan_prototype;
@@ -462,8 +469,8 @@ absl::StatusOr<Script> LoadScriptFile(const std::string& path) {
   }
   if (info.st_size > kMaxScriptBytes) {
     close(fd);
-    return absl::FailedPreconditionError(absl::StrCat("script ", path, " is ", info.st_size,
-                                                      " bytes, more than ", kMaxScriptBytes));
+    return absl::FailedPreconditionError(
+        absl::StrCat("script ", path, " is ", info.st_size, " bytes, more than ", kMaxScriptBytes));
   }
   std::string text;
   char buffer[65536];
@@ -482,6 +489,5 @@ absl::StatusOr<Script> LoadScriptFile(const std::string& path) {
   close(fd);
   return ParseScript(text, path);
 }
-
 
 }  // namespace rein

@@ -89,9 +89,8 @@ TEST(ParseScriptTest, InvalidJsonNamesLineAndColumn) {
 }
 
 TEST(ParseScriptTest, ArbitraryBytesAreRefusedNotCrashed) {
-  const absl::string_view texts[] = {
-      absl::string_view("\0\xff\xfe", 3), "", "null", "\"plan\"",
-      "{\"plan\": [{\"reply\": {\"x\": \"\xff\"}}]}"};
+  const absl::string_view texts[] = {absl::string_view("\0\xff\xfe", 3), "", "null", "\"plan\"",
+                                     "{\"plan\": [{\"reply\": {\"x\": \"\xff\"}}]}"};
   for (absl::string_view text : texts) {
     EXPECT_EQ(ParseScript(text).status().code(), absl::StatusCode::kInvalidArgument);
   }
@@ -119,11 +118,13 @@ INSTANTIATE_TEST_SUITE_P(
         LoadErrorCase{R"({"decide": [{"replay": {}}]})", "t.json: decide[0].replay: unknown key"},
         LoadErrorCase{R"({"decide": [{"reply": {}, "error": {"code": "INTERNAL"}}]})",
                       "t.json: decide[0]: has both reply and error"},
-        LoadErrorCase{R"({"decide": [{"when": {}}]})", "t.json: decide[0]: needs a reply or an error"},
+        LoadErrorCase{R"({"decide": [{"when": {}}]})",
+                      "t.json: decide[0]: needs a reply or an error"},
         LoadErrorCase{R"({"decide": [{"when": [], "reply": {}}]})",
                       "t.json: decide[0].when: expected an object of conditions, got array"},
-        LoadErrorCase{R"({"decide": [{"when": {"subtsk": "a"}, "reply": {}}]})",
-                      "t.json: decide[0].when.subtsk: unknown condition (decide rules know: subtask,"},
+        LoadErrorCase{
+            R"({"decide": [{"when": {"subtsk": "a"}, "reply": {}}]})",
+            "t.json: decide[0].when.subtsk: unknown condition (decide rules know: subtask,"},
         LoadErrorCase{R"({"plan": [{"when": {"tool": "a"}, "reply": {}}]})",
                       "t.json: plan[0].when.tool: not available in plan rules"},
         LoadErrorCase{R"({"evaluate": [{"when": {"has_human_input": true}, "reply": {}}]})",
@@ -139,8 +140,9 @@ INSTANTIATE_TEST_SUITE_P(
                       "2147483647, -1"},
         LoadErrorCase{R"({"plan": [{"when": {"iteration_at_least": 1.5}, "reply": {}}]})",
                       "t.json: plan[0].when.iteration_at_least: expected an integer"},
-        LoadErrorCase{R"({"plan": [{"delay_ms": "10", "reply": {}}]})",
-                      "t.json: plan[0].delay_ms: expected an integer from 0 to 3600000, got string"},
+        LoadErrorCase{
+            R"({"plan": [{"delay_ms": "10", "reply": {}}]})",
+            "t.json: plan[0].delay_ms: expected an integer from 0 to 3600000, got string"},
         LoadErrorCase{R"({"plan": [{"delay_ms": 3600001, "reply": {}}]})",
                       "t.json: plan[0].delay_ms: expected an integer from 0 to 3600000, 3600001"},
         LoadErrorCase{R"({"decide": [{"reply": {}}, {"reply": {}},
@@ -181,9 +183,9 @@ INSTANTIATE_TEST_SUITE_P(
                       "replies"}));
 
 TEST(ParseScriptTest, DeeplyNestedScriptIsRefused) {
-  const std::string deep = absl::StrCat(R"({"decide": [{"reply": {"toolCall": {"args": )",
-                                        std::string(100000, '['), std::string(100000, ']'),
-                                        "}}}]}");
+  const std::string deep =
+      absl::StrCat(R"({"decide": [{"reply": {"toolCall": {"args": )", std::string(100000, '['),
+                   std::string(100000, ']'), "}}}]}");
   EXPECT_EQ(LoadError(deep), "t.json: (top level): nested deeper than 64 levels");
 }
 
@@ -237,9 +239,9 @@ TEST(SubstitutePlaceholdersTest, ReplacesEveryPlaceholderAndLeavesOthers) {
   values.iteration = 4;
   values.subtask = "read";
   values.observation = "a.txt";
-  EXPECT_EQ(SubstitutePlaceholders("${subtask}@${iteration}: ${observation} ${HOME} ${subtask}",
-                                   values),
-            "read@4: a.txt ${HOME} read");
+  EXPECT_EQ(
+      SubstitutePlaceholders("${subtask}@${iteration}: ${observation} ${HOME} ${subtask}", values),
+      "read@4: a.txt ${HOME} read");
 }
 
 TEST(RenderReplyTest, SubstitutesAndTurnsArgsIntoArgsJson) {

@@ -47,8 +47,8 @@ bool Matches(const RuleConditions& m, const Facts& f) {
   if (m.replan_reason_contains && !absl::StrContains(f.replan_reason, *m.replan_reason_contains)) {
     return false;
   }
-  if (m.completed_contains &&
-      std::find(f.completed.begin(), f.completed.end(), *m.completed_contains) == f.completed.end()) {
+  if (m.completed_contains && std::find(f.completed.begin(), f.completed.end(),
+                                        *m.completed_contains) == f.completed.end()) {
     return false;
   }
   if (m.iteration_at_least && f.iteration < *m.iteration_at_least) return false;
@@ -84,9 +84,9 @@ absl::StatusOr<Response> Respond(const std::vector<ScriptRule>& rules, ScriptSta
     const absl::Time wake = clock->Now() + rule->delay;
     if (wake >= deadline) {
       clock->SleepUntil(deadline);
-      return absl::DeadlineExceededError(
-          absl::StrCat("scripted planner: ", rule->path, " waits ",
-                       absl::ToInt64Milliseconds(rule->delay), "ms, past the RPC deadline"));
+      return absl::DeadlineExceededError(absl::StrCat("scripted planner: ", rule->path, " waits ",
+                                                      absl::ToInt64Milliseconds(rule->delay),
+                                                      "ms, past the RPC deadline"));
     }
     clock->SleepUntil(wake);
   }
@@ -119,15 +119,16 @@ void AddHumanInputs(const google::protobuf::RepeatedPtrField<rein::v1::HumanInpu
 ScriptedBackend::ScriptedBackend(Script script, Clock* clock)
     : script_(std::move(script)), clock_(clock) {}
 
-absl::StatusOr<std::unique_ptr<ScriptedBackend>> ScriptedBackend::FromJson(
-    absl::string_view text, absl::string_view source, Clock* clock) {
+absl::StatusOr<std::unique_ptr<ScriptedBackend>> ScriptedBackend::FromJson(absl::string_view text,
+                                                                           absl::string_view source,
+                                                                           Clock* clock) {
   absl::StatusOr<Script> script = ParseScript(text, source);
   if (!script.ok()) return script.status();
   return std::make_unique<ScriptedBackend>(*std::move(script), clock);
 }
 
-absl::StatusOr<std::unique_ptr<ScriptedBackend>> ScriptedBackend::FromFile(
-    const std::string& path, Clock* clock) {
+absl::StatusOr<std::unique_ptr<ScriptedBackend>> ScriptedBackend::FromFile(const std::string& path,
+                                                                           Clock* clock) {
   absl::StatusOr<Script> script = LoadScriptFile(path);
   if (!script.ok()) return script.status();
   return std::make_unique<ScriptedBackend>(*std::move(script), clock);

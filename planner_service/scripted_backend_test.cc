@@ -11,10 +11,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/testing/fake_clock.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "common/testing/fake_clock.h"
 #include "planner_service/script.h"
 
 namespace rein {
@@ -100,8 +100,7 @@ TEST_F(ScriptedBackendTest, PlanReplyIsParsedLabelledAndCounted) {
   EXPECT_THAT(reply->subtasks(0).allowed_tools(), ::testing::ElementsAre("list_files"));
   EXPECT_EQ(reply->notes(), "n");
   EXPECT_EQ(reply->backend(), "scripted");
-  EXPECT_EQ(reply->usage().input_tokens(),
-            static_cast<int64_t>((request.ByteSizeLong() + 3) / 4));
+  EXPECT_EQ(reply->usage().input_tokens(), static_cast<int64_t>((request.ByteSizeLong() + 3) / 4));
   PlanResponse without_usage = *reply;
   without_usage.clear_usage();
   EXPECT_EQ(reply->usage().output_tokens(),
@@ -342,8 +341,7 @@ TEST_F(ScriptedBackendTest, SubstitutedSubtaskIsEscapedInsideArgs) {
   auto backend = Load(R"json({"decide": [{"reply": {
       "toolCall": {"tool": "read_file", "args": {"path": "${subtask}"}}}}]})json");
   ASSERT_NE(backend, nullptr);
-  absl::StatusOr<DecideResponse> reply =
-      backend->Decide(MakeDecide("a\"b\\c"), kNoDeadline);
+  absl::StatusOr<DecideResponse> reply = backend->Decide(MakeDecide("a\"b\\c"), kNoDeadline);
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ(reply->tool_call().args_json(), R"({"path":"a\"b\\c"})");
 }
@@ -381,7 +379,8 @@ TEST_F(ScriptedBackendTest, DelayWithoutDeadlineSleepsThenReplies) {
 }
 
 TEST_F(ScriptedBackendTest, DelayPastDeadlineStopsAtDeadlineWithDeadlineExceeded) {
-  auto backend = Load(R"json({"decide": [{"delay_ms": 5000, "reply": {"reasoning": "slow"}}]})json");
+  auto backend =
+      Load(R"json({"decide": [{"delay_ms": 5000, "reply": {"reasoning": "slow"}}]})json");
   ASSERT_NE(backend, nullptr);
   const absl::Time deadline = clock_.Now() + absl::Seconds(1);
   absl::StatusOr<DecideResponse> reply = backend->Decide(MakeDecide("list"), deadline);

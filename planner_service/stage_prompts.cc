@@ -32,8 +32,8 @@ struct StageVariables {
 const std::map<std::string, StageVariables>& UserVariables() {
   static const auto* const vars = new std::map<std::string, StageVariables>{
       {"plan",
-       {{"goal_text", "tool_list", "done_list", "observation_text", "human_notes",
-         "replan_text", "id_prefix"},
+       {{"goal_text", "tool_list", "done_list", "observation_text", "human_notes", "replan_text",
+         "id_prefix"},
         {"goal_text"}}},
       {"decide",
        {{"goal_text", "subtask_text", "tool_list", "action_lines", "human_notes"},
@@ -78,9 +78,8 @@ std::string HumanNotes(const google::protobuf::RepeatedPtrField<rein::v1::HumanI
                        const PromptBounds& b) {
   std::vector<std::string> lines;
   const int n = inputs.size();
-  const int first = n > static_cast<int>(b.human_inputs_shown)
-                        ? n - static_cast<int>(b.human_inputs_shown)
-                        : 0;
+  const int first =
+      n > static_cast<int>(b.human_inputs_shown) ? n - static_cast<int>(b.human_inputs_shown) : 0;
   if (first > 0) lines.push_back(absl::StrCat("(", first, " earlier inputs not shown)"));
   for (int i = first; i < n; ++i) {
     const rein::v1::HumanInput& in = inputs[i];
@@ -90,8 +89,8 @@ std::string HumanNotes(const google::protobuf::RepeatedPtrField<rein::v1::HumanI
     } else if (in.kind() == rein::v1::HumanInput::FEEDBACK) {
       absl::StrAppend(&line, "reviewer feedback: ");
     }
-    absl::StrAppend(&line, CapText(in.text(), i == n - 1 ? b.human_input_bytes
-                                                         : b.older_human_input_bytes));
+    absl::StrAppend(
+        &line, CapText(in.text(), i == n - 1 ? b.human_input_bytes : b.older_human_input_bytes));
     lines.push_back(std::move(line));
   }
   return OrNone(absl::StrJoin(lines, "\n"));
@@ -110,14 +109,14 @@ std::string StatusWord(rein::v1::SubTask::Status status) {
 std::string DoneList(const rein::v1::PlanRequest& r, const PromptBounds& b) {
   std::vector<std::string> lines;
   const int n = r.completed_size();
-  const int first = n > static_cast<int>(b.completed_shown)
-                        ? n - static_cast<int>(b.completed_shown)
-                        : 0;
+  const int first =
+      n > static_cast<int>(b.completed_shown) ? n - static_cast<int>(b.completed_shown) : 0;
   if (first > 0) lines.push_back(absl::StrCat("(", first, " earlier subtasks not shown)"));
   for (int i = first; i < n; ++i) {
     const rein::v1::SubTask& task = r.completed(i);
-    lines.push_back(absl::StrCat("- ", SubtaskLine(task, b.description_bytes), " -> ", StatusWord(task.status()),
-                                 ": ", CapText(task.summary(), b.summary_bytes)));
+    lines.push_back(absl::StrCat("- ", SubtaskLine(task, b.description_bytes), " -> ",
+                                 StatusWord(task.status()), ": ",
+                                 CapText(task.summary(), b.summary_bytes)));
   }
   return OrNone(absl::StrJoin(lines, "\n"));
 }
@@ -214,9 +213,8 @@ absl::StatusOr<std::unique_ptr<StagePrompts>> StagePrompts::FromTexts(
       }
       for (const std::string& name : allowed.required) {
         if (t.variables().count(name) == 0) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(file, ": missing variable \"", name, "\" (required by the ", stage,
-                           " stage)"));
+          return absl::InvalidArgumentError(absl::StrCat(file, ": missing variable \"", name,
+                                                         "\" (required by the ", stage, " stage)"));
         }
       }
       templates.emplace(file, std::move(t));
@@ -261,19 +259,17 @@ absl::StatusOr<RenderedPrompt> StagePrompts::Render(
 
 absl::StatusOr<RenderedPrompt> StagePrompts::RenderPlan(const rein::v1::PlanRequest& r) const {
   const PromptBounds& b = bounds_;
-  return Render("plan",
-                {{"goal_text", r.goal()},
-                 {"tool_list", PlanTools(r, b)},
-                 {"done_list", DoneList(r, b)},
-                 {"observation_text",
-                  OrNone(CapText(r.latest_observation(), b.plan_observation_bytes))},
-                 {"human_notes", HumanNotes(r.human_inputs(), b)},
-                 {"replan_text", OrNone(CapText(r.replan_reason(), b.replan_reason_bytes))},
-                 {"id_prefix", absl::StrCat("p", r.iteration(), "-")}});
+  return Render("plan", {{"goal_text", r.goal()},
+                         {"tool_list", PlanTools(r, b)},
+                         {"done_list", DoneList(r, b)},
+                         {"observation_text",
+                          OrNone(CapText(r.latest_observation(), b.plan_observation_bytes))},
+                         {"human_notes", HumanNotes(r.human_inputs(), b)},
+                         {"replan_text", OrNone(CapText(r.replan_reason(), b.replan_reason_bytes))},
+                         {"id_prefix", absl::StrCat("p", r.iteration(), "-")}});
 }
 
-absl::StatusOr<RenderedPrompt> StagePrompts::RenderDecide(
-    const rein::v1::DecideRequest& r) const {
+absl::StatusOr<RenderedPrompt> StagePrompts::RenderDecide(const rein::v1::DecideRequest& r) const {
   const PromptBounds& b = bounds_;
   return Render("decide", {{"goal_text", r.goal()},
                            {"subtask_text", SubtaskLine(r.subtask(), b.subtask_description_bytes)},

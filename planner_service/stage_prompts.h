@@ -18,22 +18,22 @@ namespace rein {
 // How much of a run's history a prompt shows. The bounds keep the prompt at iteration 50
 // about as long as at iteration 2 (DESIGN.md section 2, "Context restraint").
 struct PromptBounds {
-  size_t completed_shown = 3;         // plan: the newest ended subtasks shown
-  size_t description_bytes = 100;     // a subtask description in a list of ended subtasks
-  size_t summary_bytes = 160;         // an ended subtask's summary
-  size_t human_inputs_shown = 2;      // plan and decide: the newest human inputs
-  size_t human_input_bytes = 400;     // the newest one
+  size_t completed_shown = 3;      // plan: the newest ended subtasks shown
+  size_t description_bytes = 100;  // a subtask description in a list of ended subtasks
+  size_t summary_bytes = 160;      // an ended subtask's summary
+  size_t human_inputs_shown = 2;   // plan and decide: the newest human inputs
+  size_t human_input_bytes = 400;  // the newest one
   size_t older_human_input_bytes = 150;
   size_t plan_observation_bytes = 1500;
   size_t evaluate_observation_bytes = 6000;
-  size_t actions_shown = 3;           // decide: the last actions only
-  size_t action_args_bytes = 150;     // the newest action
+  size_t actions_shown = 3;        // decide: the last actions only
+  size_t action_args_bytes = 150;  // the newest action
   size_t action_error_bytes = 150;
   size_t action_observation_bytes = 600;
-  size_t older_action_bytes = 100;    // args, error and observation of the two before it
+  size_t older_action_bytes = 100;          // args, error and observation of the two before it
   size_t subtask_description_bytes = 1000;  // decide, evaluate: the current subtask
   size_t tool_description_bytes = 300;
-  size_t tool_schema_bytes = 1500;    // decide: a tool's argument schema
+  size_t tool_schema_bytes = 1500;  // decide: a tool's argument schema
   size_t replan_reason_bytes = 300;
 };
 

@@ -21,15 +21,16 @@ std::string ShippedDir() {
 }
 
 std::map<std::string, std::string> MinimalTexts() {
-  return {{"plan_system.txt", "vars:\n---\nplan"},
-          {"plan_user.txt", "vars: goal_text\n---\n{{goal_text}}"},
-          {"decide_system.txt", "vars:\n---\ndecide"},
-          {"decide_user.txt",
-           "vars: goal_text subtask_text tool_list\n---\n{{goal_text}}{{subtask_text}}{{tool_list}}"},
-          {"evaluate_system.txt", "vars:\n---\nevaluate"},
-          {"evaluate_user.txt",
-           "vars: goal_text subtask_text observation_text\n---\n"
-           "{{goal_text}}{{subtask_text}}{{observation_text}}"}};
+  return {
+      {"plan_system.txt", "vars:\n---\nplan"},
+      {"plan_user.txt", "vars: goal_text\n---\n{{goal_text}}"},
+      {"decide_system.txt", "vars:\n---\ndecide"},
+      {"decide_user.txt",
+       "vars: goal_text subtask_text tool_list\n---\n{{goal_text}}{{subtask_text}}{{tool_list}}"},
+      {"evaluate_system.txt", "vars:\n---\nevaluate"},
+      {"evaluate_user.txt",
+       "vars: goal_text subtask_text observation_text\n---\n"
+       "{{goal_text}}{{subtask_text}}{{observation_text}}"}};
 }
 
 TEST(StagePromptsTest, ShippedPromptsLoad) {

@@ -74,7 +74,8 @@ std::string Quoted(const std::string& s) {
   return absl::StrCat("\"", cut, "\"");
 }
 
-std::vector<std::string> ToolNames(const google::protobuf::RepeatedPtrField<rein::v1::ToolSpec>& tools) {
+std::vector<std::string> ToolNames(
+    const google::protobuf::RepeatedPtrField<rein::v1::ToolSpec>& tools) {
   std::vector<std::string> names;
   for (const rein::v1::ToolSpec& t : tools) names.push_back(t.name());
   return names;
@@ -102,14 +103,14 @@ json WithoutNulls(const json& value) {
 
 }  // namespace
 
-absl::Status ValidateAgainstSchema(const json& value, const json& schema,
-                                   const std::string& path) {
+absl::Status ValidateAgainstSchema(const json& value, const json& schema, const std::string& path) {
   const std::string at = path.empty() ? "(top)" : path;
   if (auto type = schema.find("type"); type != schema.end() && type->is_string()) {
     if (!HasType(value, type->get<std::string>())) {
-      return Invalid(at, absl::StrCat("must be ", type->get<std::string>() == "object"
-                                                      ? "an object"
-                                                      : absl::StrCat("a ", type->get<std::string>()),
+      return Invalid(at, absl::StrCat("must be ",
+                                      type->get<std::string>() == "object"
+                                          ? "an object"
+                                          : absl::StrCat("a ", type->get<std::string>()),
                                       ", not ", TypeName(value)));
     }
   }
@@ -128,13 +129,13 @@ absl::Status ValidateAgainstSchema(const json& value, const json& schema,
   }
   if (value.is_string()) {
     const size_t n = CharCount(value.get_ref<const std::string&>());
-    if (auto min = schema.find("minLength"); min != schema.end() && min->is_number_integer() &&
-                                             n < min->get<size_t>()) {
+    if (auto min = schema.find("minLength");
+        min != schema.end() && min->is_number_integer() && n < min->get<size_t>()) {
       return Invalid(at, n == 0 ? "must not be empty"
                                 : absl::StrCat("shorter than ", min->get<size_t>(), " characters"));
     }
-    if (auto max = schema.find("maxLength"); max != schema.end() && max->is_number_integer() &&
-                                             n > max->get<size_t>()) {
+    if (auto max = schema.find("maxLength");
+        max != schema.end() && max->is_number_integer() && n > max->get<size_t>()) {
       return Invalid(at, absl::StrCat(n, " characters, more than ", max->get<size_t>()));
     }
   }
@@ -187,66 +188,62 @@ json PlanTool(const rein::v1::PlanRequest& request) {
           {"items", NamesEnum(ToolNames(request.tools()))},
           {"description", "The run's tools this subtask may use; empty = all of them."}}}}},
       {"required", {"id", "description", "allowed_tools"}}};
-  return {
-      {"name", kPlanToolName},
-      {"description", "Submit the plan: the next subtasks, top of the stack first."},
-      {"input_schema",
-       {{"type", "object"},
-        {"properties",
-         {{"reasoning", Text(8000, "Brief reasoning behind the plan.")},
-          {"subtasks",
-           {{"type", "array"}, {"maxItems", kMaxSubtasks}, {"items", subtask}}},
-          {"goal_achieved",
-           {{"type", "boolean"},
-            {"description", "True only when the ended subtasks show the goal is done."}}},
-          {"notes", Text(2000, "Anything a person should look at; empty when nothing.")}}},
-        {"required", {"reasoning", "subtasks", "goal_achieved"}}}}};
+  return {{"name", kPlanToolName},
+          {"description", "Submit the plan: the next subtasks, top of the stack first."},
+          {"input_schema",
+           {{"type", "object"},
+            {"properties",
+             {{"reasoning", Text(8000, "Brief reasoning behind the plan.")},
+              {"subtasks", {{"type", "array"}, {"maxItems", kMaxSubtasks}, {"items", subtask}}},
+              {"goal_achieved",
+               {{"type", "boolean"},
+                {"description", "True only when the ended subtasks show the goal is done."}}},
+              {"notes", Text(2000, "Anything a person should look at; empty when nothing.")}}},
+            {"required", {"reasoning", "subtasks", "goal_achieved"}}}}};
 }
 
 json DecideTool(const rein::v1::DecideRequest& request) {
-  return {
-      {"name", kDecideToolName},
-      {"description",
-       "Submit the next action: either tool_call (one allowed tool and its arguments) or "
-       "human_query (a question for a person), not both."},
-      {"input_schema",
-       {{"type", "object"},
-        {"properties",
-         {{"reasoning", Text(8000, "Brief reasoning behind the choice.")},
-          {"tool_call",
+  return {{"name", kDecideToolName},
+          {"description",
+           "Submit the next action: either tool_call (one allowed tool and its arguments) or "
+           "human_query (a question for a person), not both."},
+          {"input_schema",
            {{"type", "object"},
             {"properties",
-             {{"tool", NamesEnum(ToolNames(request.tools()))},
-              {"args",
+             {{"reasoning", Text(8000, "Brief reasoning behind the choice.")},
+              {"tool_call",
                {{"type", "object"},
-                {"description", "Arguments matching the tool's arguments schema."}}}}},
-            {"required", {"tool", "args"}}}},
-          {"human_query", Text(2000, "A question for a person, when you cannot go on alone.",
-                               /*min_length=*/1)},
-          {"notes", Text(2000, "Anything a person should look at; empty when nothing.")}}},
-        {"required", {"reasoning"}}}}};
+                {"properties",
+                 {{"tool", NamesEnum(ToolNames(request.tools()))},
+                  {"args",
+                   {{"type", "object"},
+                    {"description", "Arguments matching the tool's arguments schema."}}}}},
+                {"required", {"tool", "args"}}}},
+              {"human_query", Text(2000, "A question for a person, when you cannot go on alone.",
+                                   /*min_length=*/1)},
+              {"notes", Text(2000, "Anything a person should look at; empty when nothing.")}}},
+            {"required", {"reasoning"}}}}};
 }
 
 json EvaluateTool() {
-  return {
-      {"name", kEvaluateToolName},
-      {"description", "Submit the verdict on the action for the current subtask."},
-      {"input_schema",
-       {{"type", "object"},
-        {"properties",
-         {{"reasoning", Text(8000, "Brief reasoning, from the observation only.")},
-          {"status",
-           {{"type", "string"},
-            {"enum", {"COMPLETED", "FAILED", "NEEDS_MORE_WORK"}},
-            {"description",
-             "COMPLETED: the subtask is done; FAILED: it cannot be done this way; "
-             "NEEDS_MORE_WORK: keep working on it."}}},
-          {"summary", Text(2000, "One or two sentences: what was learned or done.")},
-          {"goal_achieved",
-           {{"type", "boolean"},
-            {"description", "True only when this observation shows the whole goal is done."}}},
-          {"notes", Text(2000, "Anything a person should look at; empty when nothing.")}}},
-        {"required", {"reasoning", "status", "summary", "goal_achieved"}}}}};
+  return {{"name", kEvaluateToolName},
+          {"description", "Submit the verdict on the action for the current subtask."},
+          {"input_schema",
+           {{"type", "object"},
+            {"properties",
+             {{"reasoning", Text(8000, "Brief reasoning, from the observation only.")},
+              {"status",
+               {{"type", "string"},
+                {"enum", {"COMPLETED", "FAILED", "NEEDS_MORE_WORK"}},
+                {"description",
+                 "COMPLETED: the subtask is done; FAILED: it cannot be done this way; "
+                 "NEEDS_MORE_WORK: keep working on it."}}},
+              {"summary", Text(2000, "One or two sentences: what was learned or done.")},
+              {"goal_achieved",
+               {{"type", "boolean"},
+                {"description", "True only when this observation shows the whole goal is done."}}},
+              {"notes", Text(2000, "Anything a person should look at; empty when nothing.")}}},
+            {"required", {"reasoning", "status", "summary", "goal_achieved"}}}}};
 }
 
 absl::StatusOr<rein::v1::PlanResponse> PlanFromOutput(const json& raw,
@@ -294,13 +291,13 @@ absl::StatusOr<rein::v1::PlanResponse> PlanFromOutput(const json& raw,
   return response;
 }
 
-absl::StatusOr<rein::v1::DecideResponse> DecideFromOutput(
-    const json& output, const rein::v1::DecideRequest& request) {
+absl::StatusOr<rein::v1::DecideResponse> DecideFromOutput(const json& output,
+                                                          const rein::v1::DecideRequest& request) {
   json normalized = WithoutNulls(output);
   if (normalized.is_object()) {
     // An empty question stands for "no question".
-    if (auto q = normalized.find("human_query"); q != normalized.end() && q->is_string() &&
-                                                 q->get_ref<const std::string&>().empty()) {
+    if (auto q = normalized.find("human_query");
+        q != normalized.end() && q->is_string() && q->get_ref<const std::string&>().empty()) {
       normalized.erase(q);
     }
     // Some replies give the arguments as a string holding the object: accept that form.
@@ -332,10 +329,10 @@ absl::StatusOr<rein::v1::DecideResponse> DecideFromOutput(
   const std::string tool = call["tool"].get<std::string>();
   const std::vector<std::string> allowed = ToolNames(request.tools());
   if (std::find(allowed.begin(), allowed.end(), tool) == allowed.end()) {
-    return Invalid("tool_call.tool",
-                   absl::StrCat(Quoted(tool), " is not allowed for subtask ",
-                                Quoted(request.subtask().id()), " (allowed: ",
-                                allowed.empty() ? "none" : absl::StrJoin(allowed, ", "), ")"));
+    return Invalid(
+        "tool_call.tool",
+        absl::StrCat(Quoted(tool), " is not allowed for subtask ", Quoted(request.subtask().id()),
+                     " (allowed: ", allowed.empty() ? "none" : absl::StrJoin(allowed, ", "), ")"));
   }
   rein::v1::ToolCall* out = response.mutable_tool_call();
   out->set_tool(tool);

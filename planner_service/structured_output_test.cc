@@ -25,12 +25,12 @@ json Subtask(const std::string& id, json tools = json::array()) {
 }
 
 TEST(StructuredOutputTest, PlanIsConverted) {
-  absl::StatusOr<rein::v1::PlanResponse> plan = PlanFromOutput(
-      {{"reasoning", "r"},
-       {"subtasks", {Subtask("a", {"read_file"}), Subtask("b")}},
-       {"goal_achieved", false},
-       {"notes", nullptr}},
-      PlanWithTools());
+  absl::StatusOr<rein::v1::PlanResponse> plan =
+      PlanFromOutput({{"reasoning", "r"},
+                      {"subtasks", {Subtask("a", {"read_file"}), Subtask("b")}},
+                      {"goal_achieved", false},
+                      {"notes", nullptr}},
+                     PlanWithTools());
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_EQ(plan->subtasks_size(), 2);
   EXPECT_EQ(plan->subtasks(0).allowed_tools(0), "read_file");
@@ -41,10 +41,11 @@ TEST(StructuredOutputTest, PlanIsConverted) {
 TEST(StructuredOutputTest, PlanRequestChecksNameTheProblem) {
   const rein::v1::PlanRequest request = PlanWithTools();
   auto message = [&](json subtasks) {
-    return std::string(PlanFromOutput({{"reasoning", "r"}, {"subtasks", subtasks},
-                                       {"goal_achieved", false}}, request)
-                           .status()
-                           .message());
+    return std::string(
+        PlanFromOutput({{"reasoning", "r"}, {"subtasks", subtasks}, {"goal_achieved", false}},
+                       request)
+            .status()
+            .message());
   };
   EXPECT_EQ(message({Subtask("old")}),
             "invalid output: subtasks[0].id: \"old\" is the id of an ended subtask");
@@ -91,20 +92,20 @@ TEST(StructuredOutputTest, DecisionArgsGivenAsAStringAreAccepted) {
   rein::v1::ToolSpec* tool = request.add_tools();
   tool->set_name("write_file");
   tool->set_mutating(true);
-  absl::StatusOr<rein::v1::DecideResponse> decision = DecideFromOutput(
-      {{"reasoning", "r"},
-       {"human_query", ""},
-       {"tool_call", {{"tool", "write_file"}, {"args", R"({"path": "a"})"}}}},
-      request);
+  absl::StatusOr<rein::v1::DecideResponse> decision =
+      DecideFromOutput({{"reasoning", "r"},
+                        {"human_query", ""},
+                        {"tool_call", {{"tool", "write_file"}, {"args", R"({"path": "a"})"}}}},
+                       request);
   ASSERT_TRUE(decision.ok()) << decision.status();
   EXPECT_EQ(decision->tool_call().args_json(), R"({"path":"a"})");
   EXPECT_TRUE(decision->tool_call().mutating());
-  EXPECT_EQ(DecideFromOutput({{"reasoning", "r"},
-                              {"tool_call", {{"tool", "write_file"}, {"args", "[1]"}}}},
-                             request)
-                .status()
-                .message(),
-            "invalid output: tool_call.args: must be an object, not a string");
+  EXPECT_EQ(
+      DecideFromOutput(
+          {{"reasoning", "r"}, {"tool_call", {{"tool", "write_file"}, {"args", "[1]"}}}}, request)
+          .status()
+          .message(),
+      "invalid output: tool_call.args: must be an object, not a string");
 }
 
 TEST(StructuredOutputTest, DecisionWithNoToolsAllowedNamesTheSubtask) {
@@ -142,8 +143,8 @@ TEST(StructuredOutputTest, ToolsCarryTheRequestsNamesAsEnums) {
             json({"read_file"}));
   // No tools: no (invalid, empty) enum.
   EXPECT_FALSE(DecideTool(rein::v1::DecideRequest())["input_schema"]["properties"]["tool_call"]
-                   ["properties"]["tool"]
-                       .contains("enum"));
+                                                    ["properties"]["tool"]
+                                                        .contains("enum"));
   EXPECT_EQ(EvaluateTool()["input_schema"]["required"],
             json({"reasoning", "status", "summary", "goal_achieved"}));
 }

@@ -27,8 +27,7 @@ class EventTail {
   explicit EventTail(Clock* clock) : clock_(clock) {}
 
   // Records events just committed for `run_id` (in seq order); `ended` when the run ended.
-  void Append(const std::string& run_id, const std::vector<rein::v1::RunEvent>& events,
-              bool ended);
+  void Append(const std::string& run_id, const std::vector<rein::v1::RunEvent>& events, bool ended);
 
   struct Read {
     enum class Kind {

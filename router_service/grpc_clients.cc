@@ -9,7 +9,8 @@ namespace {
 
 // One unary call: owns its context and messages until the callback has run.
 template <typename Req, typename Resp>
-class UnaryCall final : public PendingCall, public std::enable_shared_from_this<UnaryCall<Req, Resp>> {
+class UnaryCall final : public PendingCall,
+                        public std::enable_shared_from_this<UnaryCall<Req, Resp>> {
  public:
   UnaryCall(const Req& request, absl::Time deadline) : request_(request) {
     if (deadline != absl::InfiniteFuture()) context_.set_deadline(absl::ToChronoTime(deadline));

@@ -38,8 +38,7 @@ class GrpcExecutorClient final : public ExecutorClient {
       : stub_(rein::v1::Executor::NewStub(std::move(channel))) {}
   std::shared_ptr<PendingCall> ListTools(absl::Time deadline,
                                          ReplyCallback<rein::v1::ListToolsResponse> done) override;
-  std::shared_ptr<PendingCall> Execute(const rein::v1::ExecuteRequest& request,
-                                       absl::Time deadline,
+  std::shared_ptr<PendingCall> Execute(const rein::v1::ExecuteRequest& request, absl::Time deadline,
                                        ReplyCallback<rein::v1::ExecuteResponse> done) override;
 
  private:

@@ -2,8 +2,8 @@
 #include "router_service/router_grpc.h"
 
 #include "common/grpc_status.h"
-#include "common/status_name.h"
 #include "common/metrics.h"
+#include "common/status_name.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace rein {
@@ -95,9 +95,8 @@ grpc::Status RouterGrpcService::ExportRun(grpc::ServerContext*,
     out.set_version(s.version);
     rein::v1::RunState state;
     if (!state.ParseFromString(s.state)) {
-      return ToGrpcStatus(absl::DataLossError(
-          absl::StrCat("snapshot of version ", s.version, " of run ", request->run_id(),
-                       " is corrupt")));
+      return ToGrpcStatus(absl::DataLossError(absl::StrCat(
+          "snapshot of version ", s.version, " of run ", request->run_id(), " is corrupt")));
     }
     google::protobuf::util::JsonPrintOptions options;
     options.preserve_proto_field_names = true;

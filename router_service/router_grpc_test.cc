@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -123,7 +123,8 @@ class RouterServiceTest : public ::testing::Test {
     return spec;
   }
 
-  grpc::Status Start(const rein::v1::RunSpec& spec, RunMsg* run, const std::string& request_id = "") {
+  grpc::Status Start(const rein::v1::RunSpec& spec, RunMsg* run,
+                     const std::string& request_id = "") {
     rein::v1::StartRunRequest request;
     *request.mutable_spec() = spec;
     request.set_request_id(request_id);
@@ -178,7 +179,8 @@ TEST_F(RouterServiceTest, RunFinishesWithGapFreeEvents) {
   EXPECT_TRUE(absl::StartsWith(run.run_id(), "run-"));
   auto events = Watch(run.run_id());
   ASSERT_FALSE(events.empty());
-  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
+  for (size_t i = 0; i < events.size(); ++i)
+    EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
   EXPECT_TRUE(events.back().has_finished());
   EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);
   RunMsg done = WaitFor(run.run_id(), rein::v1::FINISHED);
@@ -206,11 +208,15 @@ TEST_F(RouterServiceTest, BadRequestsAreInvalidArgumentNamingTheField) {
       {"spec.goal", [](auto& r) { r.mutable_spec()->set_goal(""); }},
       {"spec.goal", [](auto& r) { r.mutable_spec()->set_goal(std::string(17000, 'x')); }},
       {"spec.tools[0]", [](auto& r) { r.mutable_spec()->add_tools("format_disk"); }},
-      {"spec.limits.max_iterations", [](auto& r) { r.mutable_spec()->mutable_limits()->set_max_iterations(1000000); }},
-      {"spec.pause_points[0]", [](auto& r) { r.mutable_spec()->add_pause_points(static_cast<rein::v1::PausePoint>(17)); }},
+      {"spec.limits.max_iterations",
+       [](auto& r) { r.mutable_spec()->mutable_limits()->set_max_iterations(1000000); }},
+      {"spec.pause_points[0]",
+       [](auto& r) { r.mutable_spec()->add_pause_points(static_cast<rein::v1::PausePoint>(17)); }},
       {"request_id", [](auto& r) { r.set_request_id(std::string(200, 'k')); }},
-      {"spec.model.temperature", [](auto& r) { r.mutable_spec()->mutable_model()->set_temperature(std::nan("")); }},
-      {"spec.model.temperature", [](auto& r) { r.mutable_spec()->mutable_model()->set_temperature(-INFINITY); }},
+      {"spec.model.temperature",
+       [](auto& r) { r.mutable_spec()->mutable_model()->set_temperature(std::nan("")); }},
+      {"spec.model.temperature",
+       [](auto& r) { r.mutable_spec()->mutable_model()->set_temperature(-INFINITY); }},
   };
   for (const auto& c : cases) {
     rein::v1::StartRunRequest request;
@@ -233,7 +239,8 @@ TEST_F(RouterServiceTest, BadRequestsAreInvalidArgumentNamingTheField) {
   list.clear_page_token();
   list.set_page_size(-3);
   grpc::ClientContext context2;
-  EXPECT_EQ(stub_->ListRuns(&context2, list, &page).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(stub_->ListRuns(&context2, list, &page).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 TEST_F(RouterServiceTest, MissingWorkspaceIsFailedPreconditionNamingTheField) {
@@ -244,8 +251,8 @@ TEST_F(RouterServiceTest, MissingWorkspaceIsFailedPreconditionNamingTheField) {
     rein::v1::ExecuteResponse reply;
     reply.set_ok(false);
     reply.mutable_error()->set_code("NOT_FOUND");
-    reply.mutable_error()->set_message(absl::StrCat(
-        "workspace \"", request.workspace(), "\" does not exist or is not a directory"));
+    reply.mutable_error()->set_message(absl::StrCat("workspace \"", request.workspace(),
+                                                    "\" does not exist or is not a directory"));
     return absl::StatusOr<rein::v1::ExecuteResponse>(reply);
   };
   RunMsg run;
@@ -425,7 +432,8 @@ TEST_F(RouterServiceTest, RestartContinuesRunFromLastCommit) {
   auto events = Watch(run.run_id());
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);
-  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
+  for (size_t i = 0; i < events.size(); ++i)
+    EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
   EXPECT_EQ(WaitFor(run.run_id(), rein::v1::FINISHED).state().retries_used(), 0);
 }
 
@@ -462,14 +470,16 @@ TEST_F(RouterServiceTest, ThousandRunsInFlightHoldNoThreadEach) {
     RunMsg run;
     ASSERT_TRUE(Start(Spec(), &run).ok());
   }
-  for (int i = 0; i < 1000 && planner_.held.size() < 1000; ++i) absl::SleepFor(absl::Milliseconds(5));
+  for (int i = 0; i < 1000 && planner_.held.size() < 1000; ++i)
+    absl::SleepFor(absl::Milliseconds(5));
   EXPECT_EQ(planner_.held.size(), 1000u);
   EXPECT_EQ(engine_->calls_in_flight(), 1000);
   EXPECT_EQ(engine_->active_runs(), 1000);
   EXPECT_LT(ThreadCount() - threads_before, 20);
   planner_.hold = false;
   planner_.held.ReleaseAll();
-  for (int i = 0; i < 3000 && engine_->active_runs() > 0; ++i) absl::SleepFor(absl::Milliseconds(10));
+  for (int i = 0; i < 3000 && engine_->active_runs() > 0; ++i)
+    absl::SleepFor(absl::Milliseconds(10));
   EXPECT_EQ(engine_->active_runs(), 0);
 }
 

@@ -256,11 +256,10 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
   }
   for (const RunEvent& event : *stored) {
     if (event.has_error()) {
-      LogWarning("stage attempt failed",
-                 {{"run_id", run.run_id()},
-                  {"stage", rein::v1::Stage_Name(event.error().stage())},
-                  {"code", event.error().code()},
-                  {"error", event.error().message()}});
+      LogWarning("stage attempt failed", {{"run_id", run.run_id()},
+                                          {"stage", rein::v1::Stage_Name(event.error().stage())},
+                                          {"code", event.error().code()},
+                                          {"error", event.error().message()}});
     }
   }
   tail_.Append(run.run_id(), *stored, StageRouter::IsTerminal(run.state().stage()));
@@ -318,11 +317,8 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
     if (!dispatching_) return;
     switch (next.kind) {
       case NextStep::Kind::kEnded:
-      case NextStep::Kind::kIdle:
-        return;
-      case NextStep::Kind::kWaitUntil:
-        scheduler_.WakeAt(next.until, run_id);
-        return;
+      case NextStep::Kind::kIdle: return;
+      case NextStep::Kind::kWaitUntil: scheduler_.WakeAt(next.until, run_id); return;
       case NextStep::Kind::kCommit:
         if (!CommitLocked(*entry, std::move(*next.transition)).ok()) {
           entry->not_before = now + absl::Seconds(1);
@@ -330,9 +326,7 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
           return;
         }
         break;  // ask again
-      case NextStep::Kind::kCall:
-        Dispatch(entry, next.effect);
-        return;
+      case NextStep::Kind::kCall: Dispatch(entry, next.effect); return;
     }
   }
 }
@@ -367,43 +361,42 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
       auto chain = std::make_shared<ChainedCall>();
       entry->call = chain;
       chain->Set(executor_->ListTools(
-          deadline, [finish, router, executor, check, deadline, chain](
-                        absl::StatusOr<rein::v1::ListToolsResponse> tools) {
+          deadline, [finish, router, executor, check, deadline,
+                     chain](absl::StatusOr<rein::v1::ListToolsResponse> tools) {
             if (!tools.ok() || !HasFileInfo(tools->tools())) {
               finish([router, tools = std::move(tools)](const Run& r, absl::Time t) {
                 return router->OnTools(r, tools, std::nullopt, t);
               });
               return;
             }
-            chain->Set(executor->Execute(
-                check, deadline,
-                [finish, router, tools = std::move(tools)](
-                    absl::StatusOr<rein::v1::ExecuteResponse> workspace) {
-                  finish([router, tools, workspace = std::move(workspace)](const Run& r,
-                                                                          absl::Time t) {
-                    return router->OnTools(r, tools, workspace, t);
-                  });
-                }));
+            chain->Set(executor->Execute(check, deadline,
+                                         [finish, router, tools = std::move(tools)](
+                                             absl::StatusOr<rein::v1::ExecuteResponse> workspace) {
+                                           finish([router, tools, workspace = std::move(workspace)](
+                                                      const Run& r, absl::Time t) {
+                                             return router->OnTools(r, tools, workspace, t);
+                                           });
+                                         }));
           }));
       break;
     }
     case Effect::Kind::kPlan:
-      entry->call = planner_->Plan(
-          effect.plan, effect.deadline,
-          [finish, router](absl::StatusOr<rein::v1::PlanResponse> reply) {
-            finish([router, reply = std::move(reply)](const Run& r, absl::Time t) {
-              return router->OnPlan(r, reply, t);
-            });
-          });
+      entry->call =
+          planner_->Plan(effect.plan, effect.deadline,
+                         [finish, router](absl::StatusOr<rein::v1::PlanResponse> reply) {
+                           finish([router, reply = std::move(reply)](const Run& r, absl::Time t) {
+                             return router->OnPlan(r, reply, t);
+                           });
+                         });
       break;
     case Effect::Kind::kDecide:
-      entry->call = planner_->Decide(
-          effect.decide, effect.deadline,
-          [finish, router](absl::StatusOr<rein::v1::DecideResponse> reply) {
-            finish([router, reply = std::move(reply)](const Run& r, absl::Time t) {
-              return router->OnDecide(r, reply, t);
-            });
-          });
+      entry->call =
+          planner_->Decide(effect.decide, effect.deadline,
+                           [finish, router](absl::StatusOr<rein::v1::DecideResponse> reply) {
+                             finish([router, reply = std::move(reply)](const Run& r, absl::Time t) {
+                               return router->OnDecide(r, reply, t);
+                             });
+                           });
       break;
     case Effect::Kind::kExecute:
       entry->call = executor_->Execute(
@@ -423,8 +416,7 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
             });
           });
       break;
-    case Effect::Kind::kNone:
-      break;
+    case Effect::Kind::kNone: break;
   }
 }
 
@@ -493,8 +485,8 @@ absl::Status RunEngine::CheckWorkspace(const std::string& run_id, const rein::v1
                      });
   done.WaitForNotification();
   if (!reply.ok()) {
-    return absl::UnavailableError(absl::StrCat("cannot check spec.workspace on an executor: ",
-                                               reply.status().message()));
+    return absl::UnavailableError(
+        absl::StrCat("cannot check spec.workspace on an executor: ", reply.status().message()));
   }
   if (!reply->ok()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -590,15 +582,15 @@ absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& reque
   if (!entry) {
     absl::StatusOr<Run> run = GetRun(request.run_id());
     if (!run.ok()) return run.status();
-    return absl::FailedPreconditionError(absl::StrCat(
-        "run ", request.run_id(), " is ", rein::v1::Stage_Name(run->state().stage()),
-        ", not PAUSED"));
+    return absl::FailedPreconditionError(absl::StrCat("run ", request.run_id(), " is ",
+                                                      rein::v1::Stage_Name(run->state().stage()),
+                                                      ", not PAUSED"));
   }
   Run result;
   {
     absl::MutexLock lock(&entry->mu);
-    absl::StatusOr<Transition> t = router_.OnReview(entry->run, request.review(),
-                                                    request.expected_version(), clock_->Now());
+    absl::StatusOr<Transition> t =
+        router_.OnReview(entry->run, request.review(), request.expected_version(), clock_->Now());
     if (!t.ok()) return t.status();
     absl::Status status = CommitLocked(*entry, std::move(*t));
     if (!status.ok()) return status;
@@ -630,15 +622,10 @@ absl::StatusOr<std::vector<RunEvent>> RunEngine::WaitEvents(const std::string& r
     // Live watchers are served from the tail in memory when it reaches back far enough.
     EventTail::Read read = tail_.ReadAfter(run_id, after_seq, until);
     switch (read.kind) {
-      case EventTail::Read::Kind::kEnded:
-        *ended = true;
-        return std::vector<RunEvent>();
-      case EventTail::Read::Kind::kTimedOut:
-        return std::vector<RunEvent>();
-      case EventTail::Read::Kind::kEvents:
-        return std::move(read.events);
-      case EventTail::Read::Kind::kMiss:
-        break;
+      case EventTail::Read::Kind::kEnded: *ended = true; return std::vector<RunEvent>();
+      case EventTail::Read::Kind::kTimedOut: return std::vector<RunEvent>();
+      case EventTail::Read::Kind::kEvents: return std::move(read.events);
+      case EventTail::Read::Kind::kMiss: break;
     }
     absl::StatusOr<std::vector<RunEvent>> events = store_->ReadEvents(run_id, after_seq, 256);
     if (!events.ok()) {

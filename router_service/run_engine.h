@@ -19,17 +19,17 @@
 #include "router_service/clients.h"
 #include "router_service/event_tail.h"
 #include "router_service/scheduler.h"
-#include "router_service/store/run_store.h"
 #include "router_service/stage_router.h"
+#include "router_service/store/run_store.h"
 
 namespace rein {
 
 struct RunEngineOptions {
-  int workers = 4;                                   // threads applying results and committing
+  int workers = 4;  // threads applying results and committing
   absl::Duration tools_cache_ttl = absl::Seconds(30);
   absl::Duration list_tools_timeout = absl::Seconds(10);
-  absl::Duration cancel_wait = absl::Seconds(10);    // CancelRun waits this long for the end
-  absl::Duration retry_backoff = absl::Milliseconds(200);      // doubled per failed attempt
+  absl::Duration cancel_wait = absl::Seconds(10);          // CancelRun waits this long for the end
+  absl::Duration retry_backoff = absl::Milliseconds(200);  // doubled per failed attempt
   absl::Duration max_retry_backoff = absl::Seconds(5);
   StageRouterOptions stage;
 };

@@ -48,8 +48,7 @@ bool ValidWorkspaceName(const std::string& name) {
 }
 
 absl::Status NotFinite(const std::string& field, double value) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, ": must be a finite number, got ", value));
+  return absl::InvalidArgumentError(absl::StrCat(field, ": must be a finite number, got ", value));
 }
 
 }  // namespace
@@ -63,9 +62,8 @@ absl::Status CheckFiniteNumbers(const google::protobuf::Message& message, const 
     const std::string name = absl::StrCat(path, ".", field->name());
     const int n = field->is_repeated() ? reflection->FieldSize(message, field) : 1;
     for (int i = 0; i < n; ++i) {
-      const std::string at = field->is_repeated() && !field->is_map()
-                                 ? absl::StrCat(name, "[", i, "]")
-                                 : name;
+      const std::string at =
+          field->is_repeated() && !field->is_map() ? absl::StrCat(name, "[", i, "]") : name;
       switch (field->cpp_type()) {
         case FieldDescriptor::CPPTYPE_DOUBLE: {
           const double v = field->is_repeated() ? reflection->GetRepeatedDouble(message, field, i)
@@ -86,8 +84,7 @@ absl::Status CheckFiniteNumbers(const google::protobuf::Message& message, const 
           RETURN_IF_ERROR(CheckFiniteNumbers(sub, at));
           break;
         }
-        default:
-          break;
+        default: break;
       }
     }
   }
@@ -99,8 +96,8 @@ absl::StatusOr<RunSpec> NormalizeSpec(const RunSpec& in, const std::vector<ToolS
   std::string goal(absl::StripAsciiWhitespace(spec.goal()));
   if (goal.empty()) return absl::InvalidArgumentError("spec.goal: required, must not be empty");
   if (spec.goal().size() > kMaxGoalBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("spec.goal: ", spec.goal().size(),
-                                                   " bytes, at most ", kMaxGoalBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.goal: ", spec.goal().size(), " bytes, at most ", kMaxGoalBytes));
   }
   RETURN_IF_ERROR(CheckFiniteNumbers(spec, "spec"));
   if (spec.workspace().empty()) spec.set_workspace("default");
@@ -118,8 +115,7 @@ absl::StatusOr<RunSpec> NormalizeSpec(const RunSpec& in, const std::vector<ToolS
       std::vector<std::string> all;
       for (const ToolSpec& t : known_tools) all.push_back(t.name());
       return absl::InvalidArgumentError(absl::StrCat("spec.tools[", i, "]: unknown tool \"", name,
-                                                     "\" (known: ", absl::StrJoin(all, ", "),
-                                                     ")"));
+                                                     "\" (known: ", absl::StrJoin(all, ", "), ")"));
     }
     if (!names.insert(name).second) {
       return absl::InvalidArgumentError(
@@ -171,8 +167,7 @@ absl::StatusOr<RunSpec> NormalizeSpec(const RunSpec& in, const std::vector<ToolS
     return absl::InvalidArgumentError("spec.limits.token_budget: must be >= 0 (0 = no budget)");
   }
   if (limits->action_window() == 0) limits->set_action_window(20);
-  if (auto s = CheckRange(limits->action_window(), 1, 1000, "spec.limits.action_window");
-      !s.ok()) {
+  if (auto s = CheckRange(limits->action_window(), 1, 1000, "spec.limits.action_window"); !s.ok()) {
     return s;
   }
   if (limits->action_window() < limits->stagnation_window()) {
@@ -186,8 +181,7 @@ absl::StatusOr<RunSpec> NormalizeSpec(const RunSpec& in, const std::vector<ToolS
           absl::StrCat("spec.pause_points[", i, "]: unknown pause point ", point));
     }
     if (!points.insert(point).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("spec.pause_points[", i, "]: listed twice"));
+      return absl::InvalidArgumentError(absl::StrCat("spec.pause_points[", i, "]: listed twice"));
     }
   }
   if (spec.model().max_tokens() < 0 || spec.model().max_tokens() > 128000) {
@@ -214,6 +208,5 @@ absl::StatusOr<RunSpec> NormalizeSpec(const RunSpec& in, const std::vector<ToolS
   }
   return spec;
 }
-
 
 }  // namespace rein

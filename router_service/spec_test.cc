@@ -60,19 +60,40 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"spec.goal", [](auto& s) { s.set_goal("  \n"); }},
         BadSpec{"spec.goal", [](auto& s) { s.set_goal(std::string(16 * 1024 + 1, 'g')); }},
         BadSpec{"spec.workspace", [](auto& s) { s.set_workspace("../etc"); }},
-        BadSpec{"spec.tools[1]", [](auto& s) { s.add_tools("read_file"); s.add_tools("rm"); }},
-        BadSpec{"spec.tools[1]", [](auto& s) { s.add_tools("read_file"); s.add_tools("read_file"); }},
-        BadSpec{"spec.limits.max_iterations", [](auto& s) { s.mutable_limits()->set_max_iterations(-1); }},
-        BadSpec{"spec.limits.deadline", [](auto& s) { s.mutable_limits()->mutable_deadline()->set_seconds(-5); }},
-        BadSpec{"spec.limits.deadline", [](auto& s) { s.mutable_limits()->mutable_deadline()->set_seconds(30 * 86400); }},
-        BadSpec{"spec.limits.stage_timeout", [](auto& s) { s.mutable_limits()->mutable_stage_timeout()->set_nanos(-1); }},
-        BadSpec{"spec.limits.retry_budget", [](auto& s) { s.mutable_limits()->set_retry_budget(-7); }},
-        BadSpec{"spec.limits.max_consecutive_tool_failures", [](auto& s) { s.mutable_limits()->set_max_consecutive_tool_failures(-1); }},
-        BadSpec{"spec.limits.stagnation_window", [](auto& s) { s.mutable_limits()->set_stagnation_window(1); }},
-        BadSpec{"spec.limits.on_stagnation", [](auto& s) { s.mutable_limits()->set_on_stagnation(static_cast<rein::v1::OnStagnation>(42)); }},
-        BadSpec{"spec.limits.token_budget", [](auto& s) { s.mutable_limits()->set_token_budget(-1); }},
-        BadSpec{"spec.pause_points[0]", [](auto& s) { s.add_pause_points(static_cast<rein::v1::PausePoint>(99)); }},
-        BadSpec{"spec.pause_points[0]", [](auto& s) { s.add_pause_points(rein::v1::PAUSE_POINT_UNSPECIFIED); }},
+        BadSpec{"spec.tools[1]",
+                [](auto& s) {
+                  s.add_tools("read_file");
+                  s.add_tools("rm");
+                }},
+        BadSpec{"spec.tools[1]",
+                [](auto& s) {
+                  s.add_tools("read_file");
+                  s.add_tools("read_file");
+                }},
+        BadSpec{"spec.limits.max_iterations",
+                [](auto& s) { s.mutable_limits()->set_max_iterations(-1); }},
+        BadSpec{"spec.limits.deadline",
+                [](auto& s) { s.mutable_limits()->mutable_deadline()->set_seconds(-5); }},
+        BadSpec{"spec.limits.deadline",
+                [](auto& s) { s.mutable_limits()->mutable_deadline()->set_seconds(30 * 86400); }},
+        BadSpec{"spec.limits.stage_timeout",
+                [](auto& s) { s.mutable_limits()->mutable_stage_timeout()->set_nanos(-1); }},
+        BadSpec{"spec.limits.retry_budget",
+                [](auto& s) { s.mutable_limits()->set_retry_budget(-7); }},
+        BadSpec{"spec.limits.max_consecutive_tool_failures",
+                [](auto& s) { s.mutable_limits()->set_max_consecutive_tool_failures(-1); }},
+        BadSpec{"spec.limits.stagnation_window",
+                [](auto& s) { s.mutable_limits()->set_stagnation_window(1); }},
+        BadSpec{"spec.limits.on_stagnation",
+                [](auto& s) {
+                  s.mutable_limits()->set_on_stagnation(static_cast<rein::v1::OnStagnation>(42));
+                }},
+        BadSpec{"spec.limits.token_budget",
+                [](auto& s) { s.mutable_limits()->set_token_budget(-1); }},
+        BadSpec{"spec.pause_points[0]",
+                [](auto& s) { s.add_pause_points(static_cast<rein::v1::PausePoint>(99)); }},
+        BadSpec{"spec.pause_points[0]",
+                [](auto& s) { s.add_pause_points(rein::v1::PAUSE_POINT_UNSPECIFIED); }},
         BadSpec{"spec.model.temperature", [](auto& s) { s.mutable_model()->set_temperature(3); }},
         BadSpec{"spec.labels", [](auto& s) { (*s.mutable_labels())[""] = "x"; }}));
 
@@ -81,13 +102,11 @@ TEST(SpecTest, HugeDurationsAreRefusedNotWrapped) {
     rein::v1::RunSpec spec;
     spec.set_goal("g");
     spec.mutable_limits()->mutable_deadline()->set_seconds(seconds);
-    EXPECT_EQ(NormalizeSpec(spec, KnownTools()).status().code(),
-              absl::StatusCode::kInvalidArgument)
+    EXPECT_EQ(NormalizeSpec(spec, KnownTools()).status().code(), absl::StatusCode::kInvalidArgument)
         << seconds;
     spec.mutable_limits()->clear_deadline();
     spec.mutable_limits()->mutable_stage_timeout()->set_seconds(seconds);
-    EXPECT_EQ(NormalizeSpec(spec, KnownTools()).status().code(),
-              absl::StatusCode::kInvalidArgument)
+    EXPECT_EQ(NormalizeSpec(spec, KnownTools()).status().code(), absl::StatusCode::kInvalidArgument)
         << seconds;
   }
 }
@@ -100,8 +119,7 @@ TEST(SpecTest, NonFiniteTemperatureIsInvalidArgumentNamingTheField) {
     spec.mutable_model()->set_temperature(bad);
     absl::StatusOr<rein::v1::RunSpec> n = NormalizeSpec(spec, KnownTools());
     ASSERT_EQ(n.status().code(), absl::StatusCode::kInvalidArgument) << bad;
-    EXPECT_NE(n.status().message().find("spec.model.temperature"), std::string::npos)
-        << n.status();
+    EXPECT_NE(n.status().message().find("spec.model.temperature"), std::string::npos) << n.status();
   }
 }
 

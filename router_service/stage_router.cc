@@ -8,8 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/status_name.h"
 #include "common/proto_time.h"
+#include "common/status_name.h"
 #include "common/usage_payload.h"
 #include "nlohmann/json.hpp"
 #include "router_service/termination.h"
@@ -30,10 +30,10 @@ using rein::v1::TerminationReason;
 using rein::v1::ToolCall;
 using rein::v1::ToolSpec;
 
-constexpr int kMaxSubtasksPerPlan = 64;     // per plan or edited plan
-constexpr int kMaxPendingSubtasks = 256;    // on the stack at once
-constexpr size_t kMaxTextBytes = 4096;      // a subtask's description or summary
-constexpr int kMaxCompletedKept = 200;      // ended subtasks kept in RunState (the log has all)
+constexpr int kMaxSubtasksPerPlan = 64;   // per plan or edited plan
+constexpr int kMaxPendingSubtasks = 256;  // on the stack at once
+constexpr size_t kMaxTextBytes = 4096;    // a subtask's description or summary
+constexpr int kMaxCompletedKept = 200;    // ended subtasks kept in RunState (the log has all)
 
 std::string Cap(const std::string& text, size_t max_bytes) {
   if (text.size() <= max_bytes) return text;
@@ -143,19 +143,20 @@ void PauseRun(Step& s, Pause pause) {
 
 void FinishRun(Step& s) {
   if (EndIfLimited(s, /*begins_iteration=*/false)) return;
-  Terminate(s, rein::v1::FINISHED, rein::v1::GOAL_ACHIEVED,
-            s.state().completed_subtasks_size() > 0
-                ? absl::StrCat("goal achieved; last: ",
-                               s.state().completed_subtasks(s.state().completed_subtasks_size() - 1)
-                                   .summary())
-                : "goal achieved");
+  Terminate(
+      s, rein::v1::FINISHED, rein::v1::GOAL_ACHIEVED,
+      s.state().completed_subtasks_size() > 0
+          ? absl::StrCat(
+                "goal achieved; last: ",
+                s.state().completed_subtasks(s.state().completed_subtasks_size() - 1).summary())
+          : "goal achieved");
 }
 
 // Moves into a working stage after rules 1-6; an iteration begins when entering PLANNING or
 // DECIDING from another stage.
 void Enter(Step& s, Stage next) {
-  bool begins = (next == rein::v1::PLANNING || next == rein::v1::DECIDING) &&
-                s.state().stage() != next;
+  bool begins =
+      (next == rein::v1::PLANNING || next == rein::v1::DECIDING) && s.state().stage() != next;
   if (EndIfLimited(s, begins)) return;
   if (begins) s.state().set_iteration(s.state().iteration() + 1);
   s.state().clear_pause();
@@ -208,9 +209,8 @@ void InvalidOutput(Step& s, Stage stage, const std::string& what) {
 }
 
 void AddUsage(Step& s, const rein::v1::Usage& usage) {
-  s.state().set_tokens_used(s.state().tokens_used() + usage.input_tokens() +
-                            usage.output_tokens() + usage.cache_read_input_tokens() +
-                            usage.cache_creation_input_tokens());
+  s.state().set_tokens_used(s.state().tokens_used() + usage.input_tokens() + usage.output_tokens() +
+                            usage.cache_read_input_tokens() + usage.cache_creation_input_tokens());
 }
 
 void AddNote(Step& s, const std::string& notes, int max_notes) {
@@ -220,7 +220,9 @@ void AddNote(Step& s, const std::string& notes, int max_notes) {
   while (list->size() > max_notes) list->erase(list->begin());
 }
 
-bool PausesOnNotes(const RunSpec& spec) { return !spec.has_pause_on_notes() || spec.pause_on_notes(); }
+bool PausesOnNotes(const RunSpec& spec) {
+  return !spec.has_pause_on_notes() || spec.pause_on_notes();
+}
 
 bool HasPausePoint(const RunSpec& spec, rein::v1::PausePoint point) {
   for (int p : spec.pause_points()) {
@@ -253,9 +255,9 @@ void EndSubtask(RunState& st, const SubTask& task, SubTask::Status status,
   ended->set_status(status);
   ended->set_summary(Cap(summary, kMaxTextBytes));
   if (st.completed_subtasks_size() > kMaxCompletedKept) {
-    st.mutable_completed_subtasks()->erase(
-        st.mutable_completed_subtasks()->begin(),
-        st.mutable_completed_subtasks()->begin() + (st.completed_subtasks_size() - kMaxCompletedKept));
+    st.mutable_completed_subtasks()->erase(st.mutable_completed_subtasks()->begin(),
+                                           st.mutable_completed_subtasks()->begin() +
+                                               (st.completed_subtasks_size() - kMaxCompletedKept));
   }
 }
 
@@ -272,13 +274,13 @@ void DropStack(RunState& st, const std::string& why) {
 absl::Status ValidateSubtasks(const RunState& st, const std::string& field,
                               google::protobuf::RepeatedPtrField<SubTask>* tasks) {
   if (tasks->size() > kMaxSubtasksPerPlan) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": ", tasks->size(),
-                                                   " subtasks, at most ", kMaxSubtasksPerPlan));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", tasks->size(), " subtasks, at most ", kMaxSubtasksPerPlan));
   }
   if (st.subtasks_size() + tasks->size() > kMaxPendingSubtasks) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": the stack would hold ", st.subtasks_size() + tasks->size(),
-        " subtasks, at most ", kMaxPendingSubtasks));
+    return absl::InvalidArgumentError(absl::StrCat(field, ": the stack would hold ",
+                                                   st.subtasks_size() + tasks->size(),
+                                                   " subtasks, at most ", kMaxPendingSubtasks));
   }
   std::set<std::string> seen;
   for (const SubTask& t : st.subtasks()) seen.insert(t.id());
@@ -336,8 +338,7 @@ absl::StatusOr<ToolCall> MakeCall(const Run& run, RunState& st, const std::strin
     return absl::InvalidArgumentError(absl::StrCat(field, ".tool: unknown tool \"", tool, "\""));
   }
   if (!IsJsonObject(args_json)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".args_json: must be a JSON object"));
+    return absl::InvalidArgumentError(absl::StrCat(field, ".args_json: must be a JSON object"));
   }
   ToolCall call;
   st.set_call_counter(st.call_counter() + 1);
@@ -419,10 +420,8 @@ bool StageRouter::IsFatalPlannerError(absl::StatusCode code) {
     case absl::StatusCode::kNotFound:
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kOutOfRange:
-    case absl::StatusCode::kUnimplemented:
-      return true;
-    default:
-      return false;
+    case absl::StatusCode::kUnimplemented: return true;
+    default: return false;
   }
 }
 
@@ -452,9 +451,7 @@ Effect StageRouter::NextEffect(const Run& run, absl::Time now) const {
   absl::Time deadline = st.has_deadline() ? FromProtoTime(st.deadline()) : absl::InfiniteFuture();
   effect.deadline = std::min(now + FromProtoDuration(spec.limits().stage_timeout()), deadline);
   switch (st.stage()) {
-    case rein::v1::INITIALIZING:
-      effect.kind = Effect::Kind::kListTools;
-      break;
+    case rein::v1::INITIALIZING: effect.kind = Effect::Kind::kListTools; break;
     case rein::v1::PLANNING: {
       effect.kind = Effect::Kind::kPlan;
       auto& req = effect.plan;
@@ -518,8 +515,7 @@ Effect StageRouter::NextEffect(const Run& run, absl::Time now) const {
       req.set_iteration(st.iteration());
       break;
     }
-    default:
-      break;
+    default: break;
   }
   return effect;
 }
@@ -663,8 +659,8 @@ Transition StageRouter::OnDecide(const Run& run,
   event->set_planner_backend(reply->backend());
   *event->mutable_usage() = reply->usage();
   if (reply->has_tool_call()) {
-    absl::StatusOr<ToolCall> call = MakeCall(run, st, reply->tool_call().tool(),
-                                             reply->tool_call().args_json(), "tool_call");
+    absl::StatusOr<ToolCall> call =
+        MakeCall(run, st, reply->tool_call().tool(), reply->tool_call().args_json(), "tool_call");
     if (!call.ok()) {
       // Drop the decision (and the call counter MakeCall bumped): the output was invalid.
       Step retry(run, now);
@@ -706,7 +702,8 @@ Transition StageRouter::OnDecide(const Run& run,
   }
   Step retry(run, now);
   AddUsage(retry, reply->usage());
-  InvalidOutput(retry, rein::v1::DECIDING, "the decision has neither a tool_call nor a human_query");
+  InvalidOutput(retry, rein::v1::DECIDING,
+                "the decision has neither a tool_call nor a human_query");
   return std::move(retry).Finish();
 }
 
@@ -771,8 +768,8 @@ Transition StageRouter::OnExecute(const Run& run,
   action.set_executor_id(reply->executor_id());
   st.set_latest_observation(
       reply->ok() ? action.observation()
-                  : Cap(absl::StrCat("error ", action.error(),
-                                     reply->output().empty() ? "" : "\n", reply->output()),
+                  : Cap(absl::StrCat("error ", action.error(), reply->output().empty() ? "" : "\n",
+                                     reply->output()),
                         options_.max_observation_bytes));
   st.set_consecutive_tool_failures(reply->ok() ? 0 : st.consecutive_tool_failures() + 1);
   *st.add_recent_actions() = action;
@@ -964,9 +961,9 @@ absl::StatusOr<Transition> StageRouter::OnReview(const Run& run, const rein::v1:
     }
     case rein::v1::Review::kEditToolCall: {
       if (!pause.has_pending_call() || pause.pending_call().tool().empty()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "the run is paused for ", rein::v1::PauseReason_Name(pause.reason()),
-            " with no pending tool call; edit_tool_call needs one"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("the run is paused for ", rein::v1::PauseReason_Name(pause.reason()),
+                         " with no pending tool call; edit_tool_call needs one"));
       }
       absl::StatusOr<ToolCall> call =
           MakeCall(run, st, review.edit_tool_call().tool(), review.edit_tool_call().args_json(),
@@ -1011,8 +1008,8 @@ NextStep StageRouter::Next(const Run& run, absl::Time now, absl::Time not_before
     next.transition = std::move(end);
     return next;
   }
-  const absl::Time deadline = st.has_deadline() ? FromProtoTime(st.deadline())
-                                                : absl::InfiniteFuture();
+  const absl::Time deadline =
+      st.has_deadline() ? FromProtoTime(st.deadline()) : absl::InfiniteFuture();
   if (st.stage() == rein::v1::PAUSED) {
     next.kind = st.has_deadline() ? NextStep::Kind::kWaitUntil : NextStep::Kind::kIdle;
     next.until = deadline;
@@ -1063,8 +1060,7 @@ Transition StageRouter::FailInternal(const Run& run, const std::string& message,
 
 std::optional<Transition> StageRouter::OnRecovery(const Run& run, absl::Time now) const {
   const RunState& st = run.state();
-  if (st.stage() != rein::v1::EXECUTING || !st.pending_call().mutating() ||
-      !st.call_dispatched()) {
+  if (st.stage() != rein::v1::EXECUTING || !st.pending_call().mutating() || !st.call_dispatched()) {
     return std::nullopt;
   }
   Step s(run, now);

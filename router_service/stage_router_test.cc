@@ -334,7 +334,7 @@ TEST(StageRouterTest, ObservationIsCappedWithMarker) {
 TEST(StageRouterTest, MaxIterationsFails) {
   Harness h([](rein::v1::RunSpec& s) { s.mutable_limits()->set_max_iterations(3); });
   h.Tools();
-  h.Plan(PlanReply({"a"}));                                             // iteration 2 begins
+  h.Plan(PlanReply({"a"}));                                                    // iteration 2 begins
   h.Cycle("list_files", R"({"path":"1"})", true, "1", Eval::NEEDS_MORE_WORK);  // 3 begins
   EXPECT_EQ(h.stage(), rein::v1::DECIDING);
   h.Cycle("list_files", R"({"path":"2"})", true, "2", Eval::NEEDS_MORE_WORK);
@@ -461,8 +461,8 @@ TEST(StageRouterTest, CancelWinsOverEveryOtherRule) {
   h.Apply(*t);
   EXPECT_EQ(h.stage(), rein::v1::PLANNING);
   EXPECT_TRUE(h.state().cancel_requested());
-  h.now += absl::Seconds(11);                   // deadline passed too
-  h.Plan(absl::UnavailableError("down"));       // and the retry budget is exceeded
+  h.now += absl::Seconds(11);              // deadline passed too
+  h.Plan(absl::UnavailableError("down"));  // and the retry budget is exceeded
   EXPECT_EQ(h.stage(), rein::v1::CANCELLED);
   EXPECT_EQ(h.reason(), rein::v1::CANCELLED_BY_USER);
   EXPECT_EQ(h.CountFinished(), 1);
@@ -623,8 +623,7 @@ INSTANTIATE_TEST_SUITE_P(
                           StagnationCase{"Alternation", Alternate, 6, "alternation"}),
         ::testing::Values(rein::v1::REPLAN_THEN_PAUSE, rein::v1::PAUSE, rein::v1::FAIL)),
     [](const auto& info) {
-      return std::get<0>(info.param).name +
-             rein::v1::OnStagnation_Name(std::get<1>(info.param));
+      return std::get<0>(info.param).name + rein::v1::OnStagnation_Name(std::get<1>(info.param));
     });
 
 TEST(StageRouterTest, ThreeRepeatedCallsWithDifferentObservationsAreNotStagnation) {
@@ -917,7 +916,8 @@ TEST(StageRouterTest, EveryEndedRunHasExactlyOneTerminalEvent) {
       [](Harness& h) { h.Plan(absl::PermissionDeniedError("no")); },
       [](Harness& h) { h.Apply(*h.router.OnCancel(h.run, false, "", h.now)); },
       [](Harness& h) {
-        for (int i = 0; i < 10 && h.stage() != rein::v1::FAILED; ++i) h.Plan(absl::UnavailableError("x"));
+        for (int i = 0; i < 10 && h.stage() != rein::v1::FAILED; ++i)
+          h.Plan(absl::UnavailableError("x"));
       },
   };
   for (auto& end : endings) {
@@ -951,14 +951,13 @@ TEST(StageRouterTest, MissingWorkspaceFailsAtInitializing) {
   ok.Apply(ok.router.OnTools(ok.run, ToolsReply(), present, ok.now));
   EXPECT_EQ(ok.stage(), rein::v1::PLANNING);
   Harness down;
-  down.Apply(down.router.OnTools(down.run, ToolsReply(),
-                                 absl::StatusOr<rein::v1::ExecuteResponse>(
-                                     absl::UnavailableError("executor down")),
-                                 down.now));
+  down.Apply(down.router.OnTools(
+      down.run, ToolsReply(),
+      absl::StatusOr<rein::v1::ExecuteResponse>(absl::UnavailableError("executor down")),
+      down.now));
   EXPECT_EQ(down.stage(), rein::v1::INITIALIZING);
   EXPECT_EQ(down.state().retries_used(), 1);
 }
-
 
 // --- Rule order on every path (review findings) --------------------------------------------
 

@@ -19,7 +19,8 @@ using rein::v1::TerminationReason;
 std::string CallKey(const Action& a) { return absl::StrCat(a.tool(), "\x1f", a.args_json()); }
 
 std::string DescribeCall(const Action& a) {
-  std::string args = a.args_json().size() > 200 ? a.args_json().substr(0, 200) + "..." : a.args_json();
+  std::string args =
+      a.args_json().size() > 200 ? a.args_json().substr(0, 200) + "..." : a.args_json();
   return absl::StrCat(a.tool(), "(", args, ")");
 }
 
@@ -44,10 +45,10 @@ std::optional<Verdict> CheckLimits(const RunSpec& spec, const RunState& st, absl
                    absl::StrCat("reached max_iterations (", limits.max_iterations(), ")")};
   }
   if (PastDeadline(st, now)) {
-    return Verdict{rein::v1::DEADLINE_EXCEEDED,
-                   absl::StrCat("deadline of ",
-                                absl::FormatDuration(FromProtoDuration(limits.deadline())),
-                                " passed")};
+    return Verdict{
+        rein::v1::DEADLINE_EXCEEDED,
+        absl::StrCat("deadline of ", absl::FormatDuration(FromProtoDuration(limits.deadline())),
+                     " passed")};
   }
   if (st.retries_used() > limits.retry_budget()) {
     return Verdict{rein::v1::RETRY_BUDGET_EXHAUSTED,
@@ -59,9 +60,9 @@ std::optional<Verdict> CheckLimits(const RunSpec& spec, const RunState& st, absl
                    absl::StrCat(st.consecutive_tool_failures(), " consecutive tool failures")};
   }
   if (limits.token_budget() > 0 && st.tokens_used() > limits.token_budget()) {
-    return Verdict{rein::v1::TOKEN_BUDGET_EXHAUSTED,
-                   absl::StrCat("used ", st.tokens_used(), " tokens, budget ",
-                                limits.token_budget())};
+    return Verdict{
+        rein::v1::TOKEN_BUDGET_EXHAUSTED,
+        absl::StrCat("used ", st.tokens_used(), " tokens, budget ", limits.token_budget())};
   }
   return std::nullopt;
 }
@@ -97,8 +98,7 @@ std::optional<std::string> DetectStagnation(const RunSpec& spec, const RunState&
       return CallKey(*a) == CallKey(*last[0]) && !a->ok();
     });
     if (same_failed) {
-      return absl::StrCat("repeated failure: ", DescribeCall(*last[0]),
-                          " failed 3 times in a row");
+      return absl::StrCat("repeated failure: ", DescribeCall(*last[0]), " failed 3 times in a row");
     }
   }
   if (n >= 6) {
@@ -109,8 +109,8 @@ std::optional<std::string> DetectStagnation(const RunSpec& spec, const RunState&
       alternates = CallKey(*last[i]) == (i % 2 == 0 ? a : b);
     }
     if (alternates) {
-      return absl::StrCat("alternation: ", DescribeCall(*last[0]), " and ",
-                          DescribeCall(*last[1]), " alternate over the last 6 calls");
+      return absl::StrCat("alternation: ", DescribeCall(*last[0]), " and ", DescribeCall(*last[1]),
+                          " alternate over the last 6 calls");
     }
   }
   return std::nullopt;

@@ -47,8 +47,8 @@ TEST(TerminationTest, NothingHoldsForAFreshRun) {
 TEST(TerminationTest, RulesOneToSixApplyInOrder) {
   rein::v1::RunState st = Everything();
   const rein::v1::TerminationReason order[] = {
-      rein::v1::CANCELLED_BY_USER,      rein::v1::MAX_ITERATIONS,
-      rein::v1::DEADLINE_EXCEEDED,      rein::v1::RETRY_BUDGET_EXHAUSTED,
+      rein::v1::CANCELLED_BY_USER,         rein::v1::MAX_ITERATIONS,
+      rein::v1::DEADLINE_EXCEEDED,         rein::v1::RETRY_BUDGET_EXHAUSTED,
       rein::v1::CONSECUTIVE_TOOL_FAILURES, rein::v1::TOKEN_BUDGET_EXHAUSTED};
   for (rein::v1::TerminationReason expected : order) {
     std::optional<Verdict> verdict = CheckLimits(Spec(), st, kNow, /*begins_iteration=*/true);

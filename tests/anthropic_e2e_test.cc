@@ -7,8 +7,8 @@
 #include <sstream>
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "planner_service/testing/fake_messages_server.h"
 #include "tests/cluster.h"
@@ -50,8 +50,8 @@ class AnthropicEndToEndTest : public ::testing::Test {
   // Everything the system wrote: logs, the store (events, state, snapshots), exports.
   std::string EverythingWritten(const std::string& run_id) {
     std::string all = cluster_->Logs();
-    for (const char* name : {"router.log", "planner.log", "executor.log", "rein.db",
-                             "rein.db-wal"}) {
+    for (const char* name :
+         {"router.log", "planner.log", "executor.log", "rein.db", "rein.db-wal"}) {
       all += ReadFile(dir_ + "/" + name);
     }
     std::vector<rein::v1::RunEvent> events;
@@ -74,16 +74,16 @@ class AnthropicEndToEndTest : public ::testing::Test {
 
 TEST_F(AnthropicEndToEndTest, FullRunOnClaudeKeepsTheKeySecret) {
   Boot();
-  api_.Enqueue(ToolUseReply("submit_plan",
-                            {{"reasoning", "one step"},
-                             {"subtasks",
-                              {{{"id", "p1-read"},
-                                {"description", "read README.md"},
-                                {"allowed_tools", {"read_file"}}}}},
-                             {"goal_achieved", false}}));
-  api_.Enqueue(ToolUseReply("submit_decision",
-                            {{"reasoning", "read it"},
-                             {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "README.md"}}}}}}));
+  api_.Enqueue(ToolUseReply(
+      "submit_plan",
+      {{"reasoning", "one step"},
+       {"subtasks",
+        {{{"id", "p1-read"}, {"description", "read README.md"}, {"allowed_tools", {"read_file"}}}}},
+       {"goal_achieved", false}}));
+  api_.Enqueue(
+      ToolUseReply("submit_decision",
+                   {{"reasoning", "read it"},
+                    {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "README.md"}}}}}}));
   api_.Enqueue(ToolUseReply("submit_evaluation", {{"reasoning", "it says hello"},
                                                   {"status", "COMPLETED"},
                                                   {"summary", "README says hello"},
@@ -142,7 +142,8 @@ TEST_F(AnthropicEndToEndTest, TokensOfInvalidRepliesCountAgainstTheBudget) {
       << events.back().DebugString();
   bool invalid_output_seen = false;
   for (const auto& e : events) {
-    invalid_output_seen |= e.has_error() && absl::StrContains(e.error().message(), "invalid output");
+    invalid_output_seen |=
+        e.has_error() && absl::StrContains(e.error().message(), "invalid output");
   }
   EXPECT_TRUE(invalid_output_seen);
   EXPECT_GT(cluster_->GetRun(run->run_id())->state().tokens_used(), 1);

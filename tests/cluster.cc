@@ -178,8 +178,7 @@ absl::StatusOr<rein::v1::Run> Cluster::StartRun(const rein::v1::RunSpec& spec,
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
   grpc::Status status = stub_->StartRun(&context, request, &run);
   if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                        status.error_message());
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
   }
   return run;
 }
@@ -192,8 +191,7 @@ absl::StatusOr<rein::v1::Run> Cluster::GetRun(const std::string& run_id) {
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   grpc::Status status = stub_->GetRun(&context, request, &run);
   if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                        status.error_message());
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
   }
   return run;
 }
@@ -212,8 +210,7 @@ grpc::Status Cluster::Watch(const std::string& run_id, int64_t after_seq, absl::
 }
 
 absl::StatusOr<rein::v1::Run> Cluster::WaitForStage(const std::string& run_id,
-                                                    rein::v1::Stage stage,
-                                                    absl::Duration timeout) {
+                                                    rein::v1::Stage stage, absl::Duration timeout) {
   absl::Time until = absl::Now() + timeout;
   while (true) {
     absl::StatusOr<rein::v1::Run> run = GetRun(run_id);

@@ -48,9 +48,9 @@ std::string ReadFile(const std::string& path);
 class Cluster {
  public:
   struct Options {
-    std::string dir;            // scratch directory (store, logs, workspaces)
-    std::string script_json;    // the scripted planner's script
-    std::string workspace_root; // empty = dir + "/workspaces"
+    std::string dir;             // scratch directory (store, logs, workspaces)
+    std::string script_json;     // the scripted planner's script
+    std::string workspace_root;  // empty = dir + "/workspaces"
     std::vector<std::string> executor_flags = {"--sandbox=none", "--allow_unsandboxed"};
     // When set, the planner runs with these flags instead of the scripted backend.
     std::vector<std::string> planner_flags;

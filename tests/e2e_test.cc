@@ -5,8 +5,8 @@
 
 #include <fstream>
 #include <functional>
-#include <set>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,7 +58,8 @@ class EndToEndTest : public ::testing::Test {
  protected:
   void Boot(const std::string& script) {
     std::string base = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
-    std::string dir = absl::StrCat(base, "/e2e-", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::string dir = absl::StrCat(base, "/e2e-",
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
     mkdir(dir.c_str(), 0755);
     Cluster::Options options;
     options.dir = dir;
@@ -86,7 +87,8 @@ class EndToEndTest : public ::testing::Test {
     std::vector<RunEvent> events;
     grpc::Status status = cluster_->Watch(run_id, 0, absl::Seconds(60), &events);
     EXPECT_TRUE(status.ok()) << status.error_message();
-    for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
+    for (size_t i = 0; i < events.size(); ++i)
+      EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
     int finished = 0;
     for (const auto& e : events) finished += e.has_finished();
     EXPECT_EQ(finished, 1) << cluster_->Logs();
@@ -159,7 +161,8 @@ TEST_F(EndToEndTest, PauseAfterPlanThenApprove) {
   spec.add_pause_points(rein::v1::AFTER_PLAN);
   absl::StatusOr<RunMsg> run = cluster_->StartRun(spec);
   ASSERT_TRUE(run.ok());
-  absl::StatusOr<RunMsg> paused = cluster_->WaitForStage(run->run_id(), rein::v1::PAUSED, absl::Seconds(20));
+  absl::StatusOr<RunMsg> paused =
+      cluster_->WaitForStage(run->run_id(), rein::v1::PAUSED, absl::Seconds(20));
   ASSERT_TRUE(paused.ok());
   ASSERT_EQ(paused->state().stage(), rein::v1::PAUSED);
   EXPECT_EQ(paused->state().pause().point(), rein::v1::AFTER_PLAN);
@@ -189,7 +192,8 @@ TEST_F(EndToEndTest, NeedHumanThenAnswer) {
   })");
   absl::StatusOr<RunMsg> run = cluster_->StartRun(Spec());
   ASSERT_TRUE(run.ok());
-  absl::StatusOr<RunMsg> paused = cluster_->WaitForStage(run->run_id(), rein::v1::PAUSED, absl::Seconds(20));
+  absl::StatusOr<RunMsg> paused =
+      cluster_->WaitForStage(run->run_id(), rein::v1::PAUSED, absl::Seconds(20));
   ASSERT_TRUE(paused.ok()) << paused.status();
   ASSERT_EQ(paused->state().pause().reason(), rein::v1::NEED_HUMAN);
   EXPECT_EQ(paused->state().pause().question(), "Which file?");
@@ -217,7 +221,8 @@ TEST_F(EndToEndTest, RejectWithFeedbackReplans) {
   spec.add_pause_points(rein::v1::AFTER_PLAN);
   absl::StatusOr<RunMsg> run = cluster_->StartRun(spec);
   ASSERT_TRUE(run.ok());
-  absl::StatusOr<RunMsg> paused = cluster_->WaitForStage(run->run_id(), rein::v1::PAUSED, absl::Seconds(20));
+  absl::StatusOr<RunMsg> paused =
+      cluster_->WaitForStage(run->run_id(), rein::v1::PAUSED, absl::Seconds(20));
   ASSERT_TRUE(paused.ok()) << paused.status();
   ASSERT_EQ(paused->state().stage(), rein::v1::PAUSED);
   ASSERT_GT(paused->state().subtasks_size(), 0);
@@ -229,8 +234,8 @@ TEST_F(EndToEndTest, RejectWithFeedbackReplans) {
   absl::StatusOr<RunMsg> again;
   for (int i = 0; i < 200; ++i) {
     again = cluster_->GetRun(run->run_id());
-    if (again.ok() && again->state().stage() == rein::v1::PAUSED && again->state().subtasks_size() > 0 &&
-        again->state().subtasks(0).id() == "better") {
+    if (again.ok() && again->state().stage() == rein::v1::PAUSED &&
+        again->state().subtasks_size() > 0 && again->state().subtasks(0).id() == "better") {
       break;
     }
     absl::SleepFor(absl::Milliseconds(20));
@@ -249,8 +254,9 @@ TEST_F(EndToEndTest, CancelEndsRunInFlight) {
   Boot(Script(kThreeStepScript, 20000));
   absl::StatusOr<RunMsg> run = cluster_->StartRun(Spec());
   ASSERT_TRUE(run.ok());
-  ASSERT_EQ(cluster_->WaitForStage(run->run_id(), rein::v1::DECIDING, absl::Seconds(20))->state().stage(),
-            rein::v1::DECIDING);
+  ASSERT_EQ(
+      cluster_->WaitForStage(run->run_id(), rein::v1::DECIDING, absl::Seconds(20))->state().stage(),
+      rein::v1::DECIDING);
   absl::Time start = absl::Now();
   rein::v1::CancelRunRequest cancel;
   cancel.set_run_id(run->run_id());
@@ -353,8 +359,9 @@ TEST_F(EndToEndTest, RouterStopsCleanlyOnSigtermAndRunContinues) {
   Boot(Script(kThreeStepScript, 300));
   absl::StatusOr<RunMsg> run = cluster_->StartRun(Spec());
   ASSERT_TRUE(run.ok());
-  ASSERT_EQ(cluster_->WaitForStage(run->run_id(), rein::v1::DECIDING, absl::Seconds(20))->state().stage(),
-            rein::v1::DECIDING);
+  ASSERT_EQ(
+      cluster_->WaitForStage(run->run_id(), rein::v1::DECIDING, absl::Seconds(20))->state().stage(),
+      rein::v1::DECIDING);
   absl::Time start = absl::Now();
   EXPECT_EQ(cluster_->KillRouter(SIGTERM), 0) << cluster_->Logs();
   EXPECT_LT(absl::Now() - start, absl::Seconds(15));
@@ -392,7 +399,8 @@ TEST_F(EndToEndTest, MalformedRequestsLeaveServicesHealthy) {
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
       grpc::CompletionQueue cq;
-      auto call = stub.PrepareUnaryCall(&context, target.methods[i % target.methods.size()], send, &cq);
+      auto call =
+          stub.PrepareUnaryCall(&context, target.methods[i % target.methods.size()], send, &cq);
       call->StartCall();
       grpc::Status status;
       call->Finish(&reply, &status, reinterpret_cast<void*>(1));
@@ -409,11 +417,16 @@ TEST_F(EndToEndTest, MalformedRequestsLeaveServicesHealthy) {
       {"spec.goal", [](RunSpec& s) { s.set_goal(std::string(20000, 'g')); }},
       {"spec.workspace", [](RunSpec& s) { s.set_workspace("../../etc"); }},
       {"spec.tools[0]", [](RunSpec& s) { s.add_tools("rm_rf"); }},
-      {"spec.limits.max_iterations", [](RunSpec& s) { s.mutable_limits()->set_max_iterations(-3); }},
-      {"spec.limits.deadline", [](RunSpec& s) { s.mutable_limits()->mutable_deadline()->set_seconds(-1); }},
-      {"spec.limits.deadline", [](RunSpec& s) { s.mutable_limits()->mutable_deadline()->set_seconds(9223372037); }},
-      {"spec.limits.stagnation_window", [](RunSpec& s) { s.mutable_limits()->set_stagnation_window(1000); }},
-      {"spec.pause_points[0]", [](RunSpec& s) { s.add_pause_points(static_cast<rein::v1::PausePoint>(42)); }},
+      {"spec.limits.max_iterations",
+       [](RunSpec& s) { s.mutable_limits()->set_max_iterations(-3); }},
+      {"spec.limits.deadline",
+       [](RunSpec& s) { s.mutable_limits()->mutable_deadline()->set_seconds(-1); }},
+      {"spec.limits.deadline",
+       [](RunSpec& s) { s.mutable_limits()->mutable_deadline()->set_seconds(9223372037); }},
+      {"spec.limits.stagnation_window",
+       [](RunSpec& s) { s.mutable_limits()->set_stagnation_window(1000); }},
+      {"spec.pause_points[0]",
+       [](RunSpec& s) { s.add_pause_points(static_cast<rein::v1::PausePoint>(42)); }},
       {"spec.model.temperature", [](RunSpec& s) { s.mutable_model()->set_temperature(-2); }},
   };
   for (int round = 0; round < 5; ++round) {
@@ -442,13 +455,14 @@ TEST_F(EndToEndTest, MalformedRequestsLeaveServicesHealthy) {
   EXPECT_TRUE(cluster_->WaitServing(cluster_->planner_target(), absl::Seconds(5)));
   EXPECT_TRUE(cluster_->WaitServing(cluster_->executor_target(), absl::Seconds(5)));
   // This cluster's executor runs unsandboxed (--sandbox=none): its sandbox health says so.
-  Process probe("health",
-                {RunfilePath("common/rein-health"), cluster_->executor_target(),
-                 "rein.v1.Executor.sandbox"},
-                cluster_->options().dir + "/probe.log");
+  Process probe(
+      "health",
+      {RunfilePath("common/rein-health"), cluster_->executor_target(), "rein.v1.Executor.sandbox"},
+      cluster_->options().dir + "/probe.log");
   ASSERT_TRUE(probe.Start());
   EXPECT_EQ(probe.Wait(absl::Seconds(10)), 1);
-  EXPECT_NE(ReadFile(cluster_->options().dir + "/probe.log").find("NOT_SERVING"), std::string::npos);
+  EXPECT_NE(ReadFile(cluster_->options().dir + "/probe.log").find("NOT_SERVING"),
+            std::string::npos);
   absl::StatusOr<RunMsg> run = cluster_->StartRun(Spec());
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(WatchAll(run->run_id()).back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);

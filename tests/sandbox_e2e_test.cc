@@ -64,10 +64,10 @@ class SandboxEndToEndTest : public ::testing::Test {
 
 TEST_F(SandboxEndToEndTest, HealthSaysTheExecutorIsSandboxed) {
   Boot(R"({"plan": [{"reply": {"goalAchieved": true}}]})");
-  Process probe("health",
-                {RunfilePath("common/rein-health"), cluster_->executor_target(),
-                 "rein.v1.Executor.sandbox"},
-                dir_ + "/probe.log");
+  Process probe(
+      "health",
+      {RunfilePath("common/rein-health"), cluster_->executor_target(), "rein.v1.Executor.sandbox"},
+      dir_ + "/probe.log");
   ASSERT_TRUE(probe.Start());
   EXPECT_EQ(probe.Wait(absl::Seconds(10)), 0) << ReadFile(dir_ + "/probe.log");
   EXPECT_NE(ReadFile(dir_ + "/probe.log").find(" SERVING"), std::string::npos);
@@ -134,7 +134,8 @@ TEST_F(SandboxEndToEndTest, RouterKilledDuringMutatingCommandPausesForRecovery) 
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);
   EXPECT_EQ(ReadFile(ws_ + "/runs.log"), "ran\nran\n");  // once more, after the approval
-  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
+  for (size_t i = 0; i < events.size(); ++i)
+    EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
 }
 
 }  // namespace

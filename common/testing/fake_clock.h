@@ -28,8 +28,7 @@ class FakeClock final : public Clock {
   enum class SleepMode { kSleepMovesTime, kSleepBlocks };
   static absl::Time DefaultStart() { return absl::FromUnixSeconds(1700000000); }
 
-  explicit FakeClock(absl::Time start = DefaultStart(),
-                     SleepMode mode = SleepMode::kSleepMovesTime)
+  explicit FakeClock(absl::Time start = DefaultStart(), SleepMode mode = SleepMode::kSleepMovesTime)
       : now_(start), mode_(mode) {}
 
   absl::Time Now() override {

@@ -9,7 +9,7 @@
 namespace rein {
 
 struct HttpReply {
-  int status = 0;     // e.g. 200
+  int status = 0;  // e.g. 200
   std::string body;
 };
 

@@ -29,8 +29,9 @@ int Report(const char* what, long result) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: sandbox_probe ptrace|vm_readv|tiocsti|tiocsti_high|io_uring|"
-                    "inet|unix|alloc MB|euid|chmod_suid FILE\n");
+    fprintf(stderr,
+            "usage: sandbox_probe ptrace|vm_readv|tiocsti|tiocsti_high|io_uring|"
+            "inet|unix|alloc MB|euid|chmod_suid FILE\n");
     return 2;
   }
   const char* mode = argv[1];
@@ -69,7 +70,8 @@ int main(int argc, char** argv) {
   }
   if (strcmp(mode, "inet") == 0) return Report("socket_inet", socket(AF_INET, SOCK_STREAM, 0));
   if (strcmp(mode, "inet6") == 0) return Report("socket_inet6", socket(AF_INET6, SOCK_DGRAM, 0));
-  if (strcmp(mode, "netlink") == 0) return Report("socket_netlink", socket(AF_NETLINK, SOCK_RAW, 0));
+  if (strcmp(mode, "netlink") == 0)
+    return Report("socket_netlink", socket(AF_NETLINK, SOCK_RAW, 0));
   if (strcmp(mode, "unix") == 0) return Report("socket_unix", socket(AF_UNIX, SOCK_STREAM, 0));
   if (strcmp(mode, "alloc") == 0 && argc > 2) {
     const size_t bytes = static_cast<size_t>(atol(argv[2])) << 20;

@@ -26,9 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)rein::JsonNestingDepth(text);
   std::optional<absl::string_view> object = rein::ExtractFirstJsonObject(text);
   if (!object.has_value()) return 0;
-  Check(object->data() >= text.data() &&
-            object->data() + object->size() <= text.data() + text.size(),
-        "the result is a view into the input");
+  Check(
+      object->data() >= text.data() && object->data() + object->size() <= text.data() + text.size(),
+      "the result is a view into the input");
   Check(object->front() == '{' && object->back() == '}', "the result is braced");
   Check(rein::JsonNestingDepth(*object) <= rein::kMaxJsonNesting, "the result is shallow");
   const nlohmann::json parsed =
@@ -44,7 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto plan_reply = rein::PlanFromOutput(parsed, plan);
   auto decide_reply = rein::DecideFromOutput(parsed, decide);
   auto evaluate_reply = rein::EvaluateFromOutput(parsed);
-  for (const absl::Status& s : {plan_reply.status(), decide_reply.status(), evaluate_reply.status()}) {
+  for (const absl::Status& s :
+       {plan_reply.status(), decide_reply.status(), evaluate_reply.status()}) {
     Check(s.ok() || (s.code() == absl::StatusCode::kInternal &&
                      absl::string_view(s.message()).substr(0, 16) == "invalid output: "),
           "validation errors are INTERNAL invalid output");

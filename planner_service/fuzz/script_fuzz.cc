@@ -2,9 +2,9 @@
 // stage twice with requests that meet every kind of `when` condition. Aborts when an invariant
 // breaks: load errors are INVALID_ARGUMENT naming the source, a loaded script answers and is
 // stateless (the same request gets the same reply), replies say backend "scripted".
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -14,9 +14,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/testing/fake_clock.h"
 #include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "common/testing/fake_clock.h"
 #include "planner_service/script.h"
 #include "planner_service/scripted_backend.h"
 
@@ -95,8 +95,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
     const auto deadline = [&clock] { return clock.Now() + absl::Hours(2); };
     CheckSameReply((*backend)->Plan(plan, deadline()), (*backend)->Plan(plan, deadline()));
-    CheckSameReply((*backend)->Decide(decide, deadline()),
-                   (*backend)->Decide(decide, deadline()));
+    CheckSameReply((*backend)->Decide(decide, deadline()), (*backend)->Decide(decide, deadline()));
     CheckSameReply((*backend)->Evaluate(evaluate, deadline()),
                    (*backend)->Evaluate(evaluate, deadline()));
   }

@@ -37,15 +37,16 @@ FakeReply MessageReply(json content, const std::string& stop_reason) {
   const int n = next_message++;
   reply.headers = {{"content-type", "application/json"},
                    {"request-id", absl::StrCat("req_fake", n)}};
-  reply.body = json{{"id", absl::StrCat("msg_fake", n)},
-                    {"type", "message"},
-                    {"role", "assistant"},
-                    {"model", "claude-fake"},
-                    {"content", std::move(content)},
-                    {"stop_reason", stop_reason},
-                    {"stop_sequence", nullptr},
-                    {"usage", Usage()}}
-                   .dump();
+  reply.body = json{
+      {"id", absl::StrCat("msg_fake", n)},
+      {"type", "message"},
+      {"role", "assistant"},
+      {"model", "claude-fake"},
+      {"content", std::move(content)},
+      {"stop_reason", stop_reason},
+      {"stop_sequence", nullptr},
+      {"usage",
+       Usage()}}.dump();
   return reply;
 }
 
@@ -88,13 +89,11 @@ std::string CheckCacheControl(const json& block, const std::string& at) {
 
 }  // namespace
 
-FakeReply ToolUseReply(const std::string& name, const json& input,
-                       const std::string& stop_reason) {
-  return MessageReply(json::array({{{"type", "tool_use"},
-                                    {"id", "toolu_fake1"},
-                                    {"name", name},
-                                    {"input", input}}}),
-                      stop_reason);
+FakeReply ToolUseReply(const std::string& name, const json& input, const std::string& stop_reason) {
+  return MessageReply(
+      json::array(
+          {{{"type", "tool_use"}, {"id", "toolu_fake1"}, {"name", name}, {"input", input}}}),
+      stop_reason);
 }
 
 FakeReply TextReply(const std::string& text, const std::string& stop_reason) {
@@ -344,7 +343,8 @@ void FakeMessagesServer::Serve(int fd, int connection) {
       return;
     }
     std::string out = absl::StrCat("HTTP/1.1 ", reply.status, " ", Reason(reply.status), "\r\n");
-    for (const auto& [name, value] : reply.headers) absl::StrAppend(&out, name, ": ", value, "\r\n");
+    for (const auto& [name, value] : reply.headers)
+      absl::StrAppend(&out, name, ": ", value, "\r\n");
     absl::StrAppend(&out, "content-length: ", reply.body.size(), "\r\n\r\n", reply.body);
     if (!SendAll(fd, out)) {
       close_fd();

@@ -35,8 +35,8 @@ struct FakeRequest {
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
   absl::Time received;
-  int connection = 0;    // 1, 2, ... per accepted connection
-  std::string problem;   // why the server refused it as the real API would; empty = valid
+  int connection = 0;   // 1, 2, ... per accepted connection
+  std::string problem;  // why the server refused it as the real API would; empty = valid
 };
 
 // A Message reply whose content is one tool_use block.

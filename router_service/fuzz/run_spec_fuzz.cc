@@ -15,8 +15,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
-#include "google/protobuf/util/json_util.h"
 #include "google/protobuf/stubs/logging.h"
+#include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "router_service/spec.h"
 

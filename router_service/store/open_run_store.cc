@@ -34,9 +34,9 @@ absl::StatusOr<OpenedRunStore> OpenSqlite(const std::string& path,
   if (store_options.sqlite_synchronous == "FULL") {
     options.synchronous = SqliteRunStore::Synchronous::kFull;
   } else if (store_options.sqlite_synchronous != "NORMAL") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--sqlite_synchronous: must be NORMAL or FULL, got \"", store_options.sqlite_synchronous,
-        "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sqlite_synchronous: must be NORMAL or FULL, got \"",
+                     store_options.sqlite_synchronous, "\""));
   }
   if (path.empty()) {
     return absl::InvalidArgumentError("--store: SQLite database path is empty");
@@ -45,8 +45,8 @@ absl::StatusOr<OpenedRunStore> OpenSqlite(const std::string& path,
   const std::string lock_path = path + ".lock";
   const int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock_fd < 0) {
-    return absl::FailedPreconditionError(absl::StrCat("--store: cannot open the lock file ",
-                                                      lock_path, ": ", std::strerror(errno)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("--store: cannot open the lock file ", lock_path, ": ", std::strerror(errno)));
   }
   OpenedRunStore opened;
   opened.lock = std::make_unique<StoreLock>(lock_fd);
@@ -87,9 +87,10 @@ absl::StatusOr<OpenedRunStore> OpenRunStore(const std::string& uri,
     return OpenPostgres(uri);
   }
   // The URI itself is not repeated: a mistyped one may still hold a password.
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--store: ", uri.empty() ? "is empty; it " : "", "must be sqlite:PATH or postgres://... "
-      "(postgres://user:password@host:port/database, or postgresql://...)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--store: ", uri.empty() ? "is empty; it " : "",
+                   "must be sqlite:PATH or postgres://... "
+                   "(postgres://user:password@host:port/database, or postgresql://...)"));
 }
 
 }  // namespace rein

@@ -48,8 +48,7 @@ struct OpenedRunStore {
 // Any other URI, the empty one included, is INVALID_ARGUMENT naming `--store` and the forms
 // above. A store that cannot be opened keeps its own code, its message prefixed "--store: ".
 // Messages never hold a password.
-absl::StatusOr<OpenedRunStore> OpenRunStore(const std::string& uri,
-                                            const RunStoreOptions& options);
+absl::StatusOr<OpenedRunStore> OpenRunStore(const std::string& uri, const RunStoreOptions& options);
 
 }  // namespace rein
 

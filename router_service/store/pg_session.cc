@@ -28,8 +28,8 @@ namespace rein {
 namespace {
 
 std::string OneLine(absl::string_view text) {
-  std::string line = absl::StrReplaceAll(absl::StripTrailingAsciiWhitespace(text),
-                                         {{"\n", " "}, {"\t", " "}});
+  std::string line =
+      absl::StrReplaceAll(absl::StripTrailingAsciiWhitespace(text), {{"\n", " "}, {"\t", " "}});
   return line;
 }
 
@@ -90,15 +90,13 @@ absl::Status PgError(PGconn* conn, const PGresult* result, const std::string& ta
                      absl::string_view what) {
   const char* state = result != nullptr ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
   if (state == nullptr) {
-    return absl::UnavailableError(absl::StrCat("PostgreSQL ", target, ": ", what,
-                                               ": connection lost: ",
-                                               OneLine(PQerrorMessage(conn))));
+    return absl::UnavailableError(absl::StrCat(
+        "PostgreSQL ", target, ": ", what, ": connection lost: ", OneLine(PQerrorMessage(conn))));
   }
   const char* primary = PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
-  return absl::Status(CodeForSqlState(state),
-                      absl::StrCat("PostgreSQL ", target, ": ", what, ": ",
-                                   primary != nullptr ? primary : "error", " (SQLSTATE ", state,
-                                   ")"));
+  return absl::Status(CodeForSqlState(state), absl::StrCat("PostgreSQL ", target, ": ", what, ": ",
+                                                           primary != nullptr ? primary : "error",
+                                                           " (SQLSTATE ", state, ")"));
 }
 
 absl::Status PgCheckColumns(const PGresult* result, std::initializer_list<Oid> types,
@@ -164,8 +162,7 @@ absl::StatusOr<std::unique_ptr<PgPool>> PgPool::Create(const std::string& url,
     std::string message = error != nullptr ? OneLine(error) : "out of memory";
     PQfreemem(error);
     return absl::InvalidArgumentError(absl::StrCat(
-        "invalid PostgreSQL URL: ",
-        absl::StrReplaceAll(message, {{url, RedactPostgresUrl(url)}})));
+        "invalid PostgreSQL URL: ", absl::StrReplaceAll(message, {{url, RedactPostgresUrl(url)}})));
   }
   std::string host, hostaddr, port, dbname, user;
   for (const PQconninfoOption* option = parsed.get(); option->keyword != nullptr; ++option) {
@@ -185,9 +182,9 @@ absl::StatusOr<std::unique_ptr<PgPool>> PgPool::Create(const std::string& url,
           absl::StrCat("invalid PostgreSQL URL: port \"", one, "\" is not a number in 1..65535"));
     }
   }
-  std::string target = absl::StrCat(
-      !host.empty() ? host : (!hostaddr.empty() ? hostaddr : "localhost(socket)"), ":",
-      port.empty() ? "5432" : port, "/", !dbname.empty() ? dbname : user);
+  std::string target =
+      absl::StrCat(!host.empty() ? host : (!hostaddr.empty() ? hostaddr : "localhost(socket)"), ":",
+                   port.empty() ? "5432" : port, "/", !dbname.empty() ? dbname : user);
   return std::unique_ptr<PgPool>(new PgPool(url, std::move(target), options));
 }
 
@@ -243,8 +240,7 @@ absl::StatusOr<PGconn*> PgPool::Acquire() {
 }
 
 void PgPool::Release(PGconn* conn) {
-  const bool keep =
-      PQstatus(conn) == CONNECTION_OK && PQtransactionStatus(conn) == PQTRANS_IDLE;
+  const bool keep = PQstatus(conn) == CONNECTION_OK && PQtransactionStatus(conn) == PQTRANS_IDLE;
   if (!keep) PQfinish(conn);
   absl::MutexLock lock(&mu_);
   if (keep) {
@@ -254,8 +250,7 @@ void PgPool::Release(PGconn* conn) {
   }
 }
 
-absl::StatusOr<std::unique_ptr<PgTransaction>> PgTransaction::Begin(PgPool* pool,
-                                                                    bool read_only) {
+absl::StatusOr<std::unique_ptr<PgTransaction>> PgTransaction::Begin(PgPool* pool, bool read_only) {
   absl::StatusOr<PGconn*> conn = pool->Acquire();
   if (!conn.ok()) return conn.status();
   std::unique_ptr<PgTransaction> tx(new PgTransaction(pool, *conn));

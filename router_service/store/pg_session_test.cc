@@ -152,8 +152,7 @@ TEST_F(PgSessionTest, TransactionDestroyedWithoutCommitRollsBackAndFreesTheConne
     std::unique_ptr<PgTransaction> tx = Begin(/*read_only=*/false);
     ASSERT_NE(tx, nullptr);
     ASSERT_TRUE(
-        tx->Exec("INSERT INTO t (k, n) VALUES ($1, 1)", PgParams().Text("gone"), "inserting")
-            .ok());
+        tx->Exec("INSERT INTO t (k, n) VALUES ($1, 1)", PgParams().Text("gone"), "inserting").ok());
   }
   // The pool holds one connection: it came back, outside a transaction.
   EXPECT_EQ(Count(), 0);
@@ -174,10 +173,9 @@ TEST_F(PgSessionTest, UniqueViolationIsAlreadyExistsNamingTarget) {
 TEST_F(PgSessionTest, WriteInReadOnlyTransactionIsFailedPrecondition) {
   std::unique_ptr<PgTransaction> tx = Begin(/*read_only=*/true);
   ASSERT_NE(tx, nullptr);
-  EXPECT_EQ(tx->Exec("INSERT INTO t (k, n) VALUES ('x', 1)", PgParams(), "inserting")
-                .status()
-                .code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(
+      tx->Exec("INSERT INTO t (k, n) VALUES ('x', 1)", PgParams(), "inserting").status().code(),
+      absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(PgSessionTest, MissingDatabaseIsFailedPreconditionNamingIt) {

@@ -120,8 +120,7 @@ absl::Status PostgresRunStore::Initialize() {
 }
 
 absl::Status PostgresRunStore::ParseStoredRun(const std::string& base, const std::string& tail,
-                                              const std::string& run_id,
-                                              rein::v1::Run* run) const {
+                                              const std::string& run_id, rein::v1::Run* run) const {
   // `base` is the run without its state and updated_at; `tail` holds just those two.
   if (!run->ParseFromString(base) || !run->MergeFromString(tail) || run->run_id() != run_id) {
     return absl::DataLossError(
@@ -149,8 +148,7 @@ absl::Status InsertEvents(const std::string& run_id, int64_t first_seq,
             absl::StrCat("event ", i, " of run ", run_id, " cannot be serialized (too large)"));
       }
       const int n = params.size();
-      absl::StrAppend(&sql, i == start ? "" : ", ", "($", n + 1, ", $", n + 2, ", $", n + 3,
-                      ")");
+      absl::StrAppend(&sql, i == start ? "" : ", ", "($", n + 1, ", $", n + 2, ", $", n + 3, ")");
       params.Text(run_id).Int(event.seq()).Bytes(body);
     }
     RETURN_IF_ERROR(tx->Exec(sql, params, absl::StrCat("writing events of run ", run_id)).status());
@@ -236,9 +234,9 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::Commit(
     std::vector<rein::v1::RunEvent> events, const std::optional<Snapshot>& snapshot,
     absl::Time now) {
   if (new_state.version() != expected_version + 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("new_state.version is ", new_state.version(), "; a commit on version ",
-                     expected_version, " must store version ", expected_version + 1));
+    return absl::InvalidArgumentError(absl::StrCat("new_state.version is ", new_state.version(),
+                                                   "; a commit on version ", expected_version,
+                                                   " must store version ", expected_version + 1));
   }
   ASSIGN_OR_RETURN(const google::protobuf::Timestamp updated_at, ToTimestamp(now, "now"));
   ASSIGN_OR_RETURN(const int64_t updated_us, TimestampMicros(updated_at, "now"));
@@ -357,8 +355,8 @@ absl::StatusOr<RunPage> PostgresRunStore::ListRuns(const RunFilter& filter, int 
   }
   if (cursor.has_value()) {
     params.Int(cursor->created_us).Text(cursor->run_id);
-    absl::StrAppend(&sql, " AND (created_us, run_id) < ($", params.size() - 1, ", $",
-                    params.size(), ")");
+    absl::StrAppend(&sql, " AND (created_us, run_id) < ($", params.size() - 1, ", $", params.size(),
+                    ")");
   }
   params.Int(page_size + 1);  // one more tells whether there is a next page
   absl::StrAppend(&sql, " ORDER BY created_us DESC, run_id DESC LIMIT $", params.size());

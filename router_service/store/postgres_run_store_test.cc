@@ -20,10 +20,10 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "router_service/store/testing/run_store_values.h"
 #include "rein/v1/types.pb.h"
 #include "router_service/store/run_store_conformance.h"
 #include "router_service/store/testing/postgres_server.h"
+#include "router_service/store/testing/run_store_values.h"
 
 namespace rein {
 namespace {
@@ -77,8 +77,8 @@ RunStoreFactory PostgresFactory() {
     if (server != nullptr) server->DropDatabase(url).IgnoreError();
   };
   factory.corrupt_run = [](const std::string& url, const std::string& run_id) {
-    return Corrupt(url, "UPDATE runs SET run = '\\xffffffff'::bytea WHERE run_id = " +
-                            Quoted(run_id));
+    return Corrupt(url,
+                   "UPDATE runs SET run = '\\xffffffff'::bytea WHERE run_id = " + Quoted(run_id));
   };
   factory.corrupt_event = [](const std::string& url, const std::string& run_id, int64_t seq) {
     return Corrupt(url, absl::StrCat("UPDATE events SET body = '\\xffffffff'::bytea "
@@ -109,8 +109,7 @@ class PostgresRunStoreTest : public ::testing::Test {
   }
 
   std::unique_ptr<PostgresRunStore> OpenOrDie(const PostgresRunStore::Options& options = {}) {
-    absl::StatusOr<std::unique_ptr<PostgresRunStore>> store =
-        PostgresRunStore::Open(url_, options);
+    absl::StatusOr<std::unique_ptr<PostgresRunStore>> store = PostgresRunStore::Open(url_, options);
     EXPECT_TRUE(store.ok()) << store.status();
     return store.ok() ? std::move(*store) : nullptr;
   }

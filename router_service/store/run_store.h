@@ -24,7 +24,7 @@ struct Snapshot {
 };
 
 struct RunFilter {
-  rein::v1::Stage stage = rein::v1::STAGE_UNSPECIFIED;                           // any
+  rein::v1::Stage stage = rein::v1::STAGE_UNSPECIFIED;                             // any
   rein::v1::TerminationReason outcome = rein::v1::TERMINATION_REASON_UNSPECIFIED;  // any
 };
 
@@ -34,7 +34,7 @@ struct RunPage {
 };
 
 struct CreateResult {
-  rein::v1::Run run;   // the stored run: the new one, or the earlier run with the same request_id
+  rein::v1::Run run;  // the stored run: the new one, or the earlier run with the same request_id
   bool created = false;
 };
 

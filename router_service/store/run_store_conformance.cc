@@ -174,9 +174,9 @@ TEST_P(RunStoreConformanceTest, CreateThenGetReturnsStoredRun) {
 
 TEST_P(RunStoreConformanceTest, CreateNumbersEventsFromOne) {
   ASSERT_TRUE(store()
-                  .CreateRun(MakeRun("run-1"), {StageEvent(rein::v1::STAGE_UNSPECIFIED,
-                                                           rein::v1::INITIALIZING),
-                                                NoteEvent("a", 1), NoteEvent("b", 1)})
+                  .CreateRun(MakeRun("run-1"),
+                             {StageEvent(rein::v1::STAGE_UNSPECIFIED, rein::v1::INITIALIZING),
+                              NoteEvent("a", 1), NoteEvent("b", 1)})
                   .ok());
 
   absl::StatusOr<std::vector<rein::v1::RunEvent>> events =
@@ -292,18 +292,17 @@ TEST_P(RunStoreConformanceTest, ConcurrentCreatesWithOneRequestIdStoreOneRun) {
 TEST_P(RunStoreConformanceTest, CommitWithCurrentVersionReplacesState) {
   const rein::v1::Run run = MakeRun("run-1");
   ASSERT_TRUE(store()
-                  .CreateRun(run, {StageEvent(rein::v1::STAGE_UNSPECIFIED,
-                                              rein::v1::INITIALIZING)})
+                  .CreateRun(run, {StageEvent(rein::v1::STAGE_UNSPECIFIED, rein::v1::INITIALIZING)})
                   .ok());
 
   rein::v1::RunState next = Next(run.state(), rein::v1::PLANNING);
   next.set_iteration(1);
   next.set_tokens_used(1234);
   next.set_latest_observation("listed 3 tools");
-  absl::StatusOr<std::vector<rein::v1::RunEvent>> stored = store().Commit(
-      "run-1", /*expected_version=*/1, next,
-      {StageEvent(rein::v1::INITIALIZING, rein::v1::PLANNING, 2), NoteEvent("n", 2)},
-      /*snapshot=*/std::nullopt, At(kEpoch + 100) + absl::Milliseconds(250));
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> stored =
+      store().Commit("run-1", /*expected_version=*/1, next,
+                     {StageEvent(rein::v1::INITIALIZING, rein::v1::PLANNING, 2), NoteEvent("n", 2)},
+                     /*snapshot=*/std::nullopt, At(kEpoch + 100) + absl::Milliseconds(250));
   ASSERT_TRUE(stored.ok()) << stored.status();
   ASSERT_THAT(*stored, SizeIs(2));
   EXPECT_THAT(Seqs(*stored), ElementsAre(2, 3));
@@ -336,10 +335,9 @@ TEST_P(RunStoreConformanceTest, CommitWithStaleVersionIsFailedPreconditionAndWri
                   .ok());
 
   rein::v1::RunState stale = Next(run.state(), rein::v1::CANCELLED);
-  absl::StatusOr<std::vector<rein::v1::RunEvent>> result =
-      store().Commit("run-1", /*expected_version=*/1, stale, {NoteEvent("lost", 2)},
-                     Snapshot{/*iteration=*/0, /*version=*/3, R"({"stage":"CANCELLED"})"},
-                     At(kEpoch + 2));
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> result = store().Commit(
+      "run-1", /*expected_version=*/1, stale, {NoteEvent("lost", 2)},
+      Snapshot{/*iteration=*/0, /*version=*/3, R"({"stage":"CANCELLED"})"}, At(kEpoch + 2));
   EXPECT_EQ(CodeOf(result), absl::StatusCode::kFailedPrecondition);
 
   absl::StatusOr<rein::v1::Run> got = store().GetRun("run-1");
@@ -376,9 +374,8 @@ TEST_P(RunStoreConformanceTest, CommitWithVersionNotOneAheadIsInvalidArgument) {
 TEST_P(RunStoreConformanceTest, CommitAtTimeOutsideTimestampRangeIsInvalidArgument) {
   const rein::v1::Run run = MakeRun("run-1");
   ASSERT_TRUE(store().CreateRun(run, {}).ok());
-  absl::StatusOr<std::vector<rein::v1::RunEvent>> result =
-      store().Commit("run-1", 1, Next(run.state(), rein::v1::PLANNING), {}, std::nullopt,
-                     absl::InfiniteFuture());
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> result = store().Commit(
+      "run-1", 1, Next(run.state(), rein::v1::PLANNING), {}, std::nullopt, absl::InfiniteFuture());
   EXPECT_EQ(CodeOf(result), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(result.status().message(), HasSubstr("now"));
 }
@@ -387,9 +384,9 @@ TEST_P(RunStoreConformanceTest, CommitOnUnknownRunIsNotFound) {
   rein::v1::RunState next;
   next.set_version(2);
   next.set_stage(rein::v1::PLANNING);
-  EXPECT_EQ(CodeOf(store().Commit("no-such-run", 1, next, {NoteEvent("x", 2)}, std::nullopt,
-                                  At(kEpoch))),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(
+      CodeOf(store().Commit("no-such-run", 1, next, {NoteEvent("x", 2)}, std::nullopt, At(kEpoch))),
+      absl::StatusCode::kNotFound);
   EXPECT_EQ(CodeOf(store().GetRun("no-such-run")), absl::StatusCode::kNotFound);
 }
 
@@ -423,8 +420,8 @@ TEST_P(RunStoreConformanceTest, ConcurrentCommitsOnOneVersionHaveOneWinner) {
       std::count(codes.begin(), codes.end(), absl::StatusCode::kFailedPrecondition));
   EXPECT_EQ(winners, 1);
   EXPECT_EQ(losers, kThreads - 1);
-  const int winner = static_cast<int>(
-      std::find(codes.begin(), codes.end(), absl::StatusCode::kOk) - codes.begin());
+  const int winner = static_cast<int>(std::find(codes.begin(), codes.end(), absl::StatusCode::kOk) -
+                                      codes.begin());
 
   absl::StatusOr<rein::v1::Run> got = store().GetRun("run-1");
   ASSERT_TRUE(got.ok()) << got.status();
@@ -454,12 +451,12 @@ TEST_P(RunStoreConformanceTest, TwoStoresOnOneLocationHaveOneCommitWinner) {
     threads.emplace_back([&, i] {
       RunStore& target = i % 2 == 0 ? store() : *second;
       start.WaitForNotification();
-      codes[i] = target
-                     .Commit("run-1", /*expected_version=*/1, Next(run.state(), rein::v1::PLANNING),
-                             {NoteEvent(absl::StrCat("thread ", i), 2)}, std::nullopt,
-                             At(kEpoch + i))
-                     .status()
-                     .code();
+      codes[i] =
+          target
+              .Commit("run-1", /*expected_version=*/1, Next(run.state(), rein::v1::PLANNING),
+                      {NoteEvent(absl::StrCat("thread ", i), 2)}, std::nullopt, At(kEpoch + i))
+              .status()
+              .code();
     });
   }
   start.Notify();
@@ -578,8 +575,7 @@ TEST_P(RunStoreConformanceTest, SnapshotsAreListedOldestFirst) {
     if (i != 3) {  // a commit without a snapshot in between
       snapshot = Snapshot{i, next.version(), absl::StrCat(R"({"iteration":)", i, "}")};
     }
-    ASSERT_TRUE(
-        store().Commit("run-1", state.version(), next, {}, snapshot, At(kEpoch + i)).ok());
+    ASSERT_TRUE(store().Commit("run-1", state.version(), next, {}, snapshot, At(kEpoch + i)).ok());
     state = next;
   }
 
@@ -598,10 +594,10 @@ TEST_P(RunStoreConformanceTest, DuplicateSnapshotVersionIsAlreadyExistsAndWrites
   const rein::v1::Run run = MakeRun("run-1");
   ASSERT_TRUE(store().CreateRun(run, {}).ok());
   const rein::v1::RunState second = Next(run.state(), rein::v1::PLANNING);
-  ASSERT_TRUE(store()
-                  .Commit("run-1", 1, second, {NoteEvent("a", 2)}, Snapshot{1, 7, "{}"},
-                          At(kEpoch + 1))
-                  .ok());
+  ASSERT_TRUE(
+      store()
+          .Commit("run-1", 1, second, {NoteEvent("a", 2)}, Snapshot{1, 7, "{}"}, At(kEpoch + 1))
+          .ok());
 
   const rein::v1::RunState third = Next(second, rein::v1::DECIDING);
   EXPECT_EQ(CodeOf(store().Commit("run-1", 2, third, {NoteEvent("b", 3)}, Snapshot{2, 7, "{}"},
@@ -615,10 +611,10 @@ TEST_P(RunStoreConformanceTest, DuplicateSnapshotVersionIsAlreadyExistsAndWrites
   ASSERT_TRUE(events.ok()) << events.status();
   EXPECT_THAT(Seqs(*events), ElementsAre(1));
   // The failed transaction left the store usable.
-  EXPECT_TRUE(store()
-                  .Commit("run-1", 2, third, {NoteEvent("c", 3)}, Snapshot{2, 3, "{}"},
-                          At(kEpoch + 3))
-                  .ok());
+  EXPECT_TRUE(
+      store()
+          .Commit("run-1", 2, third, {NoteEvent("c", 3)}, Snapshot{2, 3, "{}"}, At(kEpoch + 3))
+          .ok());
 }
 
 TEST_P(RunStoreConformanceTest, ListSnapshotsOfUnknownRunIsNotFound) {
@@ -647,11 +643,9 @@ TEST_P(RunStoreConformanceTest, ListRunsOfEmptyStoreIsEmpty) {
 
 TEST_P(RunStoreConformanceTest, ListRunsFiltersByStage) {
   ASSERT_TRUE(store().CreateRun(MakeRun("init", kEpoch + 1), {}).ok());
-  ASSERT_TRUE(
-      store().CreateRun(MakeRun("plan-1", kEpoch + 2, "", rein::v1::PLANNING), {}).ok());
+  ASSERT_TRUE(store().CreateRun(MakeRun("plan-1", kEpoch + 2, "", rein::v1::PLANNING), {}).ok());
   ASSERT_TRUE(store().CreateRun(MakeRun("paused", kEpoch + 3, "", rein::v1::PAUSED), {}).ok());
-  ASSERT_TRUE(
-      store().CreateRun(MakeRun("plan-2", kEpoch + 4, "", rein::v1::PLANNING), {}).ok());
+  ASSERT_TRUE(store().CreateRun(MakeRun("plan-2", kEpoch + 4, "", rein::v1::PLANNING), {}).ok());
 
   RunFilter planning;
   planning.stage = rein::v1::PLANNING;
@@ -667,21 +661,21 @@ TEST_P(RunStoreConformanceTest, ListRunsFiltersByStage) {
 }
 
 TEST_P(RunStoreConformanceTest, ListRunsFiltersByOutcomeReason) {
-  ASSERT_TRUE(store()
-                  .CreateRun(MakeEndedRun("max-iter", kEpoch + 1, rein::v1::FAILED,
-                                          rein::v1::MAX_ITERATIONS),
-                             {})
-                  .ok());
-  ASSERT_TRUE(store()
-                  .CreateRun(MakeEndedRun("stagnated", kEpoch + 2, rein::v1::FAILED,
-                                          rein::v1::STAGNATION),
-                             {})
-                  .ok());
-  ASSERT_TRUE(store()
-                  .CreateRun(MakeEndedRun("done", kEpoch + 3, rein::v1::FINISHED,
-                                          rein::v1::GOAL_ACHIEVED),
-                             {})
-                  .ok());
+  ASSERT_TRUE(
+      store()
+          .CreateRun(
+              MakeEndedRun("max-iter", kEpoch + 1, rein::v1::FAILED, rein::v1::MAX_ITERATIONS), {})
+          .ok());
+  ASSERT_TRUE(
+      store()
+          .CreateRun(MakeEndedRun("stagnated", kEpoch + 2, rein::v1::FAILED, rein::v1::STAGNATION),
+                     {})
+          .ok());
+  ASSERT_TRUE(
+      store()
+          .CreateRun(MakeEndedRun("done", kEpoch + 3, rein::v1::FINISHED, rein::v1::GOAL_ACHIEVED),
+                     {})
+          .ok());
   ASSERT_TRUE(store().CreateRun(MakeRun("running", kEpoch + 4), {}).ok());
 
   RunFilter max_iterations;
@@ -844,30 +838,28 @@ TEST_P(RunStoreConformanceTest, ListRunsWithGarbagePageTokenIsInvalidArgument) {
 }
 
 TEST_P(RunStoreConformanceTest, ListUnfinishedRunIdsExcludesTerminalRuns) {
-  const rein::v1::Stage stages[] = {rein::v1::INITIALIZING, rein::v1::PLANNING,
-                                    rein::v1::DECIDING,     rein::v1::EXECUTING,
-                                    rein::v1::EVALUATING,   rein::v1::PAUSED,
-                                    rein::v1::FINISHED,     rein::v1::FAILED,
-                                    rein::v1::CANCELLED};
+  const rein::v1::Stage stages[] = {
+      rein::v1::INITIALIZING, rein::v1::PLANNING,   rein::v1::DECIDING,
+      rein::v1::EXECUTING,    rein::v1::EVALUATING, rein::v1::PAUSED,
+      rein::v1::FINISHED,     rein::v1::FAILED,     rein::v1::CANCELLED};
   for (rein::v1::Stage stage : stages) {
     ASSERT_TRUE(store()
-                    .CreateRun(MakeRun(rein::v1::Stage_Name(stage), kEpoch + stage, "", stage),
-                               {})
+                    .CreateRun(MakeRun(rein::v1::Stage_Name(stage), kEpoch + stage, "", stage), {})
                     .ok());
   }
   // A run that ends by a commit leaves the list too.
   const rein::v1::Run ending = MakeRun("ending", kEpoch + 20, "", rein::v1::EVALUATING);
   ASSERT_TRUE(store().CreateRun(ending, {}).ok());
   ASSERT_TRUE(store()
-                  .Commit("ending", 1, Next(ending.state(), rein::v1::CANCELLED), {},
-                          std::nullopt, At(kEpoch + 21))
+                  .Commit("ending", 1, Next(ending.state(), rein::v1::CANCELLED), {}, std::nullopt,
+                          At(kEpoch + 21))
                   .ok());
 
   absl::StatusOr<std::vector<std::string>> ids = store().ListUnfinishedRunIds();
   ASSERT_TRUE(ids.ok()) << ids.status();
   // Oldest first: the runs were created one second apart in stage order.
-  EXPECT_THAT(*ids, ElementsAre("INITIALIZING", "PLANNING", "DECIDING", "EXECUTING",
-                                "EVALUATING", "PAUSED"));
+  EXPECT_THAT(*ids, ElementsAre("INITIALIZING", "PLANNING", "DECIDING", "EXECUTING", "EVALUATING",
+                                "PAUSED"));
 }
 
 TEST_P(RunStoreConformanceTest, CorruptRunIsDataLossNamingRun) {
@@ -942,9 +934,9 @@ TEST_P(RunStoreConformanceTest, ReopenKeepsRunsEventsAndSnapshots) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_FALSE(again->created);
   EXPECT_EQ(again->run.run_id(), "run-1");
-  absl::StatusOr<std::vector<rein::v1::RunEvent>> more = store().Commit(
-      "run-1", 2, Next(next, rein::v1::DECIDING), {NoteEvent("decided", 3)}, std::nullopt,
-      At(kEpoch + 2));
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> more =
+      store().Commit("run-1", 2, Next(next, rein::v1::DECIDING), {NoteEvent("decided", 3)},
+                     std::nullopt, At(kEpoch + 2));
   ASSERT_TRUE(more.ok()) << more.status();
   EXPECT_THAT(Seqs(*more), ElementsAre(3));
 }

@@ -34,11 +34,9 @@ struct RunStoreFactory {
   // Overwrites the stored bytes of run `run_id` (its part written once) with bytes that do not
   // parse, from outside the store, as a bug or an operator would. May be empty: the tests of
   // corrupt rows are then skipped.
-  std::function<absl::Status(const std::string& location, const std::string& run_id)>
-      corrupt_run;
+  std::function<absl::Status(const std::string& location, const std::string& run_id)> corrupt_run;
   // Likewise for the stored bytes of event `seq` of run `run_id`.
-  std::function<absl::Status(const std::string& location, const std::string& run_id,
-                             int64_t seq)>
+  std::function<absl::Status(const std::string& location, const std::string& run_id, int64_t seq)>
       corrupt_event;
 };
 

@@ -42,9 +42,9 @@ rein::v1::RunState MakeState() {
 
 std::string NewDatabasePath() {
   const char* root = std::getenv("TEST_TMPDIR");
-  std::string dir = absl::StrCat(
-      root != nullptr ? root : std::filesystem::temp_directory_path().string(),
-      "/sqlite_commit_bench_XXXXXX");
+  std::string dir =
+      absl::StrCat(root != nullptr ? root : std::filesystem::temp_directory_path().string(),
+                   "/sqlite_commit_bench_XXXXXX");
   if (mkdtemp(dir.data()) == nullptr) return "";
   return dir + "/runs.db";
 }

@@ -23,22 +23,17 @@ absl::StatusCode CodeForSqlite(int rc) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
     case SQLITE_IOERR:
-    case SQLITE_PROTOCOL:
-      return absl::StatusCode::kUnavailable;
-    case SQLITE_CORRUPT:
-      return absl::StatusCode::kDataLoss;
+    case SQLITE_PROTOCOL: return absl::StatusCode::kUnavailable;
+    case SQLITE_CORRUPT: return absl::StatusCode::kDataLoss;
     case SQLITE_NOTADB:
     case SQLITE_CANTOPEN:
     case SQLITE_READONLY:
     case SQLITE_PERM:
-    case SQLITE_AUTH:
-      return absl::StatusCode::kFailedPrecondition;
+    case SQLITE_AUTH: return absl::StatusCode::kFailedPrecondition;
     case SQLITE_FULL:
     case SQLITE_NOMEM:
-    case SQLITE_TOOBIG:
-      return absl::StatusCode::kResourceExhausted;
-    default:
-      return absl::StatusCode::kInternal;
+    case SQLITE_TOOBIG: return absl::StatusCode::kResourceExhausted;
+    default: return absl::StatusCode::kInternal;
   }
 }
 
@@ -57,8 +52,8 @@ void SqliteDb::Statement::BindInt(int index, int64_t value) {
 }
 
 void SqliteDb::Statement::BindText(int index, absl::string_view value) {
-  Keep(sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT,
-                           SQLITE_UTF8));
+  Keep(
+      sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
 }
 
 void SqliteDb::Statement::BindBlob(int index, absl::string_view value) {
@@ -108,8 +103,7 @@ absl::Status SqliteDb::Transaction::Commit() {
 
 absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, bool create) {
   sqlite3* db = nullptr;
-  const int flags =
-      SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
   const int rc = sqlite3_open_v2(path.c_str(), &db, flags, /*zVfs=*/nullptr);
   if (rc != SQLITE_OK) {
     const std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
@@ -171,8 +165,8 @@ void SqliteDb::CheckpointPassive() {
 }
 
 absl::Status SqliteDb::Error(int rc, absl::string_view what) const {
-  return absl::Status(CodeForSqlite(rc), absl::StrCat("SQLite database ", path_, ": ", what,
-                                                      ": ", sqlite3_errmsg(db_)));
+  return absl::Status(CodeForSqlite(rc), absl::StrCat("SQLite database ", path_, ": ", what, ": ",
+                                                      sqlite3_errmsg(db_)));
 }
 
 }  // namespace rein

@@ -115,8 +115,7 @@ TEST_F(SqliteDbTest, SecondWriterWaitsThenIsUnavailable) {
   ASSERT_TRUE((*other)->SetBusyTimeout(absl::Milliseconds(10)).ok());
   absl::StatusOr<SqliteDb::Transaction> tx = SqliteDb::Transaction::Begin(db_.get(), true);
   ASSERT_TRUE(tx.ok()) << tx.status();
-  absl::StatusOr<SqliteDb::Transaction> blocked =
-      SqliteDb::Transaction::Begin(other->get(), true);
+  absl::StatusOr<SqliteDb::Transaction> blocked = SqliteDb::Transaction::Begin(other->get(), true);
   EXPECT_EQ(blocked.status().code(), absl::StatusCode::kUnavailable);
 }
 

@@ -33,7 +33,6 @@ constexpr int kDefaultPageSize = 50;
 constexpr int kMaxPageSize = 1000;
 constexpr size_t kMaxPageBytes = 3 << 20;
 
-
 constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS runs (
   run_id TEXT PRIMARY KEY NOT NULL,
@@ -97,7 +96,8 @@ void SqliteRunStore::CheckpointLoop() {
   while (true) {
     {
       absl::MutexLock lock(&checkpoint_mu_);
-      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_) { return checkpoint_stop_; };
+      auto stop = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_) { return checkpoint_stop_; };
       checkpoint_mu_.AwaitWithTimeout(absl::Condition(&stop), absl::Milliseconds(200));
       if (checkpoint_stop_) return;
     }
@@ -320,9 +320,9 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::Commit(
     std::vector<rein::v1::RunEvent> events, const std::optional<Snapshot>& snapshot,
     absl::Time now) {
   if (new_state.version() != expected_version + 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("new_state.version is ", new_state.version(), "; a commit on version ",
-                     expected_version, " must store version ", expected_version + 1));
+    return absl::InvalidArgumentError(absl::StrCat("new_state.version is ", new_state.version(),
+                                                   "; a commit on version ", expected_version,
+                                                   " must store version ", expected_version + 1));
   }
   ASSIGN_OR_RETURN(const google::protobuf::Timestamp updated_at, ToTimestamp(now, "now"));
   ASSIGN_OR_RETURN(const int64_t updated_us, TimestampMicros(updated_at, "now"));

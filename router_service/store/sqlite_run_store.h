@@ -70,13 +70,14 @@ class SqliteRunStore final : public RunStore {
   absl::StatusOr<CreateResult> CreateRun(const rein::v1::Run& run,
                                          std::vector<rein::v1::RunEvent> events) override;
   absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id) override;
-  absl::StatusOr<std::vector<rein::v1::RunEvent>> Commit(
-      const std::string& run_id, int64_t expected_version, const rein::v1::RunState& new_state,
-      std::vector<rein::v1::RunEvent> events, const std::optional<Snapshot>& snapshot,
-      absl::Time now) override;
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> Commit(const std::string& run_id,
+                                                         int64_t expected_version,
+                                                         const rein::v1::RunState& new_state,
+                                                         std::vector<rein::v1::RunEvent> events,
+                                                         const std::optional<Snapshot>& snapshot,
+                                                         absl::Time now) override;
   absl::StatusOr<std::vector<rein::v1::RunEvent>> ReadEvents(const std::string& run_id,
-                                                             int64_t after_seq,
-                                                             int limit) override;
+                                                             int64_t after_seq, int limit) override;
   absl::StatusOr<RunPage> ListRuns(const RunFilter& filter, int page_size,
                                    const std::string& page_token) override;
   absl::StatusOr<std::vector<Snapshot>> ListSnapshots(const std::string& run_id) override;

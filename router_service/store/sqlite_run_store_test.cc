@@ -20,9 +20,9 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "router_service/store/testing/run_store_values.h"
 #include "rein/v1/types.pb.h"
 #include "router_service/store/run_store_conformance.h"
+#include "router_service/store/testing/run_store_values.h"
 
 namespace rein {
 namespace {
@@ -83,8 +83,8 @@ RunStoreFactory SqliteFactory(const std::string& name, SqliteRunStore::Synchrono
     if (dir.empty()) return absl::InternalError("mkdtemp failed");
     return dir + "/runs.db";
   };
-  factory.open = [synchronous](const std::string& path)
-      -> absl::StatusOr<std::unique_ptr<RunStore>> {
+  factory.open =
+      [synchronous](const std::string& path) -> absl::StatusOr<std::unique_ptr<RunStore>> {
     SqliteRunStore::Options options;
     options.synchronous = synchronous;
     absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path, options);
@@ -200,8 +200,9 @@ TEST_F(SqliteRunStoreTest, CommitOnRunWithCorruptBaseRewritesOnlyTheStatePart) {
 
   // Commit writes only the state part of the row (the corrupt part is never read by it);
   // every read still reports the corruption.
-  EXPECT_TRUE(store->Commit("run-bad", 1, NextState(2), {Event("x")}, std::nullopt,
-                            absl::FromUnixSeconds(1700000001))
+  EXPECT_TRUE(store
+                  ->Commit("run-bad", 1, NextState(2), {Event("x")}, std::nullopt,
+                           absl::FromUnixSeconds(1700000001))
                   .ok());
   EXPECT_EQ(store->GetRun("run-bad").status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(QueryRaw(path_, "SELECT version FROM runs WHERE run_id = 'run-bad'"), "2");

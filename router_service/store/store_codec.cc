@@ -45,9 +45,9 @@ absl::StatusOr<google::protobuf::Timestamp> ToTimestamp(absl::Time t, absl::stri
 
 // Token text: "<check hex>|1|<stage>|<reason>|<created_us>|<run_id>", base64 (web-safe).
 std::string MakePageToken(const RunFilter& filter, const Cursor& cursor) {
-  const std::string payload = absl::StrCat("1|", static_cast<int>(filter.stage), "|",
-                                           static_cast<int>(filter.outcome), "|",
-                                           cursor.created_us, "|", cursor.run_id);
+  const std::string payload =
+      absl::StrCat("1|", static_cast<int>(filter.stage), "|", static_cast<int>(filter.outcome), "|",
+                   cursor.created_us, "|", cursor.run_id);
   return absl::WebSafeBase64Escape(
       absl::StrCat(absl::Hex(Fnv1a64(payload), absl::kZeroPad16), "|", payload));
 }

@@ -111,8 +111,7 @@ class FakePlannerClient final : public PlannerClient {
 class FakeExecutorClient final : public ExecutorClient {
  public:
   std::vector<rein::v1::ToolSpec> tools;
-  std::function<absl::StatusOr<rein::v1::ExecuteResponse>(const rein::v1::ExecuteRequest&)>
-      execute;
+  std::function<absl::StatusOr<rein::v1::ExecuteResponse>(const rein::v1::ExecuteRequest&)> execute;
   std::atomic<bool> hold{false};
   HeldCalls held;
   std::atomic<int> executions{0};
@@ -136,9 +135,9 @@ class FakeExecutorClient final : public ExecutorClient {
     auto answered = std::make_shared<std::atomic<bool>>(false);
     auto answer = [shared_done, answered, reply](bool cancelled) {
       if (answered->exchange(true)) return;
-      (*shared_done)(cancelled ? absl::StatusOr<rein::v1::ExecuteResponse>(
-                                     absl::CancelledError("cancelled"))
-                               : reply);
+      (*shared_done)(
+          cancelled ? absl::StatusOr<rein::v1::ExecuteResponse>(absl::CancelledError("cancelled"))
+                    : reply);
     };
     held.Add(answer);
     return std::make_shared<FakePendingCall>([this, answer] {

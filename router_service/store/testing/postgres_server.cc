@@ -101,8 +101,7 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::str
     const int null_fd = open("/dev/null", O_RDONLY);
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
     if (user != nullptr) {
-      if (setgroups(0, nullptr) != 0 || setgid(user->pw_gid) != 0 ||
-          setuid(user->pw_uid) != 0) {
+      if (setgroups(0, nullptr) != 0 || setgid(user->pw_gid) != 0 || setuid(user->pw_uid) != 0) {
         _exit(126);
       }
     }
@@ -165,10 +164,9 @@ absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
   };
   const std::string data = dir + "/data";
   const std::string log = dir + "/log";
-  absl::StatusOr<pid_t> initdb =
-      Spawn({bin + "/initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8",
-             "--locale=C", "--no-sync"},
-            log, dir, user);
+  absl::StatusOr<pid_t> initdb = Spawn({bin + "/initdb", "-D", data, "-U", "postgres",
+                                        "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"},
+                                       log, dir, user);
   if (!initdb.ok()) return fail(initdb.status());
   const int initdb_status = WaitFor(*initdb, absl::Minutes(2));
   if (initdb_status != 0) {
@@ -182,10 +180,10 @@ absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
   for (int attempt = 0; attempt < 3; ++attempt) {
     const int port = FreePort();
     if (port == 0) return fail(absl::InternalError("no free port"));
-    absl::StatusOr<pid_t> pid = Spawn(
-        {bin + "/postgres", "-D", data, "-p", std::to_string(port), "-k", dir, "-c",
-         "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200"},
-        log, dir, user);
+    absl::StatusOr<pid_t> pid =
+        Spawn({bin + "/postgres", "-D", data, "-p", std::to_string(port), "-k", dir, "-c",
+               "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200"},
+              log, dir, user);
     if (!pid.ok()) return fail(pid.status());
     const std::string conninfo =
         absl::StrCat("postgresql://postgres@127.0.0.1:", port, "/postgres?connect_timeout=5");
