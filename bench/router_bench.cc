@@ -180,6 +180,9 @@ class Bench {
   }
 
   ~Bench() {
+    // Answer from now on, so a call the router retries after the release is not held forever
+    // (the fake servers' Shutdown waits for every call).
+    planner_.set_hold(false);
     planner_.Release();
     if (pid_ > 0) {
       kill(pid_, SIGTERM);

@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
   rein::LogInfo("shutting down", {{"signal", std::to_string(sig)}});
   absl::Duration grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));
   // Stop taking requests (watch streams end), then let calls in flight be committed.
+  engine.StopDispatching();  // no new call while the server drains
   host.Shutdown(absl::Seconds(1));
   engine.Shutdown(grace);
   rein::LogInfo("stopped");

@@ -159,8 +159,10 @@ absl::Status RunEngine::Start() {
   return absl::OkStatus();
 }
 
+void RunEngine::StopDispatching() { dispatching_ = false; }
+
 void RunEngine::Shutdown(absl::Duration grace) {
-  dispatching_ = false;
+  StopDispatching();
   auto idle = [this]() { return in_flight_.load() == 0; };
   {
     absl::MutexLock lock(&flight_mu_);

@@ -48,6 +48,10 @@ class RunEngine {
 
   // Starts the workers and continues every unfinished run found in the store (recovery).
   absl::Status Start();
+  // Stops dispatching calls: no run makes a new planner or executor call after this (a
+  // stopping process calls it first, so a retry that comes due while the gRPC server drains
+  // is not sent). Calls in flight still complete and are committed.
+  void StopDispatching();
   // Stops dispatching calls, waits up to `grace` for calls in flight to be committed, then
   // abandons the rest (they continue after the next Start).
   void Shutdown(absl::Duration grace);
