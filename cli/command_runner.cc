@@ -19,7 +19,6 @@
 #include "absl/synchronization/mutex.h"
 #include "cli/format.h"
 #include "cli/requests.h"
-#include "common/status_name.h"
 #include "grpcpp/client_context.h"
 
 namespace rein::cli {
@@ -87,7 +86,7 @@ grpc::Status CommandRunner::GetRun(const std::string& run_id, v1::Run* run) {
 
 int CommandRunner::RpcError(absl::string_view rpc, const grpc::Status& status) {
   err_ << "reinctl: " << rpc << ": "
-       << StatusCodeName(static_cast<absl::StatusCode>(status.error_code())) << ": "
+       << absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())) << ": "
        << status.error_message() << "\n";
   return kExitRpcError;
 }

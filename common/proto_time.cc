@@ -6,9 +6,7 @@
 namespace rein {
 namespace {
 
-constexpr int64_t kMaxDurationSeconds = 315576000000;   // google.protobuf.Duration's range
-constexpr int64_t kMinTimestampSeconds = -62135596800;  // 0001-01-01T00:00:00Z
-constexpr int64_t kMaxTimestampSeconds = 253402300799;  // 9999-12-31T23:59:59Z
+constexpr int64_t kMaxDurationSeconds = 315576000000;  // google.protobuf.Duration's range
 
 }  // namespace
 
@@ -59,6 +57,11 @@ bool IsValidProtoDuration(const google::protobuf::Duration& d) {
   if (s < -kMaxDurationSeconds || s > kMaxDurationSeconds) return false;
   if (n <= -1000000000 || n >= 1000000000) return false;
   return !((s > 0 && n < 0) || (s < 0 && n > 0));
+}
+
+bool IsValidProtoTime(const google::protobuf::Timestamp& t) {
+  return t.seconds() >= kMinTimestampSeconds && t.seconds() <= kMaxTimestampSeconds &&
+         t.nanos() >= 0 && t.nanos() <= 999999999;
 }
 
 }  // namespace rein

@@ -9,7 +9,6 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/proto_time.h"
-#include "common/status_name.h"
 #include "executor_service/output_buffer.h"
 
 namespace rein {
@@ -78,7 +77,7 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
     response->set_executor_id(executor_->options().executor_id);
     code = result->ok ? "OK" : result->error_code;
   } else {
-    code = StatusCodeName(result.status().code());
+    code = absl::StatusCodeToString(result.status().code());
   }
 
   // Only registered names become label values, so that callers cannot grow the series.

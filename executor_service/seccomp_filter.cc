@@ -113,14 +113,14 @@ absl::StatusOr<std::vector<struct sock_filter>> Build() {
 
 }  // namespace
 
-absl::StatusOr<std::vector<struct sock_filter>> SandboxSeccompProgram() {
+const absl::StatusOr<std::vector<struct sock_filter>>& SandboxSeccompProgram() {
   // Built once: the policy never changes while the executor runs.
   static const auto* const program = new absl::StatusOr<std::vector<struct sock_filter>>(Build());
   return *program;
 }
 
 absl::StatusOr<UniqueFd> SandboxSeccompProgramFd() {
-  const absl::StatusOr<std::vector<struct sock_filter>> program = SandboxSeccompProgram();
+  const absl::StatusOr<std::vector<struct sock_filter>>& program = SandboxSeccompProgram();
   if (!program.ok()) return program.status();
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {

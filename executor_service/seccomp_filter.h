@@ -24,7 +24,7 @@ namespace rein {
 //    openat);
 //  - allows everything else.
 // Built with libseccomp once per process; INTERNAL when libseccomp fails.
-absl::StatusOr<std::vector<struct sock_filter>> SandboxSeccompProgram();
+const absl::StatusOr<std::vector<struct sock_filter>>& SandboxSeccompProgram();
 
 // The program in a pipe (read end returned, close-on-exec), ready for bwrap --seccomp FD.
 absl::StatusOr<UniqueFd> SandboxSeccompProgramFd();

@@ -11,7 +11,6 @@
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/metrics.h"
-#include "common/status_name.h"
 #include "common/usage_payload.h"
 #include "planner_service/request_validation.h"
 
@@ -32,7 +31,7 @@ grpc::Status Serve(const char* stage, grpc::ServerContext& context, const Reques
       status = result.status();
     }
   }
-  const std::string code = StatusCodeName(status.code());
+  const std::string code = absl::StatusCodeToString(status.code());
   const std::string millis = absl::StrCat(absl::ToInt64Milliseconds(absl::Now() - start));
   Metrics::Global().Add("rein_planner_calls_total", 1,
                         absl::StrCat("stage=\"", stage, "\",code=\"", code, "\""));

@@ -3,7 +3,6 @@
 
 #include "common/grpc_status.h"
 #include "common/metrics.h"
-#include "common/status_name.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace rein {
@@ -13,7 +12,7 @@ template <typename T>
 grpc::Status Reply(const absl::StatusOr<T>& result, T* response, const char* method) {
   Metrics::Global().Add("rein_router_rpcs_total", 1,
                         absl::StrCat("method=\"", method, "\",code=\"",
-                                     StatusCodeName(result.status().code()), "\""));
+                                     absl::StatusCodeToString(result.status().code()), "\""));
   if (!result.ok()) return ToGrpcStatus(result.status());
   *response = *result;
   return grpc::Status::OK;

@@ -86,7 +86,6 @@ absl::Status CheckRunId(const std::string& run_id) {
   return absl::OkStatus();
 }
 
-// Whether a transition records a failed call (the run backs off before the next one).
 // Whether the executors offer file_info, with which a workspace is checked.
 template <typename Tools>
 bool HasFileInfo(const Tools& tools) {
@@ -109,6 +108,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Whether a transition records a failed call (the run backs off before the next one).
 bool FailedCall(const Transition& t) {
   return std::any_of(t.events.begin(), t.events.end(),
                      [](const RunEvent& e) { return e.has_error(); });
@@ -318,7 +318,7 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
     }
     if (!dispatching_) return;
     switch (next.kind) {
-      case NextStep::Kind::kEnded:
+      case NextStep::Kind::kEnded:  // handled above, before the dispatching check
       case NextStep::Kind::kIdle: return;
       case NextStep::Kind::kWaitUntil: scheduler_.WakeAt(next.until, run_id); return;
       case NextStep::Kind::kCommit:

@@ -22,8 +22,7 @@ constexpr size_t kMaxGoalBytes = 16 * 1024;
 
 absl::Status CheckDuration(const google::protobuf::Duration& d, const std::string& field,
                            absl::Duration max) {
-  if (d.seconds() < 0 || d.nanos() < 0 || d.nanos() > 999999999 ||
-      (d.seconds() == 0 && d.nanos() == 0)) {
+  if (!IsValidProtoDuration(d) || FromProtoDuration(d) <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": must be a positive duration"));
   }
   // Compare seconds first: converting a huge value to nanoseconds would overflow.

@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/proto_time.h"
-#include "common/status_name.h"
 #include "common/usage_payload.h"
 #include "nlohmann/json.hpp"
 #include "router_service/termination.h"
@@ -163,15 +162,9 @@ void Enter(Step& s, Stage next) {
   s.MoveTo(next);
 }
 
-// Whether rule 1 or 3 already holds: a call cut short by a cancel or by the run's deadline is
-// not the stage's failure.
-bool CancelledOrPastDeadline(const Step& s) {
-  return rein::CancelledOrPastDeadline(s.state(), s.now());
-}
-
 // Spends one unit of the retry budget for a failed stage attempt and stays in the stage.
 void SpendRetry(Step& s, Stage stage, const std::string& code, const std::string& message) {
-  const bool spent = !CancelledOrPastDeadline(s);
+  const bool spent = !CancelledOrPastDeadline(s.state(), s.now());
   if (spent) s.state().set_retries_used(s.state().retries_used() + 1);
   auto* error = s.AddEvent()->mutable_error();
   error->set_stage(stage);
@@ -188,20 +181,20 @@ void PlannerFailed(Step& s, Stage stage, const absl::Status& status) {
   // A reply that failed validation still cost tokens.
   if (std::optional<rein::v1::Usage> usage = UsageOf(status)) AddUsage(s, *usage);
   if (StageRouter::IsFatalPlannerError(status.code())) {
-    if (CancelledOrPastDeadline(s)) {  // rules 1 and 3 come first
-      SpendRetry(s, stage, StatusCodeName(status.code()), std::string(status.message()));
+    if (CancelledOrPastDeadline(s.state(), s.now())) {  // rules 1 and 3 come first
+      SpendRetry(s, stage, absl::StatusCodeToString(status.code()), std::string(status.message()));
       return;
     }
     auto* error = s.AddEvent()->mutable_error();
     error->set_stage(stage);
-    error->set_code(StatusCodeName(status.code()));
+    error->set_code(absl::StatusCodeToString(status.code()));
     error->set_message(std::string(status.message()));
     error->set_retry_spent(false);
     Terminate(s, rein::v1::FAILED, rein::v1::PLANNER_ERROR,
               absl::StrCat("planner error: ", status.message()));
     return;
   }
-  SpendRetry(s, stage, StatusCodeName(status.code()), std::string(status.message()));
+  SpendRetry(s, stage, absl::StatusCodeToString(status.code()), std::string(status.message()));
 }
 
 void InvalidOutput(Step& s, Stage stage, const std::string& what) {
@@ -526,13 +519,13 @@ Transition StageRouter::OnTools(
     absl::Time now) const {
   Step s(run, now);
   if (!tools.ok()) {
-    SpendRetry(s, rein::v1::INITIALIZING, StatusCodeName(tools.status().code()),
+    SpendRetry(s, rein::v1::INITIALIZING, absl::StatusCodeToString(tools.status().code()),
                absl::StrCat("executor ListTools: ", tools.status().message()));
     return std::move(s).Finish();
   }
   if (workspace.has_value()) {
     if (!workspace->ok()) {
-      SpendRetry(s, rein::v1::INITIALIZING, StatusCodeName(workspace->status().code()),
+      SpendRetry(s, rein::v1::INITIALIZING, absl::StatusCodeToString(workspace->status().code()),
                  absl::StrCat("executor workspace check: ", workspace->status().message()));
       return std::move(s).Finish();
     }
@@ -723,14 +716,14 @@ Transition StageRouter::OnExecute(const Run& run,
     // round_robin channel takes the next executor) without charging the run's budget.
     auto* error = s.AddEvent()->mutable_error();
     error->set_stage(rein::v1::EXECUTING);
-    error->set_code(StatusCodeName(reply.status().code()));
+    error->set_code(absl::StatusCodeToString(reply.status().code()));
     error->set_message(absl::StrCat("executor: ", reply.status().message()));
     error->set_retry_spent(false);
     EndIfLimited(s, /*begins_iteration=*/false);
     return std::move(s).Finish();
   }
   if (!reply.ok()) {
-    SpendRetry(s, rein::v1::EXECUTING, StatusCodeName(reply.status().code()),
+    SpendRetry(s, rein::v1::EXECUTING, absl::StatusCodeToString(reply.status().code()),
                absl::StrCat("executor: ", reply.status().message()));
     if (StageRouter::IsTerminal(st.stage())) return std::move(s).Finish();
     // A mutating call that was sent may have run even though no reply came back: it is never
@@ -744,7 +737,8 @@ Transition StageRouter::OnExecute(const Run& run,
           rein::v1::RECOVERY, rein::v1::EXECUTING,
           absl::StrCat("mutating call ", st.pending_call().call_id(), " (",
                        st.pending_call().tool(), " ", st.pending_call().args_json(),
-                       ") got no reply (", StatusCodeName(code), ": ", reply.status().message(),
+                       ") got no reply (", absl::StatusCodeToString(code), ": ",
+                       reply.status().message(),
                        ") and may have run; approve to run it again, edit it, or reject"));
       *pause.mutable_pending_call() = st.pending_call();
       st.set_call_dispatched(false);
@@ -1020,6 +1014,12 @@ NextStep StageRouter::Next(const Run& run, absl::Time now, absl::Time not_before
     next.until = std::min(not_before, deadline);  // the deadline may come first (rule 3)
     return next;
   }
+  if (st.stage() == rein::v1::EXECUTING && st.pending_call().mutating() && !st.call_dispatched()) {
+    // Recorded before the call is sent, so that recovery never repeats it silently.
+    next.kind = NextStep::Kind::kCommit;
+    next.transition = MarkDispatched(run, now);
+    return next;
+  }
   Effect effect = NextEffect(run, now);
   if (effect.kind == Effect::Kind::kNone) {
     // A working stage with nothing to call: end the run rather than leave it hanging.
@@ -1028,13 +1028,6 @@ NextStep StageRouter::Next(const Run& run, absl::Time now, absl::Time not_before
                                    absl::StrCat("the router found nothing to call in stage ",
                                                 rein::v1::Stage_Name(st.stage())),
                                    now);
-    return next;
-  }
-  if (effect.kind == Effect::Kind::kExecute && st.pending_call().mutating() &&
-      !st.call_dispatched()) {
-    // Recorded before the call is sent, so that recovery never repeats it silently.
-    next.kind = NextStep::Kind::kCommit;
-    next.transition = MarkDispatched(run, now);
     return next;
   }
   next.kind = NextStep::Kind::kCall;

@@ -105,7 +105,7 @@ TEST_F(SqliteDbTest, ConstraintViolationIsReportedByStepWithItsExtendedCode) {
 
 TEST_F(SqliteDbTest, BadSqlIsAnErrorNamingTheStatement) {
   absl::StatusOr<SqliteDb::Statement> stmt = db_->Prepare("SELECT nothing FROM nowhere");
-  EXPECT_FALSE(stmt.ok());
+  EXPECT_EQ(stmt.status().code(), absl::StatusCode::kInternal);
   EXPECT_THAT(stmt.status().message(), HasSubstr("SELECT nothing FROM nowhere"));
 }
 

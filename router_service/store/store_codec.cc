@@ -26,8 +26,7 @@ uint64_t Fnv1a64(absl::string_view data) {
 
 absl::StatusOr<int64_t> TimestampMicros(const google::protobuf::Timestamp& ts,
                                         absl::string_view field) {
-  if (ts.seconds() < kMinTimestampSeconds || ts.seconds() > kMaxTimestampSeconds ||
-      ts.nanos() < 0 || ts.nanos() > 999999999) {
+  if (!IsValidProtoTime(ts)) {
     return absl::InvalidArgumentError(absl::StrCat(field, " is not a valid timestamp (seconds ",
                                                    ts.seconds(), ", nanos ", ts.nanos(), ")"));
   }

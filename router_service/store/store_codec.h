@@ -15,10 +15,6 @@
 
 namespace rein {
 
-// The range of google.protobuf.Timestamp: 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z.
-inline constexpr int64_t kMinTimestampSeconds = -62135596800;
-inline constexpr int64_t kMaxTimestampSeconds = 253402300799;
-
 // Microseconds since the epoch; INVALID_ARGUMENT naming `field` outside Timestamp's range.
 absl::StatusOr<int64_t> TimestampMicros(const google::protobuf::Timestamp& ts,
                                         absl::string_view field);
