@@ -37,6 +37,7 @@ grpc::Status ExecutorGrpcService::ListTools(grpc::ServerContext* /*context*/,
     out->set_description(spec.description);
     out->set_input_schema_json(spec.input_schema.dump());
     out->set_mutating(spec.mutating);
+    out->set_origin(spec.origin);
     *out->mutable_default_timeout() = ToProtoDuration(spec.default_timeout);
   }
   response->set_executor_id(executor_->options().executor_id);

@@ -288,4 +288,77 @@ nlohmann::json ApplyDefaults(const nlohmann::json& schema, nlohmann::json value)
   return value;
 }
 
+namespace {
+
+bool IsCount(const json& v) {
+  return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
+}
+
+absl::Status SchemaError(const std::string& where, absl::string_view problem) {
+  return absl::InvalidArgumentError(absl::StrCat(where, ": ", problem));
+}
+
+absl::Status CheckSchema(const json& schema, const std::string& where, int depth) {
+  if (depth > kMaxArgsJsonDepth) return SchemaError(where, "nested too deeply");
+  if (!schema.is_object()) return SchemaError(where, "a schema must be a JSON object");
+  for (auto it = schema.begin(); it != schema.end(); ++it) {
+    const std::string& key = it.key();
+    const json& v = it.value();
+    const std::string at = absl::StrCat(where, ".", key);
+    if (key == "description" || key == "title" || key == "$comment") {
+      if (!v.is_string()) return SchemaError(at, "must be a string");
+    } else if (key == "default" || key == "examples") {
+      // Checked below, once the whole schema is known to be supported.
+    } else if (key == "type") {
+      static const char* kTypes[] = {"object",  "string", "integer", "number",
+                                     "boolean", "array",  "null"};
+      bool known = false;
+      for (const char* type : kTypes) known = known || (v.is_string() && v == type);
+      if (!known) {
+        return SchemaError(
+            at, "must be one of object, string, integer, number, boolean, array, null (one name)");
+      }
+    } else if (key == "minimum" || key == "maximum") {
+      if (!v.is_number()) return SchemaError(at, "must be a number");
+    } else if (key == "minLength" || key == "maxLength" || key == "minItems" || key == "maxItems") {
+      if (!IsCount(v)) return SchemaError(at, "must be a non-negative integer");
+    } else if (key == "enum") {
+      if (!v.is_array() || v.empty()) return SchemaError(at, "must be a non-empty array");
+    } else if (key == "required") {
+      if (!v.is_array()) return SchemaError(at, "must be an array of property names");
+      for (const json& name : v) {
+        if (!name.is_string()) return SchemaError(at, "must be an array of property names");
+      }
+    } else if (key == "properties") {
+      if (!v.is_object()) return SchemaError(at, "must be an object of schemas");
+      for (auto p = v.begin(); p != v.end(); ++p) {
+        absl::Status s = CheckSchema(p.value(), absl::StrCat(at, ".", p.key()), depth + 1);
+        if (!s.ok()) return s;
+      }
+    } else if (key == "additionalProperties") {
+      if (!v.is_boolean()) {
+        absl::Status s = CheckSchema(v, at, depth + 1);
+        if (!s.ok()) return s;
+      }
+    } else if (key == "items") {
+      absl::Status s = CheckSchema(v, at, depth + 1);
+      if (!s.ok()) return s;
+    } else {
+      return SchemaError(where, absl::StrCat("unsupported keyword \"", key,
+                                             "\" (the validator would not enforce it)"));
+    }
+  }
+  if (schema.contains("default")) {
+    absl::Status s = Validate(schema, schema["default"], absl::StrCat(where, ".default"));
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckSupportedSchema(const nlohmann::json& schema, absl::string_view where) {
+  return CheckSchema(schema, std::string(where), 0);
+}
+
 }  // namespace rein

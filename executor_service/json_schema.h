@@ -35,6 +35,15 @@ absl::Status ValidateJson(const nlohmann::json& schema, const nlohmann::json& va
 // are normalized to JSON integers. Call after ValidateJson succeeded.
 nlohmann::json ApplyDefaults(const nlohmann::json& schema, nlohmann::json value);
 
+// Checks that `schema` uses only what ValidateJson enforces, so that a schema written by an
+// operator never looks stricter than it is: the keywords above with well-formed values
+// ("type" a single name, counts non-negative integers, "items" one schema, "enum" a non-empty
+// array), plus the annotations description, title, default, examples and $comment. A
+// "default" must itself be valid. INVALID_ARGUMENT naming the place, e.g.
+// "input_schema.properties.path: unsupported keyword \"pattern\"". `where` names the schema.
+absl::Status CheckSupportedSchema(const nlohmann::json& schema,
+                                  absl::string_view where = "input_schema");
+
 }  // namespace rein
 
 #endif  // REIN_EXECUTOR_SERVICE_JSON_SCHEMA_H_

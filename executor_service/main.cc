@@ -44,6 +44,9 @@ ABSL_FLAG(int64_t, sandbox_max_file_bytes, int64_t{1} << 30,
           "RLIMIT_FSIZE: largest file a command may write");
 ABSL_FLAG(int64_t, sandbox_cpu_seconds, 600, "RLIMIT_CPU of every sandboxed process");
 ABSL_FLAG(int64_t, sandbox_max_open_files, 1024, "RLIMIT_NOFILE of every sandboxed process");
+ABSL_FLAG(std::string, tools_dir, "",
+          "Directory of declared tools, one JSON file each (see executor_service/TOOLS.md); "
+          "a bad file refuses start");
 ABSL_FLAG(int64_t, sandbox_max_processes, 512,
           "Processes per command: pids.max of its cgroup, and RLIMIT_NPROC");
 
@@ -117,6 +120,7 @@ int main(int argc, char** argv) {
   rein::ExecutorOptions options;
   options.workspace_root = absl::GetFlag(FLAGS_workspace_root);
   options.executor_id = absl::GetFlag(FLAGS_executor_id);
+  options.tools_dir = absl::GetFlag(FLAGS_tools_dir);
   rein::SandboxOptions& sandbox = options.sandbox;
   absl::StatusOr<rein::SandboxMode> mode = rein::ParseSandboxMode(absl::GetFlag(FLAGS_sandbox));
   if (!mode.ok()) Die(absl::StrCat("--sandbox ", mode.status().message()));

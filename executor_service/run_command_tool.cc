@@ -10,6 +10,51 @@
 
 namespace rein {
 
+ToolResult RunSandboxedCommand(const Sandbox& sandbox, const ToolContext& context,
+                               CommandRequest request, absl::string_view tool) {
+  request.max_output_bytes = context.max_output_bytes;
+
+  absl::StatusOr<CommandOutcome> outcome = sandbox.Run(*context.workspace, request);
+  if (!outcome.ok()) return ToolResult::Failure(outcome.status());
+  const ChildOutcome& child = outcome->child;
+
+  size_t consumed = 0;
+  ToolResult result;
+  result.output = EscapeCommandOutput(child.output, context.max_output_bytes, &consumed);
+  const uint64_t omitted = child.output_bytes - consumed;
+  result.truncated = omitted > 0;
+  auto note = [&](const std::string& text) {
+    if (!result.output.empty() && result.output.back() != '\n') result.output.push_back('\n');
+    absl::StrAppend(&result.output, text, "\n");
+  };
+  if (omitted > 0) {
+    note(absl::StrCat("[output truncated: ", omitted, " bytes omitted of ", child.output_bytes,
+                      "]"));
+  }
+  result.exit_code = child.exit_code;
+  if (child.timed_out) {
+    result.ok = false;
+    result.timed_out = true;
+    result.error_code = "TIMEOUT";
+    result.error_message =
+        absl::StrCat(tool, ": timed out after ",
+                     absl::FormatDuration(absl::Seconds(absl::ToInt64Seconds(child.elapsed))),
+                     "; the command and every process it started were killed");
+    note(absl::StrCat("[timed out: killed after ", absl::FormatDuration(child.elapsed), "]"));
+  } else if (child.signal != 0) {
+    result.ok = false;
+    result.error_code = "NONZERO_EXIT";
+    result.error_message = absl::StrCat(tool, ": killed by signal ", child.signal);
+    note(absl::StrCat("[killed by signal ", child.signal, "]"));
+  } else if (child.exit_code != 0) {
+    result.ok = false;
+    result.error_code = "NONZERO_EXIT";
+    result.error_message = absl::StrCat(tool, ": exit status ", child.exit_code);
+    note(absl::StrCat("[exit status ", child.exit_code, "]"));
+  }
+  return result;
+}
+
 RunCommandTool::RunCommandTool(const Sandbox* sandbox) : sandbox_(sandbox) {
   spec_.name = "run_command";
   spec_.description =
@@ -94,47 +139,7 @@ ToolResult RunCommandTool::Execute(const ToolContext& context, const nlohmann::j
   const int64_t timeout_seconds = args["timeout_seconds"].get<int64_t>();
   const absl::Time own_deadline = absl::Now() + absl::Seconds(timeout_seconds);
   request.deadline = std::min(context.deadline, own_deadline);
-  request.max_output_bytes = context.max_output_bytes;
-
-  absl::StatusOr<CommandOutcome> outcome = sandbox_->Run(*context.workspace, request);
-  if (!outcome.ok()) return ToolResult::Failure(outcome.status());
-  const ChildOutcome& child = outcome->child;
-
-  size_t consumed = 0;
-  ToolResult result;
-  result.output = EscapeCommandOutput(child.output, context.max_output_bytes, &consumed);
-  const uint64_t omitted = child.output_bytes - consumed;
-  result.truncated = omitted > 0;
-  auto note = [&](const std::string& text) {
-    if (!result.output.empty() && result.output.back() != '\n') result.output.push_back('\n');
-    absl::StrAppend(&result.output, text, "\n");
-  };
-  if (omitted > 0) {
-    note(absl::StrCat("[output truncated: ", omitted, " bytes omitted of ", child.output_bytes,
-                      "]"));
-  }
-  result.exit_code = child.exit_code;
-  if (child.timed_out) {
-    result.ok = false;
-    result.timed_out = true;
-    result.error_code = "TIMEOUT";
-    result.error_message =
-        absl::StrCat("run_command: timed out after ",
-                     absl::FormatDuration(absl::Seconds(absl::ToInt64Seconds(child.elapsed))),
-                     "; the command and every process it started were killed");
-    note(absl::StrCat("[timed out: killed after ", absl::FormatDuration(child.elapsed), "]"));
-  } else if (child.signal != 0) {
-    result.ok = false;
-    result.error_code = "NONZERO_EXIT";
-    result.error_message = absl::StrCat("run_command: killed by signal ", child.signal);
-    note(absl::StrCat("[killed by signal ", child.signal, "]"));
-  } else if (child.exit_code != 0) {
-    result.ok = false;
-    result.error_code = "NONZERO_EXIT";
-    result.error_message = absl::StrCat("run_command: exit status ", child.exit_code);
-    note(absl::StrCat("[exit status ", child.exit_code, "]"));
-  }
-  return result;
+  return RunSandboxedCommand(*sandbox_, context, std::move(request), "run_command");
 }
 
 }  // namespace rein

@@ -14,6 +14,13 @@ inline constexpr int kMaxCommandTimeoutSeconds = 600;
 inline constexpr size_t kMaxCommandArgBytes = 131071;
 inline constexpr int kDefaultCommandTimeoutSeconds = 30;
 
+// Runs `request` in `context`'s workspace through `sandbox` (bubblewrap, rlimits, pids limit,
+// output cap, tree kill at request.deadline) and turns the outcome into a result: output
+// escaped and capped with a truncation note, NONZERO_EXIT, TIMEOUT, or the sandbox's error.
+// `tool` names the tool in messages. Every tool that runs a program goes through here.
+ToolResult RunSandboxedCommand(const Sandbox& sandbox, const ToolContext& context,
+                               CommandRequest request, absl::string_view tool);
+
 // Mutating; immutable and thread-safe. `sandbox` is not owned and outlives the tool.
 class RunCommandTool final : public Tool {
  public:

@@ -79,7 +79,9 @@ void WaitForExit(int pid, absl::Duration limit) {
 }
 
 // Finds `name` in kSandboxPath on the host (for unsandboxed runs).
-std::string LookUp(const std::string& name) {
+}  // namespace
+
+std::string LookUpProgram(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
   for (absl::string_view dir : absl::StrSplit(kSandboxPath, ':')) {
     std::string candidate = absl::StrCat(dir, "/", name);
@@ -87,8 +89,6 @@ std::string LookUp(const std::string& name) {
   }
   return "";
 }
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options) {
   if (options.mode == SandboxMode::kNone && !options.allow_unsandboxed) {
@@ -323,7 +323,7 @@ absl::StatusOr<CommandOutcome> Sandbox::RunUnsandboxed(const Workspace& workspac
       readlink(absl::StrCat("/proc/self/fd/", workspace.dir_fd()).c_str(), real, sizeof(real) - 1);
   const std::string workspace_path = n > 0 ? std::string(real, static_cast<size_t>(n)) : "/";
   ChildSpec spec;
-  spec.path = LookUp(request.argv[0]);
+  spec.path = LookUpProgram(request.argv[0]);
   if (spec.path.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("command \"", request.argv[0], "\" not found in ", kSandboxPath));

@@ -28,6 +28,10 @@ namespace rein {
 inline constexpr const char* kSandboxPath =
     "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
+// `name` when it has a '/', else the first executable `dir/name` for dir in kSandboxPath, or
+// "" when there is none. The sandbox mirrors those directories, so the answer holds inside it.
+std::string LookUpProgram(const std::string& name);
+
 struct SandboxOptions {
   SandboxMode mode = SandboxMode::kBwrap;
   bool allow_unsandboxed = false;  // required for SandboxMode::kNone

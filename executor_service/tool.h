@@ -24,6 +24,9 @@ struct ToolSpec {
   absl::Duration default_timeout = absl::Seconds(30);
   // Runs a process in the sandbox: counts against --max_concurrent.
   bool spawns_process = false;
+  // Where the tool comes from, as ListTools reports it: "builtin", "declared:<file name>"
+  // (--tools_dir) or "mcp:<server>" (--mcp_config).
+  std::string origin = "builtin";
 };
 
 // The outcome of one call. A tool that fails sets ok=false and error_code (a canonical code

@@ -8,6 +8,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "executor_service/declared_tool.h"
 #include "executor_service/json_schema.h"
 
 namespace rein {
@@ -34,6 +35,9 @@ absl::StatusOr<std::unique_ptr<ToolExecutor>> ToolExecutor::Create(const Executo
   auto registry = std::make_unique<ToolRegistry>();
   absl::Status registered = RegisterReadOnlyTools(registry.get());
   if (registered.ok()) registered = RegisterMutatingTools(sandbox->get(), registry.get());
+  if (registered.ok() && !options.tools_dir.empty()) {
+    registered = LoadDeclaredTools(options.tools_dir, sandbox->get(), registry.get());
+  }
   if (!registered.ok()) return registered;
   return std::make_unique<ToolExecutor>(options, *std::move(root), *std::move(sandbox),
                                         std::move(registry));
@@ -112,7 +116,8 @@ absl::StatusOr<ToolResult> ToolExecutor::Execute(const ExecuteCall& call) const 
           : static_cast<size_t>(std::min<int64_t>(call.max_output_bytes, kHardMaxOutputBytes));
   try {
     ToolResult result = tool->Execute(context, full_args);
-    if (spec.mutating && sandbox_->state() == Sandbox::State::kUnsandboxed) {
+    if ((spec.mutating || spec.spawns_process) &&
+        sandbox_->state() == Sandbox::State::kUnsandboxed) {
       if (!result.output.empty() && result.output.back() != '\n') result.output.push_back('\n');
       absl::StrAppend(&result.output, kUnsandboxedNote, "\n");
     }

@@ -22,6 +22,7 @@ struct ExecutorOptions {
   std::string workspace_root;  // --workspace_root (required)
   std::string executor_id;     // --executor_id; reported in every reply
   SandboxOptions sandbox;      // --sandbox, --allow_unsandboxed, --max_concurrent, ...
+  std::string tools_dir;       // --tools_dir: declared tools, one JSON file each ("" = none)
 };
 
 // The note every reply of a mutating tool carries when the executor runs unsandboxed.
@@ -49,7 +50,8 @@ inline constexpr absl::Duration kMaxToolTimeout = absl::Hours(1);
 class ToolExecutor {
  public:
   // Opens options.workspace_root, sets up the sandbox (see Sandbox::Create) and registers
-  // every tool.
+  // every tool: the built-in ones, then the declared ones of options.tools_dir (a bad tool
+  // file is an error naming its path: the executor never starts half-configured).
   static absl::StatusOr<std::unique_ptr<ToolExecutor>> Create(const ExecutorOptions& options);
 
   ToolExecutor(ExecutorOptions options, std::unique_ptr<WorkspaceRoot> root,

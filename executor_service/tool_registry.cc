@@ -1,6 +1,8 @@
 // The set of tools an executor offers.
 #include "executor_service/tool_registry.h"
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "executor_service/file_info_tool.h"
 #include "executor_service/list_files_tool.h"
@@ -11,18 +13,32 @@
 
 namespace rein {
 
+absl::Status CheckToolName(absl::string_view name, absl::string_view field) {
+  bool ok = !name.empty() && name.size() <= 64;
+  for (char c : name) {
+    ok = ok && (absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
+  }
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": \"", absl::CHexEscape(name.substr(0, 80)),
+                   "\" is not a valid tool name (must match ", kToolNamePattern, ")"));
+}
+
 absl::Status ToolRegistry::Add(std::unique_ptr<Tool> tool) {
   const ToolSpec& spec = tool->spec();
-  if (spec.name.empty()) return absl::InvalidArgumentError("tool name must not be empty");
+  absl::Status named = CheckToolName(spec.name, "tool name");
+  if (!named.ok()) return named;
   if (!spec.input_schema.is_object() || !spec.input_schema.contains("type") ||
       spec.input_schema["type"] != "object") {
     return absl::InvalidArgumentError(
         absl::StrCat("tool ", spec.name, ": input_schema must be an object schema"));
   }
-  const std::string name = spec.name;
-  if (!tools_.emplace(name, std::move(tool)).second) {
-    return absl::AlreadyExistsError(absl::StrCat("tool ", name, " is already registered"));
+  if (const Tool* existing = Find(spec.name)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("tool ", spec.name, " is already registered (", existing->spec().origin, ")"));
   }
+  const std::string name = spec.name;
+  tools_.emplace(name, std::move(tool));
   return absl::OkStatus();
 }
 

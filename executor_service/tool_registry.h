@@ -14,11 +14,18 @@
 
 namespace rein {
 
+// What every tool name matches, whatever its origin.
+inline constexpr const char* kToolNamePattern = "^[a-zA-Z0-9_-]{1,64}$";
+
+// OK when `name` matches kToolNamePattern; INVALID_ARGUMENT naming `field` otherwise.
+absl::Status CheckToolName(absl::string_view name, absl::string_view field = "name");
+
 // Owns tools by name. Filled once at startup, then read-only and thread-safe.
 class ToolRegistry {
  public:
-  // Adds `tool`. ALREADY_EXISTS when a tool of that name is registered; INVALID_ARGUMENT when
-  // its name is empty or its input schema is not an object schema.
+  // Adds `tool`. ALREADY_EXISTS (naming the origin of the one registered first) when a tool of
+  // that name is registered; INVALID_ARGUMENT when its name does not match kToolNamePattern or
+  // its input schema is not an object schema.
   absl::Status Add(std::unique_ptr<Tool> tool);
 
   // The tool named `name`, or nullptr.
