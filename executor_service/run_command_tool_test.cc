@@ -25,6 +25,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "executor_service/testing/loopback_listener.h"
 #include "executor_service/testing/temp_workspace.h"
 #include "executor_service/tool_executor.h"
 #include "gtest/gtest.h"
@@ -211,16 +212,9 @@ TEST_F(RunCommandTest, ForkBombIsContainedAndTheExecutorStaysHealthy) {
 
 TEST_F(RunCommandTest, NetworkIsUnreachable) {
   // A listening port on the host's loopback.
-  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(listener, 0);
-  struct sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(listen(listener, 4), 0);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const int port = ntohs(addr.sin_port);
+  ::rein::testing::LoopbackListener listener;
+  ASSERT_NE(listener.port(), 0);
+  const int port = listener.port();
   ToolResult result = Run({{"argv",
                             {"bash", "-c",
                              absl::StrCat("exec 3<>/dev/tcp/127.0.0.1/", port,
@@ -235,7 +229,6 @@ TEST_F(RunCommandTest, NetworkIsUnreachable) {
   EXPECT_EQ(Run({{"argv", {"./probe", "inet6"}}}).output.rfind("socket_inet6: errno 1", 0), 0u);
   EXPECT_EQ(Run({{"argv", {"./probe", "netlink"}}}).output.rfind("socket_netlink: errno 1", 0), 0u);
   EXPECT_EQ(Run({{"argv", {"./probe", "unix"}}}).output.rfind("socket_unix: ok", 0), 0u);
-  close(listener);
 }
 
 TEST_F(RunCommandTest, ProcShowsOnlyTheSandboxAndNothingOfTheExecutor) {
