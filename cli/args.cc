@@ -144,6 +144,14 @@ const std::vector<SubcommandDef>& Subcommands() {
        {{"out", true, false}},
        "export RUN_ID --out=DIR\n"
        "    Writes each state snapshot to DIR/<run_id>-<iteration>-v<version>.json."},
+      {"tools",
+       Subcommand::kTools,
+       false,
+       {{"executor", true, false}, {"json", false, false}},
+       "tools [--executor=HOST:PORT] [--json]\n"
+       "    Lists the tools an executor offers (default 127.0.0.1:50053): name, origin (builtin,\n"
+       "    declared:<file>, mcp:<server>), mutating or read-only, timeout and input schema.\n"
+       "    --json prints the ListToolsResponse in proto3 JSON."},
   };
   return *kDefs;
 }
@@ -376,6 +384,11 @@ absl::Status ParseSubcommandFlags(const SubcommandDef& def, const FlagValues& va
       return absl::OkStatus();
     case Subcommand::kShow: return absl::OkStatus();
     case Subcommand::kExport: return RequireNonEmpty(values, "out", command.out_dir, def.name);
+    case Subcommand::kTools:
+      if (values.count("executor")) {
+        return RequireNonEmpty(values, "executor", command.executor, def.name);
+      }
+      return absl::OkStatus();
     case Subcommand::kHelp: break;
   }
   return absl::OkStatus();

@@ -16,6 +16,8 @@
 namespace rein::cli {
 
 inline constexpr char kDefaultRouter[] = "127.0.0.1:50051";
+// rein-executor's default --listen, where `reinctl tools` asks by default.
+inline constexpr char kDefaultExecutor[] = "127.0.0.1:50053";
 
 enum class Subcommand {
   kHelp,
@@ -30,6 +32,7 @@ enum class Subcommand {
   kList,
   kShow,
   kExport,
+  kTools,
 };
 
 // The `start` flags as given; unset fields leave the --spec file (or the router's default) alone.
@@ -89,6 +92,9 @@ struct Command {
 
   // export
   std::string out_dir;
+
+  // tools: the executor asked (its registry is the source of truth)
+  std::string executor = kDefaultExecutor;
 };
 
 // Parses reinctl's arguments (without argv[0]). `--router` is accepted before or after the

@@ -244,5 +244,19 @@ TEST(ParseArgs, DoubleDashEndsFlags) {
   EXPECT_EQ(command->run_id, "-odd-id");
 }
 
+TEST(ParseArgs, ToolsAsksTheExecutor) {
+  absl::StatusOr<Command> tools = Parse({"tools"});
+  ASSERT_TRUE(tools.ok()) << tools.status();
+  EXPECT_EQ(tools->subcommand, Subcommand::kTools);
+  EXPECT_EQ(tools->executor, "127.0.0.1:50053");
+  EXPECT_FALSE(tools->json);
+  tools = Parse({"tools", "--executor=10.0.0.2:7000", "--json"});
+  ASSERT_TRUE(tools.ok()) << tools.status();
+  EXPECT_EQ(tools->executor, "10.0.0.2:7000");
+  EXPECT_TRUE(tools->json);
+  ExpectUsageError({"tools", "--executor="}, "--executor: the value is empty");
+  ExpectUsageError({"tools", "extra"}, "\"extra\"");
+}
+
 }  // namespace
 }  // namespace rein::cli

@@ -67,6 +67,7 @@ int CommandRunner::Run(const Command& command) {
     case Subcommand::kList: return List(command);
     case Subcommand::kShow: return Show(command);
     case Subcommand::kExport: return Export(command);
+    case Subcommand::kTools: return Tools(command);
   }
   return UsageError("unknown subcommand");
 }
@@ -82,6 +83,21 @@ grpc::Status CommandRunner::GetRun(const std::string& run_id, v1::Run* run) {
   v1::GetRunRequest request;
   request.set_run_id(run_id);
   return stub_->GetRun(&context, request, run);
+}
+
+// The executor is asked directly: it owns the registry (built-in, declared and MCP tools), and
+// the router has no tool list of its own outside a run (a run records its own at start).
+int CommandRunner::Tools(const Command& command) {
+  if (options_.executor == nullptr) return UsageError("tools: no executor to ask");
+  grpc::ClientContext context;
+  SetDeadline(context, options_.rpc_timeout);
+  v1::ListToolsResponse response;
+  grpc::Status status = options_.executor->ListTools(&context, v1::ListToolsRequest(), &response);
+  if (!status.ok()) {
+    return RpcError(absl::StrCat("ListTools (executor ", command.executor, ")"), status);
+  }
+  out_ << (command.json ? PrettyMessageJson(response) : ToolTable(response));
+  return kExitFinished;
 }
 
 int CommandRunner::RpcError(absl::string_view rpc, const grpc::Status& status) {

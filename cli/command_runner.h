@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "cli/args.h"
 #include "grpcpp/support/status.h"
+#include "rein/v1/executor.grpc.pb.h"
 #include "rein/v1/router.grpc.pb.h"
 
 namespace rein::cli {
@@ -20,7 +21,7 @@ enum ExitCode : int {
   kExitFailed = 1,    // the run FAILED or was CANCELLED
   kExitUsage = 2,     // bad subcommand, flag or file
   kExitPaused = 3,    // the run waits for a review
-  kExitRpcError = 4,  // talking to the router failed
+  kExitRpcError = 4,  // talking to the router (or, for tools, the executor) failed
 };
 
 struct RunnerOptions {
@@ -35,6 +36,8 @@ struct RunnerOptions {
   // Watching a run that is already PAUSED: when no event arrives for this long, the run is
   // taken to be waiting and watch exits 3 (the log had nothing after --after_seq).
   absl::Duration paused_idle_grace = absl::Seconds(1);
+  // The executor `tools` asks (not owned); tools fails with a usage error without one.
+  v1::Executor::StubInterface* executor = nullptr;
 };
 
 // Runs reinctl commands. Writes results to `out` and diagnostics (and the progress line) to
@@ -55,6 +58,7 @@ class CommandRunner {
   int List(const Command& command);
   int Show(const Command& command);
   int Export(const Command& command);
+  int Tools(const Command& command);
 
   grpc::Status GetRun(const std::string& run_id, v1::Run* run);
   // Prints "reinctl: <rpc>: <CODE>: <message>" and returns kExitRpcError.

@@ -270,6 +270,33 @@ std::string JsonLine(const google::protobuf::Message& message) {
   return out;
 }
 
+std::string ToolTable(const v1::ListToolsResponse& response) {
+  std::string out;
+  for (const v1::ToolSpec& tool : response.tools()) {
+    absl::StrAppend(&out, tool.name(), "  ", tool.origin().empty() ? "builtin" : tool.origin(),
+                    "  ", tool.mutating() ? "mutating" : "read-only");
+    if (tool.has_default_timeout()) {
+      absl::StrAppend(&out, "  timeout ",
+                      absl::FormatDuration(FromProtoDuration(tool.default_timeout())));
+    }
+    absl::StrAppend(&out, "\n");
+    for (absl::string_view line : absl::StrSplit(tool.description(), '\n')) {
+      absl::StrAppend(&out, "  ", line, "\n");
+    }
+    nlohmann::json schema = nlohmann::json::parse(tool.input_schema_json(), /*cb=*/nullptr,
+                                                  /*allow_exceptions=*/false);
+    absl::StrAppend(&out, "  schema: ",
+                    schema.is_discarded() ? tool.input_schema_json()
+                                          : schema.dump(-1, ' ', /*ensure_ascii=*/false,
+                                                        nlohmann::json::error_handler_t::replace),
+                    "\n\n");
+  }
+  absl::StrAppend(&out, response.tools_size(), response.tools_size() == 1 ? " tool" : " tools",
+                  " from executor ", response.executor_id(), " (sandbox: ", response.sandbox(),
+                  ")\n");
+  return out;
+}
+
 std::string PrettyMessageJson(const google::protobuf::Message& message) {
   std::string out;
   google::protobuf::util::JsonPrintOptions options;

@@ -9,6 +9,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message.h"
+#include "rein/v1/executor.pb.h"
 #include "rein/v1/router.pb.h"
 #include "rein/v1/types.pb.h"
 
@@ -45,6 +46,10 @@ std::string ProgressLine(const Progress& progress);
 
 // One readable line for an event, without a trailing newline, e.g. "#12 PLANNING -> DECIDING".
 std::string EventLine(const v1::RunEvent& event);
+
+// `reinctl tools`: one block per tool (name, origin, mutating or read-only, timeout,
+// description, input schema as one line of JSON), then the executor and its sandbox.
+std::string ToolTable(const v1::ListToolsResponse& response);
 
 // A message as one line of proto3 JSON (no trailing newline).
 std::string JsonLine(const google::protobuf::Message& message);

@@ -233,5 +233,31 @@ TEST(PrettyJson, IndentsValidJsonAndKeepsInvalid) {
   EXPECT_EQ(PrettyJson("{oops"), "{oops");
 }
 
+TEST(ToolTable, ShowsOriginMutatingTimeoutAndSchema) {
+  v1::ListToolsResponse response;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(tools {
+             name: "append_note"
+             description: "Append a line.\nSecond line."
+             input_schema_json: "{\"type\": \"object\"}"
+             mutating: true
+             default_timeout { seconds: 10 }
+             origin: "declared:append_note.json"
+           }
+           tools { name: "read_file" description: "Read." input_schema_json: "{}" }
+           executor_id: "host:1"
+           sandbox: "bwrap")pb",
+      &response));
+  EXPECT_EQ(ToolTable(response),
+            "append_note  declared:append_note.json  mutating  timeout 10s\n"
+            "  Append a line.\n"
+            "  Second line.\n"
+            "  schema: {\"type\":\"object\"}\n\n"
+            "read_file  builtin  read-only\n"
+            "  Read.\n"
+            "  schema: {}\n\n"
+            "2 tools from executor host:1 (sandbox: bwrap)\n");
+}
+
 }  // namespace
 }  // namespace rein::cli

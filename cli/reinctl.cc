@@ -12,6 +12,7 @@
 #include "cli/command_runner.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "rein/v1/executor.grpc.pb.h"
 #include "rein/v1/router.grpc.pb.h"
 
 int main(int argc, char** argv) {
@@ -29,6 +30,12 @@ int main(int argc, char** argv) {
   options.live_progress = isatty(STDERR_FILENO) == 1;
   options.zone = absl::LocalTimeZone();
   if (const char* user = std::getenv("USER"); user != nullptr) options.reviewer = user;
+  std::unique_ptr<rein::v1::Executor::Stub> executor;
+  if (command->subcommand == rein::cli::Subcommand::kTools) {
+    executor = rein::v1::Executor::NewStub(
+        grpc::CreateChannel(command->executor, grpc::InsecureChannelCredentials()));
+    options.executor = executor.get();
+  }
   rein::cli::CommandRunner runner(stub.get(), std::cout, std::cerr, options);
   return runner.Run(*command);
 }
