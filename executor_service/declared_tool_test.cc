@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "executor_service/json_schema.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -244,6 +245,10 @@ TEST_F(ToolsDirTest, LoadsEveryFileAndSkipsHiddenOnes) {
   ASSERT_NE(registry_.Find("grep2"), nullptr);
   EXPECT_EQ(registry_.Find("grep2")->spec().origin, "declared:other.json");
   EXPECT_EQ(registry_.Find("read_file")->spec().origin, "builtin");
+  // The built-in schemas keep to the subset declared tools are held to.
+  for (const Tool* tool : registry_.tools()) {
+    EXPECT_TRUE(CheckSupportedSchema(tool->spec().input_schema).ok()) << tool->spec().name;
+  }
 }
 
 TEST_F(ToolsDirTest, ABadFileIsRefusedWithItsPath) {

@@ -75,6 +75,7 @@ TEST_F(ExecutorGrpcServiceTest, ListToolsReturnsSpecsAndExecutorId) {
   EXPECT_TRUE(response.tools(3).mutating());
   EXPECT_EQ(response.tools(5).name(), "write_file");
   EXPECT_TRUE(response.tools(5).mutating());
+  for (const rein::v1::ToolSpec& tool : response.tools()) EXPECT_EQ(tool.origin(), "builtin");
   EXPECT_EQ(response.sandbox().rfind("bwrap: ", 0), 0u) << response.sandbox();
 }
 

@@ -139,5 +139,38 @@ TEST(ParseUntrustedJsonTest, HugeTextIsRefused) {
   EXPECT_EQ(ParseUntrustedJson(huge).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(CheckSupportedSchemaTest, TheValidatorsOwnSubsetPasses) {
+  EXPECT_TRUE(CheckSupportedSchema(Schema()).ok()) << CheckSupportedSchema(Schema());
+  EXPECT_TRUE(CheckSupportedSchema(json::parse(R"({"type": "object", "title": "t",
+      "$comment": "c", "properties": {"a": {"type": "array", "items": {"type": "number"},
+      "minItems": 0, "examples": [[1]], "enum": [[1], [2]]}},
+      "additionalProperties": {"type": "string"}})"))
+                  .ok());
+}
+
+TEST(CheckSupportedSchemaTest, WhatTheValidatorWouldNotEnforceIsRefusedWithItsPlace) {
+  auto error = [](const char* text) {
+    return std::string(CheckSupportedSchema(json::parse(text)).message());
+  };
+  EXPECT_EQ(error(R"({"type": "object", "properties": {"p": {"type": "string", "pattern": "x"}}})"),
+            "input_schema.properties.p: unsupported keyword \"pattern\" (the validator would not "
+            "enforce it)");
+  EXPECT_EQ(error(R"({"type": "object", "oneOf": []})"),
+            "input_schema: unsupported keyword \"oneOf\" (the validator would not enforce it)");
+  EXPECT_EQ(error(R"({"type": ["string", "null"]})"),
+            "input_schema.type: must be one of object, string, integer, number, boolean, array, "
+            "null (one name)");
+  EXPECT_EQ(error(R"({"type": "string", "maxLength": -1})"),
+            "input_schema.maxLength: must be a non-negative integer");
+  EXPECT_EQ(error(R"({"type": "object", "items": [{"type": "string"}]})"),
+            "input_schema.items: a schema must be a JSON object");
+  EXPECT_EQ(error(R"({"type": "object", "required": "a"})"),
+            "input_schema.required: must be an array of property names");
+  EXPECT_EQ(error(R"({"type": "object", "enum": []})"),
+            "input_schema.enum: must be a non-empty array");
+  EXPECT_EQ(error(R"({"type": "integer", "minimum": 1, "default": 0})"),
+            "input_schema.default: must be an integer >= 1, got integer 0");
+}
+
 }  // namespace
 }  // namespace rein

@@ -4,6 +4,7 @@
 // the line appended in the workspace; and `reinctl tools` listing every tool with its origin.
 #include <stdlib.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,34 @@ TEST_F(DeclaredToolsEndToEndTest, ReinctlToolsListsEveryToolWithItsOrigin) {
   EXPECT_EQ(json.Wait(absl::Seconds(30)), 0);
   EXPECT_THAT(ReadFile(dir_ + "/tools.json"),
               HasSubstr("\"origin\": \"declared:word_count.json\""));
+}
+
+// The executor never starts half-configured: one bad tool file stops it, naming the file.
+TEST(DeclaredToolsStartTest, ABadToolFileRefusesExecutorStart) {
+  const std::string dir = getenv("TEST_TMPDIR");
+  const std::string tools = dir + "/bad-tools";
+  ASSERT_EQ(
+      system(absl::StrCat(
+                 "rm -rf '", tools, "' && mkdir -p '", tools, "' '", dir, "/ws' && cp -L '",
+                 RunfilePath("examples/declared_tools/tools/word_count.json"), "' '", tools, "/'")
+                 .c_str()),
+      0);
+  {
+    std::ofstream bad(tools + "/broken.json");
+    bad << R"({"name": "broken", "description": "d", "mutating": false,
+               "input_schema": {"type": "object"}, "argv": ["wc", "{path}"]})";
+  }
+  Process executor("executor",
+                   {RunfilePath("executor_service/rein-executor"), "--sandbox=bwrap",
+                    absl::StrCat("--workspace_root=", dir, "/ws"), "--listen=127.0.0.1:0",
+                    absl::StrCat("--tools_dir=", tools)},
+                   dir + "/executor.log");
+  ASSERT_TRUE(executor.Start());
+  EXPECT_EQ(executor.Wait(absl::Seconds(30)), 2);
+  EXPECT_THAT(ReadFile(dir + "/executor.log"),
+              HasSubstr(absl::StrCat(tools,
+                                     "/broken.json: argv[1]: placeholder {path} is not a "
+                                     "property of input_schema.properties")));
 }
 
 }  // namespace
