@@ -210,5 +210,17 @@ TEST_F(DeclaredToolSandboxTest, CallsCountAgainstMaxConcurrent) {
   EXPECT_TRUE(one->Execute(call).ok());
 }
 
+TEST_F(DeclaredToolSandboxTest, UnsandboxedModeSaysSoInEveryDeclaredToolReply) {
+  ExecutorOptions options;
+  options.workspace_root = temp_.root();
+  options.sandbox.mode = SandboxMode::kNone;
+  options.sandbox.allow_unsandboxed = true;
+  options.tools_dir = tools_dir_;
+  absl::StatusOr<std::unique_ptr<ToolExecutor>> bare = ToolExecutor::Create(options);
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  ToolResult result = Call("show_args", {{"a", "x"}}, bare->get());  // read-only, yet a program
+  EXPECT_EQ(result.output, absl::StrCat("[x]\n", kUnsandboxedNote, "\n"));
+}
+
 }  // namespace
 }  // namespace rein
