@@ -1,6 +1,7 @@
 // Measures what one workspace-history snapshot costs: time and bytes per copy of a workspace
 // of N files of S bytes (run: bazel run //executor_service:workspace_history_bench -- DIR).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
