@@ -170,10 +170,11 @@ const std::vector<SubcommandDef>& Subcommands() {
       {"replay",
        Subcommand::kReplay,
        true,
-       {},
-       "replay RUN_ID\n"
+       {{"save", true, false}},
+       "replay RUN_ID [--save=FILE.jsonl]\n"
        "    Re-drives RUN_ID's recorded log through this reinctl's router logic and prints\n"
-       "    \"identical\" or the first divergence (exit 0 identical, 1 diverged)."},
+       "    \"identical\" or the first divergence (exit 0 identical, 1 diverged). --save\n"
+       "    also writes the run and its log as JSON lines (the replay corpus's format)."},
       {"diff",
        Subcommand::kDiff,
        true,
@@ -472,6 +473,8 @@ absl::Status ParseSubcommandFlags(const SubcommandDef& def, const FlagValues& va
     case Subcommand::kExport: return RequireNonEmpty(values, "out", command.out_dir, def.name);
     case Subcommand::kFork: return ParseForkFlags(values, command.fork);
     case Subcommand::kReplay:
+      command.out_dir = Last(values, "save").value_or("");
+      return absl::OkStatus();
     case Subcommand::kDiff:
     case Subcommand::kHelp: break;
   }

@@ -105,7 +105,7 @@ struct Command {
   std::string page_token;
   bool all_pages = false;
 
-  // export
+  // export: the directory; replay: the --save file ("" = none)
   std::string out_dir;
   // fork
   ForkOptions fork;

@@ -443,6 +443,12 @@ int CommandRunner::Replay(const Command& command) {
   std::vector<v1::RunEvent> events;
   grpc::Status status = ReadRunAndLog(command.run_id, &run, &events);
   if (!status.ok()) return RpcError("WatchRun", status);
+  if (!command.out_dir.empty()) {
+    std::ofstream file(command.out_dir, std::ios::trunc);
+    file << JsonLine(run) << "\n";
+    for (const v1::RunEvent& event : events) file << JsonLine(event) << "\n";
+    if (!file) return UsageError(absl::StrCat("--save: cannot write ", command.out_dir));
+  }
   absl::StatusOr<ReplayResult> result = ReplayRun(StageRouter(), run, events);
   if (!result.ok()) {
     err_ << "reinctl: replay: " << result.status().message() << "\n";

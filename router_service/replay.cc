@@ -392,6 +392,17 @@ absl::StatusOr<ReplayResult> ReplayRun(const StageRouter& router, const Run& rec
       }
       continue;
     }
+    if (next.has_paused() && next.paused().pause().reason() == rein::v1::RECOVERY &&
+        FindError(tr) == nullptr) {
+      // A router restart found the run's mutating call sent and its result not committed.
+      std::optional<Transition> t = router.OnRecovery(run, now);
+      if (!t) {
+        diverge(DescribeEvent(next), "(no recovery pause: no mutating call was in flight)", "");
+        return result;
+      }
+      if (!match(std::move(*t))) return result;
+      continue;
+    }
     NextStep step = router.Next(run, now);
     if (step.kind == NextStep::Kind::kCommit) {
       if (!match(std::move(*step.transition))) return result;
