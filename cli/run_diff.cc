@@ -15,7 +15,8 @@ std::string FirstLine(const std::string& text, size_t max) {
   return line;
 }
 
-std::string Fit(const std::string& text, int width) {
+std::string Fit(std::string text, int width) {
+  std::replace(text.begin(), text.end(), '\t', ' ');
   if (static_cast<int>(text.size()) <= width) {
     return absl::StrCat(text, std::string(width - text.size(), ' '));
   }
@@ -84,8 +85,25 @@ std::vector<std::string> RunSteps(const std::vector<rein::v1::RunEvent>& events)
 std::string FormatRunDiff(const rein::v1::Run& a, const std::vector<rein::v1::RunEvent>& a_events,
                           const rein::v1::Run& b, const std::vector<rein::v1::RunEvent>& b_events,
                           int width) {
-  const std::vector<std::string> left = RunSteps(a_events);
-  const std::vector<std::string> right = RunSteps(b_events);
+  std::vector<std::string> left = RunSteps(a_events);
+  std::vector<std::string> right = RunSteps(b_events);
+  // A fork is shown after the steps it shares with its source (up to the fork point), so
+  // that the two columns line up where they part.
+  auto shared_prefix = [](const std::vector<rein::v1::RunEvent>& source_events, int64_t seq,
+                          const std::vector<rein::v1::RunEvent>& fork_events) {
+    std::vector<rein::v1::RunEvent> prefix;
+    for (const auto& e : source_events) {
+      if (e.seq() <= seq) prefix.push_back(e);
+    }
+    std::vector<std::string> steps = RunSteps(prefix);
+    for (const std::string& step : RunSteps(fork_events)) steps.push_back(step);
+    return steps;
+  };
+  if (b.state().forked_from().run_id() == a.run_id() && !a.run_id().empty()) {
+    right = shared_prefix(a_events, b.state().forked_from().seq(), b_events);
+  } else if (a.state().forked_from().run_id() == b.run_id() && !b.run_id().empty()) {
+    left = shared_prefix(b_events, a.state().forked_from().seq(), a_events);
+  }
   std::string out = absl::StrCat(Fit(a.run_id(), width), "   ", b.run_id(), "\n");
   absl::StrAppend(&out,
                   Fit(absl::StrCat(rein::v1::Stage_Name(a.state().stage()), ", iteration ",

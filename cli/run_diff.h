@@ -17,7 +17,9 @@ std::vector<std::string> RunSteps(const std::vector<rein::v1::RunEvent>& events)
 // Both runs' steps in two columns of `width` characters each, aligned line by line, with a
 // marker between the columns: ' ' where both sides say the same, '|' where they differ, '<'
 // or '>' where only one side has a line. Begins with a header naming both runs and ends with
-// "same steps: N, first difference at step K" (or "the runs took the same steps").
+// "same steps: N, first difference at step K" (or "the runs took the same steps"). When one
+// run is a fork of the other, the fork's column starts with the source's steps up to the fork
+// point, so the columns part where the runs did.
 std::string FormatRunDiff(const rein::v1::Run& a, const std::vector<rein::v1::RunEvent>& a_events,
                           const rein::v1::Run& b, const std::vector<rein::v1::RunEvent>& b_events,
                           int width = 60);

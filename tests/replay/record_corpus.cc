@@ -189,9 +189,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  const std::vector<rein::v1::ToolSpec> tools = {Tool("list_files", false),
-                                                 Tool("read_file", false),
-                                                 Tool("write_file", true)};
+  const std::vector<rein::v1::ToolSpec> tools = {
+      Tool("list_files", false), Tool("read_file", false), Tool("write_file", true)};
   std::vector<std::pair<std::string, RecordedRun>> corpus;
 
   {  // Stagnation: the same call and observation again and again; replan once, then pause.

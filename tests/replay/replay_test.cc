@@ -1,6 +1,8 @@
 // Replays every recorded run of tests/replay/corpus through today's StageRouter: a change of
 // the router's behaviour shows up here as a named divergence, to be accepted by re-recording
 // (tests/replay/README.md).
+#include "router_service/replay.h"
+
 #include <dirent.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "router_service/replay.h"
 #include "tests/replay/corpus_file.h"
 
 namespace rein::testing {
@@ -128,8 +129,8 @@ TEST(ReplayCorpusTest, OlderLogSaysWhichFormatItNeeds) {
 TEST(ReplayCorpusTest, StopAfterSeqGivesTheStateThere) {
   RecordedRun recorded = Load("recovery.jsonl");
   ASSERT_GE(recorded.events.size(), 4u);
-  absl::StatusOr<ReplayResult> result = ReplayRun(StageRouter(), recorded.run, recorded.events,
-                                                  ReplayOptions{.stop_after_seq = 3});
+  absl::StatusOr<ReplayResult> result =
+      ReplayRun(StageRouter(), recorded.run, recorded.events, ReplayOptions{.stop_after_seq = 3});
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_FALSE(result->divergence);
   EXPECT_GE(result->events_replayed, 3);
