@@ -11,12 +11,12 @@ namespace {
 
 std::string FirstLine(const std::string& text, size_t max) {
   std::string line = text.substr(0, text.find('\n'));
+  std::replace(line.begin(), line.end(), '\t', ' ');
   if (line.size() > max) line = absl::StrCat(line.substr(0, max), "...");
   return line;
 }
 
-std::string Fit(std::string text, int width) {
-  std::replace(text.begin(), text.end(), '\t', ' ');
+std::string Fit(const std::string& text, int width) {
   if (static_cast<int>(text.size()) <= width) {
     return absl::StrCat(text, std::string(width - text.size(), ' '));
   }

@@ -182,7 +182,8 @@ TEST_F(ForkEndToEndTest, ForkAtIterationWithEditedPlanGetsTheWorkspaceAsItWasThe
   status = Fork(now_request, &now_fork);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(Slurp(root_ + "/" + now_fork.spec().workspace() + "/a.txt"), "v2");
-  cluster_->WaitForStage(now_fork.run_id(), rein::v1::FINISHED, absl::Seconds(60));
+  EXPECT_TRUE(
+      cluster_->WaitForStage(now_fork.run_id(), rein::v1::FINISHED, absl::Seconds(60)).ok());
 }
 
 TEST_F(ForkEndToEndTest, BadForksNameTheFieldAndCreateNothing) {
