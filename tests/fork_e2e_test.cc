@@ -178,10 +178,14 @@ TEST_F(ForkEndToEndTest, ForkAtIterationWithEditedPlanGetsTheWorkspaceAsItWasThe
   rein::v1::ForkRunRequest now_request;
   now_request.set_run_id(source->run_id());
   now_request.set_seq(3);
+  now_request.mutable_edits()->mutable_limits()->set_max_iterations(7);
   rein::v1::Run now_fork;
   status = Fork(now_request, &now_fork);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(Slurp(root_ + "/" + now_fork.spec().workspace() + "/a.txt"), "v2");
+  // Changed limits override the source's; the others stay as the source had them.
+  EXPECT_EQ(now_fork.spec().limits().max_iterations(), 7);
+  EXPECT_EQ(now_fork.spec().limits().deadline().seconds(), 60);
   EXPECT_TRUE(
       cluster_->WaitForStage(now_fork.run_id(), rein::v1::FINISHED, absl::Seconds(60)).ok());
 }
