@@ -174,6 +174,29 @@ TEST(ForkTest, EditedCallNeedsAPendingCall) {
   EXPECT_EQ(r.Fork(*point, bad).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ForkTest, ForkOfAPendingCallReplaysOnItsOwn) {
+  Recorded r;
+  rein::v1::ForkRunRequest at_pause;
+  at_pause.set_seq(SeqOfPause(r.events));
+  absl::StatusOr<ForkPoint> point = r.Point(at_pause);
+  ASSERT_TRUE(point.ok()) << point.status();
+  absl::StatusOr<Transition> t = r.Fork(*point, ForkEdits());
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->state.stage(), rein::v1::PAUSED);
+  EXPECT_EQ(t->state.pause().pending_call().call_id().rfind("fork-", 0), 0u);
+  rein::v1::Run fork;
+  fork.set_run_id("fork");
+  *fork.mutable_spec() = r.run.spec();
+  *fork.mutable_state() = t->state;
+  std::vector<RunEvent> log = t->events;
+  for (size_t i = 0; i < log.size(); ++i) log[i].set_seq(static_cast<int64_t>(i) + 1);
+  absl::StatusOr<ReplayResult> replay = ReplayRun(r.router, fork, log);
+  ASSERT_TRUE(replay.ok()) << replay.status();
+  EXPECT_FALSE(replay->divergence) << DescribeReplay(*replay);
+  EXPECT_EQ(replay->run.state().pause().pending_call().call_id(),
+            t->state.pause().pending_call().call_id());
+}
+
 TEST(ForkTest, PointsThatDoNotExistOrHaveEndedAreRefused) {
   Recorded r;
   rein::v1::ForkRunRequest request;

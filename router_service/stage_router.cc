@@ -1092,7 +1092,7 @@ absl::StatusOr<Transition> StageRouter::Fork(const Run& run, const rein::v1::For
   forked->set_workspace(run.spec().workspace());
   forked->set_workspace_at_fork(workspace_at_fork);
   forked->set_log_format(kLogFormat);
-  *forked->mutable_start() = st0;
+  *forked->mutable_start() = point;  // as given: replay resets it the same way again
   const bool need_human =
       point.stage() == rein::v1::PAUSED && point.pause().reason() == rein::v1::NEED_HUMAN;
   if (edits.has_human_input()) {
