@@ -58,12 +58,16 @@ std::set<std::string> Entries(const std::string& dir) {
 
 class ForkEndToEndTest : public ::testing::Test {
  protected:
+  virtual int HistoryRetention() const { return 16; }
+
   void SetUp() override {
     std::string base = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
     Cluster::Options options;
-    options.dir = absl::StrCat(base, "/fork-e2e");
+    options.dir = absl::StrCat(base, "/fork-e2e-",
+                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
     mkdir(options.dir.c_str(), 0755);
     options.script_json = kScript;
+    options.executor_flags.push_back(absl::StrCat("--workspace_history=", HistoryRetention()));
     root_ = options.dir + "/workspaces";
     mkdir(root_.c_str(), 0755);
     mkdir((root_ + "/repo").c_str(), 0755);
@@ -230,6 +234,44 @@ TEST_F(ForkEndToEndTest, BadForksNameTheFieldAndCreateNothing) {
   request.set_iteration(1);
   request.set_run_id("run-0000000000000000");
   expect_refused(request, grpc::StatusCode::NOT_FOUND, "run-0000000000000000");
+}
+
+// An executor that keeps one snapshot per run.
+class ShortHistoryForkTest : public ForkEndToEndTest {
+ protected:
+  int HistoryRetention() const override { return 1; }
+};
+
+TEST_F(ShortHistoryForkTest, PastRetentionIsFailedPreconditionAndCreatesNothing) {
+  rein::v1::RunSpec spec;
+  spec.set_goal("write a.txt twice");
+  spec.set_workspace("repo");
+  spec.add_tools("write_file");
+  absl::StatusOr<rein::v1::Run> source = cluster_->StartRun(spec);
+  ASSERT_TRUE(source.ok()) << source.status();
+  Finished(source->run_id());
+  const int runs = CountRuns();
+  const std::set<std::string> workspaces = Entries(root_);
+
+  // Iteration 2 began before the first write, whose snapshot the second one pushed out.
+  rein::v1::ForkRunRequest request;
+  request.set_run_id(source->run_id());
+  request.set_iteration(2);
+  request.set_workspace_at_fork(true);
+  rein::v1::Run out;
+  grpc::Status status = Fork(request, &out);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << status.error_message();
+  EXPECT_NE(status.error_message().find("workspace_at_fork"), std::string::npos)
+      << status.error_message();
+  EXPECT_EQ(CountRuns(), runs);
+  EXPECT_EQ(Entries(root_), workspaces);
+
+  // Iteration 3 began before the second write, whose snapshot is kept.
+  request.set_iteration(3);
+  status = Fork(request, &out);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(Slurp(root_ + "/" + out.spec().workspace() + "/a.txt"), "v1");
+  EXPECT_TRUE(cluster_->WaitForStage(out.run_id(), rein::v1::FINISHED, absl::Seconds(60)).ok());
 }
 
 }  // namespace
