@@ -152,6 +152,43 @@ const std::vector<SubcommandDef>& Subcommands() {
        "    Lists the tools an executor offers (default 127.0.0.1:50053): name, origin (builtin,\n"
        "    declared:<file>, mcp:<server>), mutating or read-only, timeout and input schema.\n"
        "    --json prints the ListToolsResponse in proto3 JSON."},
+      {"fork",
+       Subcommand::kFork,
+       true,
+       {{"at", true, false},
+        {"at_seq", true, false},
+        {"plan_file", true, false},
+        {"tool", true, false},
+        {"args", true, false},
+        {"answer", true, false},
+        {"max_iterations", true, false},
+        {"deadline", true, false},
+        {"retry_budget", true, false},
+        {"workspace_at_fork", false, false},
+        {"request_id", true, false},
+        {"watch", false, false},
+        {"json", false, false}},
+       "fork RUN_ID --at=ITERATION | --at_seq=SEQ [--plan_file=F.json]\n"
+       "     [--tool=NAME --args='{...}'] [--answer=TEXT] [--max_iterations=N] [--deadline=D]\n"
+       "     [--retry_budget=N] [--workspace_at_fork] [--request_id=ID] [--watch] [--json]\n"
+       "    Starts a new run from RUN_ID's state as iteration N began (or right after event\n"
+       "    SEQ), with an edited plan (as edit-plan), an edited pending call (as edit-call),\n"
+       "    an answer, or changed limits. Its workspace is a copy of RUN_ID's as it is now,\n"
+       "    or with --workspace_at_fork as it was at that point. RUN_ID is untouched."},
+      {"replay",
+       Subcommand::kReplay,
+       true,
+       {{"save", true, false}},
+       "replay RUN_ID [--save=FILE.jsonl]\n"
+       "    Re-drives RUN_ID's recorded log through this reinctl's router logic and prints\n"
+       "    \"identical\" or the first divergence (exit 0 identical, 1 diverged). --save\n"
+       "    also writes the run and its log as JSON lines (the replay corpus's format)."},
+      {"diff",
+       Subcommand::kDiff,
+       true,
+       {},
+       "diff RUN_A RUN_B\n"
+       "    Shows two runs side by side: plans, calls, observations, outcomes."},
   };
   return *kDefs;
 }
@@ -310,6 +347,73 @@ absl::Status ParseStartFlags(const FlagValues& values, StartOptions& start) {
 }
 
 absl::Status RequireNonEmpty(const FlagValues& values, const char* flag, std::string& out,
+                             absl::string_view subcommand);
+
+// --tool and --args, as edit-call takes them: both non-empty, args a JSON object.
+absl::Status ParseToolCallFlags(const FlagValues& values, absl::string_view subcommand,
+                                std::string& tool, std::string& args_json) {
+  absl::Status status = RequireNonEmpty(values, "tool", tool, subcommand);
+  if (!status.ok()) return status;
+  status = RequireNonEmpty(values, "args", args_json, subcommand);
+  if (!status.ok()) return status;
+  nlohmann::json parsed = nlohmann::json::parse(args_json, /*cb=*/nullptr,
+                                                /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return UsageError("--args: not valid JSON");
+  if (!parsed.is_object()) return UsageError("--args: must be a JSON object");
+  return absl::OkStatus();
+}
+
+absl::Status ParseForkFlags(const FlagValues& values, ForkOptions& fork) {
+  if (auto value = Last(values, "at")) {
+    absl::StatusOr<int32_t> parsed = ParseInt<int32_t>("at", *value, 0);
+    if (!parsed.ok()) return parsed.status();
+    fork.at_iteration = *parsed;
+  }
+  if (auto value = Last(values, "at_seq")) {
+    absl::StatusOr<int64_t> parsed = ParseInt<int64_t>("at_seq", *value, 1);
+    if (!parsed.ok()) return parsed.status();
+    fork.at_seq = *parsed;
+  }
+  if (fork.at_iteration.has_value() == fork.at_seq.has_value()) {
+    return UsageError("fork needs exactly one of --at=ITERATION and --at_seq=SEQ");
+  }
+  if (auto value = Last(values, "plan_file")) {
+    absl::Status status = RequireNonEmpty(values, "plan_file", fork.plan_file, "fork");
+    if (!status.ok()) return status;
+  }
+  if (Last(values, "tool") || Last(values, "args")) {
+    absl::Status status = ParseToolCallFlags(values, "fork", fork.tool, fork.args_json);
+    if (!status.ok()) return status;
+    if (!fork.plan_file.empty()) {
+      return UsageError("--plan_file and --tool/--args: give only one of them");
+    }
+  }
+  if (auto value = Last(values, "answer")) {
+    if (absl::StripAsciiWhitespace(*value).empty())
+      return UsageError("--answer: the text is empty");
+    fork.answer = *value;
+  }
+  if (auto value = Last(values, "max_iterations")) {
+    absl::StatusOr<int32_t> parsed = ParseInt<int32_t>("max_iterations", *value, 1);
+    if (!parsed.ok()) return parsed.status();
+    fork.max_iterations = *parsed;
+  }
+  if (auto value = Last(values, "retry_budget")) {
+    absl::StatusOr<int32_t> parsed = ParseInt<int32_t>("retry_budget", *value, -1);
+    if (!parsed.ok()) return parsed.status();
+    fork.retry_budget = *parsed;
+  }
+  if (auto value = Last(values, "deadline")) {
+    absl::StatusOr<absl::Duration> parsed = ParsePositiveDuration("deadline", *value);
+    if (!parsed.ok()) return parsed.status();
+    fork.deadline = *parsed;
+  }
+  fork.workspace_at_fork = Last(values, "workspace_at_fork") == std::optional<std::string>("true");
+  fork.request_id = Last(values, "request_id").value_or("");
+  return absl::OkStatus();
+}
+
+absl::Status RequireNonEmpty(const FlagValues& values, const char* flag, std::string& out,
                              absl::string_view subcommand) {
   std::optional<std::string> value = Last(values, flag);
   if (!value.has_value()) {
@@ -347,17 +451,8 @@ absl::Status ParseSubcommandFlags(const SubcommandDef& def, const FlagValues& va
     case Subcommand::kAnswer: return RequireNonEmpty(values, "text", command.text, def.name);
     case Subcommand::kEditPlan:
       return RequireNonEmpty(values, "plan_file", command.plan_file, def.name);
-    case Subcommand::kEditCall: {
-      absl::Status status = RequireNonEmpty(values, "tool", command.tool, def.name);
-      if (!status.ok()) return status;
-      status = RequireNonEmpty(values, "args", command.args_json, def.name);
-      if (!status.ok()) return status;
-      nlohmann::json parsed = nlohmann::json::parse(command.args_json, /*cb=*/nullptr,
-                                                    /*allow_exceptions=*/false);
-      if (parsed.is_discarded()) return UsageError("--args: not valid JSON");
-      if (!parsed.is_object()) return UsageError("--args: must be a JSON object");
-      return absl::OkStatus();
-    }
+    case Subcommand::kEditCall:
+      return ParseToolCallFlags(values, def.name, command.tool, command.args_json);
     case Subcommand::kCancel:
       command.reason = Last(values, "reason").value_or("");
       return absl::OkStatus();
@@ -389,6 +484,11 @@ absl::Status ParseSubcommandFlags(const SubcommandDef& def, const FlagValues& va
         return RequireNonEmpty(values, "executor", command.executor, def.name);
       }
       return absl::OkStatus();
+    case Subcommand::kFork: return ParseForkFlags(values, command.fork);
+    case Subcommand::kReplay:
+      command.out_dir = Last(values, "save").value_or("");
+      return absl::OkStatus();
+    case Subcommand::kDiff:
     case Subcommand::kHelp: break;
   }
   return absl::OkStatus();
@@ -508,6 +608,11 @@ absl::StatusOr<Command> ParseArgs(const std::vector<std::string>& args) {
     if (positional.empty()) return UsageError(absl::StrCat(def->name, " needs RUN_ID"));
     if (positional[0].empty()) return UsageError(absl::StrCat(def->name, ": RUN_ID is empty"));
     command.run_id = positional[0];
+    positional.erase(positional.begin());
+  }
+  if (def->subcommand == Subcommand::kDiff) {
+    if (positional.empty() || positional[0].empty()) return UsageError("diff needs RUN_A RUN_B");
+    command.other_run_id = positional[0];
     positional.erase(positional.begin());
   }
   if (!positional.empty()) {

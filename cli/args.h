@@ -33,6 +33,24 @@ enum class Subcommand {
   kShow,
   kExport,
   kTools,
+  kFork,
+  kReplay,
+  kDiff,
+};
+
+// The `fork` flags as given.
+struct ForkOptions {
+  std::optional<int32_t> at_iteration;  // --at
+  std::optional<int64_t> at_seq;        // --at_seq
+  std::string plan_file;                // --plan_file (as edit-plan)
+  std::string tool;                     // --tool and --args (as edit-call)
+  std::string args_json;
+  std::optional<std::string> answer;  // --answer
+  std::optional<int32_t> max_iterations;
+  std::optional<absl::Duration> deadline;
+  std::optional<int32_t> retry_budget;
+  bool workspace_at_fork = false;
+  std::string request_id;
 };
 
 // The `start` flags as given; unset fields leave the --spec file (or the router's default) alone.
@@ -90,11 +108,15 @@ struct Command {
   std::string page_token;
   bool all_pages = false;
 
-  // export
+  // export: the directory; replay: the --save file ("" = none)
   std::string out_dir;
 
   // tools: the executor asked (its registry is the source of truth)
   std::string executor = kDefaultExecutor;
+  // fork
+  ForkOptions fork;
+  // diff: the second run (run_id is the first)
+  std::string other_run_id;
 };
 
 // Parses reinctl's arguments (without argv[0]). `--router` is accepted before or after the

@@ -137,8 +137,9 @@ TEST(ParseArgs, HelpFormsAreRecognized) {
 
 TEST(Usage, MentionsEverySubcommand) {
   const std::string usage = Usage();
-  for (const char* name : {"start", "watch", "approve", "reject", "answer", "edit-plan",
-                           "edit-call", "cancel", "list", "show", "export", "help"}) {
+  for (const char* name :
+       {"start", "watch", "approve", "reject", "answer", "edit-plan", "edit-call", "cancel", "list",
+        "show", "export", "fork", "replay", "diff", "help"}) {
     EXPECT_THAT(usage, HasSubstr(std::string("  ") + name)) << name;
   }
   EXPECT_THAT(Usage("cancel"), HasSubstr("cancel RUN_ID [--reason=TEXT]"));
@@ -256,6 +257,52 @@ TEST(ParseArgs, ToolsAsksTheExecutor) {
   EXPECT_TRUE(tools->json);
   ExpectUsageError({"tools", "--executor="}, "--executor: the value is empty");
   ExpectUsageError({"tools", "extra"}, "\"extra\"");
+TEST(ParseArgs, ForkReplayAndDiffParseTheirFlags) {
+  absl::StatusOr<Command> fork =
+      Parse({"fork", "r1", "--at=3", "--plan_file=p.json", "--answer=yes", "--max_iterations=9",
+             "--workspace_at_fork", "--request_id=f1"});
+  ASSERT_TRUE(fork.ok()) << fork.status();
+  EXPECT_EQ(fork->subcommand, Subcommand::kFork);
+  EXPECT_EQ(fork->run_id, "r1");
+  EXPECT_EQ(fork->fork.at_iteration, 3);
+  EXPECT_FALSE(fork->fork.at_seq.has_value());
+  EXPECT_EQ(fork->fork.plan_file, "p.json");
+  EXPECT_EQ(fork->fork.answer, "yes");
+  EXPECT_EQ(fork->fork.max_iterations, 9);
+  EXPECT_TRUE(fork->fork.workspace_at_fork);
+  EXPECT_EQ(fork->fork.request_id, "f1");
+
+  absl::StatusOr<Command> call =
+      Parse({"fork", "r1", "--at_seq=12", "--tool=write_file", R"(--args={"path":"a"})"});
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_EQ(call->fork.at_seq, 12);
+  EXPECT_EQ(call->fork.tool, "write_file");
+  EXPECT_EQ(call->fork.args_json, R"({"path":"a"})");
+
+  absl::StatusOr<Command> replay = Parse({"replay", "r1", "--save=out.jsonl"});
+  ASSERT_TRUE(replay.ok()) << replay.status();
+  EXPECT_EQ(replay->subcommand, Subcommand::kReplay);
+  EXPECT_EQ(replay->out_dir, "out.jsonl");
+
+  absl::StatusOr<Command> diff = Parse({"diff", "r1", "r2"});
+  ASSERT_TRUE(diff.ok()) << diff.status();
+  EXPECT_EQ(diff->run_id, "r1");
+  EXPECT_EQ(diff->other_run_id, "r2");
+}
+
+TEST(ParseArgs, ForkAndDiffErrorsNameTheProblem) {
+  ExpectUsageError({"fork", "r1"}, "--at=ITERATION and --at_seq=SEQ");
+  ExpectUsageError({"fork", "r1", "--at=1", "--at_seq=2"}, "--at=ITERATION and --at_seq=SEQ");
+  ExpectUsageError({"fork", "r1", "--at=x"}, "--at");
+  ExpectUsageError({"fork", "r1", "--at_seq=0"}, "--at_seq");
+  ExpectUsageError({"fork", "r1", "--at=1", "--tool=t"}, "--args");
+  ExpectUsageError({"fork", "r1", "--at=1", "--tool=t", "--args=[1]"},
+                   "--args: must be a JSON object");
+  ExpectUsageError({"fork", "r1", "--at=1", "--plan_file=p", "--tool=t", "--args={}"},
+                   "--plan_file and --tool/--args");
+  ExpectUsageError({"fork", "r1", "--at=1", "--answer= "}, "--answer");
+  ExpectUsageError({"diff", "r1"}, "diff needs RUN_A RUN_B");
+  ExpectUsageError({"diff", "r1", "r2", "r3"}, "unexpected argument");
 }
 
 }  // namespace

@@ -19,7 +19,9 @@
 #include "absl/synchronization/mutex.h"
 #include "cli/format.h"
 #include "cli/requests.h"
+#include "cli/run_diff.h"
 #include "grpcpp/client_context.h"
+#include "router_service/replay.h"
 
 namespace rein::cli {
 namespace {
@@ -68,6 +70,9 @@ int CommandRunner::Run(const Command& command) {
     case Subcommand::kShow: return Show(command);
     case Subcommand::kExport: return Export(command);
     case Subcommand::kTools: return Tools(command);
+    case Subcommand::kFork: return Fork(command);
+    case Subcommand::kReplay: return Replay(command);
+    case Subcommand::kDiff: return Diff(command);
   }
   return UsageError("unknown subcommand");
 }
@@ -395,6 +400,88 @@ int CommandRunner::Show(const Command& command) {
   if (!status.ok()) return RpcError("GetRun", status);
   out_ << (command.json ? PrettyMessageJson(run) : RunSummary(run, options_.zone));
   out_.flush();
+  return kExitFinished;
+}
+
+int CommandRunner::Fork(const Command& command) {
+  std::vector<v1::SubTask> plan;
+  if (!command.fork.plan_file.empty()) {
+    absl::StatusOr<std::string> text = ReadFileForFlag("plan_file", command.fork.plan_file);
+    if (!text.ok()) return UsageError(text.status().message());
+    absl::StatusOr<std::vector<v1::SubTask>> parsed = ParsePlanJson(*text);
+    if (!parsed.ok()) return UsageError(parsed.status().message());
+    if (parsed->empty()) return UsageError("--plan_file: the plan is empty");
+    plan = std::move(*parsed);
+  }
+  v1::ForkRunRequest request = BuildForkRunRequest(command, plan);
+  v1::Run run;
+  grpc::ClientContext context;
+  // A fork copies a workspace: give it longer than a plain call.
+  SetDeadline(context, options_.rpc_timeout * 5);
+  grpc::Status status = stub_->ForkRun(&context, request, &run);
+  if (!status.ok()) return RpcError("ForkRun", status);
+  if (command.json) {
+    out_ << JsonLine(run) << "\n";
+  } else {
+    out_ << "forked " << command.run_id << " at seq " << run.state().forked_from().seq()
+         << " (iteration " << run.state().forked_from().iteration() << ") into " << run.run_id()
+         << "\n  workspace " << run.spec().workspace()
+         << (request.workspace_at_fork() ? " (as it was at that point)" : " (as it is now)")
+         << "\n  watch it: reinctl" << router_flag_ << " watch " << run.run_id() << "\n";
+  }
+  if (!command.watch) return kExitFinished;
+  return Watch(run.run_id(), 0, run.state().version(), command.json);
+}
+
+grpc::Status CommandRunner::ReadRunAndLog(const std::string& run_id, v1::Run* run,
+                                          std::vector<v1::RunEvent>* events) {
+  grpc::Status status = GetRun(run_id, run);
+  if (!status.ok()) return status;
+  const bool ended = IsTerminal(run->state().stage());
+  grpc::ClientContext context;
+  // A run that has not ended keeps the stream open: take what it has logged so far.
+  SetDeadline(context, ended ? options_.rpc_timeout : absl::Seconds(2));
+  v1::WatchRunRequest request;
+  request.set_run_id(run_id);
+  std::unique_ptr<grpc::ClientReaderInterface<v1::RunEvent>> reader =
+      stub_->WatchRun(&context, request);
+  v1::RunEvent event;
+  while (reader->Read(&event)) events->push_back(event);
+  status = reader->Finish();
+  if (!ended && status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return grpc::Status::OK;
+  }
+  return status;
+}
+
+int CommandRunner::Replay(const Command& command) {
+  v1::Run run;
+  std::vector<v1::RunEvent> events;
+  grpc::Status status = ReadRunAndLog(command.run_id, &run, &events);
+  if (!status.ok()) return RpcError("WatchRun", status);
+  if (!command.out_dir.empty()) {
+    std::ofstream file(command.out_dir, std::ios::trunc);
+    file << JsonLine(run) << "\n";
+    for (const v1::RunEvent& event : events) file << JsonLine(event) << "\n";
+    if (!file) return UsageError(absl::StrCat("--save: cannot write ", command.out_dir));
+  }
+  absl::StatusOr<ReplayResult> result = ReplayRun(StageRouter(), run, events);
+  if (!result.ok()) {
+    err_ << "reinctl: replay: " << result.status().message() << "\n";
+    return kExitFailed;
+  }
+  out_ << command.run_id << ": " << DescribeReplay(*result) << "\n";
+  return result->divergence ? kExitFailed : kExitFinished;
+}
+
+int CommandRunner::Diff(const Command& command) {
+  v1::Run a, b;
+  std::vector<v1::RunEvent> a_events, b_events;
+  grpc::Status status = ReadRunAndLog(command.run_id, &a, &a_events);
+  if (!status.ok()) return RpcError("WatchRun", status);
+  status = ReadRunAndLog(command.other_run_id, &b, &b_events);
+  if (!status.ok()) return RpcError("WatchRun", status);
+  out_ << FormatRunDiff(a, a_events, b, b_events);
   return kExitFinished;
 }
 

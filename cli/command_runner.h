@@ -59,6 +59,12 @@ class CommandRunner {
   int Show(const Command& command);
   int Export(const Command& command);
   int Tools(const Command& command);
+  int Fork(const Command& command);
+  int Replay(const Command& command);
+  int Diff(const Command& command);
+  // The run and its whole event log (for a run still going: what it has logged so far).
+  grpc::Status ReadRunAndLog(const std::string& run_id, v1::Run* run,
+                             std::vector<v1::RunEvent>* events);
 
   grpc::Status GetRun(const std::string& run_id, v1::Run* run);
   // Prints "reinctl: <rpc>: <CODE>: <message>" and returns kExitRpcError.

@@ -258,6 +258,14 @@ std::string EventLine(const v1::RunEvent& event) {
       }
       break;
     }
+    case v1::RunEvent::kForked: {
+      const v1::RunEvent::Forked& forked = event.forked();
+      absl::StrAppend(&line, "forked from ", forked.from().run_id(), " at seq ",
+                      forked.from().seq(), " (iteration ", forked.from().iteration(), ") in ",
+                      v1::Stage_Name(forked.start().stage()), "; workspace ", forked.workspace(),
+                      forked.workspace_at_fork() ? " as it was then" : " as it was at fork time");
+      break;
+    }
     case v1::RunEvent::BODY_NOT_SET: absl::StrAppend(&line, "(event without a body)"); break;
   }
   return line;

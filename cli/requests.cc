@@ -133,6 +133,40 @@ v1::ResumeRunRequest BuildResumeRunRequest(const Command& command, int64_t expec
   return request;
 }
 
+v1::ForkRunRequest BuildForkRunRequest(const Command& command,
+                                       const std::vector<v1::SubTask>& plan) {
+  const ForkOptions& fork = command.fork;
+  v1::ForkRunRequest request;
+  request.set_run_id(command.run_id);
+  if (fork.at_seq.has_value()) {
+    request.set_seq(*fork.at_seq);
+  } else {
+    request.set_iteration(fork.at_iteration.value_or(0));
+  }
+  v1::ForkEdits& edits = *request.mutable_edits();
+  if (!plan.empty()) {
+    for (const v1::SubTask& task : plan) *edits.mutable_plan()->add_subtasks() = task;
+  }
+  if (!fork.tool.empty()) {
+    edits.mutable_call()->set_tool(fork.tool);
+    edits.mutable_call()->set_args_json(fork.args_json);
+  }
+  if (fork.answer.has_value()) edits.mutable_human_input()->set_text(*fork.answer);
+  if (fork.max_iterations || fork.deadline || fork.retry_budget) {
+    v1::Limits& limits = *edits.mutable_limits();
+    if (fork.max_iterations) limits.set_max_iterations(*fork.max_iterations);
+    if (fork.retry_budget) limits.set_retry_budget(*fork.retry_budget);
+    if (fork.deadline) {
+      limits.mutable_deadline()->set_seconds(absl::ToInt64Seconds(*fork.deadline));
+      limits.mutable_deadline()->set_nanos(static_cast<int32_t>(
+          absl::ToInt64Nanoseconds(*fork.deadline - absl::Seconds(limits.deadline().seconds()))));
+    }
+  }
+  request.set_workspace_at_fork(fork.workspace_at_fork);
+  request.set_request_id(fork.request_id);
+  return request;
+}
+
 v1::CancelRunRequest BuildCancelRunRequest(const Command& command) {
   v1::CancelRunRequest request;
   request.set_run_id(command.run_id);

@@ -40,6 +40,10 @@ absl::StatusOr<v1::Review> BuildReview(const Command& command,
 v1::ResumeRunRequest BuildResumeRunRequest(const Command& command, int64_t expected_version,
                                            v1::Review review);
 
+// The ForkRunRequest of `fork`: the point (--at / --at_seq), the edits (`plan` is the parsed
+// --plan_file; --tool/--args; --answer; changed limits) and --workspace_at_fork, --request_id.
+v1::ForkRunRequest BuildForkRunRequest(const Command& command,
+                                       const std::vector<v1::SubTask>& plan);
 // The CancelRunRequest of `cancel`: the run and --reason.
 v1::CancelRunRequest BuildCancelRunRequest(const Command& command);
 

@@ -203,5 +203,45 @@ TEST(BuildListRunsRequest, CarriesFiltersPageSizeAndTheGivenToken) {
   EXPECT_EQ(unfiltered.page_token(), "");
 }
 
+TEST(BuildForkRunRequest, CarriesThePointEditsAndFlags) {
+  Command command;
+  command.run_id = "r1";
+  command.fork.at_seq = 12;
+  command.fork.tool = "write_file";
+  command.fork.args_json = R"({"path":"a"})";
+  command.fork.answer = "yes";
+  command.fork.max_iterations = 9;
+  command.fork.deadline = absl::Milliseconds(90500);
+  command.fork.workspace_at_fork = true;
+  command.fork.request_id = "f1";
+  v1::ForkRunRequest request = BuildForkRunRequest(command, {});
+  EXPECT_EQ(request.run_id(), "r1");
+  EXPECT_EQ(request.at_case(), v1::ForkRunRequest::kSeq);
+  EXPECT_EQ(request.seq(), 12);
+  EXPECT_FALSE(request.edits().has_plan());
+  EXPECT_EQ(request.edits().call().tool(), "write_file");
+  EXPECT_EQ(request.edits().call().args_json(), R"({"path":"a"})");
+  EXPECT_EQ(request.edits().human_input().text(), "yes");
+  EXPECT_EQ(request.edits().limits().max_iterations(), 9);
+  EXPECT_EQ(request.edits().limits().deadline().seconds(), 90);
+  EXPECT_EQ(request.edits().limits().deadline().nanos(), 500000000);
+  EXPECT_TRUE(request.workspace_at_fork());
+  EXPECT_EQ(request.request_id(), "f1");
+
+  Command at_iteration;
+  at_iteration.run_id = "r1";
+  at_iteration.fork.at_iteration = 3;
+  v1::SubTask task;
+  task.set_id("t");
+  task.set_description("d");
+  v1::ForkRunRequest with_plan = BuildForkRunRequest(at_iteration, {task});
+  EXPECT_EQ(with_plan.at_case(), v1::ForkRunRequest::kIteration);
+  EXPECT_EQ(with_plan.iteration(), 3);
+  ASSERT_EQ(with_plan.edits().plan().subtasks_size(), 1);
+  EXPECT_EQ(with_plan.edits().plan().subtasks(0).id(), "t");
+  EXPECT_FALSE(with_plan.edits().has_call());
+  EXPECT_FALSE(with_plan.edits().has_limits());
+}
+
 }  // namespace
 }  // namespace rein::cli

@@ -59,6 +59,7 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
   call.deadline = DeadlineOf(*context);
   absl::Status status = FromProto(request->limits().timeout(), "limits.timeout", &call.timeout);
 
+  if (status.ok()) SnapshotIfMutating(call);
   absl::StatusOr<ToolResult> result =
       status.ok() ? executor_->Execute(call) : absl::StatusOr<ToolResult>(status);
   const absl::Duration elapsed = absl::Now() - start;
@@ -100,6 +101,69 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
     return ToGrpcStatus(
         absl::Status(result.status().code(), SanitizeUtf8(result.status().message())));
   return grpc::Status::OK;
+}
+
+void ExecutorGrpcService::SnapshotIfMutating(const ExecuteCall& call) const {
+  if (history_ == nullptr || history_->retention() <= 0) return;
+  bool mutating = false;
+  for (const ToolSpec& spec : executor_->ListTools()) {
+    if (spec.name == call.tool) mutating = spec.mutating;
+  }
+  if (!mutating) return;
+  const absl::Time start = absl::Now();
+  absl::StatusOr<CopyStats> stats =
+      history_->SnapshotBeforeCall(call.run_id, call.workspace, call.call_id);
+  if (!stats.ok()) {
+    // The call still runs; a fork from before it will be refused (no snapshot).
+    LogWarning("workspace snapshot failed", {{"run_id", ForLog(call.run_id)},
+                                             {"call_id", ForLog(call.call_id)},
+                                             {"error", ForLog(stats.status().ToString())}});
+    return;
+  }
+  Metrics::Global().Add("rein_executor_workspace_snapshots_total", 1);
+  Metrics::Global().Add("rein_executor_workspace_snapshot_bytes_total", stats->bytes);
+  LogInfo("workspace snapshot",
+          {{"run_id", ForLog(call.run_id)},
+           {"call_id", ForLog(call.call_id)},
+           {"files", absl::StrCat(stats->files)},
+           {"bytes", absl::StrCat(stats->bytes)},
+           {"duration_ms", absl::StrCat(absl::ToDoubleMilliseconds(absl::Now() - start))}});
+}
+
+grpc::Status ExecutorGrpcService::CopyWorkspace(grpc::ServerContext* /*context*/,
+                                                const rein::v1::CopyWorkspaceRequest* request,
+                                                rein::v1::CopyWorkspaceResponse* response) {
+  if (history_ == nullptr) {
+    return ToGrpcStatus(absl::FailedPreconditionError("this executor copies no workspaces"));
+  }
+  const absl::Time start = absl::Now();
+  absl::StatusOr<CopyStats> stats = history_->Copy(request->workspace(), request->run_id(),
+                                                   request->before_call(), request->target());
+  LogInfo("copy workspace", {{"workspace", ForLog(request->workspace())},
+                             {"before_call", ForLog(request->before_call())},
+                             {"target", ForLog(request->target())},
+                             {"rpc_status", stats.ok() ? "OK" : stats.status().ToString()}});
+  if (!stats.ok()) {
+    return ToGrpcStatus(
+        absl::Status(stats.status().code(), SanitizeUtf8(stats.status().message())));
+  }
+  response->set_files(stats->files);
+  response->set_bytes(stats->bytes);
+  *response->mutable_duration() = ToProtoDuration(absl::Now() - start);
+  response->set_executor_id(executor_->options().executor_id);
+  return grpc::Status::OK;
+}
+
+grpc::Status ExecutorGrpcService::DeleteWorkspace(grpc::ServerContext* /*context*/,
+                                                  const rein::v1::DeleteWorkspaceRequest* request,
+                                                  rein::v1::DeleteWorkspaceResponse* /*response*/) {
+  if (history_ == nullptr) {
+    return ToGrpcStatus(absl::FailedPreconditionError("this executor copies no workspaces"));
+  }
+  absl::Status status = history_->Delete(request->workspace());
+  LogInfo("delete workspace", {{"workspace", ForLog(request->workspace())},
+                               {"rpc_status", status.ok() ? "OK" : status.ToString()}});
+  return ToGrpcStatus(absl::Status(status.code(), SanitizeUtf8(status.message())));
 }
 
 }  // namespace rein

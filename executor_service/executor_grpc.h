@@ -3,6 +3,7 @@
 #define REIN_EXECUTOR_SERVICE_EXECUTOR_GRPC_H_
 
 #include "executor_service/tool_executor.h"
+#include "executor_service/workspace_history.h"
 #include "rein/v1/executor.grpc.pb.h"
 
 namespace rein {
@@ -11,16 +12,30 @@ namespace rein {
 // executor_id and duration, logs one JSON line and counts each call. Thread-safe.
 class ExecutorGrpcService final : public rein::v1::Executor::Service {
  public:
-  // `executor` is not owned and must outlive the service.
-  explicit ExecutorGrpcService(const ToolExecutor* executor) : executor_(executor) {}
+  // `executor` and `history` are not owned and must outlive the service. With a history,
+  // every mutating call first snapshots its workspace (WorkspaceHistory::SnapshotBeforeCall)
+  // and CopyWorkspace / DeleteWorkspace are served; without one they are FAILED_PRECONDITION.
+  explicit ExecutorGrpcService(const ToolExecutor* executor,
+                               const WorkspaceHistory* history = nullptr)
+      : executor_(executor), history_(history) {}
 
   grpc::Status ListTools(grpc::ServerContext* context, const rein::v1::ListToolsRequest* request,
                          rein::v1::ListToolsResponse* response) override;
   grpc::Status Execute(grpc::ServerContext* context, const rein::v1::ExecuteRequest* request,
                        rein::v1::ExecuteResponse* response) override;
+  grpc::Status CopyWorkspace(grpc::ServerContext* context,
+                             const rein::v1::CopyWorkspaceRequest* request,
+                             rein::v1::CopyWorkspaceResponse* response) override;
+  grpc::Status DeleteWorkspace(grpc::ServerContext* context,
+                               const rein::v1::DeleteWorkspaceRequest* request,
+                               rein::v1::DeleteWorkspaceResponse* response) override;
 
  private:
+  // Snapshots the call's workspace when its tool is mutating and history is on.
+  void SnapshotIfMutating(const ExecuteCall& call) const;
+
   const ToolExecutor* executor_;
+  const WorkspaceHistory* history_;
 };
 
 }  // namespace rein

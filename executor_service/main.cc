@@ -21,11 +21,15 @@
 #include "executor_service/executor_grpc.h"
 #include "executor_service/sandbox_mode.h"
 #include "executor_service/tool_executor.h"
+#include "executor_service/workspace_history.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50053", "HOST:PORT to serve gRPC on");
 ABSL_FLAG(int, metrics_port, 0, "Port of the Prometheus /metrics endpoint; 0 = off");
 ABSL_FLAG(std::string, workspace_root, "", "Directory holding the workspaces (required)");
 ABSL_FLAG(std::string, executor_id, "", "Id reported in every reply; default hostname:pid");
+ABSL_FLAG(int, workspace_history, 16,
+          "Workspace snapshots kept per run (taken before each mutating call, for ForkRun's "
+          "workspace_at_fork); 0 = none");
 ABSL_FLAG(std::string, sandbox, "bwrap", "How mutating tools are sandboxed: bwrap or none");
 ABSL_FLAG(bool, allow_unsandboxed, false, "Permit --sandbox=none");
 ABSL_FLAG(int, max_concurrent, 8,
@@ -165,7 +169,12 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<rein::ToolExecutor>> executor =
       rein::ToolExecutor::Create(options);
   if (!executor.ok()) Die(std::string(executor.status().message()));
-  rein::ExecutorGrpcService service(executor->get());
+  const int history_retention = absl::GetFlag(FLAGS_workspace_history);
+  if (history_retention < 0 || history_retention > 100000) {
+    Die(absl::StrCat("--workspace_history must be 0..100000, got ", history_retention));
+  }
+  rein::WorkspaceHistory history(options.workspace_root, history_retention);
+  rein::ExecutorGrpcService service(executor->get(), &history);
   // The sandbox state, for health checks and dashboards (grpc.health.v1 has no details).
   const rein::Sandbox::State state = (*executor)->sandbox().state();
   const char* state_name = state == rein::Sandbox::State::kBwrap         ? "bwrap"

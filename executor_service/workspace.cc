@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -45,6 +46,10 @@ absl::Status ValidateWorkspaceName(absl::string_view name) {
   if (name == "." || name == "..") {
     return absl::InvalidArgumentError(
         absl::StrCat("workspace: must not be \".\" or \"..\", got ", Quote(name)));
+  }
+  if (absl::StartsWith(name, ".rein-")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "workspace: names starting with \".rein-\" are the executor's own, got ", Quote(name)));
   }
   return absl::OkStatus();
 }

@@ -20,7 +20,8 @@ namespace rein {
 inline constexpr size_t kMaxToolPathBytes = 4096;
 
 // OK when `name` is a valid workspace name: non-empty, at most 255 bytes, no '/', no NUL,
-// not "." or "..". Otherwise INVALID_ARGUMENT naming `workspace`.
+// not "." or "..", not starting with ".rein-" (the executor's own folders, e.g. the workspace
+// history). Otherwise INVALID_ARGUMENT naming `workspace`.
 absl::Status ValidateWorkspaceName(absl::string_view name);
 
 // OK when `path` may be handed to the kernel as a tool path: non-empty, no NUL, at most

@@ -47,6 +47,19 @@ class ExecutorClient {
   virtual std::shared_ptr<PendingCall> Execute(const rein::v1::ExecuteRequest& request,
                                                absl::Time deadline,
                                                ReplyCallback<rein::v1::ExecuteResponse> done) = 0;
+  // Workspace copies for ForkRun. By default UNIMPLEMENTED (a client without them cannot fork).
+  virtual std::shared_ptr<PendingCall> CopyWorkspace(
+      const rein::v1::CopyWorkspaceRequest& /*request*/, absl::Time /*deadline*/,
+      ReplyCallback<rein::v1::CopyWorkspaceResponse> done) {
+    done(absl::UnimplementedError("this executor client copies no workspaces"));
+    return nullptr;
+  }
+  virtual std::shared_ptr<PendingCall> DeleteWorkspace(
+      const rein::v1::DeleteWorkspaceRequest& /*request*/, absl::Time /*deadline*/,
+      ReplyCallback<rein::v1::DeleteWorkspaceResponse> done) {
+    done(absl::UnimplementedError("this executor client deletes no workspaces"));
+    return nullptr;
+  }
 };
 
 }  // namespace rein

@@ -107,6 +107,30 @@ std::shared_ptr<PendingCall> GrpcExecutorClient::ListTools(
       rein::v1::ListToolsRequest(), deadline, std::move(done));
 }
 
+std::shared_ptr<PendingCall> GrpcExecutorClient::CopyWorkspace(
+    const rein::v1::CopyWorkspaceRequest& request, absl::Time deadline,
+    ReplyCallback<rein::v1::CopyWorkspaceResponse> done) {
+  auto* stub = stub_.get();
+  return Call(
+      [stub](grpc::ClientContext* ctx, const rein::v1::CopyWorkspaceRequest* req,
+             rein::v1::CopyWorkspaceResponse* resp, std::function<void(grpc::Status)> cb) {
+        stub->async()->CopyWorkspace(ctx, req, resp, std::move(cb));
+      },
+      request, deadline, std::move(done));
+}
+
+std::shared_ptr<PendingCall> GrpcExecutorClient::DeleteWorkspace(
+    const rein::v1::DeleteWorkspaceRequest& request, absl::Time deadline,
+    ReplyCallback<rein::v1::DeleteWorkspaceResponse> done) {
+  auto* stub = stub_.get();
+  return Call(
+      [stub](grpc::ClientContext* ctx, const rein::v1::DeleteWorkspaceRequest* req,
+             rein::v1::DeleteWorkspaceResponse* resp, std::function<void(grpc::Status)> cb) {
+        stub->async()->DeleteWorkspace(ctx, req, resp, std::move(cb));
+      },
+      request, deadline, std::move(done));
+}
+
 std::shared_ptr<PendingCall> GrpcExecutorClient::Execute(
     const rein::v1::ExecuteRequest& request, absl::Time deadline,
     ReplyCallback<rein::v1::ExecuteResponse> done) {

@@ -40,6 +40,12 @@ class GrpcExecutorClient final : public ExecutorClient {
                                          ReplyCallback<rein::v1::ListToolsResponse> done) override;
   std::shared_ptr<PendingCall> Execute(const rein::v1::ExecuteRequest& request, absl::Time deadline,
                                        ReplyCallback<rein::v1::ExecuteResponse> done) override;
+  std::shared_ptr<PendingCall> CopyWorkspace(
+      const rein::v1::CopyWorkspaceRequest& request, absl::Time deadline,
+      ReplyCallback<rein::v1::CopyWorkspaceResponse> done) override;
+  std::shared_ptr<PendingCall> DeleteWorkspace(
+      const rein::v1::DeleteWorkspaceRequest& request, absl::Time deadline,
+      ReplyCallback<rein::v1::DeleteWorkspaceResponse> done) override;
 
  private:
   std::unique_ptr<rein::v1::Executor::Stub> stub_;

@@ -59,6 +59,12 @@ grpc::Status RouterGrpcService::ResumeRun(grpc::ServerContext*,
   return Reply(engine_->ResumeRun(*request), response, "ResumeRun");
 }
 
+grpc::Status RouterGrpcService::ForkRun(grpc::ServerContext*,
+                                        const rein::v1::ForkRunRequest* request,
+                                        rein::v1::Run* response) {
+  return Reply(engine_->ForkRun(*request), response, "ForkRun");
+}
+
 grpc::Status RouterGrpcService::WatchRun(grpc::ServerContext* context,
                                          const rein::v1::WatchRunRequest* request,
                                          grpc::ServerWriter<rein::v1::RunEvent>* writer) {

@@ -23,6 +23,8 @@ class RouterGrpcService final : public rein::v1::Router::Service {
                         grpc::ServerWriter<rein::v1::RunEvent>* writer) override;
   grpc::Status ResumeRun(grpc::ServerContext* context, const rein::v1::ResumeRunRequest* request,
                          rein::v1::Run* response) override;
+  grpc::Status ForkRun(grpc::ServerContext* context, const rein::v1::ForkRunRequest* request,
+                       rein::v1::Run* response) override;
   grpc::Status ExportRun(grpc::ServerContext* context, const rein::v1::ExportRunRequest* request,
                          grpc::ServerWriter<rein::v1::RunSnapshot>* writer) override;
 

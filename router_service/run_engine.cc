@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/random/random.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/notification.h"
@@ -13,6 +14,7 @@
 #include "common/metrics.h"
 #include "common/proto_time.h"
 #include "common/status_macros.h"
+#include "router_service/fork.h"
 #include "router_service/spec.h"
 
 namespace rein {
@@ -519,6 +521,118 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   LogInfo("run started", {{"run_id", run.run_id()}, {"request_id", run.request_id()}});
   Advance(Track(created->run));
   return created->run;
+}
+
+absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request) {
+  RETURN_IF_ERROR(CheckRunId(request.run_id()));
+  if (request.request_id().size() > 128) {
+    return absl::InvalidArgumentError("request_id: at most 128 bytes");
+  }
+  if (request.at_case() == rein::v1::ForkRunRequest::AT_NOT_SET) {
+    return absl::InvalidArgumentError("at: one of at.iteration or at.seq is required");
+  }
+  if (!dispatching_) return absl::UnavailableError("the router is shutting down");
+  // Forking only reads what the source has committed, so a running source is allowed: the
+  // fork starts from a committed point and the source goes on untouched.
+  ASSIGN_OR_RETURN(Run source, GetRun(request.run_id()));
+  ASSIGN_OR_RETURN(std::vector<RunEvent> events, store_->ReadEvents(source.run_id(), 0, 0));
+  ASSIGN_OR_RETURN(std::vector<Snapshot> snapshots, store_->ListSnapshots(source.run_id()));
+  ASSIGN_OR_RETURN(ForkPoint point, FindForkPoint(router_, source, events, snapshots, request));
+
+  rein::v1::RunSpec spec = source.spec();
+  if (request.edits().has_limits()) {
+    // The fields given override the source's; the others stay as the source had them.
+    spec.mutable_limits()->MergeFrom(request.edits().limits());
+    ASSIGN_OR_RETURN(std::vector<rein::v1::ToolSpec> tools, KnownTools());
+    absl::StatusOr<rein::v1::RunSpec> normalized = NormalizeSpec(spec, tools);
+    if (!normalized.ok()) {
+      std::string message(normalized.status().message());
+      if (absl::StartsWith(message, "spec.limits")) message.replace(0, 11, "edits.limits");
+      return absl::Status(normalized.status().code(), message);
+    }
+    spec = *std::move(normalized);
+  }
+  const std::string run_id = NewRunId();
+  const std::string source_workspace = source.spec().workspace();
+  spec.set_workspace(absl::StrCat(source_workspace.substr(0, 200), "-", run_id));
+  const absl::Time now = clock_->Now();
+  Run fork;
+  fork.set_run_id(run_id);
+  fork.set_request_id(request.request_id());
+  *fork.mutable_spec() = spec;
+  *fork.mutable_created_at() = ToProtoTime(now);
+  *fork.mutable_updated_at() = ToProtoTime(now);
+  *fork.mutable_state() = point.state;
+  ASSIGN_OR_RETURN(Transition t, router_.Fork(fork, point.from, request.edits(),
+                                              request.workspace_at_fork(), now));
+  *fork.mutable_state() = t.state;
+
+  rein::v1::CopyWorkspaceRequest copy;
+  copy.set_workspace(source_workspace);
+  copy.set_run_id(source.run_id());
+  if (request.workspace_at_fork()) copy.set_before_call(point.first_mutating_call_after);
+  copy.set_target(spec.workspace());
+  absl::Notification copied;
+  absl::StatusOr<rein::v1::CopyWorkspaceResponse> reply;
+  executor_->CopyWorkspace(copy, now + options_.workspace_copy_timeout,
+                           [&](absl::StatusOr<rein::v1::CopyWorkspaceResponse> r) {
+                             reply = std::move(r);
+                             copied.Notify();
+                           });
+  copied.WaitForNotification();
+  if (!reply.ok()) {
+    const absl::Status& status = reply.status();
+    switch (status.code()) {
+      case absl::StatusCode::kFailedPrecondition:
+        if (absl::StrContains(status.message(), "before_call")) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "workspace_at_fork: the executors' workspace history no longer holds run ",
+              source.run_id(), "'s workspace at that point: ", status.message()));
+        }
+        return absl::FailedPreconditionError(
+            absl::StrCat("workspace: cannot copy the source's workspace: ", status.message()));
+      case absl::StatusCode::kNotFound:
+        return absl::FailedPreconditionError(
+            absl::StrCat("workspace: the source's workspace \"", source_workspace,
+                         "\" no longer exists on the executors (", status.message(), ")"));
+      case absl::StatusCode::kUnimplemented:
+        return absl::FailedPreconditionError(
+            absl::StrCat("workspace: the executors cannot copy workspaces (", status.message(),
+                         "); update them to fork runs"));
+      default:
+        return absl::UnavailableError(
+            absl::StrCat("cannot copy the source's workspace on an executor: ", status.message()));
+    }
+  }
+  absl::StatusOr<CreateResult> created = store_->CreateRun(fork, std::move(t.events));
+  if (!created.ok() || !created->created) DeleteCopiedWorkspace(spec.workspace());
+  if (!created.ok()) return created.status();
+  if (!created->created) return created->run;  // the same request_id: the first fork
+  Metrics::Global().Add("rein_router_runs_forked_total", 1);
+  LogInfo("run forked", {{"run_id", run_id},
+                         {"source", source.run_id()},
+                         {"seq", absl::StrCat(point.from.seq())},
+                         {"workspace", spec.workspace()},
+                         {"copied_bytes", absl::StrCat(reply->bytes())}});
+  Advance(Track(created->run));
+  return created->run;
+}
+
+void RunEngine::DeleteCopiedWorkspace(const std::string& name) {
+  rein::v1::DeleteWorkspaceRequest request;
+  request.set_workspace(name);
+  absl::Notification done;
+  absl::Status status;
+  executor_->DeleteWorkspace(request, clock_->Now() + options_.workspace_copy_timeout,
+                             [&](absl::StatusOr<rein::v1::DeleteWorkspaceResponse> r) {
+                               status = r.status();
+                               done.Notify();
+                             });
+  done.WaitForNotification();
+  if (!status.ok()) {
+    LogError("cannot delete a copied workspace",
+             {{"workspace", name}, {"error", status.ToString()}});
+  }
 }
 
 absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id) {

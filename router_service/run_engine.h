@@ -31,6 +31,7 @@ struct RunEngineOptions {
   absl::Duration cancel_wait = absl::Seconds(10);          // CancelRun waits this long for the end
   absl::Duration retry_backoff = absl::Milliseconds(200);  // doubled per failed attempt
   absl::Duration max_retry_backoff = absl::Seconds(5);
+  absl::Duration workspace_copy_timeout = absl::Minutes(5);  // ForkRun's CopyWorkspace
   StageRouterOptions stage;
 };
 
@@ -64,6 +65,12 @@ class RunEngine {
   absl::StatusOr<rein::v1::Run> CancelRun(const std::string& run_id, const std::string& reason);
   absl::StatusOr<rein::v1::Run> ResumeRun(const rein::v1::ResumeRunRequest& request);
   absl::StatusOr<std::vector<Snapshot>> ListSnapshots(const std::string& run_id);
+  // Starts a new run from the source's state at `request.at`, with the edits (router_service/
+  // fork.h, StageRouter::Fork), and its own copy of the source's workspace (as it is now, or
+  // with workspace_at_fork as it was at the point). The source may be running or ended; it is
+  // only read. On any error nothing is created (no run, no workspace copy left behind). The
+  // same request_id twice returns the first fork.
+  absl::StatusOr<rein::v1::Run> ForkRun(const rein::v1::ForkRunRequest& request);
 
   // Events after `after_seq`; waits up to `max_wait` for one when there are none yet.
   // `ended` is set when the run has ended and every event has been returned.
@@ -100,6 +107,8 @@ class RunEngine {
   absl::Status CheckWorkspace(const std::string& run_id, const rein::v1::RunSpec& spec,
                               const std::vector<rein::v1::ToolSpec>& tools);
   void WorkerLoop();
+  // Removes a workspace ForkRun copied (best effort; logged when it fails).
+  void DeleteCopiedWorkspace(const std::string& name);
 
   RunStore* store_;
   PlannerClient* planner_;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/proto_time.h"
+#include "common/status_macros.h"
 #include "common/usage_payload.h"
 #include "nlohmann/json.hpp"
 #include "router_service/termination.h"
@@ -66,6 +67,7 @@ class Step {
     events_.emplace_back();
     return &events_.back();
   }
+  std::vector<RunEvent>& events() { return events_; }
 
   void MoveTo(Stage next) {
     if (state_.stage() == next) return;
@@ -163,26 +165,33 @@ void Enter(Step& s, Stage next) {
 }
 
 // Spends one unit of the retry budget for a failed stage attempt and stays in the stage.
-void SpendRetry(Step& s, Stage stage, const std::string& code, const std::string& message) {
+// Returns the error event (valid until the next AddEvent) so callers can add to it.
+RunEvent::Error* SpendRetry(Step& s, Stage stage, const std::string& code,
+                            const std::string& message) {
   const bool spent = !CancelledOrPastDeadline(s.state(), s.now());
   if (spent) s.state().set_retries_used(s.state().retries_used() + 1);
+  const size_t index = s.events().size();
   auto* error = s.AddEvent()->mutable_error();
   error->set_stage(stage);
   error->set_code(code);
   error->set_message(message);
   error->set_retry_spent(spent);
   EndIfLimited(s, /*begins_iteration=*/false);
+  return s.events()[index].mutable_error();
 }
 
 // A planner error: fatal ones end the run at once, others spend a retry.
 void AddUsage(Step& s, const rein::v1::Usage& usage);
 
 void PlannerFailed(Step& s, Stage stage, const absl::Status& status) {
-  // A reply that failed validation still cost tokens.
-  if (std::optional<rein::v1::Usage> usage = UsageOf(status)) AddUsage(s, *usage);
+  // A reply that failed validation still cost tokens (recorded in the event for replay).
+  std::optional<rein::v1::Usage> usage = UsageOf(status);
+  if (usage) AddUsage(s, *usage);
   if (StageRouter::IsFatalPlannerError(status.code())) {
     if (CancelledOrPastDeadline(s.state(), s.now())) {  // rules 1 and 3 come first
-      SpendRetry(s, stage, absl::StatusCodeToString(status.code()), std::string(status.message()));
+      auto* error = SpendRetry(s, stage, absl::StatusCodeToString(status.code()),
+                               std::string(status.message()));
+      if (usage) *error->mutable_usage() = *usage;
       return;
     }
     auto* error = s.AddEvent()->mutable_error();
@@ -190,15 +199,21 @@ void PlannerFailed(Step& s, Stage stage, const absl::Status& status) {
     error->set_code(absl::StatusCodeToString(status.code()));
     error->set_message(std::string(status.message()));
     error->set_retry_spent(false);
+    if (usage) *error->mutable_usage() = *usage;
     Terminate(s, rein::v1::FAILED, rein::v1::PLANNER_ERROR,
               absl::StrCat("planner error: ", status.message()));
     return;
   }
-  SpendRetry(s, stage, absl::StatusCodeToString(status.code()), std::string(status.message()));
+  auto* error =
+      SpendRetry(s, stage, absl::StatusCodeToString(status.code()), std::string(status.message()));
+  if (usage) *error->mutable_usage() = *usage;
 }
 
-void InvalidOutput(Step& s, Stage stage, const std::string& what) {
-  SpendRetry(s, stage, "INVALID_OUTPUT", absl::StrCat("invalid output: ", what));
+// The router judged the planner's `reply` invalid; the reply is kept in the event for replay.
+void InvalidOutput(Step& s, Stage stage, const std::string& what,
+                   const google::protobuf::Message& reply) {
+  auto* error = SpendRetry(s, stage, "INVALID_OUTPUT", absl::StrCat("invalid output: ", what));
+  error->set_reply(reply.SerializeAsString());
 }
 
 void AddUsage(Step& s, const rein::v1::Usage& usage) {
@@ -432,6 +447,7 @@ Transition StageRouter::NewRun(const std::string& run_id, const std::string& req
   *st->mutable_deadline() = ToProtoTime(now + FromProtoDuration(spec.limits().deadline()));
   Step s(*run, now);
   s.MoveTo(rein::v1::INITIALIZING);
+  s.events().back().mutable_stage_changed()->set_log_format(kLogFormat);
   Transition t = std::move(s).Finish();
   *run->mutable_state() = t.state;
   return t;
@@ -579,7 +595,7 @@ Transition StageRouter::OnPlan(const Run& run, const absl::StatusOr<rein::v1::Pl
   }
   google::protobuf::RepeatedPtrField<SubTask> planned = reply->subtasks();
   if (absl::Status valid = ValidateSubtasks(st, "subtasks", &planned); !valid.ok()) {
-    InvalidOutput(s, rein::v1::PLANNING, std::string(valid.message()));
+    InvalidOutput(s, rein::v1::PLANNING, std::string(valid.message()), *reply);
     return std::move(s).Finish();
   }
   auto* event = s.AddEvent()->mutable_plan();
@@ -593,7 +609,8 @@ Transition StageRouter::OnPlan(const Run& run, const absl::StatusOr<rein::v1::Pl
   AddNote(s, reply->notes(), options_.max_notes);
   if (planned.empty() && !reply->goal_achieved()) {
     SpendRetry(s, rein::v1::PLANNING, "INVALID_OUTPUT",
-               "the plan has no subtasks and the goal is not achieved");
+               "the plan has no subtasks and the goal is not achieved")
+        ->set_reply(reply->SerializeAsString());
     return std::move(s).Finish();
   }
   st.clear_replan_reason();
@@ -659,7 +676,7 @@ Transition StageRouter::OnDecide(const Run& run,
       Step retry(run, now);
       retry.state().mutable_subtasks(0)->set_status(SubTask::IN_PROGRESS);
       AddUsage(retry, reply->usage());
-      InvalidOutput(retry, rein::v1::DECIDING, std::string(call.status().message()));
+      InvalidOutput(retry, rein::v1::DECIDING, std::string(call.status().message()), *reply);
       return std::move(retry).Finish();
     }
     *event->mutable_tool_call() = *call;
@@ -695,8 +712,8 @@ Transition StageRouter::OnDecide(const Run& run,
   }
   Step retry(run, now);
   AddUsage(retry, reply->usage());
-  InvalidOutput(retry, rein::v1::DECIDING,
-                "the decision has neither a tool_call nor a human_query");
+  InvalidOutput(retry, rein::v1::DECIDING, "the decision has neither a tool_call nor a human_query",
+                *reply);
   return std::move(retry).Finish();
 }
 
@@ -810,7 +827,8 @@ Transition StageRouter::OnEvaluate(const Run& run,
       reply->status() != Status::NEEDS_MORE_WORK) {
     InvalidOutput(s, rein::v1::EVALUATING,
                   absl::StrCat("status: must be COMPLETED, FAILED or NEEDS_MORE_WORK, got ",
-                               static_cast<int>(reply->status())));
+                               static_cast<int>(reply->status())),
+                  *reply);
     return std::move(s).Finish();
   }
   if (st.subtasks_size() == 0) {
@@ -1033,6 +1051,108 @@ NextStep StageRouter::Next(const Run& run, absl::Time now, absl::Time not_before
   next.kind = NextStep::Kind::kCall;
   next.effect = std::move(effect);
   return next;
+}
+
+absl::StatusOr<Transition> StageRouter::Fork(const Run& run, const rein::v1::ForkedFrom& from,
+                                             const rein::v1::ForkEdits& edits,
+                                             bool workspace_at_fork, absl::Time now) const {
+  const RunState& point = run.state();
+  if (IsTerminal(point.stage()) || point.stage() == rein::v1::STAGE_UNSPECIFIED) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("at: run ", from.run_id(), " was ", rein::v1::Stage_Name(point.stage()),
+                     " at that point (seq ", from.seq(), "); fork from a point before it ended"));
+  }
+  if (edits.has_plan() && edits.has_call()) {
+    return absl::InvalidArgumentError("edits: plan and call cannot both be set");
+  }
+  // The starting state: the source's, with what belongs to the source's life reset.
+  Run start = run;
+  RunState& st0 = *start.mutable_state();
+  st0.set_version(0);
+  st0.clear_outcome();
+  st0.set_cancel_requested(false);
+  st0.set_call_dispatched(false);
+  *st0.mutable_forked_from() = from;
+  *st0.mutable_started_at() = ToProtoTime(now);
+  *st0.mutable_deadline() = ToProtoTime(now + FromProtoDuration(run.spec().limits().deadline()));
+  // A pending call gets an id of the fork's own: the executors' journal must not answer it
+  // with the source's reply.
+  if (st0.has_pending_call() || st0.pause().has_pending_call()) {
+    st0.set_call_counter(st0.call_counter() + 1);
+    const std::string id = absl::StrCat(run.run_id(), "-", st0.call_counter());
+    if (st0.has_pending_call()) st0.mutable_pending_call()->set_call_id(id);
+    if (st0.pause().has_pending_call())
+      st0.mutable_pause()->mutable_pending_call()->set_call_id(id);
+  }
+  Step s(start, now);
+  RunState& st = s.state();
+  auto* forked = s.AddEvent()->mutable_forked();
+  *forked->mutable_from() = from;
+  *forked->mutable_edits() = edits;
+  forked->set_workspace(run.spec().workspace());
+  forked->set_workspace_at_fork(workspace_at_fork);
+  forked->set_log_format(kLogFormat);
+  *forked->mutable_start() = point;  // as given: replay resets it the same way again
+  const bool need_human =
+      point.stage() == rein::v1::PAUSED && point.pause().reason() == rein::v1::NEED_HUMAN;
+  if (edits.has_human_input()) {
+    const std::string& text = edits.human_input().text();
+    if (text.empty()) {
+      return absl::InvalidArgumentError("edits.human_input.text: must not be empty");
+    }
+    if (text.size() > 16 * 1024) {
+      return absl::InvalidArgumentError("edits.human_input.text: at most 16 KiB");
+    }
+    HumanInput* input = st.add_human_inputs();
+    input->set_kind(HumanInput::ANSWER);
+    input->set_text(text);
+    if (need_human) input->set_question(point.pause().question());
+    input->set_iteration(st.iteration());
+    while (st.human_inputs_size() > options_.max_human_inputs) {
+      st.mutable_human_inputs()->erase(st.mutable_human_inputs()->begin());
+    }
+  }
+  if (edits.has_plan()) {
+    google::protobuf::RepeatedPtrField<SubTask> tasks = edits.plan().subtasks();
+    if (tasks.empty()) return absl::InvalidArgumentError("edits.plan.subtasks: must not be empty");
+    RunState without_stack = st;
+    without_stack.clear_subtasks();
+    RETURN_IF_ERROR(ValidateSubtasks(without_stack, "edits.plan.subtasks", &tasks));
+    DropStack(st, "dropped: replaced by the fork's plan");
+    *st.mutable_subtasks() = std::move(tasks);
+    st.clear_pending_call();
+    st.clear_pause();
+    st.set_goal_achieved(false);
+    s.MoveTo(rein::v1::DECIDING);
+  } else if (edits.has_call()) {
+    const bool pending = (st.stage() == rein::v1::EXECUTING && st.has_pending_call()) ||
+                         (st.stage() == rein::v1::PAUSED && st.pause().has_pending_call() &&
+                          !st.pause().pending_call().tool().empty());
+    if (!pending) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "edits.call: run ", from.run_id(), " had no pending tool call at that point (stage ",
+          rein::v1::Stage_Name(point.stage()),
+          "); fork at a point in EXECUTING or paused before a tool"));
+    }
+    ASSIGN_OR_RETURN(ToolCall call, MakeCall(start, st, edits.call().tool(),
+                                             edits.call().args_json(), "edits.call"));
+    *st.mutable_pending_call() = call;
+    st.clear_pause();
+    s.MoveTo(rein::v1::EXECUTING);
+  } else if (edits.has_human_input() && need_human) {
+    const Stage resume = point.pause().resume_stage();
+    st.clear_pause();
+    s.MoveTo(resume);
+  }
+  Transition t = std::move(s).Finish();
+  if (!t.snapshot) {
+    Snapshot snap;
+    snap.iteration = t.state.iteration();
+    snap.version = t.state.version();
+    t.state.SerializeToString(&snap.state);
+    t.snapshot = std::move(snap);
+  }
+  return t;
 }
 
 std::optional<Transition> StageRouter::OnTick(const Run& run, absl::Time now) const {

@@ -17,6 +17,12 @@
 
 namespace rein {
 
+// The format of the event log this router writes, recorded on a run's first event
+// (RunEvent.StageChanged.log_format, RunEvent.Forked.log_format). Replay (replay.h) reads logs
+// of this format. 1: first events carry the format; Error events carry the failed reply's usage
+// and, for router-judged invalid output, the reply itself.
+inline constexpr int32_t kLogFormat = 1;
+
 // The result of one transition: the new state (version + 1), the events it emits (seq left
 // for the store to assign) and, at iteration boundaries, pauses and the end, a snapshot.
 struct Transition {
@@ -128,6 +134,17 @@ class StageRouter {
 
   // After a router restart: pauses a run whose mutating call may have run (RECOVERY).
   std::optional<Transition> OnRecovery(const rein::v1::Run& run, absl::Time now) const;
+
+  // The first transition of a fork. `run` holds the fork's run_id, request_id and spec (with
+  // its own workspace and any changed limits) and, as its state, the source's state at the
+  // fork point. Resets what belongs to the source's life (version, clocks from `now`, cancel,
+  // dispatch, call ids), applies `edits` and emits RunEvent.forked (with that starting state,
+  // so a fork's log replays on its own). FAILED_PRECONDITION naming `at` when the point is
+  // terminal, naming edits.<field> when an edit does not fit the state there (edits.call with
+  // no pending call); INVALID_ARGUMENT naming edits.<field> for a bad edit.
+  absl::StatusOr<Transition> Fork(const rein::v1::Run& run, const rein::v1::ForkedFrom& from,
+                                  const rein::v1::ForkEdits& edits, bool workspace_at_fork,
+                                  absl::Time now) const;
 
   // Whether a planner error code is one that retrying cannot fix (PLANNER_ERROR at once).
   static bool IsFatalPlannerError(absl::StatusCode code);

@@ -1,0 +1,477 @@
+// Replay of recorded runs through the current StageRouter.
+#include "router_service/replay.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/proto_time.h"
+#include "common/usage_payload.h"
+#include "google/protobuf/util/message_differencer.h"
+
+namespace rein {
+namespace {
+
+using rein::v1::Run;
+using rein::v1::RunEvent;
+
+constexpr size_t kMaxDescribe = 400;
+
+std::string Shorten(std::string text) {
+  if (text.size() > kMaxDescribe) text = absl::StrCat(text.substr(0, kMaxDescribe), "...");
+  return text;
+}
+
+absl::StatusCode CodeFromName(const std::string& name) {
+  for (int c = 0; c <= 16; ++c) {
+    if (absl::StatusCodeToString(static_cast<absl::StatusCode>(c)) == name) {
+      return static_cast<absl::StatusCode>(c);
+    }
+  }
+  return absl::StatusCode::kUnknown;
+}
+
+// The failed call an Error event records (message without `prefix`, usage attached).
+absl::Status StatusOf(const RunEvent::Error& error, absl::string_view prefix) {
+  absl::string_view message = error.message();
+  absl::ConsumePrefix(&message, prefix);
+  absl::Status status(CodeFromName(error.code()), message);
+  if (error.has_usage()) status = WithUsage(std::move(status), error.usage());
+  return status;
+}
+
+// The recorded events of one transition: from `index`, all with the same version.
+std::vector<const RunEvent*> TransitionAt(const std::vector<RunEvent>& events, size_t index) {
+  std::vector<const RunEvent*> out;
+  for (size_t i = index; i < events.size() && events[i].version() == events[index].version(); ++i) {
+    out.push_back(&events[i]);
+  }
+  return out;
+}
+
+const RunEvent::Error* FindError(const std::vector<const RunEvent*>& tr) {
+  for (const RunEvent* e : tr) {
+    if (e->has_error()) return &e->error();
+  }
+  return nullptr;
+}
+
+// A refusal: the pause of a NEED_HUMAN the model asked for by refusing, in `tr`.
+std::optional<std::string> FindRefusal(const std::vector<const RunEvent*>& tr,
+                                       absl::string_view what) {
+  for (const RunEvent* e : tr) {
+    if (e->has_paused() && e->paused().pause().reason() == rein::v1::NEED_HUMAN &&
+        absl::StartsWith(e->paused().pause().detail(),
+                         absl::StrCat("the model refused to ", what, ": "))) {
+      return e->paused().pause().question();
+    }
+  }
+  return std::nullopt;
+}
+
+template <typename Reply>
+std::optional<absl::StatusOr<Reply>> FromError(const std::vector<const RunEvent*>& tr) {
+  const RunEvent::Error* error = FindError(tr);
+  if (error == nullptr) return std::nullopt;
+  if (!error->reply().empty()) {
+    Reply reply;
+    if (reply.ParseFromString(error->reply())) return absl::StatusOr<Reply>(reply);
+  }
+  if (error->code() == "INVALID_OUTPUT") return std::nullopt;
+  return absl::StatusOr<Reply>(StatusOf(*error, ""));
+}
+
+std::optional<absl::StatusOr<rein::v1::PlanResponse>> PlanReply(
+    const std::vector<const RunEvent*>& tr) {
+  if (auto from_error = FromError<rein::v1::PlanResponse>(tr)) return from_error;
+  for (const RunEvent* e : tr) {
+    if (!e->has_plan()) continue;
+    const auto& p = e->plan();
+    rein::v1::PlanResponse reply;
+    reply.set_reasoning(p.reasoning());
+    *reply.mutable_subtasks() = p.subtasks();
+    reply.set_goal_achieved(p.goal_achieved());
+    reply.set_notes(p.notes());
+    *reply.mutable_usage() = p.usage();
+    reply.set_backend(p.planner_backend());
+    return reply;
+  }
+  if (auto refusal = FindRefusal(tr, "plan")) {
+    rein::v1::PlanResponse reply;
+    reply.set_refusal(*refusal);
+    return reply;
+  }
+  return std::nullopt;
+}
+
+std::optional<absl::StatusOr<rein::v1::DecideResponse>> DecideReply(
+    const std::vector<const RunEvent*>& tr) {
+  if (auto from_error = FromError<rein::v1::DecideResponse>(tr)) return from_error;
+  for (const RunEvent* e : tr) {
+    if (!e->has_decision()) continue;
+    const auto& d = e->decision();
+    rein::v1::DecideResponse reply;
+    reply.set_reasoning(d.reasoning());
+    if (d.has_tool_call()) {
+      reply.mutable_tool_call()->set_tool(d.tool_call().tool());
+      reply.mutable_tool_call()->set_args_json(d.tool_call().args_json());
+    } else {
+      reply.set_human_query(d.human_query());
+    }
+    reply.set_notes(d.notes());
+    *reply.mutable_usage() = d.usage();
+    reply.set_backend(d.planner_backend());
+    return reply;
+  }
+  if (auto refusal = FindRefusal(tr, "decide")) {
+    rein::v1::DecideResponse reply;
+    reply.set_refusal(*refusal);
+    return reply;
+  }
+  return std::nullopt;
+}
+
+std::optional<absl::StatusOr<rein::v1::EvaluateResponse>> EvaluateReply(
+    const std::vector<const RunEvent*>& tr) {
+  if (auto from_error = FromError<rein::v1::EvaluateResponse>(tr)) return from_error;
+  for (const RunEvent* e : tr) {
+    if (!e->has_evaluation()) continue;
+    const auto& v = e->evaluation();
+    rein::v1::EvaluateResponse reply;
+    reply.set_reasoning(v.reasoning());
+    reply.set_status(v.status());
+    reply.set_summary(v.summary());
+    reply.set_goal_achieved(v.goal_achieved());
+    reply.set_notes(v.notes());
+    *reply.mutable_usage() = v.usage();
+    reply.set_backend(v.planner_backend());
+    return reply;
+  }
+  if (auto refusal = FindRefusal(tr, "evaluate")) {
+    rein::v1::EvaluateResponse reply;
+    reply.set_refusal(*refusal);
+    return reply;
+  }
+  return std::nullopt;
+}
+
+// The tool output an observation was cut from: the kept prefix and as many bytes as the
+// truncation marker says were omitted, so that the router's cap cuts it the same way again.
+std::string OutputOf(const std::string& observation) {
+  size_t marker = observation.rfind("\n[observation truncated: ");
+  int64_t omitted = 0;
+  if (marker == std::string::npos || !absl::EndsWith(observation, " bytes omitted]") ||
+      !absl::SimpleAtoi(
+          absl::string_view(observation).substr(marker + 25, observation.size() - marker - 25 - 15),
+          &omitted) ||
+      omitted < 0 || omitted > (int64_t{1} << 30)) {
+    return observation;
+  }
+  return absl::StrCat(observation.substr(0, marker), std::string(omitted, ' '));
+}
+
+std::optional<absl::StatusOr<rein::v1::ExecuteResponse>> ExecuteReply(
+    const std::vector<const RunEvent*>& tr) {
+  if (const RunEvent::Error* error = FindError(tr)) {
+    return absl::StatusOr<rein::v1::ExecuteResponse>(StatusOf(*error, "executor: "));
+  }
+  for (const RunEvent* e : tr) {
+    if (!e->has_tool_result()) continue;
+    const rein::v1::Action& a = e->tool_result().action();
+    rein::v1::ExecuteResponse reply;
+    reply.set_ok(a.ok());
+    reply.set_output(OutputOf(a.observation()));
+    reply.set_truncated(e->tool_result().truncated());
+    if (!a.ok()) {
+      size_t colon = a.error().find(": ");
+      reply.mutable_error()->set_code(a.error().substr(0, colon));
+      if (colon != std::string::npos)
+        reply.mutable_error()->set_message(a.error().substr(colon + 2));
+    }
+    *reply.mutable_duration() = a.duration();
+    reply.set_executor_id(a.executor_id());
+    return reply;
+  }
+  return std::nullopt;
+}
+
+// The reason of a recorded cancel ("cancelled by user: <reason>").
+std::string CancelReason(const std::vector<const RunEvent*>& tr) {
+  for (const RunEvent* e : tr) {
+    if (!e->has_finished()) continue;
+    absl::string_view message = e->finished().outcome().message();
+    if (absl::ConsumePrefix(&message, "cancelled by user: ")) return std::string(message);
+  }
+  return "";
+}
+
+bool EndsCancelled(const std::vector<const RunEvent*>& tr) {
+  for (const RunEvent* e : tr) {
+    if (e->has_finished() && e->finished().outcome().reason() == rein::v1::CANCELLED_BY_USER) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string DescribeEvent(const RunEvent& event) {
+  switch (event.body_case()) {
+    case RunEvent::kStageChanged:
+      return absl::StrCat("stage_changed: ", rein::v1::Stage_Name(event.stage_changed().from()),
+                          " -> ", rein::v1::Stage_Name(event.stage_changed().to()));
+    case RunEvent::kPlan: {
+      std::string ids;
+      for (const auto& t : event.plan().subtasks())
+        absl::StrAppend(&ids, ids.empty() ? "" : ", ", t.id());
+      return Shorten(
+          absl::StrCat("plan: [", ids, "] goal_achieved=", event.plan().goal_achieved()));
+    }
+    case RunEvent::kDecision:
+      if (event.decision().has_tool_call()) {
+        return Shorten(absl::StrCat("decision: ", event.decision().tool_call().tool(), " ",
+                                    event.decision().tool_call().args_json()));
+      }
+      return Shorten(absl::StrCat("decision: ask \"", event.decision().human_query(), "\""));
+    case RunEvent::kToolResult:
+      return Shorten(absl::StrCat("tool_result: ", event.tool_result().action().tool(),
+                                  event.tool_result().action().ok() ? " ok" : " failed: ",
+                                  event.tool_result().action().error()));
+    case RunEvent::kEvaluation:
+      return Shorten(
+          absl::StrCat("evaluation: ", event.evaluation().subtask_id(), " ",
+                       rein::v1::RunEvent::Evaluation::Status_Name(event.evaluation().status())));
+    case RunEvent::kPaused:
+      return Shorten(
+          absl::StrCat("paused: ", rein::v1::PauseReason_Name(event.paused().pause().reason()), " ",
+                       event.paused().pause().detail()));
+    case RunEvent::kResumed:
+      return absl::StrCat("resumed: to ", rein::v1::Stage_Name(event.resumed().to()));
+    case RunEvent::kError:
+      return Shorten(absl::StrCat("error: ", rein::v1::Stage_Name(event.error().stage()), " ",
+                                  event.error().code(), " ", event.error().message()));
+    case RunEvent::kFinished:
+      return Shorten(
+          absl::StrCat("finished: ", rein::v1::Stage_Name(event.finished().outcome().status()), " ",
+                       rein::v1::TerminationReason_Name(event.finished().outcome().reason())));
+    case RunEvent::kForked:
+      return absl::StrCat("forked: from ", event.forked().from().run_id(), " at seq ",
+                          event.forked().from().seq());
+    case RunEvent::BODY_NOT_SET: break;
+  }
+  return "(no event)";
+}
+
+std::string DescribeReplay(const ReplayResult& result) {
+  if (!result.divergence) {
+    return absl::StrCat("identical (", result.events_replayed, " events)");
+  }
+  const Divergence& d = *result.divergence;
+  return absl::StrCat("diverges at seq ", d.seq, " in ", rein::v1::Stage_Name(d.stage),
+                      ": recorded ", d.recorded, "; now ", d.now,
+                      d.detail.empty() ? "" : absl::StrCat(" (", d.detail, ")"));
+}
+
+absl::StatusOr<ReplayResult> ReplayRun(const StageRouter& router, const Run& recorded,
+                                       const std::vector<RunEvent>& events,
+                                       const ReplayOptions& options) {
+  if (events.empty()) return absl::InvalidArgumentError("events: the log is empty");
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (events[i].seq() != static_cast<int64_t>(i + 1)) {
+      return absl::InvalidArgumentError(absl::StrCat("events: seq ", events[i].seq(),
+                                                     " at position ", i + 1, " (gap or disorder)"));
+    }
+  }
+  const RunEvent& first = events[0];
+  int32_t format = first.has_forked()          ? first.forked().log_format()
+                   : first.has_stage_changed() ? first.stage_changed().log_format()
+                                               : -1;
+  if (format != kLogFormat) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", recorded.run_id(), ": replay needs event log format ", kLogFormat,
+                     ", the log has format ",
+                     format < 0    ? std::string("unknown (no first event)")
+                     : format == 0 ? std::string("0 (recorded before formats were)")
+                                   : absl::StrCat(format),
+                     "; re-record the run with this router"));
+  }
+
+  ReplayResult result;
+  Run& run = result.run;
+  size_t index = 0;
+  auto diverge = [&](const std::string& recorded_text, const std::string& now_text,
+                     const std::string& detail) {
+    Divergence d;
+    d.seq = index < events.size() ? events[index].seq() : static_cast<int64_t>(events.size()) + 1;
+    d.stage = run.state().stage();
+    d.recorded = recorded_text;
+    d.now = now_text;
+    d.detail = detail;
+    result.divergence = std::move(d);
+  };
+  // Matches a transition's events to the log from `index`; on success applies it.
+  auto match = [&](Transition t) -> bool {
+    for (size_t i = 0; i < t.events.size(); ++i) {
+      RunEvent produced = t.events[i];
+      produced.set_run_id(recorded.run_id());
+      produced.set_seq(static_cast<int64_t>(index + i + 1));
+      if (index + i >= events.size()) {
+        index += i;
+        diverge("(the log ends)", DescribeEvent(produced), "");
+        return false;
+      }
+      google::protobuf::util::MessageDifferencer differ;
+      std::string detail;
+      differ.ReportDifferencesToString(&detail);
+      if (!differ.Compare(events[index + i], produced)) {
+        index += i;
+        diverge(DescribeEvent(events[index]), DescribeEvent(produced), Shorten(detail));
+        return false;
+      }
+    }
+    index += t.events.size();
+    result.events_replayed = static_cast<int64_t>(index);
+    *run.mutable_state() = std::move(t.state);
+    return true;
+  };
+  auto stop = [&] {
+    return options.stop_after_seq > 0 && static_cast<int64_t>(index) >= options.stop_after_seq;
+  };
+
+  // The first transition.
+  if (first.has_forked()) {
+    run.set_run_id(recorded.run_id());
+    run.set_request_id(recorded.request_id());
+    *run.mutable_spec() = recorded.spec();
+    *run.mutable_created_at() = first.time();
+    *run.mutable_state() = first.forked().start();
+    absl::StatusOr<Transition> t =
+        router.Fork(run, first.forked().from(), first.forked().edits(),
+                    first.forked().workspace_at_fork(), FromProtoTime(first.time()));
+    if (!t.ok()) {
+      diverge(DescribeEvent(first), absl::StrCat("the fork is refused: ", t.status().ToString()),
+              "");
+      return result;
+    }
+    if (!match(std::move(*t))) return result;
+  } else {
+    Transition t = router.NewRun(recorded.run_id(), recorded.request_id(), recorded.spec(),
+                                 FromProtoTime(first.time()), &run);
+    if (!match(std::move(t))) return result;
+  }
+
+  while (index < events.size() && !stop()) {
+    if (StageRouter::IsTerminal(run.state().stage())) {
+      diverge(DescribeEvent(events[index]), "(the run has ended)", "");
+      return result;
+    }
+    const RunEvent& next = events[index];
+    const absl::Time now = FromProtoTime(next.time());
+    const std::vector<const RunEvent*> tr = TransitionAt(events, index);
+    if (next.has_resumed()) {
+      absl::StatusOr<Transition> t =
+          router.OnReview(run, next.resumed().review(), run.state().version(), now);
+      if (!t.ok()) {
+        diverge(DescribeEvent(next), absl::StrCat("the review is refused: ", t.status().ToString()),
+                "");
+        return result;
+      }
+      if (!match(std::move(*t))) return result;
+      continue;
+    }
+    if (next.has_stage_changed() && next.stage_changed().to() == rein::v1::CANCELLED &&
+        next.version() == run.state().version() + 1) {
+      std::optional<Transition> t =
+          router.OnCancel(run, /*call_in_flight=*/false, CancelReason(tr), now);
+      if (!t || !match(std::move(*t))) {
+        if (!t) diverge(DescribeEvent(next), "(the cancel is ignored)", "");
+        return result;
+      }
+      continue;
+    }
+    if (next.has_paused() && next.paused().pause().reason() == rein::v1::RECOVERY &&
+        FindError(tr) == nullptr) {
+      // A router restart found the run's mutating call sent and its result not committed.
+      std::optional<Transition> t = router.OnRecovery(run, now);
+      if (!t) {
+        diverge(DescribeEvent(next), "(no recovery pause: no mutating call was in flight)", "");
+        return result;
+      }
+      if (!match(std::move(*t))) return result;
+      continue;
+    }
+    NextStep step = router.Next(run, now);
+    if (step.kind == NextStep::Kind::kCommit) {
+      if (!match(std::move(*step.transition))) return result;
+      continue;
+    }
+    if (step.kind != NextStep::Kind::kCall) {
+      diverge(DescribeEvent(next),
+              step.kind == NextStep::Kind::kEnded ? "(the run has ended)"
+                                                  : "(the run waits: paused or idle)",
+              "");
+      return result;
+    }
+    // A cancel requested while the call was in flight commits no event of its own: the
+    // call's transition then ends the run, one version later.
+    if (next.version() == run.state().version() + 2 && EndsCancelled(tr)) {
+      std::optional<Transition> t = router.OnCancel(run, /*call_in_flight=*/true, "", now);
+      if (t) *run.mutable_state() = std::move(t->state);
+    }
+    std::optional<Transition> t;
+    switch (step.effect.kind) {
+      case Effect::Kind::kListTools: {
+        if (const RunEvent::Error* error = FindError(tr)) {
+          absl::string_view message = error->message();
+          if (absl::ConsumePrefix(&message, "executor workspace check: ")) {
+            rein::v1::ListToolsResponse tools;
+            *tools.mutable_tools() = recorded.state().tools();
+            t = router.OnTools(run, tools,
+                               absl::StatusOr<rein::v1::ExecuteResponse>(
+                                   StatusOf(*error, "executor workspace check: ")),
+                               now);
+          } else {
+            t = router.OnTools(run, StatusOf(*error, "executor ListTools: "), std::nullopt, now);
+          }
+        } else {
+          rein::v1::ListToolsResponse tools;
+          *tools.mutable_tools() = recorded.state().tools();
+          t = router.OnTools(run, tools, std::nullopt, now);
+        }
+        break;
+      }
+      case Effect::Kind::kPlan:
+        if (auto reply = PlanReply(tr)) t = router.OnPlan(run, *reply, now);
+        break;
+      case Effect::Kind::kDecide:
+        if (auto reply = DecideReply(tr)) t = router.OnDecide(run, *reply, now);
+        break;
+      case Effect::Kind::kExecute:
+        if (auto reply = ExecuteReply(tr)) t = router.OnExecute(run, *reply, now);
+        break;
+      case Effect::Kind::kEvaluate:
+        if (auto reply = EvaluateReply(tr)) t = router.OnEvaluate(run, *reply, now);
+        break;
+      case Effect::Kind::kNone: break;
+    }
+    if (!t) {
+      diverge(DescribeEvent(next),
+              absl::StrCat("the router asks for ",
+                           step.effect.kind == Effect::Kind::kPlan       ? "a plan"
+                           : step.effect.kind == Effect::Kind::kDecide   ? "a decision"
+                           : step.effect.kind == Effect::Kind::kExecute  ? "a tool call"
+                           : step.effect.kind == Effect::Kind::kEvaluate ? "an evaluation"
+                                                                         : "the tools",
+                           " the log does not hold here"),
+              "");
+      return result;
+    }
+    if (!match(std::move(*t))) return result;
+  }
+  return result;
+}
+
+}  // namespace rein
