@@ -257,6 +257,8 @@ TEST(ParseArgs, ToolsAsksTheExecutor) {
   EXPECT_TRUE(tools->json);
   ExpectUsageError({"tools", "--executor="}, "--executor: the value is empty");
   ExpectUsageError({"tools", "extra"}, "\"extra\"");
+}
+
 TEST(ParseArgs, ForkReplayAndDiffParseTheirFlags) {
   absl::StatusOr<Command> fork =
       Parse({"fork", "r1", "--at=3", "--plan_file=p.json", "--answer=yes", "--max_iterations=9",
