@@ -267,6 +267,13 @@ absl::StatusOr<std::unique_ptr<PgTransaction>> PgTransaction::Begin(PgPool* pool
   return tx;
 }
 
+absl::StatusOr<std::unique_ptr<PgTransaction>> PgTransaction::Autocommit(PgPool* pool) {
+  absl::StatusOr<PGconn*> conn = pool->Acquire();
+  if (!conn.ok()) return conn.status();
+  if (PQstatus(*conn) == CONNECTION_BAD) PQreset(*conn);
+  return std::unique_ptr<PgTransaction>(new PgTransaction(pool, *conn));
+}
+
 PgTransaction::~PgTransaction() {
   if (open_) PQclear(PQexec(conn_, "ROLLBACK"));
   pool_->Release(conn_);
