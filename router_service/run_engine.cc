@@ -429,6 +429,9 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
         }
       } else if (fresh.ok()) {
         run = *std::move(fresh);
+        // Whoever called may not advance the run after a failure (a stale review): make sure
+        // the newer state is acted on.
+        Post([this, id = run.run_id()] { Wake(id); });
       }
     }
     return stored.status();
@@ -886,15 +889,19 @@ absl::StatusOr<std::vector<RunEvent>> RunEngine::WaitEvents(const std::string& r
   RETURN_IF_ERROR(CheckRunId(run_id));
   if (after_seq < 0) return absl::InvalidArgumentError("after_seq: must be >= 0");
   absl::Time until = clock_->Now() + max_wait;
-  if (shared_ && !Find(run_id)) return WaitRemoteEvents(run_id, after_seq, until, ended);
   while (true) {
-    // Live watchers are served from the tail in memory when it reaches back far enough.
-    EventTail::Read read = tail_.ReadAfter(run_id, after_seq, until);
-    switch (read.kind) {
-      case EventTail::Read::Kind::kEnded: *ended = true; return std::vector<RunEvent>();
-      case EventTail::Read::Kind::kTimedOut: return std::vector<RunEvent>();
-      case EventTail::Read::Kind::kEvents: return std::move(read.events);
-      case EventTail::Read::Kind::kMiss: break;
+    // Live watchers of a run this router drives are served from the tail in memory when it
+    // reaches back far enough. Another router's run is read from the store, and the wait
+    // below is woken by that router's commit notices (or ends at `until`, which bounds the
+    // delay when a notice is lost).
+    if (!shared_ || Find(run_id)) {
+      EventTail::Read read = tail_.ReadAfter(run_id, after_seq, until);
+      switch (read.kind) {
+        case EventTail::Read::Kind::kEnded: *ended = true; return std::vector<RunEvent>();
+        case EventTail::Read::Kind::kTimedOut: return std::vector<RunEvent>();
+        case EventTail::Read::Kind::kEvents: return std::move(read.events);
+        case EventTail::Read::Kind::kMiss: break;
+      }
     }
     absl::StatusOr<std::vector<RunEvent>> events = store_->ReadEvents(run_id, after_seq, 256);
     if (!events.ok()) {
@@ -916,31 +923,6 @@ absl::StatusOr<std::vector<RunEvent>> RunEngine::WaitEvents(const std::string& r
       }
     }
     // Wait for a commit of this run past after_seq.
-    if (!tail_.AwaitNewer(run_id, after_seq, until)) return events;
-  }
-}
-
-absl::StatusOr<std::vector<RunEvent>> RunEngine::WaitRemoteEvents(const std::string& run_id,
-                                                                  int64_t after_seq,
-                                                                  absl::Time until, bool* ended) {
-  while (true) {
-    absl::StatusOr<std::vector<RunEvent>> events = store_->ReadEvents(run_id, after_seq, 256);
-    if (!events.ok()) {
-      if (absl::IsNotFound(events.status())) {
-        return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
-      }
-      return events.status();
-    }
-    if (!events->empty()) return events;
-    ASSIGN_OR_RETURN(Run run, store_->GetRun(run_id));
-    if (StageRouter::IsTerminal(run.state().stage())) {
-      events = store_->ReadEvents(run_id, after_seq, 256);
-      if (!events.ok()) return events.status();
-      *ended = events->empty();
-      return events;
-    }
-    // Woken by the notice of the next commit; without one (a lost LISTEN connection) the
-    // caller asks again after `until`, which bounds the delay (WatchRun: 500 ms).
     if (!tail_.AwaitNewer(run_id, after_seq, until)) return events;
   }
 }

@@ -118,10 +118,6 @@ class RunEngine {
   absl::StatusOr<rein::v1::Run> ResumeElsewhere(const rein::v1::ResumeRunRequest& request);
   absl::StatusOr<rein::v1::Run> CancelElsewhere(const std::string& run_id,
                                                 const std::string& reason);
-  // WaitEvents for a run driven by another router: the store, woken by notices.
-  absl::StatusOr<std::vector<rein::v1::RunEvent>> WaitRemoteEvents(const std::string& run_id,
-                                                                   int64_t after_seq,
-                                                                   absl::Time until, bool* ended);
   // Does what StageRouter::Next says for the run, unless a call is in flight.
   void Advance(const std::shared_ptr<Entry>& entry);
   // Makes the effect's call; its result is applied by Complete. Needs entry->mu held.
