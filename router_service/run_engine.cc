@@ -269,10 +269,16 @@ bool RunEngine::LeaseRound(bool* lapsed) {
   absl::Status renewed = store_->RenewLease();
   if (renewed.ok()) {
     lease_.Renewed(sent);
+    if (renew_failing_) LogInfo("lease renewed again", {{"router_id", options_.router_id}});
+    renew_failing_ = false;
   } else {
     Metrics::Global().Add("rein_router_lease_renewal_errors_total", 1);
-    LogError("cannot renew the lease",
-             {{"router_id", options_.router_id}, {"error", renewed.ToString()}});
+    // Once per outage, not once per retry.
+    if (!renew_failing_) {
+      LogError("cannot renew the lease",
+               {{"router_id", options_.router_id}, {"error", renewed.ToString()}});
+    }
+    renew_failing_ = true;
   }
   if (!lease_.Live(MonotonicNow()) && !*lapsed) {
     // Another router may take any of these runs from now on: stop driving all of them.

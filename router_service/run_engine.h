@@ -169,6 +169,7 @@ class RunEngine {
   absl::Mutex lease_mu_;
   bool lease_stop_ ABSL_GUARDED_BY(lease_mu_) = false;
   std::thread lease_thread_;
+  bool renew_failing_ = false;  // used by the lease thread only
   // Calls in flight; changed under flight_mu_ so that Shutdown can wait on it.
   absl::Mutex flight_mu_;
   std::atomic<int> in_flight_{0};
