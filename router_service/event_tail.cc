@@ -23,6 +23,28 @@ void EventTail::Append(const std::string& run_id, const std::vector<rein::v1::Ru
   }
 }
 
+void EventTail::NoteRemote(const std::string& run_id, int64_t last_seq, bool ended) {
+  absl::MutexLock lock(&mu_);
+  Tail& tail = tails_[run_id];
+  if (last_seq <= tail.last_seq) return;
+  // The events in between are not here: what the tail held no longer reaches the end.
+  tail.recent.clear();
+  tail.last_seq = last_seq;
+  if (ended && !tail.ended) {
+    tail.ended = true;
+    ended_.push_back(run_id);
+    if (ended_.size() > kEndedKept) {
+      tails_.erase(ended_.front());
+      ended_.pop_front();
+    }
+  }
+}
+
+void EventTail::Forget(const std::string& run_id) {
+  absl::MutexLock lock(&mu_);
+  tails_.erase(run_id);
+}
+
 EventTail::Read EventTail::ReadAfter(const std::string& run_id, int64_t after_seq,
                                      absl::Time until) {
   Read read;

@@ -29,6 +29,13 @@ class EventTail {
   // Records events just committed for `run_id` (in seq order); `ended` when the run ended.
   void Append(const std::string& run_id, const std::vector<rein::v1::RunEvent>& events, bool ended);
 
+  // Another router committed `run_id` up to `last_seq` (a notice): waiters wake, and readers
+  // of seqs the tail does not hold go to the store. `ended` when that commit ended the run.
+  void NoteRemote(const std::string& run_id, int64_t last_seq, bool ended);
+
+  // Forgets the run's tail (this router stopped driving it): readers go to the store.
+  void Forget(const std::string& run_id);
+
   struct Read {
     enum class Kind {
       kMiss,      // the tail does not reach back to after_seq + 1 (or knows no such run)

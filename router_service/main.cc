@@ -1,5 +1,8 @@
 // rein-router: the public API, run state, stage routing, termination, pauses, persistence.
+#include <unistd.h>
+
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -8,6 +11,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/server.h"
@@ -27,6 +31,13 @@ ABSL_FLAG(int, workers, 4, "threads that apply call results and commit transitio
 ABSL_FLAG(std::string, sqlite_synchronous, "NORMAL",
           "SQLite synchronous mode: NORMAL (survives a killed process) or FULL (power loss)");
 ABSL_FLAG(int, shutdown_grace_seconds, 10, "on SIGTERM, how long calls in flight may finish");
+// Run leases (several routers on one PostgreSQL store; DESIGN.md section 5).
+ABSL_FLAG(absl::Duration, lease_ttl, absl::Seconds(10),
+          "how long this router's lease on its runs lasts past each renewal (renewed every "
+          "ttl/3; mutating calls stop at ttl/2 without a renewal); in [100ms, 1h]");
+ABSL_FLAG(std::string, router_id, "",
+          "this router's id among the routers sharing the store (default hostname:pid); "
+          "[A-Za-z0-9._:-], at most 128 bytes; two live routers with one id are refused");
 
 namespace {
 
@@ -61,6 +72,17 @@ int main(int argc, char** argv) {
   rein::Clock* clock = rein::RealClock();
   rein::RunEngineOptions engine_options;
   engine_options.workers = absl::GetFlag(FLAGS_workers);
+  engine_options.lease_ttl = absl::GetFlag(FLAGS_lease_ttl);
+  if (engine_options.lease_ttl < absl::Milliseconds(100) ||
+      engine_options.lease_ttl > absl::Hours(1)) {
+    return Fail("--lease_ttl: must be in [100ms, 1h]");
+  }
+  engine_options.router_id = absl::GetFlag(FLAGS_router_id);
+  if (engine_options.router_id.empty()) {
+    char host[256] = {};
+    if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') strcpy(host, "router");
+    engine_options.router_id = absl::StrCat(host, ":", getpid());
+  }
   rein::RunEngine engine(store, &planner, &executor, clock, engine_options);
   rein::RouterGrpcService service(&engine);
 
@@ -70,14 +92,15 @@ int main(int argc, char** argv) {
   host_options.service_name = "rein.v1.Router";
   rein::ServiceHost host(host_options);
   if (absl::Status status = engine.Start(); !status.ok()) {
-    return Fail(absl::StrCat("recovery failed: ", status.message()));
+    return Fail(absl::StrCat("cannot start: ", status.message()));
   }
   if (absl::Status status = host.Start({&service}); !status.ok()) {
     return Fail(std::string(status.message()));
   }
   rein::LogInfo("serving", {{"listen", host_options.listen},
                             {"port", std::to_string(host.port())},
-                            {"store", opened->description}});
+                            {"store", opened->description},
+                            {"router_id", engine_options.router_id}});
   int sig = rein::WaitForTerminationSignal();
   rein::LogInfo("shutting down", {{"signal", std::to_string(sig)}});
   absl::Duration grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));

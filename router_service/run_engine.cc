@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <utility>
 
 #include "absl/random/random.h"
@@ -29,6 +30,8 @@ struct RunEngine::Entry {
   std::shared_ptr<PendingCall> call ABSL_GUARDED_BY(mu);
   int failed_attempts ABSL_GUARDED_BY(mu) = 0;  // consecutive, for backoff only
   absl::Time not_before ABSL_GUARDED_BY(mu) = absl::InfinitePast();
+  // Set when this router stopped driving the run (lease lost): nothing more is done for it.
+  bool dropped ABSL_GUARDED_BY(mu) = false;
 };
 
 namespace {
@@ -106,6 +109,11 @@ rein::v1::ExecuteRequest WorkspaceCheck(const std::string& run_id, const std::st
   return check;
 }
 
+// The monotonic real clock the lease is measured on.
+absl::Time MonotonicNow() {
+  return absl::UnixEpoch() + absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
+}
+
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -128,43 +136,213 @@ RunEngine::RunEngine(RunStore* store, PlannerClient* planner, ExecutorClient* ex
       router_(options.stage),
       scheduler_(clock,
                  [this](const std::string& run_id) { Post([this, run_id] { Wake(run_id); }); }),
-      tail_(clock) {}
+      tail_(clock),
+      lease_(options.lease_ttl),
+      shared_(store->Shared()) {}
 
 RunEngine::~RunEngine() { Shutdown(absl::ZeroDuration()); }
 
 absl::Status RunEngine::Start() {
+  const absl::Time sent = MonotonicNow();
+  RETURN_IF_ERROR(store_->JoinFleet(options_.router_id, options_.lease_ttl));
+  lease_.Renewed(sent);
   for (int i = 0; i < std::max(1, options_.workers); ++i) {
     workers_.emplace_back([this] { WorkerLoop(); });
   }
   scheduler_.Start();
-  absl::StatusOr<std::vector<std::string>> ids = store_->ListUnfinishedRunIds();
-  if (!ids.ok()) return ids.status();
   int recovered = 0;
-  for (const std::string& id : *ids) {
-    absl::StatusOr<Run> run = store_->GetRun(id);
-    if (!run.ok()) {
-      LogError("cannot recover run", {{"run_id", id}, {"error", run.status().ToString()}});
-      continue;
-    }
-    std::shared_ptr<Entry> entry = Track(*run);
-    {
-      absl::MutexLock lock(&entry->mu);
-      if (auto t = router_.OnRecovery(entry->run, clock_->Now())) {
-        absl::Status status = CommitLocked(*entry, std::move(*t));
-        if (!status.ok()) LogError("recovery commit failed", {{"run_id", id}});
+  if (shared_) {
+    store_->SubscribeCommits([this](const CommitNotice& notice) { OnCommitNotice(notice); });
+    // This router's id may own runs from before a restart: take them back (epoch + 1), and a
+    // share of the runs of routers that are gone.
+    absl::StatusOr<std::vector<Run>> claimed = store_->ClaimRuns(/*include_mine=*/true);
+    if (!claimed.ok()) return claimed.status();
+    for (const Run& run : *claimed) Recover(run);
+    recovered = static_cast<int>(claimed->size());
+    lease_thread_ = std::thread([this] { LeaseLoop(); });
+  } else {
+    absl::StatusOr<std::vector<std::string>> ids = store_->ListUnfinishedRunIds();
+    if (!ids.ok()) return ids.status();
+    for (const std::string& id : *ids) {
+      absl::StatusOr<Run> run = store_->GetRun(id);
+      if (!run.ok()) {
+        LogError("cannot recover run", {{"run_id", id}, {"error", run.status().ToString()}});
+        continue;
       }
+      Recover(*run);
+      ++recovered;
     }
-    ++recovered;
-    Advance(entry);
   }
   if (recovered > 0) LogInfo(absl::StrCat("recovered ", recovered, " unfinished runs"));
   return absl::OkStatus();
+}
+
+void RunEngine::Recover(const Run& run) {
+  const std::string& id = run.run_id();
+  if (std::shared_ptr<Entry> old = Find(id)) {
+    absl::MutexLock lock(&old->mu);
+    DropLocked(old, "taken back at a new epoch");
+  }
+  std::shared_ptr<Entry> entry = Track(run);
+  {
+    absl::MutexLock lock(&entry->mu);
+    if (auto t = router_.OnRecovery(entry->run, clock_->Now())) {
+      absl::Status status = CommitLocked(*entry, std::move(*t));
+      if (!status.ok()) LogError("recovery commit failed", {{"run_id", id}});
+    }
+  }
+  Advance(entry);
+}
+
+void RunEngine::DropLocked(const std::shared_ptr<Entry>& entry, const std::string& why) {
+  entry->dropped = true;
+  if (entry->call) entry->call->Cancel();
+  const std::string run_id = entry->run.run_id();
+  {
+    absl::MutexLock runs_lock(&runs_mu_);
+    auto it = runs_.find(run_id);
+    if (it != runs_.end() && it->second == entry) runs_.erase(it);
+    Metrics::Global().Set("rein_router_active_runs", runs_.size());
+  }
+  tail_.Forget(run_id);
+  Metrics::Global().Add("rein_router_runs_dropped_total", 1);
+  LogInfo("run dropped", {{"run_id", run_id}, {"why", why}});
+}
+
+bool RunEngine::StillMine(const Run& fresh, int64_t epoch) const {
+  return !shared_ || (fresh.owner() == options_.router_id && fresh.lease_epoch() == epoch);
+}
+
+bool RunEngine::LeaseAllows(bool mutating) const {
+  if (!shared_) return true;
+  const absl::Time now = MonotonicNow();
+  return mutating ? lease_.MayMutate(now) : lease_.Live(now);
+}
+
+void RunEngine::Refresh(const std::string& run_id) {
+  std::shared_ptr<Entry> entry = Find(run_id);
+  if (!entry) return;
+  absl::StatusOr<Run> fresh = store_->GetRun(run_id);
+  if (!fresh.ok()) return;  // the next round or notice tries again
+  {
+    absl::MutexLock lock(&entry->mu);
+    if (entry->dropped) return;
+    if (!StillMine(*fresh, entry->run.lease_epoch())) {
+      DropLocked(entry,
+                 absl::StrCat("owned by ", fresh->owner(), " at epoch ", fresh->lease_epoch()));
+      return;
+    }
+    if (fresh->state().version() <= entry->run.state().version()) return;
+    if (entry->in_flight) {
+      // The call's result will meet the newer version and re-read; a cancel stops it now.
+      if (fresh->state().cancel_requested() && entry->call) entry->call->Cancel();
+      return;
+    }
+    entry->run = *std::move(fresh);
+    entry->failed_attempts = 0;
+    entry->not_before = absl::InfinitePast();
+  }
+  Advance(entry);
+}
+
+void RunEngine::OnCommitNotice(const CommitNotice& notice) {
+  tail_.NoteRemote(notice.run_id, notice.last_seq, notice.ended);
+  if (Find(notice.run_id)) Post([this, id = notice.run_id] { Refresh(id); });
+}
+
+void RunEngine::LeaseLoop() {
+  bool lapsed = false;
+  absl::Time next = MonotonicNow() + lease_.renew_interval();
+  while (true) {
+    {
+      absl::MutexLock lock(&lease_mu_);
+      lease_mu_.AwaitWithTimeout(absl::Condition(&lease_stop_),
+                                 std::max(absl::ZeroDuration(), next - MonotonicNow()));
+      if (lease_stop_) return;
+    }
+    const absl::Time sent = MonotonicNow();
+    next = LeaseRound(&lapsed) ? sent + lease_.renew_interval()
+                               : MonotonicNow() + lease_.retry_interval();
+  }
+}
+
+bool RunEngine::LeaseRound(bool* lapsed) {
+  const absl::Time sent = MonotonicNow();
+  absl::Status renewed = store_->RenewLease();
+  if (renewed.ok()) {
+    lease_.Renewed(sent);
+    if (renew_failing_) LogInfo("lease renewed again", {{"router_id", options_.router_id}});
+    renew_failing_ = false;
+  } else {
+    Metrics::Global().Add("rein_router_lease_renewal_errors_total", 1);
+    // Once per outage, not once per retry.
+    if (!renew_failing_) {
+      LogError("cannot renew the lease",
+               {{"router_id", options_.router_id}, {"error", renewed.ToString()}});
+    }
+    renew_failing_ = true;
+  }
+  if (!lease_.Live(MonotonicNow()) && !*lapsed) {
+    // Another router may take any of these runs from now on: stop driving all of them.
+    *lapsed = true;
+    LogError("lease lapsed: dropping every run until a renewal succeeds",
+             {{"router_id", options_.router_id}});
+    std::vector<std::shared_ptr<Entry>> entries;
+    {
+      absl::MutexLock lock(&runs_mu_);
+      for (auto& [id, entry] : runs_) entries.push_back(entry);
+    }
+    for (auto& entry : entries) {
+      absl::MutexLock lock(&entry->mu);
+      if (!entry->dropped) DropLocked(entry, "lease lapsed");
+    }
+  }
+  if (!renewed.ok()) return false;
+  if (!dispatching_) return true;
+  const bool rejoin = *lapsed;
+  if (rejoin) LogInfo("lease renewed: rejoining", {{"router_id", options_.router_id}});
+  absl::StatusOr<std::vector<Run>> claimed = store_->ClaimRuns(/*include_mine=*/rejoin);
+  if (!claimed.ok()) {
+    LogError("cannot claim runs", {{"error", claimed.status().ToString()}});
+    return true;
+  }
+  *lapsed = false;
+  for (const Run& run : *claimed) {
+    LogInfo("run taken over",
+            {{"run_id", run.run_id()}, {"epoch", std::to_string(run.lease_epoch())}});
+    Metrics::Global().Add("rein_router_runs_claimed_total", 1);
+    Recover(run);
+  }
+  // Commits other routers made on this router's runs (reviews, cancels) whose notice was
+  // missed, and runs another router now owns.
+  absl::StatusOr<std::map<std::string, int64_t>> owned = store_->OwnedRunVersions();
+  if (!owned.ok()) return true;
+  std::vector<std::pair<std::string, std::shared_ptr<Entry>>> entries;
+  {
+    absl::MutexLock lock(&runs_mu_);
+    for (auto& [id, entry] : runs_) entries.emplace_back(id, entry);
+  }
+  for (auto& [id, entry] : entries) {
+    int64_t version;
+    {
+      absl::MutexLock lock(&entry->mu);
+      version = entry->run.state().version();
+    }
+    auto it = owned->find(id);
+    if (it == owned->end() || it->second > version) Post([this, id = id] { Refresh(id); });
+  }
+  return true;
 }
 
 void RunEngine::StopDispatching() { dispatching_ = false; }
 
 void RunEngine::Shutdown(absl::Duration grace) {
   StopDispatching();
+  {
+    absl::MutexLock lock(&lease_mu_);
+    lease_stop_ = true;
+  }
+  if (lease_thread_.joinable()) lease_thread_.join();
   auto idle = [this]() { return in_flight_.load() == 0; };
   {
     absl::MutexLock lock(&flight_mu_);
@@ -196,9 +374,15 @@ void RunEngine::Shutdown(absl::Duration grace) {
     absl::MutexLock lock(&queue_mu_);
     stopping_ = true;
   }
+  const bool started = !workers_.empty();
   for (std::thread& worker : workers_) worker.join();
   workers_.clear();
   scheduler_.Stop();
+  if (started && shared_) {
+    // Let the other routers take this router's runs now rather than after its lease.
+    absl::Status left = store_->LeaveFleet();
+    if (!left.ok()) LogError("cannot leave the fleet", {{"error", left.ToString()}});
+  }
 }
 
 std::shared_ptr<RunEngine::Entry> RunEngine::Find(const std::string& run_id) {
@@ -224,17 +408,39 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
   absl::Time now = clock_->Now();
   // Latency metrics measure real elapsed time on a monotonic source, not the injected Clock.
   const auto started = std::chrono::steady_clock::now();
-  absl::StatusOr<std::vector<RunEvent>> stored = store_->Commit(
-      run.run_id(), run.state().version(), t.state, std::move(t.events), t.snapshot, now);
+  absl::StatusOr<std::vector<RunEvent>> stored =
+      store_->CommitOwned(run.run_id(), run.lease_epoch(), run.state().version(), t.state,
+                          std::move(t.events), t.snapshot, now);
   Metrics::Global().Observe("rein_router_commit_seconds", SecondsSince(started));
   Metrics::Global().Add("rein_router_commits_total", 1);
   if (!stored.ok()) {
     LogError("commit failed", {{"run_id", run.run_id()}, {"error", stored.status().ToString()}});
     Metrics::Global().Add("rein_router_commit_errors_total", 1);
+    if (IsLeaseLost(stored.status())) {
+      // Another router owns the run now: it is theirs to drive; nothing was written.
+      if (std::shared_ptr<Entry> self = Find(run.run_id()); self.get() == &entry) {
+        DropLocked(self, std::string(stored.status().message()));
+      } else {
+        entry.dropped = true;
+      }
+      return stored.status();
+    }
     if (absl::IsFailedPrecondition(stored.status())) {
-      // Someone else wrote this run (another router on the same store): take its state.
+      // Someone else wrote this run (a review or cancel through another router): take its
+      // state, unless the run has changed hands.
       absl::StatusOr<Run> fresh = store_->GetRun(run.run_id());
-      if (fresh.ok()) run = *std::move(fresh);
+      if (fresh.ok() && !StillMine(*fresh, run.lease_epoch())) {
+        if (std::shared_ptr<Entry> self = Find(run.run_id()); self.get() == &entry) {
+          DropLocked(self, "owned by another router");
+        } else {
+          entry.dropped = true;
+        }
+      } else if (fresh.ok()) {
+        run = *std::move(fresh);
+        // Whoever called may not advance the run after a failure (a stale review): make sure
+        // the newer state is acted on.
+        Post([this, id = run.run_id()] { Wake(id); });
+      }
     }
     return stored.status();
   }
@@ -309,7 +515,7 @@ void RunEngine::Forget(const std::string& run_id) {
 
 void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
   absl::MutexLock lock(&entry->mu);
-  if (entry->in_flight) return;
+  if (entry->in_flight || entry->dropped) return;
   const std::string run_id = entry->run.run_id();
   while (true) {
     const absl::Time now = clock_->Now();
@@ -324,13 +530,27 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
       case NextStep::Kind::kIdle: return;
       case NextStep::Kind::kWaitUntil: scheduler_.WakeAt(next.until, run_id); return;
       case NextStep::Kind::kCommit:
+        if (next.transition->state.call_dispatched() && !entry->run.state().call_dispatched() &&
+            !LeaseAllows(/*mutating=*/true)) {
+          // About to send a mutating call on a lease too old to be sure of: wait for renewal.
+          scheduler_.WakeAt(now + lease_.retry_interval(), run_id);
+          return;
+        }
         if (!CommitLocked(*entry, std::move(*next.transition)).ok()) {
+          if (entry->dropped) return;
           entry->not_before = now + absl::Seconds(1);
           scheduler_.WakeAt(entry->not_before, run_id);
           return;
         }
         break;  // ask again
-      case NextStep::Kind::kCall: Dispatch(entry, next.effect); return;
+      case NextStep::Kind::kCall:
+        if (!LeaseAllows(next.effect.kind == Effect::Kind::kExecute &&
+                         entry->run.state().pending_call().mutating())) {
+          scheduler_.WakeAt(now + lease_.retry_interval(), run_id);
+          return;
+        }
+        Dispatch(entry, next.effect);
+        return;
     }
   }
 }
@@ -430,6 +650,7 @@ void RunEngine::Complete(const std::shared_ptr<Entry>& entry,
     absl::MutexLock lock(&entry->mu);
     entry->in_flight = false;
     entry->call.reset();
+    if (entry->dropped) return;  // another router drives the run now
     absl::Time now = clock_->Now();
     Transition t = apply(entry->run, now);
     bool spent = FailedCall(t);
@@ -438,6 +659,7 @@ void RunEngine::Complete(const std::shared_ptr<Entry>& entry,
       return;
     }
     absl::Status status = CommitLocked(*entry, std::move(t));
+    if (entry->dropped) return;
     if (!status.ok()) {
       entry->not_before = now + absl::Seconds(1);
     } else if (spent) {
@@ -506,6 +728,10 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   }
   if (!request.has_spec()) return absl::InvalidArgumentError("spec: required");
   if (!dispatching_) return absl::UnavailableError("the router is shutting down");
+  if (!LeaseAllows(/*mutating=*/false)) {
+    return absl::UnavailableError(
+        "this router cannot renew its lease on the store; start the run on another router");
+  }
   absl::StatusOr<std::vector<rein::v1::ToolSpec>> tools = KnownTools();
   if (!tools.ok()) return tools.status();
   absl::StatusOr<rein::v1::RunSpec> spec = NormalizeSpec(request.spec(), *tools);
@@ -514,6 +740,8 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   RETURN_IF_ERROR(CheckWorkspace(run_id, *spec, *tools));
   Run run;
   Transition t = router_.NewRun(run_id, request.request_id(), *spec, clock_->Now(), &run);
+  run.set_owner(options_.router_id);  // the router that accepted StartRun drives the run
+  run.set_lease_epoch(1);
   absl::StatusOr<CreateResult> created = store_->CreateRun(run, std::move(t.events));
   if (!created.ok()) return created.status();
   if (!created->created) return created->run;  // the same request_id: the first run
@@ -672,14 +900,18 @@ absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::s
   RETURN_IF_ERROR(CheckRunId(run_id));
   if (reason.size() > 4096) return absl::InvalidArgumentError("reason: at most 4096 bytes");
   std::shared_ptr<Entry> entry = Find(run_id);
+  if (!entry && shared_) return CancelElsewhere(run_id, reason);
   if (!entry) return GetRun(run_id);  // unknown (NOT_FOUND) or already ended
-  {
+  bool lost = false;                  // the run changed hands: cancel it through the store instead
+  do {
     absl::MutexLock lock(&entry->mu);
     auto t = router_.OnCancel(entry->run, entry->in_flight, reason, clock_->Now());
     if (t.has_value()) {
       absl::Status status = CommitLocked(*entry, std::move(*t));
-      if (!status.ok()) return status;
+      if (entry->dropped) lost = true;
+      if (!status.ok() && !lost) return status;
     }
+    if (lost) break;
     if (entry->in_flight && entry->call) entry->call->Cancel();
     Entry* e = entry.get();
     auto ended = [e]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(e->mu) {
@@ -687,14 +919,40 @@ absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::s
     };
     clock_->AwaitWithDeadline(&entry->mu, absl::Condition(&ended),
                               clock_->Now() + options_.cancel_wait);
-  }
+  } while (false);
+  if (lost) return CancelElsewhere(run_id, reason);
   Advance(entry);
   return GetRun(run_id);
+}
+
+absl::StatusOr<Run> RunEngine::CancelElsewhere(const std::string& run_id,
+                                               const std::string& reason) {
+  for (int attempt = 0;; ++attempt) {
+    ASSIGN_OR_RETURN(Run run, GetRun(run_id));
+    if (StageRouter::IsTerminal(run.state().stage())) return run;
+    // The owner may have a call in flight: record the request; the owner ends the run (a
+    // paused run, with nothing in flight, ends here at once).
+    const bool busy = run.state().stage() != rein::v1::PAUSED;
+    auto t = router_.OnCancel(run, busy, reason, clock_->Now());
+    if (!t.has_value()) break;
+    absl::StatusOr<std::vector<RunEvent>> stored = store_->Commit(
+        run_id, run.state().version(), t->state, std::move(t->events), t->snapshot, clock_->Now());
+    if (stored.ok()) break;
+    if (!absl::IsFailedPrecondition(stored.status()) || attempt >= 5) return stored.status();
+  }
+  // The owner, woken by the commit's notice, ends the run; wait a little for it.
+  const absl::Time until = clock_->Now() + options_.cancel_wait;
+  while (true) {
+    ASSIGN_OR_RETURN(Run run, GetRun(run_id));
+    if (StageRouter::IsTerminal(run.state().stage()) || clock_->Now() >= until) return run;
+    clock_->SleepUntil(std::min(until, clock_->Now() + absl::Milliseconds(50)));
+  }
 }
 
 absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& request) {
   RETURN_IF_ERROR(CheckRunId(request.run_id()));
   std::shared_ptr<Entry> entry = Find(request.run_id());
+  if (!entry && shared_) return ResumeElsewhere(request);
   if (!entry) {
     absl::StatusOr<Run> run = GetRun(request.run_id());
     if (!run.ok()) return run.status();
@@ -709,6 +967,7 @@ absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& reque
         router_.OnReview(entry->run, request.review(), request.expected_version(), clock_->Now());
     if (!t.ok()) return t.status();
     absl::Status status = CommitLocked(*entry, std::move(*t));
+    if (entry->dropped) return ResumeElsewhere(request);
     if (!status.ok()) return status;
     entry->failed_attempts = 0;
     entry->not_before = absl::InfinitePast();
@@ -716,6 +975,22 @@ absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& reque
   }
   Advance(entry);
   return result;
+}
+
+absl::StatusOr<Run> RunEngine::ResumeElsewhere(const rein::v1::ResumeRunRequest& request) {
+  ASSIGN_OR_RETURN(Run run, GetRun(request.run_id()));
+  const absl::Time now = clock_->Now();
+  ASSIGN_OR_RETURN(Transition t,
+                   router_.OnReview(run, request.review(), request.expected_version(), now));
+  // The version check makes this safe against the owner and other reviewers; the commit's
+  // notice wakes the owner, which continues the run.
+  RETURN_IF_ERROR(store_
+                      ->Commit(run.run_id(), run.state().version(), t.state, std::move(t.events),
+                               t.snapshot, now)
+                      .status());
+  *run.mutable_state() = std::move(t.state);
+  *run.mutable_updated_at() = ToProtoTime(now);
+  return run;
 }
 
 absl::StatusOr<std::vector<Snapshot>> RunEngine::ListSnapshots(const std::string& run_id) {
@@ -735,13 +1010,18 @@ absl::StatusOr<std::vector<RunEvent>> RunEngine::WaitEvents(const std::string& r
   if (after_seq < 0) return absl::InvalidArgumentError("after_seq: must be >= 0");
   absl::Time until = clock_->Now() + max_wait;
   while (true) {
-    // Live watchers are served from the tail in memory when it reaches back far enough.
-    EventTail::Read read = tail_.ReadAfter(run_id, after_seq, until);
-    switch (read.kind) {
-      case EventTail::Read::Kind::kEnded: *ended = true; return std::vector<RunEvent>();
-      case EventTail::Read::Kind::kTimedOut: return std::vector<RunEvent>();
-      case EventTail::Read::Kind::kEvents: return std::move(read.events);
-      case EventTail::Read::Kind::kMiss: break;
+    // Live watchers of a run this router drives are served from the tail in memory when it
+    // reaches back far enough. Another router's run is read from the store, and the wait
+    // below is woken by that router's commit notices (or ends at `until`, which bounds the
+    // delay when a notice is lost).
+    if (!shared_ || Find(run_id)) {
+      EventTail::Read read = tail_.ReadAfter(run_id, after_seq, until);
+      switch (read.kind) {
+        case EventTail::Read::Kind::kEnded: *ended = true; return std::vector<RunEvent>();
+        case EventTail::Read::Kind::kTimedOut: return std::vector<RunEvent>();
+        case EventTail::Read::Kind::kEvents: return std::move(read.events);
+        case EventTail::Read::Kind::kMiss: break;
+      }
     }
     absl::StatusOr<std::vector<RunEvent>> events = store_->ReadEvents(run_id, after_seq, 256);
     if (!events.ok()) {

@@ -18,6 +18,7 @@
 #include "rein/v1/router.pb.h"
 #include "router_service/clients.h"
 #include "router_service/event_tail.h"
+#include "router_service/lease_timer.h"
 #include "router_service/scheduler.h"
 #include "router_service/stage_router.h"
 #include "router_service/store/run_store.h"
@@ -33,6 +34,9 @@ struct RunEngineOptions {
   absl::Duration max_retry_backoff = absl::Seconds(5);
   absl::Duration workspace_copy_timeout = absl::Minutes(5);  // ForkRun's CopyWorkspace
   StageRouterOptions stage;
+  // This router in a fleet sharing one store (--router_id, --lease_ttl; see LeaseTimer).
+  std::string router_id = "router";
+  absl::Duration lease_ttl = absl::Seconds(10);
 };
 
 // Owns the in-memory view of every unfinished run and moves each one forward as its calls
@@ -41,6 +45,16 @@ struct RunEngineOptions {
 // transition is committed to the store before anything else sees it. Every wait and timer
 // (retry backoff, pause deadlines, shutdown grace, cancel wait, event waits, the tools cache)
 // is on the injected Clock. Thread-safe.
+//
+// Leases (a store shared by several routers, RunStore's "Leases"): the engine joins under
+// options.router_id and drives only the runs it owns, committing each transition with
+// CommitOwned at the epoch it holds. A lease thread renews every ttl/3, claims orphaned runs
+// (continued by the same recovery as a restart: Recover) and notices commits other routers
+// made on its runs (a review or a cancel: the run is re-read and continues). A commit fenced
+// by the store ("lease lost") drops the run from memory with no other effect. Mutating calls
+// wait while the lease is older than ttl/2; once it is older than ttl every run is dropped
+// (calls in flight cancelled) and taken back when a renewal succeeds again. The lease is
+// measured on the monotonic real clock, not the injected Clock.
 class RunEngine {
  public:
   RunEngine(RunStore* store, PlannerClient* planner, ExecutorClient* executor, Clock* clock,
@@ -78,6 +92,9 @@ class RunEngine {
                                                              int64_t after_seq,
                                                              absl::Duration max_wait, bool* ended);
 
+  // Called by the store for a commit another router made (RunStore::SubscribeCommits).
+  void OnCommitNotice(const CommitNotice& notice);
+
   // Number of runs held in memory (unfinished), and of those with a call in flight.
   int active_runs();
   int calls_in_flight();
@@ -87,6 +104,27 @@ class RunEngine {
 
   std::shared_ptr<Entry> Find(const std::string& run_id);
   std::shared_ptr<Entry> Track(const rein::v1::Run& run);
+  // Takes on a run found unfinished in the store (start, takeover, rejoin): the restart
+  // recovery rules (StageRouter::OnRecovery), then Advance.
+  void Recover(const rein::v1::Run& run);
+  // Drops a run this router no longer owns from memory (its call, if any, is cancelled; its
+  // result will be ignored). Needs entry->mu held.
+  void DropLocked(const std::shared_ptr<Entry>& entry, const std::string& why);
+  // Re-reads a run from the store after another router committed to it.
+  void Refresh(const std::string& run_id);
+  // Whether the run (as the store returned it) is still this router's at `epoch`.
+  bool StillMine(const rein::v1::Run& fresh, int64_t epoch) const;
+  // Renewals, claims and the check of owned runs, until Shutdown (shared stores only).
+  void LeaseLoop();
+  // One renewal (and, when it succeeds, claims and checks); returns whether it succeeded.
+  bool LeaseRound(bool* lapsed);
+  // Whether the lease allows a call now (`mutating`: a mutating tool call).
+  bool LeaseAllows(bool mutating) const;
+  // ResumeRun and CancelRun on a run this router does not drive: committed through the store
+  // with the version check, which wakes the owner.
+  absl::StatusOr<rein::v1::Run> ResumeElsewhere(const rein::v1::ResumeRunRequest& request);
+  absl::StatusOr<rein::v1::Run> CancelElsewhere(const std::string& run_id,
+                                                const std::string& reason);
   // Does what StageRouter::Next says for the run, unless a call is in flight.
   void Advance(const std::shared_ptr<Entry>& entry);
   // Makes the effect's call; its result is applied by Complete. Needs entry->mu held.
@@ -133,6 +171,14 @@ class RunEngine {
   absl::Time tools_at_ ABSL_GUARDED_BY(tools_mu_) = absl::InfinitePast();
 
   std::atomic<bool> dispatching_{true};
+
+  // The lease (shared stores); the lease thread waits on lease_mu_.
+  LeaseTimer lease_;
+  const bool shared_;
+  absl::Mutex lease_mu_;
+  bool lease_stop_ ABSL_GUARDED_BY(lease_mu_) = false;
+  std::thread lease_thread_;
+  bool renew_failing_ = false;  // used by the lease thread only
   // Calls in flight; changed under flight_mu_ so that Shutdown can wait on it.
   absl::Mutex flight_mu_;
   std::atomic<int> in_flight_{0};

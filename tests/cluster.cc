@@ -95,6 +95,35 @@ int FreePort() {
   return ntohs(addr.sin_port);
 }
 
+std::string ThreeStepScript(int delay_ms) {
+  std::string out = R"({
+  "plan": [
+    {"when": {"completed_contains": "search"}, "reply": {"goalAchieved": true, "reasoning": "done"}},
+    {"reply": {"subtasks": [
+      {"id": "list", "description": "list files", "allowedTools": ["list_files"]},
+      {"id": "read", "description": "read the readme", "allowedTools": ["read_file"]},
+      {"id": "search", "description": "search for TODO", "allowedTools": ["search_text"]}]}}
+  ],
+  "decide": [
+    {"when": {"subtask": "list"}, "delay_ms": DELAY,
+     "reply": {"toolCall": {"tool": "list_files", "args": {"path": "."}}}},
+    {"when": {"subtask": "read"}, "delay_ms": DELAY,
+     "reply": {"toolCall": {"tool": "read_file", "args": {"path": "README.md"}}}},
+    {"when": {"subtask": "search"}, "delay_ms": DELAY,
+     "reply": {"toolCall": {"tool": "search_text", "args": {"pattern": "TODO"}}}}
+  ],
+  "evaluate": [
+    {"when": {"action_ok": true}, "reply": {"status": "COMPLETED", "summary": "${subtask}: ${observation}"}},
+    {"reply": {"status": "NEEDS_MORE_WORK", "summary": "failed"}}
+  ]
+})";
+  ;
+  for (size_t at; (at = out.find("DELAY")) != std::string::npos;) {
+    out.replace(at, 5, std::to_string(delay_ms));
+  }
+  return out;
+}
+
 Cluster::Cluster(Options options) : options_(std::move(options)) {
   if (options_.workspace_root.empty()) options_.workspace_root = options_.dir + "/workspaces";
   mkdir(options_.workspace_root.c_str(), 0755);
@@ -113,10 +142,13 @@ Cluster::~Cluster() {
 }
 
 bool Cluster::WaitServing(const std::string& target, absl::Duration timeout) {
+  return rein::testing::WaitServing(target, timeout, options_.dir + "/health.log");
+}
+
+bool WaitServing(const std::string& target, absl::Duration timeout, const std::string& log_path) {
   absl::Time until = absl::Now() + timeout;
   while (absl::Now() < until) {
-    Process probe("health", {RunfilePath("common/rein-health"), target},
-                  options_.dir + "/health.log");
+    Process probe("health", {RunfilePath("common/rein-health"), target}, log_path);
     probe.Start();
     if (probe.Wait(absl::Seconds(5)) == 0) return true;
     absl::SleepFor(absl::Milliseconds(50));

@@ -40,6 +40,14 @@ std::string RunfilePath(const std::string& relative);
 // A free TCP port on 127.0.0.1.
 int FreePort();
 
+// A scripted planner's script for a workspace holding README.md: plan three subtasks (list the
+// files, read README.md, search for TODO), one read-only call each, every decision taking
+// `delay_ms`; the goal is achieved once all three are done.
+std::string ThreeStepScript(int delay_ms);
+
+// Waits until `target` answers grpc.health.v1 with SERVING (probe output to `log_path`).
+bool WaitServing(const std::string& target, absl::Duration timeout, const std::string& log_path);
+
 // The whole content of a file ("" when it cannot be read).
 std::string ReadFile(const std::string& path);
 

@@ -23,37 +23,6 @@ using RunMsg = rein::v1::Run;
 using rein::v1::RunEvent;
 using rein::v1::RunSpec;
 
-// A workspace with a few files, and a script that lists, reads and searches them.
-constexpr char kThreeStepScript[] = R"({
-  "plan": [
-    {"when": {"completed_contains": "search"}, "reply": {"goalAchieved": true, "reasoning": "done"}},
-    {"reply": {"subtasks": [
-      {"id": "list", "description": "list files", "allowedTools": ["list_files"]},
-      {"id": "read", "description": "read the readme", "allowedTools": ["read_file"]},
-      {"id": "search", "description": "search for TODO", "allowedTools": ["search_text"]}]}}
-  ],
-  "decide": [
-    {"when": {"subtask": "list"}, "delay_ms": DELAY,
-     "reply": {"toolCall": {"tool": "list_files", "args": {"path": "."}}}},
-    {"when": {"subtask": "read"}, "delay_ms": DELAY,
-     "reply": {"toolCall": {"tool": "read_file", "args": {"path": "README.md"}}}},
-    {"when": {"subtask": "search"}, "delay_ms": DELAY,
-     "reply": {"toolCall": {"tool": "search_text", "args": {"pattern": "TODO"}}}}
-  ],
-  "evaluate": [
-    {"when": {"action_ok": true}, "reply": {"status": "COMPLETED", "summary": "${subtask}: ${observation}"}},
-    {"reply": {"status": "NEEDS_MORE_WORK", "summary": "failed"}}
-  ]
-})";
-
-std::string Script(const std::string& text, int delay_ms) {
-  std::string out = text;
-  for (size_t at; (at = out.find("DELAY")) != std::string::npos;) {
-    out.replace(at, 5, std::to_string(delay_ms));
-  }
-  return out;
-}
-
 class EndToEndTest : public ::testing::Test {
  protected:
   void Boot(const std::string& script) {
@@ -119,7 +88,7 @@ int CountFinished(const std::vector<RunEvent>& events) {
 }
 
 TEST_F(EndToEndTest, FullRunFinishes) {
-  Boot(Script(kThreeStepScript, 0));
+  Boot(ThreeStepScript(0));
   absl::StatusOr<RunMsg> run = cluster_->StartRun(Spec());
   ASSERT_TRUE(run.ok()) << run.status();
   std::vector<RunEvent> events = WatchAll(run->run_id());
@@ -156,7 +125,7 @@ TEST_F(EndToEndTest, FullRunFinishes) {
 }
 
 TEST_F(EndToEndTest, PauseAfterPlanThenApprove) {
-  Boot(Script(kThreeStepScript, 0));
+  Boot(ThreeStepScript(0));
   RunSpec spec = Spec();
   spec.add_pause_points(rein::v1::AFTER_PLAN);
   absl::StatusOr<RunMsg> run = cluster_->StartRun(spec);
@@ -251,7 +220,7 @@ TEST_F(EndToEndTest, RejectWithFeedbackReplans) {
 }
 
 TEST_F(EndToEndTest, CancelEndsRunInFlight) {
-  Boot(Script(kThreeStepScript, 20000));
+  Boot(ThreeStepScript(20000));
   absl::StatusOr<RunMsg> run = cluster_->StartRun(Spec());
   ASSERT_TRUE(run.ok());
   ASSERT_EQ(
@@ -289,7 +258,7 @@ TEST_F(EndToEndTest, MaxIterationsFails) {
 }
 
 TEST_F(EndToEndTest, DeadlineExceededFails) {
-  Boot(Script(kThreeStepScript, 30000));
+  Boot(ThreeStepScript(30000));
   RunSpec spec = Spec();
   spec.mutable_limits()->mutable_deadline()->set_seconds(2);
   absl::Time start = absl::Now();
@@ -315,7 +284,7 @@ TEST_F(EndToEndTest, RetryBudgetExhaustedWithFailingPlanner) {
 }
 
 TEST_F(EndToEndTest, RouterKilledMidRunFinishesAfterRestart) {
-  Boot(Script(kThreeStepScript, 400));
+  Boot(ThreeStepScript(400));
   absl::StatusOr<RunMsg> run = cluster_->StartRun(Spec());
   ASSERT_TRUE(run.ok());
   // Let it get into the second subtask, then kill the router without warning.
@@ -356,7 +325,7 @@ TEST_F(EndToEndTest, RouterKilledMidRunFinishesAfterRestart) {
 }
 
 TEST_F(EndToEndTest, RouterStopsCleanlyOnSigtermAndRunContinues) {
-  Boot(Script(kThreeStepScript, 300));
+  Boot(ThreeStepScript(300));
   absl::StatusOr<RunMsg> run = cluster_->StartRun(Spec());
   ASSERT_TRUE(run.ok());
   ASSERT_EQ(
@@ -374,7 +343,7 @@ TEST_F(EndToEndTest, RouterStopsCleanlyOnSigtermAndRunContinues) {
 }
 
 TEST_F(EndToEndTest, MalformedRequestsLeaveServicesHealthy) {
-  Boot(Script(kThreeStepScript, 0));
+  Boot(ThreeStepScript(0));
   std::mt19937 rng(42);
   struct Target {
     std::string address;

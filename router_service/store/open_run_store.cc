@@ -68,9 +68,6 @@ absl::StatusOr<OpenedRunStore> OpenPostgres(const std::string& url) {
   OpenedRunStore opened;
   opened.description = absl::StrCat("postgres:", (*store)->target());
   opened.store = std::move(*store);
-  // Run leases are not built: every router resumes every unfinished run on start.
-  LogWarning("PostgreSQL store: run one rein-router per database (no run leases yet)",
-             {{"store", opened.description}});
   return opened;
 }
 

@@ -44,7 +44,7 @@ struct OpenedRunStore {
 //    PATH.lock is locked (flock) for as long as the returned value lives; when another process (or
 //    another OpenedRunStore in this one) holds it, FAILED_PRECONDITION naming the lock file.
 //  - `postgres://user:password@host:port/database` or `postgresql://...`: a PostgresRunStore.
-//    Logs a warning that run leases are not built (one router per database).
+//    Several routers may share it (run leases, RunStore's "Leases").
 // Any other URI, the empty one included, is INVALID_ARGUMENT naming `--store` and the forms
 // above. A store that cannot be opened keeps its own code, its message prefixed "--store: ".
 // Messages never hold a password.

@@ -198,8 +198,20 @@ absl::StatusOr<PGconn*> PgPool::Connect() const {
   // Defaults first: values in the URL (expanded from dbname) override them.
   const std::string timeout =
       absl::StrCat(std::max<int64_t>(1, absl::ToInt64Seconds(options_.connect_timeout)));
-  const char* const keywords[] = {"connect_timeout", "application_name", "dbname", nullptr};
-  const char* const values[] = {timeout.c_str(), "rein-router", url_.c_str(), nullptr};
+  // TCP keepalives and a user timeout: a server that vanished without closing the connection
+  // (a cut link) fails the call within seconds instead of after the kernel's retransmissions,
+  // so the router's lease loop notices and the calls say UNAVAILABLE.
+  const char* const keywords[] = {"connect_timeout",
+                                  "application_name",
+                                  "keepalives",
+                                  "keepalives_idle",
+                                  "keepalives_interval",
+                                  "keepalives_count",
+                                  "tcp_user_timeout",
+                                  "dbname",
+                                  nullptr};
+  const char* const values[] = {timeout.c_str(), "rein-router", "1",    "5", "2", "3",
+                                "10000",         url_.c_str(),  nullptr};
   PGconn* conn = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
   if (conn == nullptr) return absl::ResourceExhaustedError("libpq: out of memory");
   if (PQstatus(conn) == CONNECTION_OK) return conn;
@@ -265,6 +277,13 @@ absl::StatusOr<std::unique_ptr<PgTransaction>> PgTransaction::Begin(PgPool* pool
   if (!status.ok()) return status;
   tx->open_ = true;
   return tx;
+}
+
+absl::StatusOr<std::unique_ptr<PgTransaction>> PgTransaction::Autocommit(PgPool* pool) {
+  absl::StatusOr<PGconn*> conn = pool->Acquire();
+  if (!conn.ok()) return conn.status();
+  if (PQstatus(*conn) == CONNECTION_BAD) PQreset(*conn);
+  return std::unique_ptr<PgTransaction>(new PgTransaction(pool, *conn));
 }
 
 PgTransaction::~PgTransaction() {

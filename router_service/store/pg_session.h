@@ -109,12 +109,14 @@ class PgPool {
   // Returns a borrowed connection; one that is broken or inside a transaction is closed.
   void Release(PGconn* conn);
 
+  // A new connection outside the pool (e.g. one that LISTENs); the caller PQfinish()es it.
+  // Errors as Acquire's.
+  absl::StatusOr<PGconn*> Connect() const;
+
  private:
   PgPool(std::string url, std::string target, const Options& options)
       : url_(std::move(url)), target_(std::move(target)), options_(options) {}
 
-  // A new connection (not in the pool).
-  absl::StatusOr<PGconn*> Connect() const;
   bool CanAcquire() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const std::string url_;
@@ -133,6 +135,9 @@ class PgTransaction {
   // `read_only`: a REPEATABLE READ READ ONLY transaction, so a call's reads agree. A connection
   // found broken at BEGIN (the server closed it while idle) is reconnected once.
   static absl::StatusOr<std::unique_ptr<PgTransaction>> Begin(PgPool* pool, bool read_only);
+  // No BEGIN: each Exec is a transaction of its own, one round trip (e.g. a lease renewal).
+  // Commit() is then not to be called.
+  static absl::StatusOr<std::unique_ptr<PgTransaction>> Autocommit(PgPool* pool);
 
   ~PgTransaction();
   PgTransaction(const PgTransaction&) = delete;

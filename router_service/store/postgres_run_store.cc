@@ -1,9 +1,11 @@
 // PostgresRunStore: the RunStore in a PostgreSQL database, for one or several routers.
 #include "router_service/store/postgres_run_store.h"
 
+#include <poll.h>
 #include <postgresql/libpq-fe.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -11,11 +13,16 @@
 #include <utility>
 #include <vector>
 
+#include "absl/random/random.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "rein/v1/types.pb.h"
@@ -46,7 +53,9 @@ CREATE TABLE IF NOT EXISTS runs (
   created_us BIGINT NOT NULL,
   updated_us BIGINT NOT NULL,
   run BYTEA NOT NULL,
-  state BYTEA NOT NULL
+  state BYTEA NOT NULL,
+  owner TEXT COLLATE "C",
+  lease_epoch BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS runs_by_created ON runs (created_us DESC, run_id DESC);
 CREATE INDEX IF NOT EXISTS runs_by_stage ON runs (stage, created_us DESC, run_id DESC);
@@ -66,13 +75,38 @@ CREATE TABLE IF NOT EXISTS snapshots (
   state BYTEA NOT NULL,
   PRIMARY KEY (run_id, version)
 );
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS owner TEXT COLLATE "C";
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS lease_epoch BIGINT NOT NULL DEFAULT 0;
+CREATE INDEX IF NOT EXISTS runs_unfinished_by_owner ON runs (owner, created_us, run_id)
+  WHERE stage NOT IN (7, 8, 9);
+CREATE TABLE IF NOT EXISTS routers (
+  router_id TEXT COLLATE "C" PRIMARY KEY,
+  incarnation TEXT NOT NULL,
+  heartbeat TIMESTAMPTZ NOT NULL,
+  ttl_us BIGINT NOT NULL
+);
 )sql";
+
+// A router's lease is valid while this holds (the server's clock, never a router's).
+constexpr char kLive[] = "(heartbeat + ttl_us * interval '1 microsecond' > clock_timestamp())";
+// The NOTIFY channel of commits.
+constexpr char kChannel[] = "rein_runs";
+// The columns ParseRunRows reads, in its order.
+constexpr char kRunColumns[] = "run_id, run, state, COALESCE(owner, ''), lease_epoch";
+#define REIN_RUN_COLUMN_TYPES kTextOid, kByteaOid, kByteaOid, kTextOid, kInt8Oid
+constexpr std::initializer_list<Oid> kRunColumnTypes = {REIN_RUN_COLUMN_TYPES};
 
 }  // namespace
 
 PostgresRunStore::PostgresRunStore(std::unique_ptr<PgPool> pool) : pool_(std::move(pool)) {}
 
-PostgresRunStore::~PostgresRunStore() = default;
+PostgresRunStore::~PostgresRunStore() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_listening_ = true;
+  }
+  if (listener_.joinable()) listener_.join();
+}
 
 absl::StatusOr<std::unique_ptr<PostgresRunStore>> PostgresRunStore::Open(const std::string& url,
                                                                          const Options& options) {
@@ -104,15 +138,17 @@ absl::Status PostgresRunStore::Initialize() {
     RETURN_IF_ERROR(PgCheckColumns(result.get(), {kInt8Oid}, target(), "reading schema_version"));
     if (PQntuples(result.get()) == 1) version = PgInt(result.get(), 0, 0);
   }
-  if (version != 0 && version != kSchemaVersion) {
+  // Version 1 (no leases) is migrated in place by kSchema's ALTERs below.
+  if (version != 0 && version != 1 && version != kSchemaVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat("PostgreSQL database ", target(), " has schema version ", version,
                      "; this binary writes version ", kSchemaVersion,
                      " and does not migrate (use another database)"));
   }
   RETURN_IF_ERROR(tx->Run(kSchema, "creating tables"));
-  if (version == 0) {
-    RETURN_IF_ERROR(tx->Exec("INSERT INTO schema_version (id, version) VALUES (1, $1)",
+  if (version != kSchemaVersion) {
+    RETURN_IF_ERROR(tx->Exec("INSERT INTO schema_version (id, version) VALUES (1, $1) "
+                             "ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version",
                              PgParams().Int(kSchemaVersion), "writing schema_version")
                         .status());
   }
@@ -183,33 +219,39 @@ absl::StatusOr<CreateResult> PostgresRunStore::CreateRun(const rein::v1::Run& ru
       .Int(updated_us)
       .Bytes(blob)
       .Bytes(tail_blob);
+  if (run.owner().empty()) {
+    params.Null(kTextOid).Int(0);
+  } else {
+    params.Text(run.owner()).Int(1);
+  }
   // DO NOTHING on either unique key: a concurrent creator with the same key is waited for.
   ASSIGN_OR_RETURN(PgResult inserted,
                    tx->Exec("INSERT INTO runs (run_id, request_id, stage, reason, version, "
-                            "last_seq, created_us, updated_us, run, state) "
-                            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
+                            "last_seq, created_us, updated_us, run, state, owner, lease_epoch) "
+                            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) "
                             "ON CONFLICT DO NOTHING",
                             params, absl::StrCat("writing run ", run.run_id())));
   if (absl::string_view(PQcmdTuples(inserted.get())) == "1") {
     RETURN_IF_ERROR(InsertEvents(run.run_id(), /*first_seq=*/1, events, tx.get()));
     RETURN_IF_ERROR(tx->Commit());
-    return CreateResult{run, /*created=*/true};
+    CreateResult result{run, /*created=*/true};
+    result.run.set_lease_epoch(run.owner().empty() ? 0 : 1);
+    return result;
   }
 
   // Nothing inserted: the request_id names a run (return it) or the run_id is taken.
   if (!run.request_id().empty()) {
-    ASSIGN_OR_RETURN(PgResult existing,
-                     tx->Exec("SELECT run_id, run, state FROM runs WHERE request_id = $1",
-                              PgParams().Text(run.request_id()), "looking up request_id"));
-    RETURN_IF_ERROR(PgCheckColumns(existing.get(), {kTextOid, kByteaOid, kByteaOid}, target(),
-                                   "looking up request_id"));
-    if (PQntuples(existing.get()) == 1) {
-      CreateResult result;
-      const std::string existing_id = PgBytes(existing.get(), 0, 0);
-      RETURN_IF_ERROR(ParseStoredRun(PgBytes(existing.get(), 0, 1), PgBytes(existing.get(), 0, 2),
-                                     existing_id, &result.run));
+    ASSIGN_OR_RETURN(
+        PgResult existing,
+        tx->Exec(absl::StrCat("SELECT ", kRunColumns, " FROM runs WHERE request_id = $1"),
+                 PgParams().Text(run.request_id()), "looking up request_id"));
+    RETURN_IF_ERROR(
+        PgCheckColumns(existing.get(), kRunColumnTypes, target(), "looking up request_id"));
+    ASSIGN_OR_RETURN(std::vector<rein::v1::Run> runs,
+                     ParseRunRows(existing.get(), "looking up request_id"));
+    if (runs.size() == 1) {
       RETURN_IF_ERROR(tx->Commit());
-      return result;
+      return CreateResult{std::move(runs[0]), /*created=*/false};
     }
   }
   return absl::AlreadyExistsError(absl::StrCat("run ", run.run_id(), " already exists"));
@@ -218,21 +260,40 @@ absl::StatusOr<CreateResult> PostgresRunStore::CreateRun(const rein::v1::Run& ru
 absl::StatusOr<rein::v1::Run> PostgresRunStore::GetRun(const std::string& run_id) {
   ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Begin(pool_.get(), true));
   const std::string what = absl::StrCat("reading run ", run_id);
-  ASSIGN_OR_RETURN(PgResult result, tx->Exec("SELECT run, state FROM runs WHERE run_id = $1",
-                                             PgParams().Text(run_id), what));
-  RETURN_IF_ERROR(PgCheckColumns(result.get(), {kByteaOid, kByteaOid}, target(), what));
-  if (PQntuples(result.get()) == 0) return absl::NotFoundError(absl::StrCat("no run ", run_id));
-  rein::v1::Run run;
-  RETURN_IF_ERROR(
-      ParseStoredRun(PgBytes(result.get(), 0, 0), PgBytes(result.get(), 0, 1), run_id, &run));
+  ASSIGN_OR_RETURN(PgResult result,
+                   tx->Exec(absl::StrCat("SELECT ", kRunColumns, " FROM runs WHERE run_id = $1"),
+                            PgParams().Text(run_id), what));
+  RETURN_IF_ERROR(PgCheckColumns(result.get(), kRunColumnTypes, target(), what));
+  ASSIGN_OR_RETURN(std::vector<rein::v1::Run> runs, ParseRunRows(result.get(), what));
+  if (runs.empty()) return absl::NotFoundError(absl::StrCat("no run ", run_id));
   RETURN_IF_ERROR(tx->Commit());
-  return run;
+  return std::move(runs[0]);
 }
 
 absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::Commit(
     const std::string& run_id, int64_t expected_version, const rein::v1::RunState& new_state,
     std::vector<rein::v1::RunEvent> events, const std::optional<Snapshot>& snapshot,
     absl::Time now) {
+  return CommitChecked(run_id, std::nullopt, expected_version, new_state, std::move(events),
+                       snapshot, now);
+}
+
+absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::CommitOwned(
+    const std::string& run_id, int64_t lease_epoch, int64_t expected_version,
+    const rein::v1::RunState& new_state, std::vector<rein::v1::RunEvent> events,
+    const std::optional<Snapshot>& snapshot, absl::Time now) {
+  return CommitChecked(run_id, lease_epoch, expected_version, new_state, std::move(events),
+                       snapshot, now);
+}
+
+absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::CommitChecked(
+    const std::string& run_id, std::optional<int64_t> lease_epoch, int64_t expected_version,
+    const rein::v1::RunState& new_state, std::vector<rein::v1::RunEvent> events,
+    const std::optional<Snapshot>& snapshot, absl::Time now) {
+  const std::string me = router_id();
+  if (lease_epoch.has_value() && me.empty()) {
+    return absl::FailedPreconditionError("CommitOwned before JoinFleet");
+  }
   if (new_state.version() != expected_version + 1) {
     return absl::InvalidArgumentError(absl::StrCat("new_state.version is ", new_state.version(),
                                                    "; a commit on version ", expected_version,
@@ -248,34 +309,60 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::Commit(
   const std::string what = absl::StrCat("updating run ", run_id);
   // The row lock makes concurrent commits wait; after the winner commits, a waiting UPDATE
   // re-checks `version` on the new row and matches nothing.
-  ASSIGN_OR_RETURN(PgResult updated,
-                   tx->Exec("UPDATE runs SET stage = $1, reason = $2, version = $3, "
-                            "last_seq = last_seq + $4, updated_us = $5, state = $6 "
-                            "WHERE run_id = $7 AND version = $8 RETURNING last_seq",
-                            PgParams()
-                                .Int(new_state.stage())
-                                .Int(new_state.outcome().reason())
-                                .Int(new_state.version())
-                                .Int(count)
-                                .Int(updated_us)
-                                .Bytes(blob)
-                                .Text(run_id)
-                                .Int(expected_version),
-                            what));
+  // With a lease epoch, the fencing token is checked by the same UPDATE: a claim by another
+  // router (which locks and rewrites the row) and this commit are ordered by the row lock.
+  PgParams update_params;
+  update_params.Int(new_state.stage())
+      .Int(new_state.outcome().reason())
+      .Int(new_state.version())
+      .Int(count)
+      .Int(updated_us)
+      .Bytes(blob)
+      .Text(run_id)
+      .Int(expected_version);
+  std::string update_sql =
+      "UPDATE runs SET stage = $1, reason = $2, version = $3, last_seq = last_seq + $4, "
+      "updated_us = $5, state = $6 WHERE run_id = $7 AND version = $8";
+  if (lease_epoch.has_value()) {
+    update_params.Text(me).Int(*lease_epoch);
+    absl::StrAppend(&update_sql, " AND owner = $9 AND lease_epoch = $10");
+  }
+  absl::StrAppend(&update_sql, " RETURNING last_seq");
+  ASSIGN_OR_RETURN(PgResult updated, tx->Exec(update_sql, update_params, what));
   RETURN_IF_ERROR(PgCheckColumns(updated.get(), {kInt8Oid}, target(), what));
   if (PQntuples(updated.get()) == 0) {
-    ASSIGN_OR_RETURN(PgResult current, tx->Exec("SELECT version FROM runs WHERE run_id = $1",
-                                                PgParams().Text(run_id), what));
-    RETURN_IF_ERROR(PgCheckColumns(current.get(), {kInt8Oid}, target(), what));
+    ASSIGN_OR_RETURN(PgResult current,
+                     tx->Exec("SELECT version, COALESCE(owner, ''), lease_epoch FROM runs "
+                              "WHERE run_id = $1",
+                              PgParams().Text(run_id), what));
+    RETURN_IF_ERROR(PgCheckColumns(current.get(), {kInt8Oid, kTextOid, kInt8Oid}, target(), what));
     if (PQntuples(current.get()) == 0) {
       return absl::NotFoundError(absl::StrCat("no run ", run_id));
+    }
+    const std::string owner = PgBytes(current.get(), 0, 1);
+    const int64_t epoch = PgInt(current.get(), 0, 2);
+    if (lease_epoch.has_value() && (owner != me || epoch != *lease_epoch)) {
+      return absl::AbortedError(absl::StrCat("lease lost: run ", run_id, " is owned by ",
+                                             owner.empty() ? "no router" : owner, " at epoch ",
+                                             epoch, "; router ", me, " held epoch ", *lease_epoch));
     }
     return absl::FailedPreconditionError(absl::StrCat("run ", run_id, " is at version ",
                                                       PgInt(current.get(), 0, 0),
                                                       ", not expected_version ", expected_version));
   }
-  const int64_t first_seq = PgInt(updated.get(), 0, 0) - count + 1;
+  const int64_t last_seq = PgInt(updated.get(), 0, 0);
+  const int64_t first_seq = last_seq - count + 1;
   RETURN_IF_ERROR(InsertEvents(run_id, first_seq, events, tx.get()));
+  // Delivered to the listeners when (and only if) the transaction commits.
+  const bool ended = new_state.stage() == rein::v1::FINISHED ||
+                     new_state.stage() == rein::v1::FAILED ||
+                     new_state.stage() == rein::v1::CANCELLED;
+  RETURN_IF_ERROR(
+      tx->Exec("SELECT pg_notify($1, $2)",
+               PgParams().Text(kChannel).Text(absl::StrCat(last_seq, " ", ended ? 1 : 0, " ",
+                                                           me.empty() ? "-" : me, " ", run_id)),
+               absl::StrCat("notifying the commit of run ", run_id))
+          .status());
   if (snapshot.has_value()) {
     ASSIGN_OR_RETURN(PgResult inserted,
                      tx->Exec("INSERT INTO snapshots (run_id, version, iteration, state) "
@@ -343,7 +430,7 @@ absl::StatusOr<RunPage> PostgresRunStore::ListRuns(const RunFilter& filter, int 
   }
 
   // The SQL text holds placeholders only; the values are parameters.
-  std::string sql = "SELECT run_id, created_us, run, state FROM runs WHERE TRUE";
+  std::string sql = absl::StrCat("SELECT ", kRunColumns, ", created_us FROM runs WHERE TRUE");
   PgParams params;
   if (filter.stage != rein::v1::STAGE_UNSPECIFIED) {
     params.Int(filter.stage);
@@ -363,25 +450,23 @@ absl::StatusOr<RunPage> PostgresRunStore::ListRuns(const RunFilter& filter, int 
 
   ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Begin(pool_.get(), true));
   ASSIGN_OR_RETURN(PgResult result, tx->Exec(sql, params, "listing runs"));
-  RETURN_IF_ERROR(PgCheckColumns(result.get(), {kTextOid, kInt8Oid, kByteaOid, kByteaOid}, target(),
-                                 "listing runs"));
+  RETURN_IF_ERROR(
+      PgCheckColumns(result.get(), {REIN_RUN_COLUMN_TYPES, kInt8Oid}, target(), "listing runs"));
+  ASSIGN_OR_RETURN(std::vector<rein::v1::Run> runs, ParseRunRows(result.get(), "listing runs"));
   RunPage page;
   Cursor last;
   size_t page_bytes = 0;
-  const int rows = PQntuples(result.get());
-  for (int row = 0; row < rows; ++row) {
+  for (size_t row = 0; row < runs.size(); ++row) {
     // A page ends at page_size runs, or sooner once it holds kMaxPageBytes, so that a reply
     // stays under gRPC's default 4 MiB receive limit.
     if (static_cast<int>(page.runs.size()) == page_size || page_bytes >= kMaxPageBytes) {
       page.next_page_token = MakePageToken(filter, last);
       break;
     }
-    last.run_id = PgBytes(result.get(), row, 0);
-    last.created_us = PgInt(result.get(), row, 1);
-    rein::v1::Run& run = page.runs.emplace_back();
-    RETURN_IF_ERROR(ParseStoredRun(PgBytes(result.get(), row, 2), PgBytes(result.get(), row, 3),
-                                   last.run_id, &run));
-    page_bytes += run.ByteSizeLong();
+    last.run_id = runs[row].run_id();
+    last.created_us = PgInt(result.get(), static_cast<int>(row), 5);
+    page_bytes += runs[row].ByteSizeLong();
+    page.runs.push_back(std::move(runs[row]));
   }
   RETURN_IF_ERROR(tx->Commit());
   return page;
@@ -424,6 +509,247 @@ absl::StatusOr<std::vector<std::string>> PostgresRunStore::ListUnfinishedRunIds(
   }
   RETURN_IF_ERROR(tx->Commit());
   return ids;
+}
+
+absl::StatusOr<std::vector<rein::v1::Run>> PostgresRunStore::ParseRunRows(
+    const PGresult* result, const std::string& what) const {
+  std::vector<rein::v1::Run> runs;
+  for (int row = 0; row < PQntuples(result); ++row) {
+    rein::v1::Run& run = runs.emplace_back();
+    const std::string run_id = PgBytes(result, row, 0);
+    RETURN_IF_ERROR(ParseStoredRun(PgBytes(result, row, 1), PgBytes(result, row, 2), run_id, &run));
+    run.set_owner(PgBytes(result, row, 3));
+    run.set_lease_epoch(PgInt(result, row, 4));
+  }
+  (void)what;
+  return runs;
+}
+
+std::string PostgresRunStore::router_id() const {
+  absl::MutexLock lock(&mu_);
+  return router_id_;
+}
+
+absl::Status PostgresRunStore::JoinFleet(const std::string& router_id, absl::Duration ttl) {
+  RETURN_IF_ERROR(CheckRouterLease(router_id, ttl));
+  std::string incarnation;
+  {
+    static absl::Mutex gen_mu(absl::kConstInit);
+    static absl::BitGen* gen = new absl::BitGen();
+    absl::MutexLock lock(&gen_mu);
+    incarnation = absl::StrFormat("%016x", absl::Uniform<uint64_t>(*gen));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Begin(pool_.get(), false));
+  // Rows of routers gone for a day that own no unfinished run are of no use to anyone.
+  RETURN_IF_ERROR(tx->Exec("DELETE FROM routers WHERE heartbeat < clock_timestamp() - "
+                           "interval '1 day' AND NOT EXISTS (SELECT 1 FROM runs WHERE owner = "
+                           "routers.router_id AND stage NOT IN (7, 8, 9))",
+                           PgParams(), "forgetting old routers")
+                      .status());
+  // Taking the id is allowed only when no live router holds it.
+  ASSIGN_OR_RETURN(
+      PgResult joined,
+      tx->Exec(
+          std::string("INSERT INTO routers AS r (router_id, incarnation, heartbeat, ttl_us) "
+                      "VALUES ($1, $2, clock_timestamp(), $3) ON CONFLICT (router_id) DO "
+                      "UPDATE SET incarnation = EXCLUDED.incarnation, heartbeat = "
+                      "EXCLUDED.heartbeat, ttl_us = EXCLUDED.ttl_us WHERE r.heartbeat + r.ttl_us * "
+                      "interval '1 microsecond' <= clock_timestamp()"),
+          PgParams().Text(router_id).Text(incarnation).Int(absl::ToInt64Microseconds(ttl)),
+          "joining the routers"));
+  if (absl::string_view(PQcmdTuples(joined.get())) != "1") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "router_id ", router_id, ": a live router already uses this id on PostgreSQL ", target(),
+        " (two routers with one --router_id are refused; give each its own, or wait for the "
+        "other's lease to expire)"));
+  }
+  RETURN_IF_ERROR(tx->Commit());
+  absl::MutexLock lock(&mu_);
+  router_id_ = router_id;
+  incarnation_ = incarnation;
+  return absl::OkStatus();
+}
+
+absl::Status PostgresRunStore::RenewLease() {
+  std::string me, incarnation;
+  {
+    absl::MutexLock lock(&mu_);
+    me = router_id_;
+    incarnation = incarnation_;
+  }
+  if (me.empty()) return absl::FailedPreconditionError("RenewLease before JoinFleet");
+  ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Autocommit(pool_.get()));
+  ASSIGN_OR_RETURN(PgResult renewed,
+                   tx->Exec("UPDATE routers SET heartbeat = clock_timestamp() "
+                            "WHERE router_id = $1 AND incarnation = $2",
+                            PgParams().Text(me).Text(incarnation), "renewing the lease"));
+  if (absl::string_view(PQcmdTuples(renewed.get())) != "1") {
+    return absl::FailedPreconditionError(
+        absl::StrCat("router_id ", me,
+                     ": another router has joined under this id since this "
+                     "router's lease expired; this router cannot renew"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PostgresRunStore::LeaveFleet() {
+  std::string me, incarnation;
+  {
+    absl::MutexLock lock(&mu_);
+    me = router_id_;
+    incarnation = incarnation_;
+  }
+  if (me.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Autocommit(pool_.get()));
+  return tx
+      ->Exec(
+          "UPDATE routers SET heartbeat = '-infinity' "
+          "WHERE router_id = $1 AND incarnation = $2",
+          PgParams().Text(me).Text(incarnation), "leaving the routers")
+      .status();
+}
+
+absl::StatusOr<std::vector<rein::v1::Run>> PostgresRunStore::ClaimRuns(bool include_mine) {
+  const std::string me = router_id();
+  if (me.empty()) return absl::FailedPreconditionError("ClaimRuns before JoinFleet");
+  ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Begin(pool_.get(), false));
+  std::vector<rein::v1::Run> claimed;
+  const std::string returning = absl::StrCat(" RETURNING ", kRunColumns, ", created_us");
+  if (include_mine) {
+    ASSIGN_OR_RETURN(PgResult mine,
+                     tx->Exec(absl::StrCat("UPDATE runs SET lease_epoch = lease_epoch + 1 "
+                                           "WHERE owner = $1 AND stage NOT IN (7, 8, 9)",
+                                           returning),
+                              PgParams().Text(me), "claiming this router's runs"));
+    RETURN_IF_ERROR(PgCheckColumns(mine.get(), {REIN_RUN_COLUMN_TYPES, kInt8Oid}, target(),
+                                   "claiming this router's runs"));
+    ASSIGN_OR_RETURN(claimed, ParseRunRows(mine.get(), "claiming this router's runs"));
+  }
+  // The runs whose owner is not live, shared out: ceil(orphans / live routers) each.
+  const std::string orphaned = absl::StrCat(
+      "stage NOT IN (7, 8, 9) AND (owner IS NULL OR NOT EXISTS (SELECT 1 FROM routers WHERE "
+      "router_id = runs.owner AND ",
+      kLive, "))");
+  ASSIGN_OR_RETURN(PgResult counts,
+                   tx->Exec(absl::StrCat("SELECT (SELECT count(*) FROM runs WHERE ", orphaned,
+                                         "), (SELECT count(*) FROM routers WHERE ", kLive, ")"),
+                            PgParams(), "counting orphaned runs"));
+  RETURN_IF_ERROR(
+      PgCheckColumns(counts.get(), {kInt8Oid, kInt8Oid}, target(), "counting orphaned runs"));
+  const int64_t orphans = PgInt(counts.get(), 0, 0);
+  const int64_t live = std::max<int64_t>(1, PgInt(counts.get(), 0, 1));
+  if (orphans > 0) {
+    const int64_t quota = (orphans + live - 1) / live;
+    const std::string what = "claiming orphaned runs";
+    ASSIGN_OR_RETURN(
+        PgResult taken,
+        tx->Exec(
+            absl::StrCat("UPDATE runs SET owner = $1, lease_epoch = lease_epoch + 1 "
+                         "WHERE run_id IN (SELECT run_id FROM runs WHERE ",
+                         orphaned, " ORDER BY created_us, run_id LIMIT $2 FOR UPDATE SKIP LOCKED)",
+                         returning),
+            PgParams().Text(me).Int(quota), what));
+    RETURN_IF_ERROR(PgCheckColumns(taken.get(), {REIN_RUN_COLUMN_TYPES, kInt8Oid}, target(), what));
+    ASSIGN_OR_RETURN(std::vector<rein::v1::Run> runs, ParseRunRows(taken.get(), what));
+    for (auto& run : runs) claimed.push_back(std::move(run));
+  }
+  RETURN_IF_ERROR(tx->Commit());
+  std::sort(claimed.begin(), claimed.end(), [](const rein::v1::Run& a, const rein::v1::Run& b) {
+    return std::make_pair(a.created_at().seconds(), a.created_at().nanos()) <
+           std::make_pair(b.created_at().seconds(), b.created_at().nanos());
+  });
+  return claimed;
+}
+
+absl::StatusOr<std::map<std::string, int64_t>> PostgresRunStore::OwnedRunVersions() {
+  const std::string me = router_id();
+  std::map<std::string, int64_t> versions;
+  if (me.empty()) return versions;
+  ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Autocommit(pool_.get()));
+  ASSIGN_OR_RETURN(PgResult result, tx->Exec("SELECT run_id, version FROM runs "
+                                             "WHERE owner = $1 AND stage NOT IN (7, 8, 9)",
+                                             PgParams().Text(me), "listing owned runs"));
+  RETURN_IF_ERROR(
+      PgCheckColumns(result.get(), {kTextOid, kInt8Oid}, target(), "listing owned runs"));
+  for (int row = 0; row < PQntuples(result.get()); ++row) {
+    versions[PgBytes(result.get(), row, 0)] = PgInt(result.get(), row, 1);
+  }
+  return versions;
+}
+
+void PostgresRunStore::SubscribeCommits(std::function<void(const CommitNotice&)> on_commit) {
+  if (listener_.joinable()) return;
+  on_commit_ = std::move(on_commit);
+  listener_ = std::thread([this] { ListenLoop(); });
+}
+
+namespace {
+
+// "<last_seq> <ended 0|1> <router_id> <run_id>" (run_id last: it may hold spaces).
+std::optional<CommitNotice> ParseNotice(absl::string_view payload) {
+  std::vector<absl::string_view> parts = absl::StrSplit(payload, absl::MaxSplits(' ', 3));
+  CommitNotice notice;
+  if (parts.size() != 4 || !absl::SimpleAtoi(parts[0], &notice.last_seq) ||
+      (parts[1] != "0" && parts[1] != "1") || parts[3].empty()) {
+    return std::nullopt;
+  }
+  notice.ended = parts[1] == "1";
+  notice.router_id = parts[2] == "-" ? "" : std::string(parts[2]);
+  notice.run_id = std::string(parts[3]);
+  return notice;
+}
+
+}  // namespace
+
+void PostgresRunStore::ListenLoop() {
+  const std::string me = router_id();
+  auto stopping = [this] {
+    absl::MutexLock lock(&mu_);
+    return stop_listening_;
+  };
+  // Waits up to `d` or until the store closes; returns whether it is closing.
+  auto pause = [this](absl::Duration d) {
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithTimeout(absl::Condition(&stop_listening_), d);
+    return stop_listening_;
+  };
+  bool logged = false;
+  while (!stopping()) {
+    absl::StatusOr<PGconn*> opened = pool_->Connect();
+    if (!opened.ok()) {
+      if (!logged) LogError("LISTEN connection lost", {{"error", opened.status().ToString()}});
+      logged = true;
+      if (pause(absl::Seconds(1))) return;
+      continue;
+    }
+    PGconn* conn = *opened;
+    PgResult listening(PQexec(conn, absl::StrCat("LISTEN ", kChannel).c_str()));
+    if (listening == nullptr || PQresultStatus(listening.get()) != PGRES_COMMAND_OK) {
+      PQfinish(conn);
+      if (pause(absl::Seconds(1))) return;
+      continue;
+    }
+    if (logged) LogInfo("LISTEN connection back", {{"store", target()}});
+    logged = false;
+    while (!stopping()) {
+      pollfd fd{PQsocket(conn), POLLIN, 0};
+      const int ready = poll(&fd, 1, /*timeout=*/200);
+      if (ready < 0 && errno != EINTR) break;
+      if (ready > 0 && PQconsumeInput(conn) == 0) break;  // the connection is gone
+      while (PGnotify* notify = PQnotifies(conn)) {
+        std::optional<CommitNotice> notice = ParseNotice(notify->extra);
+        PQfreemem(notify);
+        if (notice.has_value() && (me.empty() || notice->router_id != me)) on_commit_(*notice);
+      }
+      if (PQstatus(conn) == CONNECTION_BAD) break;
+    }
+    PQfinish(conn);
+    if (!stopping()) {
+      LogError("LISTEN connection lost", {{"store", target()}});
+      logged = true;
+      if (pause(absl::Milliseconds(500))) return;
+    }
+  }
 }
 
 }  // namespace rein

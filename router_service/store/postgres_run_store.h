@@ -3,13 +3,17 @@
 #define REIN_ROUTER_SERVICE_STORE_POSTGRES_RUN_STORE_H_
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "rein/v1/types.pb.h"
 #include "router_service/store/run_store.h"
@@ -17,6 +21,10 @@
 namespace rein {
 
 class PgPool;  // pg_session.h
+}  // namespace rein
+struct pg_result;
+typedef struct pg_result PGresult;
+namespace rein {
 
 // A RunStore kept in a PostgreSQL database (libpq, PostgreSQL 12 or newer); the contract is
 // RunStore's (run_store.h).
@@ -37,6 +45,19 @@ class PgPool;  // pg_session.h
 // first and return its run. Values always travel as binary parameters, never inside SQL text.
 // A lost connection is UNAVAILABLE; a connection found broken at the start of a call is
 // reconnected once.
+//
+// Leases (schema version 2): `routers` holds each router's id, incarnation (a random token of
+// the process that joined under the id), heartbeat (the server's clock_timestamp() at the last
+// renewal) and ttl; `runs.owner` and `runs.lease_epoch` say who drives each run. A lease is
+// valid while heartbeat + ttl > clock_timestamp(), the database's clock only. RenewLease is one
+// UPDATE of the router's row. CommitOwned adds `AND owner = me AND lease_epoch = mine` to the
+// commit's UPDATE, so a router that lost a run commits nothing over its new owner. ClaimRuns
+// takes runs with `FOR UPDATE SKIP LOCKED`, so routers claiming together never wait on or take
+// the same run. Every commit also sends NOTIFY rein_runs with "<last_seq> <ended 0|1>
+// <router_id> <run_id>" inside its transaction; SubscribeCommits LISTENs on a dedicated
+// connection (reconnected after a loss) and passes on the other routers' commits.
+// A layout of version 1 (before leases) is migrated in place when opened: the columns and the
+// table are added, the existing runs have no owner (so the first router to claim takes them).
 //
 // Thread-safe: a small pool of connections (Options::max_connections); each call borrows one
 // for its transaction, so calls on different runs proceed in parallel on the server instead of
@@ -62,7 +83,8 @@ class PostgresRunStore final : public RunStore {
   }
 
   // The layout version this binary writes.
-  static constexpr int kSchemaVersion = 1;
+  // 2: routers, runs.owner, runs.lease_epoch (a version 1 layout is migrated when opened).
+  static constexpr int kSchemaVersion = 2;
 
   // host:port/database of the server, for logs and messages (never the password).
   const std::string& target() const;
@@ -87,14 +109,44 @@ class PostgresRunStore final : public RunStore {
   absl::StatusOr<std::vector<Snapshot>> ListSnapshots(const std::string& run_id) override;
   absl::StatusOr<std::vector<std::string>> ListUnfinishedRunIds() override;
 
+  bool Shared() const override { return true; }
+  absl::Status JoinFleet(const std::string& router_id, absl::Duration ttl) override;
+  absl::Status RenewLease() override;
+  absl::Status LeaveFleet() override;
+  absl::StatusOr<std::vector<rein::v1::Run>> ClaimRuns(bool include_mine) override;
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> CommitOwned(
+      const std::string& run_id, int64_t lease_epoch, int64_t expected_version,
+      const rein::v1::RunState& new_state, std::vector<rein::v1::RunEvent> events,
+      const std::optional<Snapshot>& snapshot, absl::Time now) override;
+  absl::StatusOr<std::map<std::string, int64_t>> OwnedRunVersions() override;
+  void SubscribeCommits(std::function<void(const CommitNotice&)> on_commit) override;
+
  private:
   explicit PostgresRunStore(std::unique_ptr<PgPool> pool);
+
+  // Commit and CommitOwned (with `lease_epoch`).
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> CommitChecked(
+      const std::string& run_id, std::optional<int64_t> lease_epoch, int64_t expected_version,
+      const rein::v1::RunState& new_state, std::vector<rein::v1::RunEvent> events,
+      const std::optional<Snapshot>& snapshot, absl::Time now);
+  // Runs (run_id, run, state, owner, lease_epoch) rows into Runs.
+  absl::StatusOr<std::vector<rein::v1::Run>> ParseRunRows(const PGresult* result,
+                                                          const std::string& what) const;
+  void ListenLoop();
+  std::string router_id() const;
 
   absl::Status Initialize();
   absl::Status ParseStoredRun(const std::string& base, const std::string& tail,
                               const std::string& run_id, rein::v1::Run* run) const;
 
   const std::unique_ptr<PgPool> pool_;
+
+  mutable absl::Mutex mu_;
+  std::string router_id_ ABSL_GUARDED_BY(mu_);    // JoinFleet's
+  std::string incarnation_ ABSL_GUARDED_BY(mu_);  // this process's token for router_id_
+  std::function<void(const CommitNotice&)> on_commit_;
+  bool stop_listening_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread listener_;
 };
 
 }  // namespace rein

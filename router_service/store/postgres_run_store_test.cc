@@ -184,7 +184,7 @@ TEST_F(PostgresRunStoreTest, MissingDatabaseIsFailedPreconditionNamingIt) {
 
 TEST_F(PostgresRunStoreTest, OpenRecordsSchemaVersionAndKeepsRunOrderBytewise) {
   ASSERT_NE(OpenOrDie(), nullptr);
-  EXPECT_EQ(Query("SELECT version FROM schema_version"), "1");
+  EXPECT_EQ(Query("SELECT version FROM schema_version"), "2");
   // Open again on existing tables.
   ASSERT_NE(OpenOrDie(), nullptr);
   EXPECT_EQ(Query("SELECT count(*) FROM schema_version"), "1");
@@ -195,10 +195,177 @@ TEST_F(PostgresRunStoreTest, OpenRecordsSchemaVersionAndKeepsRunOrderBytewise) {
 
 TEST_F(PostgresRunStoreTest, OtherSchemaVersionIsFailedPrecondition) {
   ASSERT_NE(OpenOrDie(), nullptr);
-  Query("UPDATE schema_version SET version = 2");
+  Query("UPDATE schema_version SET version = 3");
   absl::StatusOr<std::unique_ptr<PostgresRunStore>> store = PostgresRunStore::Open(url_);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(store.status().message(), HasSubstr("schema version 2"));
+  EXPECT_THAT(store.status().message(), HasSubstr("schema version 3"));
+}
+
+TEST_F(PostgresRunStoreTest, VersionOneLayoutIsMigratedAndItsRunsAreClaimed) {
+  {
+    std::unique_ptr<PostgresRunStore> store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->CreateRun(MakeRun("run-old"), {Event("x")}).ok());
+  }
+  // Back to the layout before leases.
+  Query("DROP TABLE routers");
+  Query("ALTER TABLE runs DROP COLUMN owner, DROP COLUMN lease_epoch");
+  Query("UPDATE schema_version SET version = 1");
+  std::unique_ptr<PostgresRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Query("SELECT version FROM schema_version"), "2");
+  ASSERT_TRUE(store->JoinFleet("router-a", absl::Seconds(10)).ok());
+  absl::StatusOr<std::vector<rein::v1::Run>> claimed = store->ClaimRuns(false);
+  ASSERT_TRUE(claimed.ok()) << claimed.status();
+  ASSERT_EQ(claimed->size(), 1u);
+  EXPECT_EQ((*claimed)[0].owner(), "router-a");
+  EXPECT_EQ((*claimed)[0].lease_epoch(), 1);
+}
+
+// A run owned by `owner` at epoch 1, created through `store`.
+rein::v1::Run OwnedRun(const std::string& run_id, const std::string& owner) {
+  rein::v1::Run run = MakeRun(run_id);
+  run.set_owner(owner);
+  return run;
+}
+
+TEST_F(PostgresRunStoreTest, SameRouterIdTwiceIsRefusedWhileItsLeaseLives) {
+  std::unique_ptr<PostgresRunStore> a = OpenOrDie();
+  std::unique_ptr<PostgresRunStore> b = OpenOrDie();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(a->JoinFleet("router-a", absl::Seconds(30)).ok());
+  absl::Status second = b->JoinFleet("router-a", absl::Seconds(30));
+  EXPECT_EQ(second.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(second.message(), HasSubstr("router_id router-a"));
+  EXPECT_EQ(b->JoinFleet("bad id", absl::Seconds(1)).code(), absl::StatusCode::kInvalidArgument);
+  // Once a's lease has expired, the id may be taken again; a can then no longer renew.
+  Query("UPDATE routers SET heartbeat = heartbeat - interval '1 minute'");
+  ASSERT_TRUE(b->JoinFleet("router-a", absl::Seconds(30)).ok());
+  EXPECT_EQ(a->RenewLease().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(b->RenewLease().ok());
+}
+
+TEST_F(PostgresRunStoreTest, ExpiredOwnersRunsAreClaimedAndTheOldOwnerIsFenced) {
+  std::unique_ptr<PostgresRunStore> a = OpenOrDie();
+  std::unique_ptr<PostgresRunStore> b = OpenOrDie();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(a->JoinFleet("router-a", absl::Seconds(1)).ok());
+  ASSERT_TRUE(b->JoinFleet("router-b", absl::Seconds(30)).ok());
+  ASSERT_TRUE(a->CreateRun(OwnedRun("run-1", "router-a"), {Event("x")}).ok());
+  absl::StatusOr<rein::v1::Run> got = b->GetRun("run-1");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->owner(), "router-a");
+  EXPECT_EQ(got->lease_epoch(), 1);
+  // a's lease is alive: nothing to claim.
+  absl::StatusOr<std::vector<rein::v1::Run>> claimed = b->ClaimRuns(false);
+  ASSERT_TRUE(claimed.ok()) << claimed.status();
+  EXPECT_TRUE(claimed->empty());
+  // a stalls past its ttl (the database's clock decides): b takes the run at epoch 2.
+  Query(
+      "UPDATE routers SET heartbeat = heartbeat - interval '2 seconds' "
+      "WHERE router_id = 'router-a'");
+  claimed = b->ClaimRuns(false);
+  ASSERT_TRUE(claimed.ok()) << claimed.status();
+  ASSERT_EQ(claimed->size(), 1u);
+  EXPECT_EQ((*claimed)[0].owner(), "router-b");
+  EXPECT_EQ((*claimed)[0].lease_epoch(), 2);
+  // a wakes up and commits with its old epoch: fenced, nothing written.
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> stale =
+      a->CommitOwned("run-1", 1, 1, NextState(2), {Event("stale")}, std::nullopt,
+                     absl::FromUnixSeconds(1700000001));
+  EXPECT_TRUE(IsLeaseLost(stale.status())) << stale.status();
+  EXPECT_THAT(stale.status().message(), HasSubstr("router-b at epoch 2"));
+  EXPECT_EQ(Query("SELECT count(*) FROM events WHERE run_id = 'run-1'"), "1");
+  // a may renew again (it rejoins) but still cannot commit over b.
+  EXPECT_TRUE(a->RenewLease().ok());
+  EXPECT_TRUE(IsLeaseLost(a->CommitOwned("run-1", 1, 1, NextState(2), {}, std::nullopt,
+                                         absl::FromUnixSeconds(1700000001))
+                              .status()));
+  // The new owner commits at its epoch, and seq goes on without a gap.
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> ok = b->CommitOwned(
+      "run-1", 2, 1, NextState(2), {Event("b")}, std::nullopt, absl::FromUnixSeconds(1700000002));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ((*ok)[0].seq(), 2);
+  // A review through any router (Commit: version check only) still works.
+  EXPECT_TRUE(a->Commit("run-1", 2, NextState(3), {Event("review")}, std::nullopt,
+                        absl::FromUnixSeconds(1700000003))
+                  .ok());
+}
+
+TEST_F(PostgresRunStoreTest, OrphansAreSharedAmongLiveRoutersAndNeverClaimedTwice) {
+  std::unique_ptr<PostgresRunStore> dead = OpenOrDie();
+  ASSERT_NE(dead, nullptr);
+  ASSERT_TRUE(dead->JoinFleet("router-dead", absl::Seconds(30)).ok());
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(dead->CreateRun(OwnedRun(absl::StrCat("run-", i), "router-dead"), {}).ok());
+  }
+  ASSERT_TRUE(dead->LeaveFleet().ok());  // its lease ends at once
+  std::vector<std::unique_ptr<PostgresRunStore>> live;
+  for (int i = 0; i < 3; ++i) {
+    live.push_back(OpenOrDie());
+    ASSERT_NE(live.back(), nullptr);
+    ASSERT_TRUE(live.back()->JoinFleet(absl::StrCat("router-", i), absl::Seconds(30)).ok());
+  }
+  std::vector<size_t> counts(3);
+  std::vector<std::thread> threads;
+  std::vector<std::string> all;
+  absl::Mutex mu;
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&, i] {
+      absl::StatusOr<std::vector<rein::v1::Run>> claimed = live[i]->ClaimRuns(false);
+      ASSERT_TRUE(claimed.ok()) << claimed.status();
+      counts[i] = claimed->size();
+      absl::MutexLock lock(&mu);
+      for (const auto& run : *claimed) all.push_back(run.run_id());
+    });
+  }
+  for (auto& t : threads) t.join();
+  // ceil(10 / 3) = 4 at most each; none twice.
+  for (size_t c : counts) EXPECT_LE(c, 4u);
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(std::unique(all.begin(), all.end()), all.end());
+  // Whatever is left is claimed on the next round.
+  for (int round = 0; round < 3; ++round) {
+    for (auto& store : live) ASSERT_TRUE(store->ClaimRuns(false).ok());
+  }
+  EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE owner = 'router-dead'"), "0");
+  EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE lease_epoch = 2"), "10");
+}
+
+TEST_F(PostgresRunStoreTest, CommitsOfOtherRoutersAreNotified) {
+  std::unique_ptr<PostgresRunStore> a = OpenOrDie();
+  std::unique_ptr<PostgresRunStore> b = OpenOrDie();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(a->JoinFleet("router-a", absl::Seconds(30)).ok());
+  ASSERT_TRUE(b->JoinFleet("router-b", absl::Seconds(30)).ok());
+  absl::Mutex mu;
+  std::vector<CommitNotice> notices;
+  b->SubscribeCommits([&](const CommitNotice& notice) {
+    absl::MutexLock lock(&mu);
+    notices.push_back(notice);
+  });
+  absl::SleepFor(absl::Milliseconds(300));  // the LISTEN connection is up
+  ASSERT_TRUE(a->CreateRun(OwnedRun("run 1", "router-a"), {Event("x")}).ok());
+  ASSERT_TRUE(a->CommitOwned("run 1", 1, 1, NextState(2), {Event("y"), Event("z")}, std::nullopt,
+                             absl::FromUnixSeconds(1700000001))
+                  .ok());
+  // b's own commit is not passed back to b.
+  ASSERT_TRUE(b->Commit("run 1", 2, NextState(3), {Event("w")}, std::nullopt,
+                        absl::FromUnixSeconds(1700000002))
+                  .ok());
+  absl::MutexLock lock(&mu);
+  auto one = [&notices]() { return !notices.empty(); };
+  ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(&one), absl::Seconds(10)));
+  static const bool kNever = false;
+  mu.AwaitWithTimeout(absl::Condition(&kNever), absl::Milliseconds(300));
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_EQ(notices[0].run_id, "run 1");
+  EXPECT_EQ(notices[0].last_seq, 3);
+  EXPECT_EQ(notices[0].router_id, "router-a");
+  EXPECT_FALSE(notices[0].ended);
 }
 
 TEST_F(PostgresRunStoreTest, StateIsStoredApartFromTheImmutableRun) {

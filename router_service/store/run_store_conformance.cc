@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -860,6 +861,47 @@ TEST_P(RunStoreConformanceTest, ListUnfinishedRunIdsExcludesTerminalRuns) {
   // Oldest first: the runs were created one second apart in stage order.
   EXPECT_THAT(*ids, ElementsAre("INITIALIZING", "PLANNING", "DECIDING", "EXECUTING", "EVALUATING",
                                 "PAUSED"));
+}
+
+TEST_P(RunStoreConformanceTest, JoinFleetChecksTheRouterIdAndTtl) {
+  EXPECT_EQ(store().JoinFleet("", absl::Seconds(10)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store().JoinFleet("a b", absl::Seconds(10)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store().JoinFleet("router-1", absl::ZeroDuration()).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(store().JoinFleet("host-1.example:4242", absl::Seconds(10)).ok());
+  EXPECT_TRUE(store().RenewLease().ok());
+}
+
+TEST_P(RunStoreConformanceTest, TheOwnerCommitsItsRunsAndClaimsThemBackAfterARestart) {
+  ASSERT_TRUE(store().JoinFleet("router-1", absl::Seconds(10)).ok());
+  rein::v1::Run run = MakeRun("run-1", kEpoch, "", rein::v1::PLANNING);
+  run.set_owner("router-1");
+  ASSERT_TRUE(store().CreateRun(run, {}).ok());
+  ASSERT_TRUE(store().CreateRun(MakeRun("done", kEpoch + 1, "", rein::v1::FINISHED), {}).ok());
+  absl::StatusOr<rein::v1::Run> got = store().GetRun("run-1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->owner(), "router-1");
+  EXPECT_EQ(got->lease_epoch(), 1);
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> committed =
+      store().CommitOwned("run-1", 1, 1, Next(run.state(), rein::v1::DECIDING), {NoteEvent("x", 2)},
+                          std::nullopt, At(kEpoch + 2));
+  ASSERT_TRUE(committed.ok()) << committed.status();
+  absl::StatusOr<std::map<std::string, int64_t>> owned = store().OwnedRunVersions();
+  ASSERT_TRUE(owned.ok()) << owned.status();
+  EXPECT_THAT(*owned, ElementsAre(std::make_pair(std::string("run-1"), int64_t{2})));
+  // A restart of the same router takes back its unfinished runs (and only those).
+  absl::StatusOr<std::vector<rein::v1::Run>> claimed = store().ClaimRuns(/*include_mine=*/true);
+  ASSERT_TRUE(claimed.ok()) << claimed.status();
+  ASSERT_THAT(*claimed, SizeIs(1));
+  EXPECT_EQ((*claimed)[0].run_id(), "run-1");
+  EXPECT_EQ((*claimed)[0].owner(), "router-1");
+  EXPECT_GE((*claimed)[0].lease_epoch(), 1);
+  EXPECT_EQ((*claimed)[0].state().version(), 2);
+  EXPECT_TRUE(store()
+                  .CommitOwned("run-1", (*claimed)[0].lease_epoch(), 2,
+                               Next((*claimed)[0].state(), rein::v1::EXECUTING), {}, std::nullopt,
+                               At(kEpoch + 3))
+                  .ok());
 }
 
 TEST_P(RunStoreConformanceTest, CorruptRunIsDataLossNamingRun) {

@@ -188,6 +188,12 @@ absl::Status SqliteRunStore::ParseStoredRun(absl::string_view base, absl::string
     return absl::DataLossError(
         absl::StrCat("SQLite database ", path_, ": the stored run ", run_id, " is corrupt"));
   }
+  const rein::v1::Stage stage = run->state().stage();
+  if (!router_id_.empty() && stage != rein::v1::FINISHED && stage != rein::v1::FAILED &&
+      stage != rein::v1::CANCELLED) {
+    run->set_owner(router_id_);
+    run->set_lease_epoch(1);
+  }
   return absl::OkStatus();
 }
 
@@ -493,6 +499,43 @@ absl::StatusOr<std::vector<std::string>> SqliteRunStore::ListUnfinishedRunIds() 
   while ((rc = stmt.Step()) == SQLITE_ROW) ids.push_back(stmt.ColumnBytes(0));
   if (rc != SQLITE_DONE) return db_->Error(rc, "listing unfinished runs");
   return ids;
+}
+
+absl::Status SqliteRunStore::JoinFleet(const std::string& router_id, absl::Duration ttl) {
+  RETURN_IF_ERROR(CheckRouterLease(router_id, ttl));
+  absl::MutexLock lock(&mu_);
+  router_id_ = router_id;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<rein::v1::Run>> SqliteRunStore::ClaimRuns(bool include_mine) {
+  std::vector<rein::v1::Run> runs;
+  if (!include_mine) return runs;
+  ASSIGN_OR_RETURN(std::vector<std::string> ids, ListUnfinishedRunIds());
+  for (const std::string& id : ids) {
+    ASSIGN_OR_RETURN(rein::v1::Run run, GetRun(id));
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::CommitOwned(
+    const std::string& run_id, int64_t /*lease_epoch*/, int64_t expected_version,
+    const rein::v1::RunState& new_state, std::vector<rein::v1::RunEvent> events,
+    const std::optional<Snapshot>& snapshot, absl::Time now) {
+  return Commit(run_id, expected_version, new_state, std::move(events), snapshot, now);
+}
+
+absl::StatusOr<std::map<std::string, int64_t>> SqliteRunStore::OwnedRunVersions() {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, int64_t> versions;
+  if (router_id_.empty()) return versions;
+  ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                   db_->Prepare("SELECT run_id, version FROM runs WHERE stage NOT IN (7, 8, 9)"));
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) versions[stmt.ColumnBytes(0)] = stmt.ColumnInt(1);
+  if (rc != SQLITE_DONE) return db_->Error(rc, "listing owned runs");
+  return versions;
 }
 
 }  // namespace rein

@@ -3,6 +3,8 @@
 #define REIN_ROUTER_SERVICE_STORE_SQLITE_RUN_STORE_H_
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,6 +85,21 @@ class SqliteRunStore final : public RunStore {
   absl::StatusOr<std::vector<Snapshot>> ListSnapshots(const std::string& run_id) override;
   absl::StatusOr<std::vector<std::string>> ListUnfinishedRunIds() override;
 
+  // Leases, kept trivially: one router uses a SQLite store (OpenRunStore locks it), so the
+  // router that joined owns every unfinished run at epoch 1 (GetRun and ListRuns say so), its
+  // lease never lapses, ClaimRuns(include_mine) returns every unfinished run and nothing else
+  // is ever claimed, CommitOwned is Commit, and no notice ever comes.
+  absl::Status JoinFleet(const std::string& router_id, absl::Duration ttl) override;
+  absl::Status RenewLease() override { return absl::OkStatus(); }
+  absl::Status LeaveFleet() override { return absl::OkStatus(); }
+  absl::StatusOr<std::vector<rein::v1::Run>> ClaimRuns(bool include_mine) override;
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> CommitOwned(
+      const std::string& run_id, int64_t lease_epoch, int64_t expected_version,
+      const rein::v1::RunState& new_state, std::vector<rein::v1::RunEvent> events,
+      const std::optional<Snapshot>& snapshot, absl::Time now) override;
+  absl::StatusOr<std::map<std::string, int64_t>> OwnedRunVersions() override;
+  void SubscribeCommits(std::function<void(const CommitNotice&)>) override {}
+
  private:
   SqliteRunStore(std::unique_ptr<SqliteDb> db, std::string path);
 
@@ -97,7 +114,8 @@ class SqliteRunStore final : public RunStore {
   // Just the version and last_seq (run left empty): what Commit needs.
   absl::StatusOr<RunRow> ReadVersion(const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ParseStoredRun(absl::string_view base, absl::string_view tail,
-                              const std::string& run_id, rein::v1::Run* run) const;
+                              const std::string& run_id, rein::v1::Run* run) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status RunExists(const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status InsertEvents(const std::string& run_id, int64_t first_seq,
                             std::vector<rein::v1::RunEvent>& events)
@@ -113,6 +131,7 @@ class SqliteRunStore final : public RunStore {
   std::thread checkpointer_;
   absl::Mutex mu_;
   const std::unique_ptr<SqliteDb> db_ ABSL_PT_GUARDED_BY(mu_);
+  std::string router_id_ ABSL_GUARDED_BY(mu_);  // set by JoinFleet
 };
 
 }  // namespace rein

@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -77,6 +78,24 @@ absl::StatusOr<Cursor> ParsePageToken(const RunFilter& filter, const std::string
   return cursor;
 }
 
+absl::Status CheckRouterLease(absl::string_view router_id, absl::Duration ttl) {
+  if (router_id.empty() || router_id.size() > 128) {
+    return absl::InvalidArgumentError("router_id: must be 1 to 128 bytes");
+  }
+  for (char c : router_id) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != ':' &&
+        c != '-') {
+      return absl::InvalidArgumentError(absl::StrCat("router_id: \"", absl::CHexEscape(router_id),
+                                                     "\" has a character outside [A-Za-z0-9._:-]"));
+    }
+  }
+  if (ttl <= absl::ZeroDuration() || ttl > absl::Hours(24)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lease ttl: must be in (0, 24h], not ", absl::FormatDuration(ttl)));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<StoredRunParts> SplitRun(const rein::v1::Run& run) {
   StoredRunParts parts;
   absl::StatusOr<int64_t> created = TimestampMicros(run.created_at(), "run.created_at");
@@ -88,6 +107,9 @@ absl::StatusOr<StoredRunParts> SplitRun(const rein::v1::Run& run) {
   rein::v1::Run base = run;
   base.clear_state();
   base.clear_updated_at();
+  // Who owns the run changes with takeovers: the stores keep it in columns of their own.
+  base.clear_owner();
+  base.clear_lease_epoch();
   absl::StatusOr<std::string> tail = StateTail(run.state(), run.updated_at());
   if (!base.SerializeToString(&parts.base) || !tail.ok()) {
     return absl::InvalidArgumentError(

@@ -39,6 +39,10 @@ absl::StatusOr<StoredRunParts> SplitRun(const rein::v1::Run& run);
 absl::StatusOr<std::string> StateTail(const rein::v1::RunState& state,
                                       const google::protobuf::Timestamp& updated_at);
 
+// OK when `router_id` is 1..128 bytes of [A-Za-z0-9._:-] (a hostname:pid fits); else
+// INVALID_ARGUMENT naming router_id. `ttl` must be positive and at most a day.
+absl::Status CheckRouterLease(absl::string_view router_id, absl::Duration ttl);
+
 // Where the next page starts: after the run (created_us, run_id) in newest-first order.
 struct Cursor {
   int64_t created_us = 0;

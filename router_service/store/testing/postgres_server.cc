@@ -180,25 +180,50 @@ absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
   for (int attempt = 0; attempt < 3; ++attempt) {
     const int port = FreePort();
     if (port == 0) return fail(absl::InternalError("no free port"));
-    absl::StatusOr<pid_t> pid =
-        Spawn({bin + "/postgres", "-D", data, "-p", std::to_string(port), "-k", dir, "-c",
-               "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200"},
-              log, dir, user);
-    if (!pid.ok()) return fail(pid.status());
-    const std::string conninfo =
-        absl::StrCat("postgresql://postgres@127.0.0.1:", port, "/postgres?connect_timeout=5");
-    const absl::Time deadline = absl::Now() + absl::Seconds(60);
-    while (absl::Now() < deadline) {
-      if (PQping(conninfo.c_str()) == PQPING_OK) {
-        return std::unique_ptr<PostgresServer>(new PostgresServer(dir, *pid, port));
-      }
-      if (WaitFor(*pid, absl::ZeroDuration()) >= 0) break;  // exited (port taken?)
-      absl::SleepFor(absl::Milliseconds(50));
-    }
-    kill(*pid, SIGQUIT);
-    WaitFor(*pid, absl::Seconds(10));
+    absl::StatusOr<pid_t> pid = SpawnPostgres(bin, dir, port, user);
+    if (pid.ok()) return std::unique_ptr<PostgresServer>(new PostgresServer(dir, *pid, port));
   }
   return fail(absl::InternalError(absl::StrCat("postgres did not start: ", Tail(log))));
+}
+
+absl::StatusOr<pid_t> PostgresServer::SpawnPostgres(const std::string& bin, const std::string& dir,
+                                                    int port, const passwd* user) {
+  absl::StatusOr<pid_t> pid =
+      Spawn({bin + "/postgres", "-D", dir + "/data", "-p", std::to_string(port), "-k", dir, "-c",
+             "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200"},
+            dir + "/log", dir, user);
+  if (!pid.ok()) return pid.status();
+  const std::string conninfo =
+      absl::StrCat("postgresql://postgres@127.0.0.1:", port, "/postgres?connect_timeout=5");
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline) {
+    if (PQping(conninfo.c_str()) == PQPING_OK) return *pid;
+    if (WaitFor(*pid, absl::ZeroDuration()) >= 0) break;  // exited (port taken?)
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  kill(*pid, SIGQUIT);
+  WaitFor(*pid, absl::Seconds(10));
+  return absl::UnavailableError(absl::StrCat("postgres did not start: ", Tail(dir + "/log")));
+}
+
+absl::Status PostgresServer::KillAndRestart(absl::Duration down) {
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  absl::SleepFor(down);
+  const passwd* user = geteuid() == 0 ? getpwnam("postgres") : nullptr;
+  // The killed postmaster's backends take a moment to notice and exit; until then the data
+  // directory's shared memory is in use and a new postmaster refuses to start.
+  absl::Status last;
+  for (int attempt = 0; attempt < 40; ++attempt) {
+    absl::StatusOr<pid_t> pid = SpawnPostgres(FindBinDir(), dir_, port_, user);
+    if (pid.ok()) {
+      pid_ = *pid;
+      return absl::OkStatus();
+    }
+    last = pid.status();
+    absl::SleepFor(absl::Milliseconds(250));
+  }
+  return last;
 }
 
 PostgresServer::~PostgresServer() {

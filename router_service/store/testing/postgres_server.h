@@ -2,6 +2,7 @@
 #ifndef REIN_ROUTER_SERVICE_STORE_TESTING_POSTGRES_SERVER_H_
 #define REIN_ROUTER_SERVICE_STORE_TESTING_POSTGRES_SERVER_H_
 
+#include <pwd.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -10,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace rein {
 
@@ -36,6 +38,11 @@ class PostgresServer {
   absl::StatusOr<std::string> CreateDatabase();
   // Drops the database of a URL made by CreateDatabase, closing its connections.
   absl::Status DropDatabase(const std::string& url);
+  // SIGKILLs the postmaster (its sessions die with it), waits `down`, then starts PostgreSQL
+  // (as a child of the calling thread, whose exit would stop it: call it from a thread that
+  // outlives the server)
+  // again on the same data directory and port (crash recovery), waiting until it answers.
+  absl::Status KillAndRestart(absl::Duration down);
   // Runs `sql` (no parameters) in `database` as the superuser; returns the first column of
   // the first row as text ("" when there are no rows).
   absl::StatusOr<std::string> Query(const std::string& database, const std::string& sql);
@@ -43,8 +50,12 @@ class PostgresServer {
  private:
   PostgresServer(std::string dir, pid_t pid, int port) : dir_(dir), pid_(pid), port_(port) {}
 
+  // Starts `postgres` on the data directory under `dir` and waits until it answers.
+  static absl::StatusOr<pid_t> SpawnPostgres(const std::string& bin, const std::string& dir,
+                                             int port, const passwd* user);
+
   const std::string dir_;
-  const pid_t pid_;
+  pid_t pid_;
   const int port_;
   std::atomic<int> next_database_{0};
 };

@@ -1,0 +1,183 @@
+// fleet_bench: figures of several routers on one PostgreSQL database, printed (never asserted):
+// takeover time after a SIGKILL of a router (p50/p99 against --lease_ttl; from the kill until
+// GetRun on a survivor shows the new owner), cross-router WatchRun delay (from an event's
+// commit time on the driving router to its arrival at a client watching on another router) and
+// review-to-resume delay (from the review's commit on one router to the owner's next commit on
+// another) (p50/p99). One machine, so the routers' clocks are one clock.
+//
+//   bazel build //bench:fleet_bench && bazel-bin/bench/fleet_bench --lease_ttl=2s --kills=5
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/proto_time.h"
+#include "tests/cluster.h"
+#include "tests/fleet.h"
+
+ABSL_FLAG(std::string, lease_ttl, "2s", "--lease_ttl of the routers");
+ABSL_FLAG(int, kills, 5, "SIGKILLs of a router (each with --runs_per_kill runs it owns)");
+ABSL_FLAG(int, runs_per_kill, 10, "paused runs the killed router owns");
+ABSL_FLAG(int, reviews, 30, "runs reviewed on another router than their owner");
+
+namespace {
+
+using rein::testing::Fleet;
+
+constexpr char kScript[] = R"({
+  "plan": [
+    {"when": {"completed_contains": "read"}, "reply": {"goalAchieved": true}},
+    {"reply": {"subtasks": [{"id": "read", "description": "read", "allowedTools": ["read_file"]}]}}
+  ],
+  "decide": [{"reply": {"toolCall": {"tool": "read_file", "args": {"path": "README.md"}}}}],
+  "evaluate": [{"reply": {"status": "COMPLETED", "summary": "ok"}}]
+})";
+
+rein::v1::RunSpec PausingSpec() {
+  rein::v1::RunSpec spec;
+  spec.set_goal("read the readme");
+  spec.set_workspace("repo");
+  spec.add_pause_points(rein::v1::AFTER_PLAN);
+  spec.mutable_limits()->mutable_deadline()->set_seconds(600);
+  return spec;
+}
+
+double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
+
+void Print(const char* name, std::vector<double> ms) {
+  if (ms.empty()) {
+    std::printf("%-34s no samples\n", name);
+    return;
+  }
+  std::sort(ms.begin(), ms.end());
+  auto at = [&](double q) {
+    return ms[std::min(ms.size() - 1, size_t(q * (ms.size() - 1) + 0.5))];
+  };
+  std::printf("%-34s n=%-4zu p50=%8.1f ms  p99=%8.1f ms  max=%8.1f ms\n", name, ms.size(), at(0.5),
+              at(0.99), ms.back());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  // The binaries are this program's runfiles, found as tests find theirs.
+  const std::string runfiles = absl::StrCat(argv[0], ".runfiles");
+  setenv("TEST_SRCDIR", runfiles.c_str(), 0);
+  setenv("TEST_WORKSPACE", "rein", 0);
+  char dir_template[] = "/tmp/rein-fleet-bench-XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  if (dir == nullptr) return 1;
+  chmod(dir, 0777);
+
+  Fleet::Options options;
+  options.dir = dir;
+  options.routers = 3;
+  options.lease_ttl = absl::GetFlag(FLAGS_lease_ttl);
+  options.script_json = kScript;
+  Fleet fleet(options);
+  if (!fleet.Start()) {
+    std::fprintf(stderr, "cannot start the fleet:\n%s\n", fleet.Logs().c_str());
+    return 1;
+  }
+  std::printf("3 routers, one PostgreSQL, --lease_ttl=%s\n", options.lease_ttl.c_str());
+
+  // Reviews: a run driven by router-2, watched on router-0, reviewed on router-1.
+  std::vector<double> watch_ms, resume_ms;
+  for (int i = 0; i < absl::GetFlag(FLAGS_reviews); ++i) {
+    absl::StatusOr<rein::v1::Run> run = fleet.StartRun(2, PausingSpec());
+    if (!run.ok()) continue;
+    absl::StatusOr<rein::v1::Run> paused =
+        fleet.WaitForStage(0, run->run_id(), rein::v1::PAUSED, absl::Seconds(30));
+    if (!paused.ok() || paused->state().stage() != rein::v1::PAUSED) continue;
+    std::vector<std::pair<rein::v1::RunEvent, absl::Time>> seen;
+    std::thread watcher([&] {
+      rein::v1::WatchRunRequest request;
+      request.set_run_id(run->run_id());
+      request.set_after_seq(0);
+      grpc::ClientContext context;
+      context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
+      auto reader = fleet.stub(0)->WatchRun(&context, request);
+      rein::v1::RunEvent event;
+      while (reader->Read(&event)) seen.emplace_back(event, absl::Now());
+    });
+    absl::SleepFor(absl::Milliseconds(100));  // the watcher has replayed the log
+    rein::v1::ResumeRunRequest resume;
+    resume.set_run_id(run->run_id());
+    resume.set_expected_version(paused->state().version());
+    resume.mutable_review()->mutable_approve();
+    rein::v1::Run out;
+    grpc::ClientContext context;
+    const absl::Time live_from = absl::Now();  // events arriving from here on are live
+    if (!fleet.stub(1)->ResumeRun(&context, resume, &out).ok()) {
+      watcher.join();
+      continue;
+    }
+    watcher.join();
+    absl::Time review_committed = absl::InfinitePast();
+    int64_t review_version = -1;
+    for (const auto& [event, received] : seen) {
+      const absl::Time committed = rein::FromProtoTime(event.time());
+      if (received > live_from) watch_ms.push_back(Ms(received - committed));
+      if (event.has_resumed()) {
+        review_committed = committed;  // committed by router-1
+        review_version = event.version();
+      } else if (review_version >= 0 && event.version() > review_version) {
+        // router-2's first commit after the review: it was woken and went on.
+        resume_ms.push_back(Ms(committed - review_committed));
+        review_version = -1;
+      }
+    }
+  }
+  Print("cross-router WatchRun delay", watch_ms);
+  Print("review-to-resume delay", resume_ms);
+
+  // Takeover: router-0 owns paused runs; SIGKILL it; time until another router owns each.
+  std::vector<double> takeover_ms;
+  for (int k = 0; k < absl::GetFlag(FLAGS_kills); ++k) {
+    std::vector<std::string> ids;
+    for (int i = 0; i < absl::GetFlag(FLAGS_runs_per_kill); ++i) {
+      absl::StatusOr<rein::v1::Run> run = fleet.StartRun(0, PausingSpec());
+      if (run.ok()) ids.push_back(run->run_id());
+    }
+    for (const std::string& id : ids)
+      fleet.WaitForStage(1, id, rein::v1::PAUSED, absl::Seconds(30));
+    absl::SleepFor(absl::Milliseconds(200));
+    const absl::Time killed = absl::Now();
+    fleet.router(0)->Kill(SIGKILL);
+    fleet.router(0)->Wait(absl::Seconds(10));
+    std::vector<bool> done(ids.size(), false);
+    size_t left = ids.size();
+    while (left > 0 && absl::Now() - killed < absl::Seconds(120)) {
+      for (size_t i = 0; i < ids.size(); ++i) {
+        if (done[i]) continue;
+        absl::StatusOr<rein::v1::Run> run = fleet.GetRun(1 + i % 2, ids[i]);
+        if (run.ok() && run->owner() != fleet.router_id(0)) {
+          done[i] = true;
+          --left;
+          takeover_ms.push_back(Ms(absl::Now() - killed));
+        }
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    // A fresh router-0 (a new process under the id, once the old lease has expired).
+    absl::SleepFor(absl::Milliseconds(100));
+    for (int attempt = 0; attempt < 50 && !fleet.StartRouter(0); ++attempt) {
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+  }
+  Print("takeover after SIGKILL", takeover_ms);
+  std::printf("(takeover includes the lease ttl %s: the dead router's lease must expire first)\n",
+              options.lease_ttl.c_str());
+  return 0;
+}
