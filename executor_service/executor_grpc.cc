@@ -58,9 +58,11 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
   call.deadline = DeadlineOf(*context);
   absl::Status status = FromProto(request->limits().timeout(), "limits.timeout", &call.timeout);
 
-  absl::StatusOr<ToolResult> result =
-      status.ok() ? executor_->Execute(call) : absl::StatusOr<ToolResult>(status);
+  absl::StatusOr<ExecuteOutcome> outcome =
+      status.ok() ? executor_->ExecuteOnce(call) : absl::StatusOr<ExecuteOutcome>(status);
   const absl::Duration elapsed = absl::Now() - start;
+  absl::StatusOr<ToolResult> result =
+      outcome.ok() ? absl::StatusOr<ToolResult>(outcome->result) : outcome.status();
 
   std::string code;
   if (result.ok()) {
@@ -73,9 +75,13 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
     }
     response->set_exit_code(result->exit_code);
     response->set_timed_out(result->timed_out);
-    *response->mutable_duration() = ToProtoDuration(elapsed);
-    response->set_executor_id(executor_->options().executor_id);
-    code = result->ok ? "OK" : result->error_code;
+    *response->mutable_duration() = ToProtoDuration(outcome->replayed ? outcome->duration : elapsed);
+    response->set_executor_id(outcome->replayed || outcome->outcome_unknown
+                                  ? outcome->executor_id
+                                  : executor_->options().executor_id);
+    response->set_replayed(outcome->replayed);
+    response->set_outcome_unknown(outcome->outcome_unknown);
+    code = outcome->replayed ? "REPLAYED" : result->ok ? "OK" : result->error_code;
   } else {
     code = absl::StatusCodeToString(result.status().code());
   }
@@ -98,6 +104,22 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
   if (!result.ok())
     return ToGrpcStatus(
         absl::Status(result.status().code(), SanitizeUtf8(result.status().message())));
+  return grpc::Status::OK;
+}
+
+grpc::Status ExecutorGrpcService::ForgetRun(grpc::ServerContext* /*context*/,
+                                            const rein::v1::ForgetRunRequest* request,
+                                            rein::v1::ForgetRunResponse* response) {
+  absl::StatusOr<int> forgotten = executor_->ForgetRun(request->run_id());
+  LogInfo("forget run", {{"run_id", ForLog(request->run_id())},
+                         {"rpc_status", forgotten.ok() ? "OK" : forgotten.status().ToString()},
+                         {"calls", forgotten.ok() ? absl::StrCat(*forgotten) : ""}});
+  if (!forgotten.ok()) {
+    return ToGrpcStatus(
+        absl::Status(forgotten.status().code(), SanitizeUtf8(forgotten.status().message())));
+  }
+  response->set_calls_forgotten(*forgotten);
+  response->set_executor_id(executor_->options().executor_id);
   return grpc::Status::OK;
 }
 
