@@ -64,7 +64,8 @@ void SyncDir(const std::string& path) {
 absl::Status WriteDurably(const std::string& path, const std::string& data) {
   UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (fd.get() < 0) {
-    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("call journal: ", path, " is gone"));
+    if (errno == ENOENT)
+      return absl::NotFoundError(absl::StrCat("call journal: ", path, " is gone"));
     return ErrnoError("create", path, errno);
   }
   size_t off = 0;
@@ -295,7 +296,8 @@ bool CallJournal::InstanceAlive(const std::string& instance, const std::string& 
   if (!Beat().ok() || stat(heartbeat_path_.c_str(), &mine) != 0) return true;  // cannot judge
   const absl::Duration age = MtimeOf(mine) - MtimeOf(theirs);
   if (age > options_.liveness_timeout) {
-    *why = absl::StrCat("its heartbeat stopped ", absl::FormatDuration(absl::Trunc(age, absl::Milliseconds(100))),
+    *why = absl::StrCat("its heartbeat stopped ",
+                        absl::FormatDuration(absl::Trunc(age, absl::Milliseconds(100))),
                         " ago (the executor died mid-call)");
     return false;
   }
@@ -341,8 +343,8 @@ absl::StatusOr<JournalVerdict> CallJournal::TryClaim(const JournalCall& call) {
     absl::Status made = MakeDir(run_dir);
     if (!made.ok()) return made;
     const std::string temp = TempPath(run_dir);
-    absl::Status written = WriteDurably(
-        temp, started.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    absl::Status written =
+        WriteDurably(temp, started.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     if (!written.ok()) {
       if (absl::IsNotFound(written)) continue;  // the run's directory was just removed
       return written;
@@ -356,8 +358,8 @@ absl::StatusOr<JournalVerdict> CallJournal::TryClaim(const JournalCall& call) {
         JournalVerdict v;
         v.kind = JournalVerdict::Kind::kRunning;
         v.executor_id = options_.executor_id;
-        v.detail = absl::StrCat("call ", call.call_id, " is still running on executor ",
-                                v.executor_id);
+        v.detail =
+            absl::StrCat("call ", call.call_id, " is still running on executor ", v.executor_id);
         return v;
       }
     }
@@ -412,8 +414,8 @@ absl::StatusOr<JournalVerdict> CallJournal::TryClaim(const JournalCall& call) {
     std::string why;
     if (IsInstanceToken(instance) && InstanceAlive(instance, started_path, &why)) {
       v.kind = JournalVerdict::Kind::kRunning;
-      v.detail = absl::StrCat("call ", call.call_id, " is still running on executor ",
-                              v.executor_id);
+      v.detail =
+          absl::StrCat("call ", call.call_id, " is still running on executor ", v.executor_id);
       return v;
     }
     if (!IsInstanceToken(instance)) why = "its started record is corrupt";
@@ -421,8 +423,8 @@ absl::StatusOr<JournalVerdict> CallJournal::TryClaim(const JournalCall& call) {
     replied = read_reply();
     if (replied.ok() || !absl::IsNotFound(replied.status())) return replied;
     v.kind = JournalVerdict::Kind::kUnknown;
-    v.detail = absl::StrCat("executor ", v.executor_id, " started call ", call.call_id,
-                            " and ", why);
+    v.detail =
+        absl::StrCat("executor ", v.executor_id, " started call ", call.call_id, " and ", why);
     return v;
   }
   return absl::InternalError(absl::StrCat("call journal: cannot record call ", call.call_id,
@@ -459,8 +461,8 @@ absl::Status CallJournal::Finish(const JournalCall& call, const JournalReply& re
                              {"timed_out", r.timed_out}}}};
   const std::string run_dir = RunDir(call.run_id);
   const std::string temp = TempPath(run_dir);
-  absl::Status status = WriteDurably(
-      temp, record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  absl::Status status =
+      WriteDurably(temp, record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   if (status.ok()) {
     if (rename(temp.c_str(), CallPath(call, kReply).c_str()) != 0) {
       status = ErrnoError("rename", temp, errno);

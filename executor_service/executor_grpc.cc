@@ -75,7 +75,8 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
     }
     response->set_exit_code(result->exit_code);
     response->set_timed_out(result->timed_out);
-    *response->mutable_duration() = ToProtoDuration(outcome->replayed ? outcome->duration : elapsed);
+    *response->mutable_duration() =
+        ToProtoDuration(outcome->replayed ? outcome->duration : elapsed);
     response->set_executor_id(outcome->replayed || outcome->outcome_unknown
                                   ? outcome->executor_id
                                   : executor_->options().executor_id);

@@ -18,6 +18,8 @@ class ExecutorGrpcService final : public rein::v1::Executor::Service {
                          rein::v1::ListToolsResponse* response) override;
   grpc::Status Execute(grpc::ServerContext* context, const rein::v1::ExecuteRequest* request,
                        rein::v1::ExecuteResponse* response) override;
+  grpc::Status ForgetRun(grpc::ServerContext* context, const rein::v1::ForgetRunRequest* request,
+                         rein::v1::ForgetRunResponse* response) override;
 
  private:
   const ToolExecutor* executor_;

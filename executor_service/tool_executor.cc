@@ -146,8 +146,8 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::Run(const ExecuteCall& call, bool j
         return outcome;
       }
       case JournalVerdict::Kind::kRunning:
-        return absl::AbortedError(absl::StrCat(
-            "in progress: ", verdict->detail, "; ask again later with the same call_id"));
+        return absl::AbortedError(absl::StrCat("in progress: ", verdict->detail,
+                                               "; ask again later with the same call_id"));
       case JournalVerdict::Kind::kUnknown: {
         ExecuteOutcome outcome;
         outcome.result = ToolResult::Failure(

@@ -47,8 +47,8 @@ absl::Status ValidateWorkspaceName(absl::string_view name) {
         absl::StrCat("workspace: must not be \".\" or \"..\", got ", Quote(name)));
   }
   if (name == kJournalDirName) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "workspace: ", Quote(name), " is reserved for the executors' call journal"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("workspace: ", Quote(name), " is reserved for the executors' call journal"));
   }
   return absl::OkStatus();
 }
