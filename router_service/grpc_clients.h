@@ -32,6 +32,8 @@ class GrpcPlannerClient final : public PlannerClient {
   std::unique_ptr<rein::v1::Planner::Stub> stub_;
 };
 
+// Executor calls fail over: one that meets UNAVAILABLE (its executor went away) is sent again
+// with the same request (the same call_id) and goes to another executor; see FailoverCall.
 class GrpcExecutorClient final : public ExecutorClient {
  public:
   explicit GrpcExecutorClient(std::shared_ptr<grpc::Channel> channel)
@@ -40,6 +42,9 @@ class GrpcExecutorClient final : public ExecutorClient {
                                          ReplyCallback<rein::v1::ListToolsResponse> done) override;
   std::shared_ptr<PendingCall> Execute(const rein::v1::ExecuteRequest& request, absl::Time deadline,
                                        ReplyCallback<rein::v1::ExecuteResponse> done) override;
+  std::shared_ptr<PendingCall> ForgetRun(const rein::v1::ForgetRunRequest& request,
+                                         absl::Time deadline,
+                                         ReplyCallback<rein::v1::ForgetRunResponse> done) override;
 
  private:
   std::unique_ptr<rein::v1::Executor::Stub> stub_;
