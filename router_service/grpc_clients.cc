@@ -72,9 +72,9 @@ class FailoverCall final : public PendingCall,
 
   void Attempt() {
     auto self = this->shared_from_this();
-    std::shared_ptr<PendingCall> call = Call<Req, Resp>(
-        start_, request_, deadline_,
-        [self](absl::StatusOr<Resp> reply) { self->OnReply(std::move(reply)); });
+    std::shared_ptr<PendingCall> call =
+        Call<Req, Resp>(start_, request_, deadline_,
+                        [self](absl::StatusOr<Resp> reply) { self->OnReply(std::move(reply)); });
     bool cancel;
     {
       absl::MutexLock lock(&mu_);
