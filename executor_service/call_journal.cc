@@ -342,51 +342,56 @@ absl::StatusOr<JournalVerdict> CallJournal::TryClaim(const JournalCall& call) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     absl::Status made = MakeDir(run_dir);
     if (!made.ok()) return made;
-    const std::string temp = TempPath(run_dir);
-    absl::Status written =
-        WriteDurably(temp, started.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    if (!written.ok()) {
-      if (absl::IsNotFound(written)) continue;  // the run's directory was just removed
-      return written;
-    }
-    // Marked running before the record appears, so that this executor's other threads never
-    // see its own record without the mark; a call already running here is not linked again.
-    {
-      absl::MutexLock lock(&mu_);
-      if (!running_.insert(started_path).second) {
-        unlink(temp.c_str());
+    // A record already there is read, not raced for (this is the path of every poll).
+    int err = EEXIST;
+    struct stat existing;
+    if (lstat(started_path.c_str(), &existing) != 0) {
+      const std::string temp = TempPath(run_dir);
+      absl::Status written = WriteDurably(
+          temp, started.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      if (!written.ok()) {
+        if (absl::IsNotFound(written)) continue;  // the run's directory was just removed
+        return written;
+      }
+      // Marked running before the record appears, so that this executor's other threads never
+      // see its own record without the mark; a call already running here is not linked again.
+      {
+        absl::MutexLock lock(&mu_);
+        if (!running_.insert(started_path).second) {
+          unlink(temp.c_str());
+          JournalVerdict v;
+          v.kind = JournalVerdict::Kind::kRunning;
+          v.executor_id = options_.executor_id;
+          v.detail =
+              absl::StrCat("call ", call.call_id, " is still running on executor ", v.executor_id);
+          return v;
+        }
+      }
+      // link() fails when the name exists, on every filesystem rein supports (including NFS,
+      // where O_EXCL was long unreliable): the first executor to link wins the call.
+      int rc = link(temp.c_str(), started_path.c_str());
+      err = errno;
+      if (rc != 0 && err != EEXIST) {
+        // NFS may report an error for a link that was made (a retransmitted request): the
+        // temporary file then has two names.
+        struct stat st;
+        if (stat(temp.c_str(), &st) == 0 && st.st_nlink == 2) rc = 0;
+      }
+      unlink(temp.c_str());
+      if (rc != 0) {
+        absl::MutexLock lock(&mu_);
+        running_.erase(started_path);
+      }
+      if (rc == 0) {
+        SyncDir(run_dir);
         JournalVerdict v;
-        v.kind = JournalVerdict::Kind::kRunning;
-        v.executor_id = options_.executor_id;
-        v.detail =
-            absl::StrCat("call ", call.call_id, " is still running on executor ", v.executor_id);
+        v.kind = JournalVerdict::Kind::kRun;
         return v;
       }
-    }
-    // link() fails when the name exists, on every filesystem rein supports (including NFS,
-    // where O_EXCL was long unreliable): the first executor to link wins the call.
-    int rc = link(temp.c_str(), started_path.c_str());
-    int err = errno;
-    if (rc != 0 && err != EEXIST) {
-      // NFS may report an error for a link that was made (a retransmitted request): the
-      // temporary file then has two names.
-      struct stat st;
-      if (stat(temp.c_str(), &st) == 0 && st.st_nlink == 2) rc = 0;
-    }
-    unlink(temp.c_str());
-    if (rc != 0) {
-      absl::MutexLock lock(&mu_);
-      running_.erase(started_path);
-    }
-    if (rc == 0) {
-      SyncDir(run_dir);
-      JournalVerdict v;
-      v.kind = JournalVerdict::Kind::kRun;
-      return v;
-    }
-    if (err != EEXIST) {
-      if (err == ENOENT) continue;
-      return ErrnoError("link", started_path, err);
+      if (err != EEXIST) {
+        if (err == ENOENT) continue;
+        return ErrnoError("link", started_path, err);
+      }
     }
     // Someone started it: who, and are they alive?
     absl::StatusOr<std::string> data = ReadRecordFile(started_path);
