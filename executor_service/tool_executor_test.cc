@@ -1,6 +1,8 @@
 // Tests of ToolExecutor: request checks, argument validation, workspaces and limits.
 #include "executor_service/tool_executor.h"
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -287,6 +289,19 @@ TEST_F(JournaledExecutorTest, CallRunningElsewhereAnswersInProgressAtTheDeadline
   ASSERT_TRUE(waited.ok()) << waited.status();
   EXPECT_TRUE(waited->replayed);
   EXPECT_EQ(Count(), "ran\n");
+}
+
+TEST_F(JournaledExecutorTest, CorruptJournalEntryIsOutcomeUnknownAndNothingRuns) {
+  const ExecuteCall call = Command("run-1-1", "echo ran >> count");
+  const std::string run_dir = absl::StrCat(temp_.root(), "/", kJournalDirName, "/runs/run-1");
+  mkdir(run_dir.c_str(), 0700);
+  std::ofstream(run_dir + "/run-1-1.started") << "{\"format\": 1, \"rec";  // torn
+  absl::StatusOr<ExecuteOutcome> outcome = executors_[0]->ExecuteOnce(call);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_TRUE(outcome->outcome_unknown);
+  EXPECT_FALSE(outcome->result.ok);
+  EXPECT_EQ(outcome->result.error_code, "OUTCOME_UNKNOWN");
+  EXPECT_EQ(Count(), "");  // never guessed: nothing ran
 }
 
 TEST_F(JournaledExecutorTest, ForgetRunEndsTheJournalOfARun) {
