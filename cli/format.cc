@@ -266,6 +266,11 @@ std::string EventLine(const v1::RunEvent& event) {
                       forked.workspace_at_fork() ? " as it was then" : " as it was at fork time");
       break;
     }
+    case v1::RunEvent::kCallReplayed:
+      absl::StrAppend(&line, "call_replayed ", OneLine(event.call_replayed().call_id(), 80),
+                      ": already ran on ", OneLine(event.call_replayed().executor_id(), 80),
+                      "; its recorded reply is used");
+      break;
     case v1::RunEvent::BODY_NOT_SET: absl::StrAppend(&line, "(event without a body)"); break;
   }
   return line;

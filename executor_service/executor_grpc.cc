@@ -60,9 +60,11 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
   absl::Status status = FromProto(request->limits().timeout(), "limits.timeout", &call.timeout);
 
   if (status.ok()) SnapshotIfMutating(call);
-  absl::StatusOr<ToolResult> result =
-      status.ok() ? executor_->Execute(call) : absl::StatusOr<ToolResult>(status);
+  absl::StatusOr<ExecuteOutcome> outcome =
+      status.ok() ? executor_->ExecuteOnce(call) : absl::StatusOr<ExecuteOutcome>(status);
   const absl::Duration elapsed = absl::Now() - start;
+  absl::StatusOr<ToolResult> result =
+      outcome.ok() ? absl::StatusOr<ToolResult>(outcome->result) : outcome.status();
 
   std::string code;
   if (result.ok()) {
@@ -75,9 +77,14 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
     }
     response->set_exit_code(result->exit_code);
     response->set_timed_out(result->timed_out);
-    *response->mutable_duration() = ToProtoDuration(elapsed);
-    response->set_executor_id(executor_->options().executor_id);
-    code = result->ok ? "OK" : result->error_code;
+    *response->mutable_duration() =
+        ToProtoDuration(outcome->replayed ? outcome->duration : elapsed);
+    response->set_executor_id(outcome->replayed || outcome->outcome_unknown
+                                  ? outcome->executor_id
+                                  : executor_->options().executor_id);
+    response->set_replayed(outcome->replayed);
+    response->set_outcome_unknown(outcome->outcome_unknown);
+    code = outcome->replayed ? "REPLAYED" : result->ok ? "OK" : result->error_code;
   } else {
     code = absl::StatusCodeToString(result.status().code());
   }
@@ -150,6 +157,22 @@ grpc::Status ExecutorGrpcService::CopyWorkspace(grpc::ServerContext* /*context*/
   response->set_files(stats->files);
   response->set_bytes(stats->bytes);
   *response->mutable_duration() = ToProtoDuration(absl::Now() - start);
+  response->set_executor_id(executor_->options().executor_id);
+  return grpc::Status::OK;
+}
+
+grpc::Status ExecutorGrpcService::ForgetRun(grpc::ServerContext* /*context*/,
+                                            const rein::v1::ForgetRunRequest* request,
+                                            rein::v1::ForgetRunResponse* response) {
+  absl::StatusOr<int> forgotten = executor_->ForgetRun(request->run_id());
+  LogInfo("forget run", {{"run_id", ForLog(request->run_id())},
+                         {"rpc_status", forgotten.ok() ? "OK" : forgotten.status().ToString()},
+                         {"calls", forgotten.ok() ? absl::StrCat(*forgotten) : ""}});
+  if (!forgotten.ok()) {
+    return ToGrpcStatus(
+        absl::Status(forgotten.status().code(), SanitizeUtf8(forgotten.status().message())));
+  }
+  response->set_calls_forgotten(*forgotten);
   response->set_executor_id(executor_->options().executor_id);
   return grpc::Status::OK;
 }

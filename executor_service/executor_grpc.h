@@ -29,6 +29,8 @@ class ExecutorGrpcService final : public rein::v1::Executor::Service {
   grpc::Status DeleteWorkspace(grpc::ServerContext* context,
                                const rein::v1::DeleteWorkspaceRequest* request,
                                rein::v1::DeleteWorkspaceResponse* response) override;
+  grpc::Status ForgetRun(grpc::ServerContext* context, const rein::v1::ForgetRunRequest* request,
+                         rein::v1::ForgetRunResponse* response) override;
 
  private:
   // Snapshots the call's workspace when its tool is mutating and history is on.

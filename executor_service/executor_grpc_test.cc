@@ -5,6 +5,7 @@
 #include <random>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "executor_service/testing/temp_workspace.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -44,9 +45,12 @@ class ExecutorGrpcServiceTest : public ::testing::Test {
     return stub_->Execute(&context, request, response);
   }
 
+  int calls_ = 0;
+
   rein::v1::ExecuteRequest Request(const std::string& tool, const std::string& args) {
     rein::v1::ExecuteRequest request;
-    request.set_call_id("run-7-1");
+    // A call_id names one call: mutating calls are journaled by it.
+    request.set_call_id(absl::StrCat("run-7-", ++calls_));
     request.set_run_id("run-7");
     request.set_workspace(TempWorkspace::kName);
     request.set_tool(tool);
@@ -94,6 +98,29 @@ TEST_F(ExecutorGrpcServiceTest, CommandExitAndTimeoutAreDistinctInTheReply) {
   EXPECT_FALSE(slow.ok());
   EXPECT_TRUE(slow.timed_out());
   EXPECT_EQ(slow.error().code(), "TIMEOUT");
+}
+
+TEST_F(ExecutorGrpcServiceTest, RepeatedMutatingCallIsReplayedAndForgottenWithTheRun) {
+  const rein::v1::ExecuteRequest request =
+      Request("run_command", R"({"shell": "echo once >> count; cat count"})");
+  rein::v1::ExecuteResponse first, second;
+  ASSERT_TRUE(Execute(request, &first).ok());
+  ASSERT_TRUE(Execute(request, &second).ok());
+  EXPECT_FALSE(first.replayed());
+  EXPECT_TRUE(second.replayed());
+  EXPECT_FALSE(second.outcome_unknown());
+  EXPECT_EQ(second.output(), first.output());
+  EXPECT_EQ(second.executor_id(), "exec-test:1");
+  EXPECT_EQ(second.duration().seconds(), first.duration().seconds());
+  grpc::ClientContext context;
+  rein::v1::ForgetRunRequest forget;
+  forget.set_run_id("run-7");
+  rein::v1::ForgetRunResponse forgotten;
+  ASSERT_TRUE(stub_->ForgetRun(&context, forget, &forgotten).ok());
+  EXPECT_EQ(forgotten.calls_forgotten(), 1);
+  grpc::ClientContext bad_context;
+  EXPECT_EQ(stub_->ForgetRun(&bad_context, rein::v1::ForgetRunRequest(), &forgotten).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 TEST_F(ExecutorGrpcServiceTest, ExecuteReturnsOutputDurationAndExecutorId) {

@@ -53,6 +53,13 @@ ABSL_FLAG(std::string, tools_dir, "",
           "a bad file refuses start");
 ABSL_FLAG(int64_t, sandbox_max_processes, 512,
           "Processes per command: pids.max of its cgroup, and RLIMIT_NPROC");
+// The call journal (executor_service/call_journal.h) under --workspace_root.
+ABSL_FLAG(absl::Duration, journal_retention, absl::Hours(24 * 7),
+          "How long the call journal keeps a run's records when the router never said the run "
+          "ended (ForgetRun); at least 2h, longer than any call may run");
+ABSL_FLAG(absl::Duration, journal_liveness_timeout, absl::Seconds(5),
+          "An executor whose journal heartbeat (touched every second) is older than this is "
+          "dead: its unfinished mutating calls are answered \"outcome unknown\"; at least 3s");
 
 namespace {
 
@@ -152,6 +159,16 @@ int main(int argc, char** argv) {
   if (sandbox.max_concurrent < 1) {
     Die(absl::StrCat("--max_concurrent must be at least 1, got ", sandbox.max_concurrent));
   }
+  options.journal.retention = absl::GetFlag(FLAGS_journal_retention);
+  options.journal.liveness_timeout = absl::GetFlag(FLAGS_journal_liveness_timeout);
+  if (options.journal.retention < absl::Hours(2)) {
+    Die(absl::StrCat("--journal_retention must be at least 2h, got ",
+                     absl::FormatDuration(options.journal.retention)));
+  }
+  if (options.journal.liveness_timeout < absl::Seconds(3)) {
+    Die(absl::StrCat("--journal_liveness_timeout must be at least 3s, got ",
+                     absl::FormatDuration(options.journal.liveness_timeout)));
+  }
   if (options.executor_id.empty()) options.executor_id = DefaultExecutorId();
   if (options.workspace_root.empty()) Die("--workspace_root=DIR is required");
   struct stat st;
@@ -207,6 +224,7 @@ int main(int argc, char** argv) {
                             {"port", absl::StrCat(host.port())},
                             {"executor_id", options.executor_id},
                             {"workspace_root", options.workspace_root},
+                            {"journal", (*executor)->journal()->dir()},
                             {"sandbox", (*executor)->SandboxDescription()}});
   const int sig = rein::WaitForTerminationSignal();
   rein::LogInfo("shutting down", {{"signal", absl::StrCat(sig)}});

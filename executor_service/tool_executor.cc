@@ -25,6 +25,13 @@ absl::Status CheckId(absl::string_view value, absl::string_view field, bool requ
   return absl::OkStatus();
 }
 
+// A call that failed before or instead of running (a normal reply with ok=false).
+ExecuteOutcome FailedOutcome(const absl::Status& status) {
+  ExecuteOutcome outcome;
+  outcome.result = ToolResult::Failure(status);
+  return outcome;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ToolExecutor>> ToolExecutor::Create(const ExecutorOptions& options) {
@@ -39,16 +46,23 @@ absl::StatusOr<std::unique_ptr<ToolExecutor>> ToolExecutor::Create(const Executo
     registered = LoadDeclaredTools(options.tools_dir, sandbox->get(), registry.get());
   }
   if (!registered.ok()) return registered;
+  CallJournalOptions journal_options = options.journal;
+  journal_options.workspace_root = options.workspace_root;
+  journal_options.executor_id = options.executor_id;
+  absl::StatusOr<std::unique_ptr<CallJournal>> journal = CallJournal::Open(journal_options);
+  if (!journal.ok()) return journal.status();
   return std::make_unique<ToolExecutor>(options, *std::move(root), *std::move(sandbox),
-                                        std::move(registry));
+                                        std::move(registry), *std::move(journal));
 }
 
 ToolExecutor::ToolExecutor(ExecutorOptions options, std::unique_ptr<WorkspaceRoot> root,
-                           std::unique_ptr<Sandbox> sandbox, std::unique_ptr<ToolRegistry> registry)
+                           std::unique_ptr<Sandbox> sandbox, std::unique_ptr<ToolRegistry> registry,
+                           std::unique_ptr<CallJournal> journal)
     : options_(std::move(options)),
       root_(std::move(root)),
       sandbox_(std::move(sandbox)),
-      registry_(std::move(registry)) {}
+      registry_(std::move(registry)),
+      journal_(std::move(journal)) {}
 
 std::vector<ToolSpec> ToolExecutor::ListTools() const {
   std::vector<ToolSpec> specs;
@@ -59,6 +73,24 @@ std::vector<ToolSpec> ToolExecutor::ListTools() const {
 std::string ToolExecutor::SandboxDescription() const { return sandbox_->Description(); }
 
 absl::StatusOr<ToolResult> ToolExecutor::Execute(const ExecuteCall& call) const {
+  absl::StatusOr<ExecuteOutcome> outcome = Run(call, /*journaled=*/false);
+  if (!outcome.ok()) return outcome.status();
+  return std::move(outcome->result);
+}
+
+absl::StatusOr<ExecuteOutcome> ToolExecutor::ExecuteOnce(const ExecuteCall& call) const {
+  return Run(call, /*journaled=*/journal_ != nullptr);
+}
+
+absl::StatusOr<int> ToolExecutor::ForgetRun(const std::string& run_id) const {
+  absl::Status status = CheckId(run_id, "run_id", /*required=*/true);
+  if (!status.ok()) return status;
+  if (journal_ == nullptr) return 0;
+  return journal_->ForgetRun(run_id);
+}
+
+absl::StatusOr<ExecuteOutcome> ToolExecutor::Run(const ExecuteCall& call, bool journaled) const {
+  const absl::Time start = absl::Now();
   absl::Status status = CheckId(call.call_id, "call_id", /*required=*/true);
   if (status.ok()) status = CheckId(call.run_id, "run_id", /*required=*/false);
   if (!status.ok()) return status;
@@ -85,15 +117,70 @@ absl::StatusOr<ToolResult> ToolExecutor::Execute(const ExecuteCall& call) const 
   const ToolSpec& spec = tool->spec();
   absl::StatusOr<nlohmann::json> args =
       ParseUntrustedJson(call.args_json.empty() ? "{}" : call.args_json, "args_json");
-  if (!args.ok()) return ToolResult::Failure(args.status());
+  if (!args.ok()) return FailedOutcome(args.status());
   status = ValidateJson(spec.input_schema, *args, "args");
-  if (!status.ok()) return ToolResult::Failure(status);
-  const nlohmann::json full_args = ApplyDefaults(spec.input_schema, *std::move(args));
+  if (!status.ok()) return FailedOutcome(status);
+  nlohmann::json full_args = ApplyDefaults(spec.input_schema, *std::move(args));
 
   if (spec.mutating) {
     status = sandbox_->CheckMutationAllowed();
-    if (!status.ok()) return ToolResult::Failure(status);
+    if (!status.ok()) return FailedOutcome(status);
   }
+  // Every mutating call, whatever the tool, runs at most once per call_id across the
+  // executors sharing the workspace root; the journal answers a repeated one.
+  const bool journal_call = journaled && spec.mutating;
+  const JournalCall journal_key{call.call_id, call.run_id, call.tool, call.args_json};
+  if (journal_call) {
+    // Waiting for a call running elsewhere stops a little before the caller's deadline, so
+    // that "in progress" reaches the caller rather than DEADLINE_EXCEEDED.
+    const absl::Time wait_until =
+        call.deadline == absl::InfiniteFuture()
+            ? start + kMaxToolTimeout
+            : call.deadline - std::min(absl::Seconds(1), (call.deadline - start) / 10);
+    absl::StatusOr<JournalVerdict> verdict = journal_->Begin(journal_key, wait_until);
+    if (!verdict.ok()) return verdict.status();
+    switch (verdict->kind) {
+      case JournalVerdict::Kind::kRun: break;
+      case JournalVerdict::Kind::kReplay: {
+        ExecuteOutcome outcome;
+        outcome.result = std::move(verdict->reply.result);
+        outcome.replayed = true;
+        outcome.executor_id = verdict->reply.executor_id;
+        outcome.duration = verdict->reply.duration;
+        return outcome;
+      }
+      case JournalVerdict::Kind::kRunning:
+        return absl::AbortedError(absl::StrCat("in progress: ", verdict->detail,
+                                               "; ask again later with the same call_id"));
+      case JournalVerdict::Kind::kUnknown: {
+        ExecuteOutcome outcome;
+        outcome.result = ToolResult::Failure(
+            "OUTCOME_UNKNOWN", absl::StrCat("whether the call ran is unknown: ", verdict->detail));
+        outcome.outcome_unknown = true;
+        outcome.executor_id = verdict->executor_id;
+        return outcome;
+      }
+    }
+  }
+  absl::StatusOr<ExecuteOutcome> outcome = RunClaimed(call, *tool, std::move(full_args));
+  if (journal_call) {
+    if (!outcome.ok()) {
+      journal_->Abandon(journal_key);  // refused before anything ran (a full executor)
+    } else {
+      JournalReply reply;
+      reply.result = outcome->result;
+      reply.executor_id = options_.executor_id;
+      reply.duration = absl::Now() - start;
+      // When the reply cannot be recorded, a repeat of this call is answered "unknown".
+      (void)journal_->Finish(journal_key, reply);
+    }
+  }
+  return outcome;
+}
+
+absl::StatusOr<ExecuteOutcome> ToolExecutor::RunClaimed(const ExecuteCall& call, const Tool& tool,
+                                                        nlohmann::json full_args) const {
+  const ToolSpec& spec = tool.spec();
   // A full executor is the caller's signal to go elsewhere, so it is an RPC error.
   std::optional<SandboxSlot> slot;
   if (spec.spawns_process) {
@@ -103,7 +190,7 @@ absl::StatusOr<ToolResult> ToolExecutor::Execute(const ExecuteCall& call) const 
   }
 
   absl::StatusOr<std::unique_ptr<Workspace>> workspace = root_->OpenWorkspace(call.workspace);
-  if (!workspace.ok()) return ToolResult::Failure(workspace.status());
+  if (!workspace.ok()) return FailedOutcome(workspace.status());
 
   ToolContext context;
   context.workspace = workspace->get();
@@ -114,19 +201,23 @@ absl::StatusOr<ToolResult> ToolExecutor::Execute(const ExecuteCall& call) const 
       call.max_output_bytes == 0
           ? kDefaultMaxOutputBytes
           : static_cast<size_t>(std::min<int64_t>(call.max_output_bytes, kHardMaxOutputBytes));
+  ExecuteOutcome outcome;
   try {
-    ToolResult result = tool->Execute(context, full_args);
+    outcome.result = tool.Execute(context, full_args);
     if ((spec.mutating || spec.spawns_process) &&
         sandbox_->state() == Sandbox::State::kUnsandboxed) {
+      ToolResult& result = outcome.result;
       if (!result.output.empty() && result.output.back() != '\n') result.output.push_back('\n');
       absl::StrAppend(&result.output, kUnsandboxedNote, "\n");
     }
-    return result;
   } catch (const std::bad_alloc&) {
-    return ToolResult::Failure("RESOURCE_EXHAUSTED", absl::StrCat(spec.name, ": out of memory"));
+    outcome.result =
+        ToolResult::Failure("RESOURCE_EXHAUSTED", absl::StrCat(spec.name, ": out of memory"));
   } catch (const std::exception& e) {
-    return ToolResult::Failure("INTERNAL", absl::StrCat(spec.name, ": ", e.what()));
+    outcome.result = ToolResult::Failure("INTERNAL", absl::StrCat(spec.name, ": ", e.what()));
   }
+  outcome.executor_id = options_.executor_id;
+  return outcome;
 }
 
 }  // namespace rein

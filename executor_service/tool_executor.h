@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "executor_service/call_journal.h"
 #include "executor_service/sandbox.h"
 #include "executor_service/tool.h"
 #include "executor_service/tool_registry.h"
@@ -23,11 +24,27 @@ struct ExecutorOptions {
   std::string executor_id;     // --executor_id; reported in every reply
   SandboxOptions sandbox;      // --sandbox, --allow_unsandboxed, --max_concurrent, ...
   std::string tools_dir;       // --tools_dir: declared tools, one JSON file each ("" = none)
+  // The call journal under workspace_root (--journal_retention, ...); workspace_root and
+  // executor_id are filled from the fields above.
+  CallJournalOptions journal;
 };
 
 // The note every reply of a mutating tool carries when the executor runs unsandboxed.
 inline constexpr const char* kUnsandboxedNote =
     "[ran unsandboxed: the executor was started with --sandbox=none --allow_unsandboxed]";
+
+// What Execute answers for one call: the tool's result, or what the call journal knows.
+struct ExecuteOutcome {
+  ToolResult result;
+  // The result is the recorded reply of an earlier run of this call_id (nothing ran now);
+  // `executor_id` and `duration` are the original run's.
+  bool replayed = false;
+  std::string executor_id;
+  absl::Duration duration = absl::ZeroDuration();
+  // The executor that started this call died mid-call (or its record cannot be trusted):
+  // whether it ran is unknown. result.ok is false, error_code "OUTCOME_UNKNOWN".
+  bool outcome_unknown = false;
+};
 
 // One Execute request, converted from the wire.
 struct ExecuteCall {
@@ -54,8 +71,10 @@ class ToolExecutor {
   // file is an error naming its path: the executor never starts half-configured).
   static absl::StatusOr<std::unique_ptr<ToolExecutor>> Create(const ExecutorOptions& options);
 
+  // `journal` may be null (then mutating calls are not journaled: tests of single tools).
   ToolExecutor(ExecutorOptions options, std::unique_ptr<WorkspaceRoot> root,
-               std::unique_ptr<Sandbox> sandbox, std::unique_ptr<ToolRegistry> registry);
+               std::unique_ptr<Sandbox> sandbox, std::unique_ptr<ToolRegistry> registry,
+               std::unique_ptr<CallJournal> journal = nullptr);
 
   const Sandbox& sandbox() const { return *sandbox_; }
 
@@ -79,11 +98,31 @@ class ToolExecutor {
   // RESOURCE_EXHAUSTED when a command would pass --max_concurrent.
   absl::StatusOr<ToolResult> Execute(const ExecuteCall& call) const;
 
+  // Execute, made idempotent on call_id for every mutating tool through the call journal
+  // (read-only calls simply run again): a finished call's recorded reply comes back with
+  // `replayed`; a call still running on a live executor is waited for until shortly before
+  // call.deadline, then ABORTED ("in progress": ask again later); a call whose executor died
+  // mid-call is `outcome_unknown`. INVALID_ARGUMENT when the call_id was used for another call.
+  absl::StatusOr<ExecuteOutcome> ExecuteOnce(const ExecuteCall& call) const;
+
+  // Forgets the journal of a run that ended. Returns the number of calls forgotten.
+  absl::StatusOr<int> ForgetRun(const std::string& run_id) const;
+
+  // The call journal (null when there is none).
+  CallJournal* journal() const { return journal_.get(); }
+
  private:
+  // Execute's checks, then (when `journaled`) the journal, then RunClaimed.
+  absl::StatusOr<ExecuteOutcome> Run(const ExecuteCall& call, bool journaled) const;
+  // Runs a checked call: admission, workspace, the tool within its limits.
+  absl::StatusOr<ExecuteOutcome> RunClaimed(const ExecuteCall& call, const Tool& tool,
+                                            nlohmann::json full_args) const;
+
   ExecutorOptions options_;
   std::unique_ptr<WorkspaceRoot> root_;
   std::unique_ptr<Sandbox> sandbox_;
   std::unique_ptr<ToolRegistry> registry_;
+  std::unique_ptr<CallJournal> journal_;
 };
 
 }  // namespace rein

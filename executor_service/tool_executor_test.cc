@@ -1,11 +1,18 @@
 // Tests of ToolExecutor: request checks, argument validation, workspaces and limits.
 #include "executor_service/tool_executor.h"
 
+#include <sys/stat.h>
+
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "executor_service/sandbox_mode.h"
 #include "executor_service/testing/temp_workspace.h"
 #include "gtest/gtest.h"
 
@@ -202,6 +209,113 @@ TEST_F(ToolExecutorTest, CallerDeadlineIsPassedOn) {
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(result->error_code, "TIMEOUT");
   EXPECT_TRUE(result->timed_out);
+}
+
+// Two executors on one workspace root, as in a fleet: mutating calls run once per call_id.
+class JournaledExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* id : {"exec-a", "exec-b"}) {
+      ExecutorOptions options;
+      options.workspace_root = temp_.root();
+      options.executor_id = id;
+      options.sandbox.mode = SandboxMode::kNone;
+      options.sandbox.allow_unsandboxed = true;
+      auto executor = ToolExecutor::Create(options);
+      ASSERT_TRUE(executor.ok()) << executor.status();
+      executors_.push_back(*std::move(executor));
+    }
+  }
+
+  static ExecuteCall Command(const std::string& call_id, const std::string& shell) {
+    ExecuteCall call;
+    call.call_id = call_id;
+    call.run_id = "run-1";
+    call.workspace = TempWorkspace::kName;
+    call.tool = "run_command";
+    call.args_json = absl::StrCat(R"({"shell":")", shell, R"("})");
+    return call;
+  }
+
+  // The side effect's counter file, as the commands left it.
+  std::string Count() const {
+    std::ifstream in(temp_.Path("count"));
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+
+  TempWorkspace temp_;
+  std::vector<std::unique_ptr<ToolExecutor>> executors_;
+};
+
+TEST_F(JournaledExecutorTest, SameCallIdOnAnotherExecutorIsReplayed) {
+  const ExecuteCall call = Command("run-1-1", "echo ran >> count; cat count");
+  absl::StatusOr<ExecuteOutcome> first = executors_[0]->ExecuteOnce(call);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->result.ok) << first->result.error_message;
+  EXPECT_FALSE(first->replayed);
+  absl::StatusOr<ExecuteOutcome> second = executors_[1]->ExecuteOnce(call);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(second->replayed);
+  EXPECT_EQ(second->executor_id, "exec-a");
+  EXPECT_EQ(second->result.output, first->result.output);
+  EXPECT_EQ(Count(), "ran\n");  // the side effect happened once
+  // A new call_id runs again.
+  ASSERT_TRUE(executors_[1]->ExecuteOnce(Command("run-1-2", "echo ran >> count")).ok());
+  EXPECT_EQ(Count(), "ran\nran\n");
+}
+
+TEST_F(JournaledExecutorTest, ReadOnlyCallsAreNotJournaled) {
+  ExecuteCall read = Command("run-1-1", "");
+  read.tool = "list_files";
+  read.args_json = "{}";
+  absl::StatusOr<ExecuteOutcome> first = executors_[0]->ExecuteOnce(read);
+  absl::StatusOr<ExecuteOutcome> second = executors_[1]->ExecuteOnce(read);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_FALSE(second->replayed);
+  EXPECT_EQ(second->executor_id, "exec-b");
+}
+
+TEST_F(JournaledExecutorTest, CallRunningElsewhereAnswersInProgressAtTheDeadline) {
+  ExecuteCall slow = Command("run-1-1", "sleep 2; echo ran >> count");
+  std::thread runner([&] { ASSERT_TRUE(executors_[0]->ExecuteOnce(slow).ok()); });
+  absl::SleepFor(absl::Milliseconds(300));
+  ExecuteCall again = slow;
+  again.deadline = absl::Now() + absl::Milliseconds(500);
+  absl::StatusOr<ExecuteOutcome> busy = executors_[1]->ExecuteOnce(again);
+  EXPECT_EQ(busy.status().code(), absl::StatusCode::kAborted) << busy.status();
+  again.deadline = absl::Now() + absl::Seconds(30);
+  absl::StatusOr<ExecuteOutcome> waited = executors_[1]->ExecuteOnce(again);
+  runner.join();
+  ASSERT_TRUE(waited.ok()) << waited.status();
+  EXPECT_TRUE(waited->replayed);
+  EXPECT_EQ(Count(), "ran\n");
+}
+
+TEST_F(JournaledExecutorTest, CorruptJournalEntryIsOutcomeUnknownAndNothingRuns) {
+  const ExecuteCall call = Command("run-1-1", "echo ran >> count");
+  const std::string run_dir = absl::StrCat(temp_.root(), "/", kJournalDirName, "/runs/run-1");
+  mkdir(run_dir.c_str(), 0700);
+  std::ofstream(run_dir + "/run-1-1.started") << "{\"format\": 1, \"rec";  // torn
+  absl::StatusOr<ExecuteOutcome> outcome = executors_[0]->ExecuteOnce(call);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_TRUE(outcome->outcome_unknown);
+  EXPECT_FALSE(outcome->result.ok);
+  EXPECT_EQ(outcome->result.error_code, "OUTCOME_UNKNOWN");
+  EXPECT_EQ(Count(), "");  // never guessed: nothing ran
+}
+
+TEST_F(JournaledExecutorTest, ForgetRunEndsTheJournalOfARun) {
+  ASSERT_TRUE(executors_[0]->ExecuteOnce(Command("run-1-1", "true")).ok());
+  absl::StatusOr<int> forgotten = executors_[1]->ForgetRun("run-1");
+  ASSERT_TRUE(forgotten.ok()) << forgotten.status();
+  EXPECT_EQ(*forgotten, 1);
+  EXPECT_EQ(executors_[1]->ForgetRun("").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(JournaledExecutorTest, JournalDirectoryIsNotAWorkspace) {
+  ExecuteCall call = Command("run-1-1", "ls");
+  call.workspace = kJournalDirName;
+  EXPECT_EQ(executors_[0]->ExecuteOnce(call).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -47,6 +47,10 @@ absl::Status ValidateWorkspaceName(absl::string_view name) {
     return absl::InvalidArgumentError(
         absl::StrCat("workspace: must not be \".\" or \"..\", got ", Quote(name)));
   }
+  if (name == kJournalDirName) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("workspace: ", Quote(name), " is reserved for the executors' call journal"));
+  }
   if (absl::StartsWith(name, ".rein-")) {
     return absl::InvalidArgumentError(absl::StrCat(
         "workspace: names starting with \".rein-\" are the executor's own, got ", Quote(name)));

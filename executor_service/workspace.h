@@ -19,9 +19,13 @@ namespace rein {
 // Longest path (in bytes) a tool may name; the kernel's PATH_MAX.
 inline constexpr size_t kMaxToolPathBytes = 4096;
 
+// The directory under the workspace root that holds the call journal (call_journal.h); no
+// workspace may have this name.
+inline constexpr const char* kJournalDirName = ".rein-journal";
+
 // OK when `name` is a valid workspace name: non-empty, at most 255 bytes, no '/', no NUL,
-// not "." or "..", not starting with ".rein-" (the executor's own folders, e.g. the workspace
-// history). Otherwise INVALID_ARGUMENT naming `workspace`.
+// not "." or "..", not starting with ".rein-" (the executor's own folders: the call journal
+// kJournalDirName, the workspace history). Otherwise INVALID_ARGUMENT naming `workspace`.
 absl::Status ValidateWorkspaceName(absl::string_view name);
 
 // OK when `path` may be handed to the kernel as a tool path: non-empty, no NUL, at most

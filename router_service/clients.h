@@ -20,6 +20,12 @@ class PendingCall {
   virtual void Cancel() = 0;
 };
 
+// A call that completed before it was returned: nothing to cancel.
+class CompletedCall final : public PendingCall {
+ public:
+  void Cancel() override {}
+};
+
 template <typename T>
 using ReplyCallback = std::function<void(absl::StatusOr<T>)>;
 
@@ -59,6 +65,14 @@ class ExecutorClient {
       ReplyCallback<rein::v1::DeleteWorkspaceResponse> done) {
     done(absl::UnimplementedError("this executor client deletes no workspaces"));
     return nullptr;
+  }
+  // Tells the executors that a run ended (its call journal can go). Best effort: the default
+  // answers UNIMPLEMENTED at once, for clients of executors without a journal.
+  virtual std::shared_ptr<PendingCall> ForgetRun(const rein::v1::ForgetRunRequest& /*request*/,
+                                                 absl::Time /*deadline*/,
+                                                 ReplyCallback<rein::v1::ForgetRunResponse> done) {
+    done(absl::UnimplementedError("ForgetRun: this executor client has no call journal"));
+    return std::make_shared<CompletedCall>();
   }
 };
 

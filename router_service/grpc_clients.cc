@@ -1,8 +1,13 @@
 // gRPC implementations of PlannerClient and ExecutorClient.
 #include "router_service/grpc_clients.h"
 
+#include <algorithm>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/usage_payload.h"
+#include "grpcpp/alarm.h"
 
 namespace rein {
 namespace {
@@ -49,6 +54,92 @@ std::shared_ptr<PendingCall> Call(StartFn start, const Req& request, absl::Time 
                                   ReplyCallback<Resp> done) {
   auto call = std::make_shared<UnaryCall<Req, Resp>>(request, deadline);
   return call->Start(std::move(start), std::move(done));
+}
+
+// An executor call that fails over: UNAVAILABLE (the executor it went to is gone: refused,
+// reset, killed) is sent again, with the same request and call_id, a few times with a short
+// backoff, and round_robin takes another executor. A call that never reached an executor runs
+// elsewhere; one that reached an executor and was lost is, for a mutating tool, exactly what
+// the executors' call journal answers (its reply, a wait, or "outcome unknown"), and a
+// read-only one is simply repeated. Only when every attempt is UNAVAILABLE (no executor can be
+// reached) does the caller see UNAVAILABLE.
+template <typename Req, typename Resp, typename StartFn>
+class FailoverCall final : public PendingCall,
+                           public std::enable_shared_from_this<FailoverCall<Req, Resp, StartFn>> {
+ public:
+  FailoverCall(StartFn start, const Req& request, absl::Time deadline, ReplyCallback<Resp> done)
+      : start_(std::move(start)), request_(request), deadline_(deadline), done_(std::move(done)) {}
+
+  void Attempt() {
+    auto self = this->shared_from_this();
+    std::shared_ptr<PendingCall> call =
+        Call<Req, Resp>(start_, request_, deadline_,
+                        [self](absl::StatusOr<Resp> reply) { self->OnReply(std::move(reply)); });
+    bool cancel;
+    {
+      absl::MutexLock lock(&mu_);
+      current_ = call;
+      cancel = cancelled_;
+    }
+    if (cancel) call->Cancel();
+  }
+
+  void Cancel() override {
+    std::shared_ptr<PendingCall> call;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+      call = current_;
+    }
+    if (call) call->Cancel();
+    alarm_.Cancel();
+  }
+
+ private:
+  void OnReply(absl::StatusOr<Resp> reply) {
+    const absl::Duration backoff = kFirstBackoff * (1 << attempts_);
+    bool again;
+    {
+      absl::MutexLock lock(&mu_);
+      again = !reply.ok() && absl::IsUnavailable(reply.status()) && !cancelled_ &&
+              attempts_ + 1 < kMaxAttempts && absl::Now() + backoff < deadline_;
+      if (again) ++attempts_;
+    }
+    if (!again) {
+      done_(std::move(reply));
+      return;
+    }
+    auto self = this->shared_from_this();
+    alarm_.Set(absl::ToChronoTime(absl::Now() + backoff), [self](bool fired) {
+      if (fired) {
+        self->Attempt();
+      } else {
+        self->done_(absl::CancelledError("cancelled"));
+      }
+    });
+  }
+
+  static constexpr int kMaxAttempts = 4;  // 50 ms, 100 ms, 200 ms apart
+  static constexpr absl::Duration kFirstBackoff = absl::Milliseconds(50);
+
+  StartFn start_;
+  Req request_;
+  absl::Time deadline_;
+  ReplyCallback<Resp> done_;
+  grpc::Alarm alarm_;
+  absl::Mutex mu_;
+  std::shared_ptr<PendingCall> current_ ABSL_GUARDED_BY(mu_);
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  int attempts_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+template <typename Req, typename Resp, typename StartFn>
+std::shared_ptr<PendingCall> CallWithFailover(StartFn start, const Req& request,
+                                              absl::Time deadline, ReplyCallback<Resp> done) {
+  auto call = std::make_shared<FailoverCall<Req, Resp, StartFn>>(std::move(start), request,
+                                                                 deadline, std::move(done));
+  call->Attempt();
+  return call;
 }
 
 }  // namespace
@@ -99,7 +190,7 @@ std::shared_ptr<PendingCall> GrpcPlannerClient::Evaluate(
 std::shared_ptr<PendingCall> GrpcExecutorClient::ListTools(
     absl::Time deadline, ReplyCallback<rein::v1::ListToolsResponse> done) {
   auto* stub = stub_.get();
-  return Call(
+  return CallWithFailover(
       [stub](grpc::ClientContext* ctx, const rein::v1::ListToolsRequest* req,
              rein::v1::ListToolsResponse* resp, std::function<void(grpc::Status)> cb) {
         stub->async()->ListTools(ctx, req, resp, std::move(cb));
@@ -135,10 +226,22 @@ std::shared_ptr<PendingCall> GrpcExecutorClient::Execute(
     const rein::v1::ExecuteRequest& request, absl::Time deadline,
     ReplyCallback<rein::v1::ExecuteResponse> done) {
   auto* stub = stub_.get();
-  return Call(
+  return CallWithFailover(
       [stub](grpc::ClientContext* ctx, const rein::v1::ExecuteRequest* req,
              rein::v1::ExecuteResponse* resp, std::function<void(grpc::Status)> cb) {
         stub->async()->Execute(ctx, req, resp, std::move(cb));
+      },
+      request, deadline, std::move(done));
+}
+
+std::shared_ptr<PendingCall> GrpcExecutorClient::ForgetRun(
+    const rein::v1::ForgetRunRequest& request, absl::Time deadline,
+    ReplyCallback<rein::v1::ForgetRunResponse> done) {
+  auto* stub = stub_.get();
+  return CallWithFailover(
+      [stub](grpc::ClientContext* ctx, const rein::v1::ForgetRunRequest* req,
+             rein::v1::ForgetRunResponse* resp, std::function<void(grpc::Status)> cb) {
+        stub->async()->ForgetRun(ctx, req, resp, std::move(cb));
       },
       request, deadline, std::move(done));
 }

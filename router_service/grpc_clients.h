@@ -32,6 +32,8 @@ class GrpcPlannerClient final : public PlannerClient {
   std::unique_ptr<rein::v1::Planner::Stub> stub_;
 };
 
+// Executor calls fail over: one that meets UNAVAILABLE (its executor went away) is sent again
+// with the same request (the same call_id) and goes to another executor; see FailoverCall.
 class GrpcExecutorClient final : public ExecutorClient {
  public:
   explicit GrpcExecutorClient(std::shared_ptr<grpc::Channel> channel)
@@ -46,6 +48,9 @@ class GrpcExecutorClient final : public ExecutorClient {
   std::shared_ptr<PendingCall> DeleteWorkspace(
       const rein::v1::DeleteWorkspaceRequest& request, absl::Time deadline,
       ReplyCallback<rein::v1::DeleteWorkspaceResponse> done) override;
+  std::shared_ptr<PendingCall> ForgetRun(const rein::v1::ForgetRunRequest& request,
+                                         absl::Time deadline,
+                                         ReplyCallback<rein::v1::ForgetRunResponse> done) override;
 
  private:
   std::unique_ptr<rein::v1::Executor::Stub> stub_;

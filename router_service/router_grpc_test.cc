@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -437,12 +438,26 @@ TEST_F(RouterServiceTest, RestartContinuesRunFromLastCommit) {
   EXPECT_EQ(WaitFor(run.run_id(), rein::v1::FINISHED).state().retries_used(), 0);
 }
 
-TEST_F(RouterServiceTest, MutatingCallInFlightAtRestartPausesForRecovery) {
+TEST_F(RouterServiceTest, MutatingCallInFlightAtRestartIsAskedAgainWithSameCallId) {
   planner_.decide = [](const rein::v1::DecideRequest&) {
     rein::v1::DecideResponse reply;
     reply.mutable_tool_call()->set_tool("write_file");
     reply.mutable_tool_call()->set_args_json(R"({"path":"a.txt","content":"x"})");
     return absl::StatusOr<rein::v1::DecideResponse>(reply);
+  };
+  // An executor with a journal: a call_id seen before is answered with its recorded reply.
+  auto mu = std::make_shared<absl::Mutex>();
+  auto call_ids = std::make_shared<std::vector<std::string>>();
+  executor_.execute = [mu, call_ids](const rein::v1::ExecuteRequest& request) {
+    absl::MutexLock lock(mu.get());
+    rein::v1::ExecuteResponse reply;
+    reply.set_ok(true);
+    reply.set_output("written");
+    reply.set_executor_id("exec-a");
+    reply.set_replayed(std::find(call_ids->begin(), call_ids->end(), request.call_id()) !=
+                       call_ids->end());
+    call_ids->push_back(request.call_id());
+    return absl::StatusOr<rein::v1::ExecuteResponse>(reply);
   };
   executor_.hold = true;
   rein::v1::RunSpec spec = Spec();
@@ -454,13 +469,34 @@ TEST_F(RouterServiceTest, MutatingCallInFlightAtRestartPausesForRecovery) {
   Close();
   executor_.held.ReleaseAll(/*cancelled=*/true);
   executor_.hold = false;
-  int executed_before = executor_.executions;
   Open();
-  RunMsg paused = WaitFor(run.run_id(), rein::v1::PAUSED);
-  ASSERT_EQ(paused.state().stage(), rein::v1::PAUSED);
-  EXPECT_EQ(paused.state().pause().reason(), rein::v1::RECOVERY);
-  EXPECT_EQ(paused.state().pause().pending_call().tool(), "write_file");
-  EXPECT_EQ(executor_.executions, executed_before);  // never silently repeated
+  auto events = Watch(run.run_id());
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);
+  int replayed = 0;
+  for (const auto& e : events) {
+    EXPECT_FALSE(e.has_paused()) << e.DebugString();  // no RECOVERY pause
+    if (e.has_call_replayed()) {
+      ++replayed;
+      EXPECT_EQ(e.call_replayed().call_id(), (*call_ids)[0]);
+    }
+  }
+  EXPECT_EQ(replayed, 1);
+  absl::MutexLock lock(mu.get());
+  ASSERT_GE(call_ids->size(), 2u);
+  EXPECT_EQ((*call_ids)[1], (*call_ids)[0]);  // asked again with the same call_id
+}
+
+TEST_F(RouterServiceTest, EndedRunIsForgottenByTheExecutors) {
+  RunMsg run;
+  ASSERT_TRUE(Start(Spec(), &run).ok());
+  auto events = Watch(run.run_id());
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);
+  for (int i = 0; i < 200 && executor_.forgotten().empty(); ++i) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(executor_.forgotten(), std::vector<std::string>{run.run_id()});
 }
 
 TEST_F(RouterServiceTest, ThousandRunsInFlightHoldNoThreadEach) {

@@ -458,6 +458,17 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
       Metrics::Global().Add(
           "rein_router_runs_ended_total", 1,
           absl::StrCat("reason=\"", rein::v1::TerminationReason_Name(st.outcome().reason()), "\""));
+      // The executors' call journal of the run can go (best effort, after the commit: a run
+      // the executors never hear about is swept by age, --journal_retention).
+      rein::v1::ForgetRunRequest forget;
+      forget.set_run_id(run.run_id());
+      executor_->ForgetRun(forget, now + options_.list_tools_timeout,
+                           [run_id = run.run_id()](absl::StatusOr<rein::v1::ForgetRunResponse> r) {
+                             if (!r.ok() && !absl::IsUnimplemented(r.status())) {
+                               LogInfo("ForgetRun failed; the executors sweep it by age",
+                                       {{"run_id", run_id}, {"error", r.status().ToString()}});
+                             }
+                           });
     } else if (st.stage() == rein::v1::PAUSED) {
       LogInfo("run paused", {{"run_id", run.run_id()},
                              {"reason", rein::v1::PauseReason_Name(st.pause().reason())},

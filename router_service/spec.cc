@@ -42,7 +42,10 @@ absl::Status CheckRange(int64_t value, int64_t lo, int64_t hi, const std::string
 }
 
 bool ValidWorkspaceName(const std::string& name) {
-  if (name.empty() || name.size() > 255 || name == "." || name == "..") return false;
+  // ".rein-journal" holds the executors' call journal.
+  if (name.empty() || name.size() > 255 || name == "." || name == ".." || name == ".rein-journal") {
+    return false;
+  }
   return name.find('/') == std::string::npos && name.find('\0') == std::string::npos;
 }
 
@@ -102,8 +105,8 @@ absl::StatusOr<RunSpec> NormalizeSpec(const RunSpec& in, const std::vector<ToolS
   if (spec.workspace().empty()) spec.set_workspace("default");
   if (!ValidWorkspaceName(spec.workspace())) {
     return absl::InvalidArgumentError(
-        "spec.workspace: must be one name under the workspace root (no '/', not '.' or '..', "
-        "at most 255 bytes)");
+        "spec.workspace: must be one name under the workspace root (no '/', not '.', '..' or "
+        "the reserved '.rein-journal', at most 255 bytes)");
   }
   std::set<std::string> names;
   for (int i = 0; i < spec.tools_size(); ++i) {

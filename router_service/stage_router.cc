@@ -728,9 +728,12 @@ Transition StageRouter::OnExecute(const Run& run,
                                   absl::Time now) const {
   Step s(run, now);
   RunState& st = s.state();
-  if (!reply.ok() && reply.status().code() == absl::StatusCode::kResourceExhausted) {
-    // The executor is full and did not run the call: it is tried again after a backoff (the
-    // round_robin channel takes the next executor) without charging the run's budget.
+  if (!reply.ok() && (reply.status().code() == absl::StatusCode::kResourceExhausted ||
+                      reply.status().code() == absl::StatusCode::kAborted)) {
+    // The executor is full and did not run the call (RESOURCE_EXHAUSTED), or the call is still
+    // running on a live executor ("in progress", ABORTED): it is asked again after a backoff
+    // (the same call_id; the round_robin channel takes the next executor) without charging
+    // the run's budget.
     auto* error = s.AddEvent()->mutable_error();
     error->set_stage(rein::v1::EXECUTING);
     error->set_code(absl::StatusCodeToString(reply.status().code()));
@@ -740,28 +743,32 @@ Transition StageRouter::OnExecute(const Run& run,
     return std::move(s).Finish();
   }
   if (!reply.ok()) {
+    // A mutating call that was sent may have run even though no reply came back. It is asked
+    // again, after a backoff, with the same call_id: the executors' call journal then answers
+    // with its recorded reply, waits for it, or says that its outcome is unknown (below).
     SpendRetry(s, rein::v1::EXECUTING, absl::StatusCodeToString(reply.status().code()),
                absl::StrCat("executor: ", reply.status().message()));
-    if (StageRouter::IsTerminal(st.stage())) return std::move(s).Finish();
-    // A mutating call that was sent may have run even though no reply came back: it is never
-    // repeated without a person's approval. Only codes that say it did not run are retried.
-    const absl::StatusCode code = reply.status().code();
-    const bool surely_not_run = code == absl::StatusCode::kInvalidArgument ||
-                                code == absl::StatusCode::kFailedPrecondition ||
-                                code == absl::StatusCode::kUnimplemented;
-    if (st.pending_call().mutating() && st.call_dispatched() && !surely_not_run) {
-      Pause pause = MakePause(
-          rein::v1::RECOVERY, rein::v1::EXECUTING,
-          absl::StrCat("mutating call ", st.pending_call().call_id(), " (",
-                       st.pending_call().tool(), " ", st.pending_call().args_json(),
-                       ") got no reply (", absl::StatusCodeToString(code), ": ",
-                       reply.status().message(),
-                       ") and may have run; approve to run it again, edit it, or reject"));
-      *pause.mutable_pending_call() = st.pending_call();
-      st.set_call_dispatched(false);
-      SetPause(s, std::move(pause));
-    }
     return std::move(s).Finish();
+  }
+  if (reply->outcome_unknown() && st.pending_call().mutating()) {
+    // The executor that started the call died mid-call: whether it ran is unknown, and only a
+    // person can say whether to run it again. No budget is spent: nothing failed that a retry
+    // could fix.
+    Pause pause = MakePause(
+        rein::v1::RECOVERY, rein::v1::EXECUTING,
+        absl::StrCat("mutating call ", st.pending_call().call_id(), " (", st.pending_call().tool(),
+                     " ", st.pending_call().args_json(), "): executor ", reply->executor_id(),
+                     " died mid-call, so whether it ran is unknown (", reply->error().message(),
+                     "); approve to run it again as a new call, edit it, or reject"));
+    *pause.mutable_pending_call() = st.pending_call();
+    st.set_call_dispatched(false);
+    PauseRun(s, std::move(pause));
+    return std::move(s).Finish();
+  }
+  if (reply->replayed()) {
+    auto* replayed = s.AddEvent()->mutable_call_replayed();
+    replayed->set_call_id(st.pending_call().call_id());
+    replayed->set_executor_id(reply->executor_id());
   }
   const ToolCall& call = st.pending_call();
   Action action;
@@ -893,6 +900,12 @@ absl::StatusOr<Transition> StageRouter::OnReview(const Run& run, const rein::v1:
     if (to == rein::v1::EXECUTING) {
       *st.mutable_pending_call() = pause.pending_call();
       st.set_call_dispatched(false);
+      if (pause.reason() == rein::v1::RECOVERY) {
+        // Approving a call whose outcome is unknown runs it again: under a new call_id, since
+        // the journal answers the old one with "unknown" for ever.
+        st.set_call_counter(st.call_counter() + 1);
+        st.mutable_pending_call()->set_call_id(absl::StrCat(run.run_id(), "-", st.call_counter()));
+      }
     }
     if (to == rein::v1::FINISHED) {
       FinishRun(s);
@@ -1171,22 +1184,12 @@ Transition StageRouter::FailInternal(const Run& run, const std::string& message,
   return std::move(s).Finish();
 }
 
-std::optional<Transition> StageRouter::OnRecovery(const Run& run, absl::Time now) const {
-  const RunState& st = run.state();
-  if (st.stage() != rein::v1::EXECUTING || !st.pending_call().mutating() || !st.call_dispatched()) {
-    return std::nullopt;
-  }
-  Step s(run, now);
-  Pause pause = MakePause(
-      rein::v1::RECOVERY, rein::v1::EXECUTING,
-      absl::StrCat("mutating call ", st.pending_call().call_id(), " (", st.pending_call().tool(),
-                   " ", st.pending_call().args_json(),
-                   ") was sent before the router stopped and its result was not committed; "
-                   "approve to run it again, edit it, or reject"));
-  *pause.mutable_pending_call() = st.pending_call();
-  s.state().set_call_dispatched(false);
-  PauseRun(s, std::move(pause));
-  return std::move(s).Finish();
+std::optional<Transition> StageRouter::OnRecovery(const Run& /*run*/, absl::Time /*now*/) const {
+  // A model call or a read-only tool call is simply repeated. A mutating call that was sent
+  // and whose result was not committed is asked again with the same call_id: the executors'
+  // call journal answers (OnExecute), and the run pauses RECOVERY only when it says the
+  // outcome is unknown. So nothing needs committing before the run goes on.
+  return std::nullopt;
 }
 
 }  // namespace rein

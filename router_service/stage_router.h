@@ -96,6 +96,10 @@ class StageRouter {
   // Results of the calls of NextEffect. A non-OK status is the call's gRPC status.
   // `workspace` is the executor's reply to file_info {"path": "."} in the run's workspace
   // (nullopt when the executor offers no file_info): a tool error there fails the run.
+  // OnExecute: RESOURCE_EXHAUSTED (full) and ABORTED (the call is in progress on a live
+  // executor) are asked again without spending budget; other errors spend one and ask again
+  // with the same call_id; `outcome_unknown` pauses RECOVERY; `replayed` adds a call_replayed
+  // event before the tool_result.
   Transition OnTools(const rein::v1::Run& run,
                      const absl::StatusOr<rein::v1::ListToolsResponse>& tools,
                      const std::optional<absl::StatusOr<rein::v1::ExecuteResponse>>& workspace,
@@ -132,7 +136,10 @@ class StageRouter {
   Transition FailInternal(const rein::v1::Run& run, const std::string& message,
                           absl::Time now) const;
 
-  // After a router restart: pauses a run whose mutating call may have run (RECOVERY).
+  // After a router restart or a takeover: what to commit before the run goes on. Nothing
+  // today: a call that was sent is asked again with the same call_id, a mutating one included,
+  // and the executors' call journal answers it (a recorded reply, or a wait); OnExecute pauses
+  // RECOVERY only when the journal says the outcome is unknown.
   std::optional<Transition> OnRecovery(const rein::v1::Run& run, absl::Time now) const;
 
   // The first transition of a fork. `run` holds the fork's run_id, request_id and spec (with

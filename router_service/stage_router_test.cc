@@ -742,22 +742,68 @@ TEST(StageRouterTest, NotesPauseWhenOnAndNotWhenOff) {
   EXPECT_EQ(off.stage(), rein::v1::DECIDING);
 }
 
-TEST(StageRouterTest, RecoveryPausesDispatchedMutatingCall) {
+TEST(StageRouterTest, RecoveryAsksDispatchedMutatingCallAgainWithSameCallId) {
   Harness h;
   h.Tools();
   h.Plan(PlanReply({"a"}));
   h.Decide(CallReply("write_file", R"({"path":"a","content":"b"})"));
   EXPECT_FALSE(h.router.OnRecovery(h.run, h.now).has_value());  // not sent yet: repeat is safe
   h.Apply(h.router.MarkDispatched(h.run, h.now));
-  auto t = h.router.OnRecovery(h.run, h.now);
-  ASSERT_TRUE(t.has_value());
-  h.Apply(*t);
+  EXPECT_FALSE(h.router.OnRecovery(h.run, h.now).has_value());  // the journal will answer
+  NextStep next = h.router.Next(h.run, h.now);
+  ASSERT_EQ(next.kind, NextStep::Kind::kCall);
+  EXPECT_EQ(next.effect.execute.call_id(), "r1-1");
+  // The journal says it already ran: its recorded reply goes on like any reply.
+  rein::v1::ExecuteResponse replayed = ExecReply(true, "written");
+  replayed.set_replayed(true);
+  replayed.set_executor_id("exec-a");
+  const size_t before = h.log.size();
+  h.Execute(replayed);
+  EXPECT_EQ(h.stage(), rein::v1::EVALUATING);
+  ASSERT_GE(h.log.size(), before + 2);
+  EXPECT_EQ(h.log[before].call_replayed().call_id(), "r1-1");
+  EXPECT_EQ(h.log[before].call_replayed().executor_id(), "exec-a");
+  EXPECT_EQ(h.log[before + 1].tool_result().action().observation(), "written");
+  EXPECT_EQ(h.state().retries_used(), 0);
+}
+
+TEST(StageRouterTest, OutcomeUnknownPausesForRecoveryAndApprovalIsANewCall) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("write_file", R"({"path":"a","content":"b"})"));
+  h.Apply(h.router.MarkDispatched(h.run, h.now));
+  rein::v1::ExecuteResponse unknown;
+  unknown.set_ok(false);
+  unknown.set_outcome_unknown(true);
+  unknown.set_executor_id("exec-dead");
+  unknown.mutable_error()->set_code("OUTCOME_UNKNOWN");
+  unknown.mutable_error()->set_message("its heartbeat stopped 6s ago");
+  h.Execute(unknown);
   ASSERT_EQ(h.stage(), rein::v1::PAUSED);
   EXPECT_EQ(h.state().pause().reason(), rein::v1::RECOVERY);
   EXPECT_EQ(h.state().pause().pending_call().call_id(), "r1-1");
+  EXPECT_NE(h.state().pause().detail().find("exec-dead died mid-call"), std::string::npos)
+      << h.state().pause().detail();
+  EXPECT_EQ(h.state().retries_used(), 0);
+  EXPECT_EQ(h.state().consecutive_tool_failures(), 0);
   ASSERT_TRUE(h.Review(Approve()).ok());
   EXPECT_EQ(h.stage(), rein::v1::EXECUTING);
   EXPECT_FALSE(h.state().call_dispatched());
+  // Run again as a new call: the journal would answer the old call_id "unknown" for ever.
+  EXPECT_EQ(h.router.NextEffect(h.run, h.now).execute.call_id(), "r1-2");
+}
+
+TEST(StageRouterTest, CallInProgressIsAskedAgainWithoutSpendingBudget) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("write_file", R"({"path":"a","content":"b"})"));
+  h.Apply(h.router.MarkDispatched(h.run, h.now));
+  h.Execute(absl::AbortedError("in progress: call r1-1 is still running on executor exec-a"));
+  EXPECT_EQ(h.stage(), rein::v1::EXECUTING);
+  EXPECT_EQ(h.state().retries_used(), 0);
+  EXPECT_FALSE(h.log.back().error().retry_spent());
   EXPECT_EQ(h.router.NextEffect(h.run, h.now).execute.call_id(), "r1-1");
 }
 
@@ -1032,18 +1078,17 @@ TEST(StageRouterTest, CallCutByDeadlineSpendsNoRetry) {
   EXPECT_EQ(h.state().retries_used(), 0);
 }
 
-TEST(StageRouterTest, MutatingCallWithoutReplyPausesForRecovery) {
+TEST(StageRouterTest, MutatingCallWithoutReplyIsAskedAgainWithSameCallId) {
   Harness h;
   h.Tools();
   h.Plan(PlanReply({"a"}));
   h.Decide(CallReply("write_file", R"({"path":"a","content":"b"})"));
   h.Apply(h.router.MarkDispatched(h.run, h.now));
   h.Execute(absl::DeadlineExceededError("no reply in time"));
-  ASSERT_EQ(h.stage(), rein::v1::PAUSED);
-  EXPECT_EQ(h.state().pause().reason(), rein::v1::RECOVERY);
-  EXPECT_EQ(h.state().pause().pending_call().call_id(), "r1-1");
+  EXPECT_EQ(h.stage(), rein::v1::EXECUTING);
   EXPECT_EQ(h.state().retries_used(), 1);
-  EXPECT_EQ(h.router.NextEffect(h.run, h.now).kind, Effect::Kind::kNone);
+  EXPECT_TRUE(h.state().call_dispatched());
+  EXPECT_EQ(h.router.NextEffect(h.run, h.now).execute.call_id(), "r1-1");
 }
 
 TEST(StageRouterTest, MutatingCallRefusedAsBusyIsRetried) {

@@ -157,13 +157,20 @@ bool WaitServing(const std::string& target, absl::Duration timeout, const std::s
 }
 
 bool Cluster::StartRouter() {
+  std::string executors_target = executor_target();
+  if (!extra_ports_.empty()) {
+    executors_target = "ipv4:" + executor_target();
+    for (int port : extra_ports_) absl::StrAppend(&executors_target, ",127.0.0.1:", port);
+  }
   router_ = std::make_unique<Process>(
       "router",
-      std::vector<std::string>{RunfilePath("router_service/rein-router"),
+      std::vector<std::string>{options_.router_binary.empty()
+                                   ? RunfilePath("router_service/rein-router")
+                                   : options_.router_binary,
                                absl::StrCat("--listen=", router_target()),
                                absl::StrCat("--store=sqlite:", options_.dir, "/rein.db"),
                                absl::StrCat("--planner_target=", planner_target()),
-                               absl::StrCat("--executor_target=", executor_target())},
+                               absl::StrCat("--executor_target=", executors_target)},
       options_.dir + "/router.log");
   if (!router_->Start()) return false;
   if (!WaitServing(router_target(), absl::Seconds(20))) return false;
@@ -177,14 +184,36 @@ int Cluster::KillRouter(int signal) {
   return router_->Wait(absl::Seconds(20));
 }
 
+std::unique_ptr<Process> Cluster::NewExecutor(int i) {
+  const std::string target = executor_target(i);
+  std::vector<std::string> exec_argv = {RunfilePath("executor_service/rein-executor"),
+                                        absl::StrCat("--listen=", target),
+                                        absl::StrCat("--workspace_root=", options_.workspace_root),
+                                        absl::StrCat("--executor_id=executor-", i)};
+  for (const auto& flag : options_.executor_flags) exec_argv.push_back(flag);
+  return std::make_unique<Process>(
+      "executor", exec_argv,
+      options_.dir + (i == 0 ? "/executor.log" : absl::StrCat("/executor-", i, ".log")));
+}
+
+bool Cluster::RestartExecutor(int i) {
+  std::unique_ptr<Process>& slot = i == 0 ? executor_ : extra_executors_[i - 1];
+  slot = NewExecutor(i);
+  return slot->Start() && WaitServing(executor_target(i), absl::Seconds(20));
+}
+
 bool Cluster::Start() {
   std::string script = options_.dir + "/script.json";
   std::ofstream(script) << options_.script_json;
-  std::vector<std::string> exec_argv = {RunfilePath("executor_service/rein-executor"),
-                                        absl::StrCat("--listen=", executor_target()),
-                                        absl::StrCat("--workspace_root=", options_.workspace_root)};
-  for (const auto& flag : options_.executor_flags) exec_argv.push_back(flag);
-  executor_ = std::make_unique<Process>("executor", exec_argv, options_.dir + "/executor.log");
+  executor_ = NewExecutor(0);
+  for (int i = 1; i < options_.executors; ++i) {
+    extra_ports_.push_back(FreePort());
+    extra_executors_.push_back(NewExecutor(i));
+    if (!extra_executors_.back()->Start()) return false;
+    if (!WaitServing(executor_target(i), absl::Seconds(20))) {
+      return false;
+    }
+  }
   std::vector<std::string> planner_argv = {RunfilePath("planner_service/rein-planner"),
                                            absl::StrCat("--listen=", planner_target())};
   if (options_.planner_flags.empty()) {
@@ -258,7 +287,11 @@ absl::StatusOr<rein::v1::Run> Cluster::WaitForStage(const std::string& run_id,
 
 std::string Cluster::Logs() {
   std::string out;
-  for (const char* name : {"router", "planner", "executor"}) {
+  std::vector<std::string> names = {"router", "planner", "executor"};
+  for (size_t i = 0; i < extra_executors_.size(); ++i) {
+    names.push_back(absl::StrCat("executor-", i + 1));
+  }
+  for (const std::string& name : names) {
     std::string text = ReadFile(options_.dir + "/" + name + ".log");
     if (text.size() > 4000) text = text.substr(text.size() - 4000);
     absl::StrAppend(&out, "--- ", name, " ---\n", text, "\n");

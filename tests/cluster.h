@@ -25,6 +25,7 @@ class Process {
   // Waits for exit; returns the exit status (or -1 when still running after `timeout`).
   int Wait(absl::Duration timeout);
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   const std::string& log_path() const { return log_path_; }
 
  private:
@@ -62,6 +63,11 @@ class Cluster {
     std::vector<std::string> executor_flags = {"--sandbox=none", "--allow_unsandboxed"};
     // When set, the planner runs with these flags instead of the scripted backend.
     std::vector<std::string> planner_flags;
+    // Executors started, all on the one workspace root; the router reaches them all through
+    // one round_robin target "ipv4:127.0.0.1:p1,127.0.0.1:p2,...".
+    int executors = 1;
+    // The router binary; empty = the one built with the test (router_service/rein-router).
+    std::string router_binary;
   };
   explicit Cluster(Options options);
   ~Cluster();
@@ -77,6 +83,13 @@ class Cluster {
   std::string router_target() const { return "127.0.0.1:" + std::to_string(router_port_); }
   std::string planner_target() const { return "127.0.0.1:" + std::to_string(planner_port_); }
   std::string executor_target() const { return "127.0.0.1:" + std::to_string(executor_port_); }
+  // Executor `i` (0 = the first, executor_target()) of Options::executors.
+  Process* executor(int i) { return i == 0 ? executor_.get() : extra_executors_[i - 1].get(); }
+  std::string executor_target(int i) const {
+    return i == 0 ? executor_target() : "127.0.0.1:" + std::to_string(extra_ports_[i - 1]);
+  }
+  // Starts executor `i` again (after it was killed), on its own port.
+  bool RestartExecutor(int i);
   const Options& options() const { return options_; }
 
   // Starts a run and returns it (or the RPC's error).
@@ -95,6 +108,9 @@ class Cluster {
   Options options_;
   int router_port_ = 0, planner_port_ = 0, executor_port_ = 0;
   std::unique_ptr<Process> router_, planner_, executor_;
+  std::vector<int> extra_ports_;
+  std::vector<std::unique_ptr<Process>> extra_executors_;
+  std::unique_ptr<Process> NewExecutor(int i);
   std::unique_ptr<rein::v1::Router::Stub> stub_;
 };
 

@@ -116,6 +116,21 @@ class FakeExecutorClient final : public ExecutorClient {
   HeldCalls held;
   std::atomic<int> executions{0};
 
+  // The run_ids of every ForgetRun, in order.
+  std::vector<std::string> forgotten() {
+    absl::MutexLock lock(&forgotten_mu_);
+    return forgotten_;
+  }
+  std::shared_ptr<PendingCall> ForgetRun(const rein::v1::ForgetRunRequest& request, absl::Time,
+                                         ReplyCallback<rein::v1::ForgetRunResponse> done) override {
+    {
+      absl::MutexLock lock(&forgotten_mu_);
+      forgotten_.push_back(request.run_id());
+    }
+    done(rein::v1::ForgetRunResponse());
+    return std::make_shared<FakePendingCall>(nullptr);
+  }
+
   std::shared_ptr<PendingCall> ListTools(absl::Time,
                                          ReplyCallback<rein::v1::ListToolsResponse> done) override {
     rein::v1::ListToolsResponse reply;
@@ -145,6 +160,10 @@ class FakeExecutorClient final : public ExecutorClient {
       answer(true);
     });
   }
+
+ private:
+  absl::Mutex forgotten_mu_;
+  std::vector<std::string> forgotten_ ABSL_GUARDED_BY(forgotten_mu_);
 };
 
 }  // namespace rein::testing
