@@ -35,6 +35,19 @@ absl::Status ValidateJson(const nlohmann::json& schema, const nlohmann::json& va
 // are normalized to JSON integers. Call after ValidateJson succeeded.
 nlohmann::json ApplyDefaults(const nlohmann::json& schema, nlohmann::json value);
 
+// What in `schema` ValidateJson would not enforce: a validation keyword it lacks (anyOf,
+// pattern, $ref, ...) or a "type" that is not one supported type name, as
+// "<where>: <what>"; "" when every keyword is enforced or a known annotation (description,
+// title, default, examples, $schema, $id, $comment, format, readOnly, writeOnly,
+// deprecated). A tool from outside (an MCP server) with such a schema is refused rather than
+// validated loosely.
+std::string UnsupportedSchemaFeature(const nlohmann::json& schema,
+                                     absl::string_view where = "inputSchema");
+
+// "sha256:<hex>" of `schema` serialized canonically (object keys sorted, no white space): what
+// a run pins for each tool.
+std::string SchemaHash(const nlohmann::json& schema);
+
 }  // namespace rein
 
 #endif  // REIN_EXECUTOR_SERVICE_JSON_SCHEMA_H_

@@ -47,6 +47,11 @@ ABSL_FLAG(int64_t, sandbox_max_open_files, 1024, "RLIMIT_NOFILE of every sandbox
 ABSL_FLAG(int64_t, sandbox_max_processes, 512,
           "Processes per command: pids.max of its cgroup, and RLIMIT_NPROC");
 
+// MCP servers (see executor_service/MCP.md).
+ABSL_FLAG(std::string, mcp_config, "",
+          "A JSON file of MCP servers whose tools the executor offers (see MCP.md); a bad "
+          "file or a server that cannot be listed refuses start");
+
 namespace {
 
 [[noreturn]] void Die(const std::string& message) {
@@ -117,6 +122,7 @@ int main(int argc, char** argv) {
   rein::ExecutorOptions options;
   options.workspace_root = absl::GetFlag(FLAGS_workspace_root);
   options.executor_id = absl::GetFlag(FLAGS_executor_id);
+  options.mcp_config = absl::GetFlag(FLAGS_mcp_config);
   rein::SandboxOptions& sandbox = options.sandbox;
   absl::StatusOr<rein::SandboxMode> mode = rein::ParseSandboxMode(absl::GetFlag(FLAGS_sandbox));
   if (!mode.ok()) Die(absl::StrCat("--sandbox ", mode.status().message()));

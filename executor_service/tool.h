@@ -24,6 +24,7 @@ struct ToolSpec {
   absl::Duration default_timeout = absl::Seconds(30);
   // Runs a process in the sandbox: counts against --max_concurrent.
   bool spawns_process = false;
+  std::string origin;  // "builtin", "declared:<file>" or "mcp:<server>"
 };
 
 // The outcome of one call. A tool that fails sets ok=false and error_code (a canonical code
@@ -36,6 +37,7 @@ struct ToolResult {
   std::string error_message;
   int exit_code = 0;
   bool timed_out = false;
+  std::string structured_content_json;  // an MCP tool's structuredContent, "" when none
 
   // A failed call with the status's code name and message.
   static ToolResult Failure(const absl::Status& status);

@@ -9,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "executor_service/json_schema.h"
+#include "executor_service/mcp/mcp_config.h"
+#include "executor_service/mcp/mcp_tool.h"
 
 namespace rein {
 namespace {
@@ -35,6 +37,15 @@ absl::StatusOr<std::unique_ptr<ToolExecutor>> ToolExecutor::Create(const Executo
   absl::Status registered = RegisterReadOnlyTools(registry.get());
   if (registered.ok()) registered = RegisterMutatingTools(sandbox->get(), registry.get());
   if (!registered.ok()) return registered;
+  if (!options.mcp_config.empty()) {
+    absl::StatusOr<McpConfig> mcp = LoadMcpConfig(options.mcp_config);
+    if (!mcp.ok()) return mcp.status();
+    registered = RegisterMcpTools(*mcp, sandbox->get(), registry.get());
+    if (!registered.ok()) {
+      return absl::Status(registered.code(), absl::StrCat("mcp_config ", options.mcp_config, ": ",
+                                                          registered.message()));
+    }
+  }
   return std::make_unique<ToolExecutor>(options, *std::move(root), *std::move(sandbox),
                                         std::move(registry));
 }
@@ -49,6 +60,9 @@ ToolExecutor::ToolExecutor(ExecutorOptions options, std::unique_ptr<WorkspaceRoo
 std::vector<ToolSpec> ToolExecutor::ListTools() const {
   std::vector<ToolSpec> specs;
   for (const Tool* tool : registry_->tools()) specs.push_back(tool->spec());
+  for (ToolSpec& spec : specs) {
+    if (spec.origin.empty()) spec.origin = "builtin";
+  }
   return specs;
 }
 
@@ -77,8 +91,19 @@ absl::StatusOr<ToolResult> ToolExecutor::Execute(const ExecuteCall& call) const 
     return absl::InvalidArgumentError("limits.max_output_bytes: must not be negative");
   }
 
-  // The arguments are checked before anything touches the workspace.
   const ToolSpec& spec = tool->spec();
+  // A run sees the tools it started with: a schema changed since is not silently used.
+  if (!call.tool_schema_hash.empty()) {
+    const std::string now = SchemaHash(spec.input_schema);
+    if (now != call.tool_schema_hash) {
+      return ToolResult::Failure(
+          "FAILED_PRECONDITION",
+          absl::StrCat("the schema of tool ", spec.name, " changed since the run started (pinned ",
+                       call.tool_schema_hash.substr(0, 80), ", now ", now,
+                       "); start a new run to use it"));
+    }
+  }
+  // The arguments are checked before anything touches the workspace.
   absl::StatusOr<nlohmann::json> args =
       ParseUntrustedJson(call.args_json.empty() ? "{}" : call.args_json, "args_json");
   if (!args.ok()) return ToolResult::Failure(args.status());

@@ -22,6 +22,7 @@ struct ExecutorOptions {
   std::string workspace_root;  // --workspace_root (required)
   std::string executor_id;     // --executor_id; reported in every reply
   SandboxOptions sandbox;      // --sandbox, --allow_unsandboxed, --max_concurrent, ...
+  std::string mcp_config;      // --mcp_config: a JSON file of MCP servers ("" = none)
 };
 
 // The note every reply of a mutating tool carries when the executor runs unsandboxed.
@@ -38,6 +39,7 @@ struct ExecuteCall {
   absl::Duration timeout = absl::ZeroDuration();  // 0 = the tool's default_timeout
   int64_t max_output_bytes = 0;                   // 0 = kDefaultMaxOutputBytes
   absl::Time deadline = absl::InfiniteFuture();   // the caller's own deadline
+  std::string tool_schema_hash;  // the hash the run pinned ("" = none); see SchemaHash
 };
 
 // Longest call_id / run_id accepted.
@@ -74,7 +76,9 @@ class ToolExecutor {
   // a missing workspace (NOT_FOUND), a path outside the workspace (PERMISSION_DENIED) and a
   // deadline (TIMEOUT), is a ToolResult with ok=false; so is a mutating tool while the
   // sandbox is unavailable (FAILED_PRECONDITION, saying why and how to fix it).
-  // RESOURCE_EXHAUSTED when a command would pass --max_concurrent.
+  // RESOURCE_EXHAUSTED when a command would pass --max_concurrent. A call whose
+  // tool_schema_hash differs from the tool's schema now fails (FAILED_PRECONDITION, "the
+  // schema of tool X changed since the run started") before anything runs.
   absl::StatusOr<ToolResult> Execute(const ExecuteCall& call) const;
 
  private:
