@@ -26,11 +26,12 @@ constexpr size_t kStderrBytes = 16 << 10;
 // A stdio server running in the sandbox, in its own thread's Sandbox::Run.
 class StdioSession final : public McpSession {
  public:
-  StdioSession(const McpServerConfig* config, UniqueFd socket, UniqueFd stop_write,
-               size_t max_message_bytes)
+  // `to_server` and `from_server` may be two descriptors of one socket.
+  StdioSession(const McpServerConfig* config, UniqueFd to_server, UniqueFd from_server,
+               UniqueFd stop_write, size_t max_message_bytes)
       : McpSession(&transport_),
         config_(config),
-        transport_(UniqueFd(dup(socket.get())), std::move(socket), max_message_bytes),
+        transport_(std::move(to_server), std::move(from_server), max_message_bytes),
         stop_write_(std::move(stop_write)) {}
 
   ~StdioSession() override { Close(); }
@@ -141,8 +142,11 @@ absl::StatusOr<std::unique_ptr<McpSession>> McpServer::Open(const Workspace& wor
   for (const auto& [name, value] : config_.env)
     request.env.push_back(absl::StrCat(name, "=", value));
 
-  auto session = std::make_unique<StdioSession>(&config_, std::move(ours), std::move(stop_write),
-                                                max_message_bytes);
+  UniqueFd ours_to_server(fcntl(ours.get(), F_DUPFD_CLOEXEC, 0));
+  if (!ours_to_server.valid()) return absl::ResourceExhaustedError("dup failed");
+  auto session =
+      std::make_unique<StdioSession>(&config_, std::move(ours_to_server), std::move(ours),
+                                     std::move(stop_write), max_message_bytes);
   session->Start(sandbox_, &workspace, std::move(request), std::move(theirs), std::move(stop_read));
   absl::Status status = session->client().Initialize(deadline);
   if (!status.ok()) {
