@@ -246,7 +246,7 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
     if (!created.ok()) return created.status();
     cgroup = *std::move(created);
   }
-  absl::StatusOr<UniqueFd> seccomp = SandboxSeccompProgramFd();
+  absl::StatusOr<UniqueFd> seccomp = SandboxSeccompProgramFd(request.share_network);
   if (!seccomp.ok()) return seccomp.status();
   int status_fds[2];
   if (pipe2(status_fds, O_CLOEXEC) != 0) return Errno("pipe");

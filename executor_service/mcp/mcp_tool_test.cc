@@ -101,8 +101,16 @@ class McpToolTest : public ::testing::Test {
                        {"transport", "stdio"},
                        {"command", {"node", Everything(), "stdio"}},
                        {"read_only_paths", {McpDir()}}};
+    const std::string fs_server =
+        McpDir() + "/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js";
+    json fs = {{"name", "fs"},
+               {"transport", "stdio"},
+               {"command", {"node", fs_server, "/workspace"}},
+               {"read_only_paths", {McpDir()}}};
+    json networked = FakeConfig("netfake");
+    networked["network"] = true;
     absl::StatusOr<std::unique_ptr<ToolExecutor>> executor =
-        MakeExecutor(*temp_, {FakeConfig("fake"), everything});
+        MakeExecutor(*temp_, {FakeConfig("fake"), everything, fs, networked});
     ASSERT_TRUE(executor.ok()) << executor.status();
     executor_ = executor->release();
   }
@@ -204,11 +212,12 @@ TEST_F(McpToolTest, HangTimesOutSendsCancelledAndLeavesNoProcess) {
   EXPECT_FALSE(HostProcessWithCmdline(FakeServer()));
 }
 
-TEST_F(McpToolTest, CrashMidCallIsAToolFailure) {
+TEST_F(McpToolTest, CrashMidCallIsAToolFailureAndTheNextCallGetsAFreshServer) {
   ToolResult result = Call("fake__crash", json::object());
   EXPECT_FALSE(result.ok);
   EXPECT_EQ(result.error_code, "UNAVAILABLE");
   EXPECT_TRUE(absl::StrContains(result.error_message, "exit status 3")) << result.error_message;
+  EXPECT_TRUE(Call("fake__echo", {{"message", "again"}}).ok);
 }
 
 TEST_F(McpToolTest, ServerCannotReadOutsideTheWorkspace) {
@@ -231,6 +240,33 @@ TEST_F(McpToolTest, ServerCannotReachTheNetwork) {
   close(listener);
   EXPECT_FALSE(result.ok);
   EXPECT_TRUE(absl::StrContains(result.output, "refused")) << result.output;
+}
+
+TEST_F(McpToolTest, NetworkGrantedInTheConfigReachesTheHost) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  socklen_t size = sizeof(address);
+  getsockname(listener, reinterpret_cast<sockaddr*>(&address), &size);
+  ToolResult result =
+      Call("netfake__connect", {{"host", "127.0.0.1"}, {"port", ntohs(address.sin_port)}});
+  close(listener);
+  EXPECT_TRUE(result.ok) << result.output << result.error_message;
+  EXPECT_EQ(result.output, "connected");
+}
+
+TEST_F(McpToolTest, FilesystemServerIsConfinedToTheWorkspace) {
+  temp_->WriteFile("hello.txt", "hello from the workspace\n");
+  ToolResult inside = Call("fs__read_text_file", {{"path", "/workspace/hello.txt"}});
+  EXPECT_TRUE(inside.ok) << inside.output << inside.error_message;
+  EXPECT_TRUE(absl::StrContains(inside.output, "hello from the workspace")) << inside.output;
+  EXPECT_TRUE(Find("fs__write_file")->mutating);
+  EXPECT_FALSE(Find("fs__read_text_file")->mutating);
+  ToolResult outside = Call("fs__read_text_file", {{"path", temp_->root() + "/outside.txt"}});
+  EXPECT_FALSE(outside.ok);
 }
 
 TEST_F(McpToolTest, SecretsFromFilesAreRedacted) {
@@ -272,6 +308,38 @@ TEST_F(McpToolTest, ReferenceServerOverStdio) {
   ToolResult weather = Call("everything__get-structured-content", {{"location", "Chicago"}});
   EXPECT_TRUE(weather.ok) << weather.error_message;
   EXPECT_TRUE(absl::StrContains(weather.structured_content_json, "temperature"));
+}
+
+TEST(McpToolNameTest, LongOrOddNamesAreShortenedDeterministically) {
+  EXPECT_EQ(McpToolName("fs", "read_file"), "fs__read_file");
+  const std::string long_a = McpToolName("server", std::string(70, 'a'));
+  const std::string long_b = McpToolName("server", std::string(71, 'a'));
+  EXPECT_EQ(long_a.size(), 64u);
+  EXPECT_NE(long_a, long_b);
+  EXPECT_EQ(long_a, McpToolName("server", std::string(70, 'a')));
+  const std::string dotted = McpToolName("s", "get.weather now");
+  EXPECT_TRUE(absl::StartsWith(dotted, "s__get_weather_now_")) << dotted;
+}
+
+TEST(McpStartTest, UnreachableHttpServerRefusesStartWithoutTheToken) {
+  TempWorkspace temp;
+  const int probe = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(probe, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  socklen_t size = sizeof(address);
+  getsockname(probe, reinterpret_cast<sockaddr*>(&address), &size);
+  close(probe);  // nothing listens there now
+  json http = {{"name", "down"},
+               {"transport", "http"},
+               {"url", absl::StrCat("http://127.0.0.1:", ntohs(address.sin_port), "/mcp")},
+               {"token_file", WriteTemp("token.txt", kSecret)},
+               {"startup_timeout_seconds", 5}};
+  absl::StatusOr<std::unique_ptr<ToolExecutor>> executor = MakeExecutor(temp, {http});
+  EXPECT_EQ(executor.status().code(), absl::StatusCode::kUnavailable) << executor.status();
+  EXPECT_TRUE(absl::StrContains(executor.status().message(), "MCP server \"down\""));
+  EXPECT_FALSE(absl::StrContains(executor.status().message(), kSecret));
 }
 
 TEST(McpStartTest, UnsupportedProtocolVersionRefusesStart) {
@@ -352,6 +420,13 @@ TEST(McpStartTest, ReferenceServerOverStreamableHttp) {
   call.tool = "web__get-structured-content";
   call.args_json = R"({"location":"New York"})";
   absl::StatusOr<ToolResult> weather = (*executor)->Execute(call);
+  // Progress notifications arrive as SSE events before the reply.
+  call.tool = "web__trigger-long-running-operation";
+  call.args_json = R"({"duration":1,"steps":2})";
+  absl::StatusOr<ToolResult> progress = (*executor)->Execute(call);
+  call.args_json = R"({"duration":30,"steps":2})";
+  call.timeout = absl::Seconds(2);
+  absl::StatusOr<ToolResult> timeout = (*executor)->Execute(call);
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   ASSERT_TRUE(result.ok()) << result.status();
@@ -359,6 +434,12 @@ TEST(McpStartTest, ReferenceServerOverStreamableHttp) {
   EXPECT_TRUE(absl::StrContains(result->output, "over http")) << result->output;
   ASSERT_TRUE(weather.ok()) << weather.status();
   EXPECT_TRUE(absl::StrContains(weather->structured_content_json, "temperature"));
+  ASSERT_TRUE(progress.ok()) << progress.status();
+  EXPECT_TRUE(progress->ok) << progress->error_message;
+  EXPECT_TRUE(absl::StrContains(progress->output, "completed")) << progress->output;
+  ASSERT_TRUE(timeout.ok()) << timeout.status();
+  EXPECT_TRUE(timeout->timed_out);
+  EXPECT_EQ(timeout->error_code, "TIMEOUT") << timeout->error_message;
 }
 
 }  // namespace
