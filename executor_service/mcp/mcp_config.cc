@@ -268,8 +268,8 @@ absl::StatusOr<McpConfig> LoadMcpConfig(const std::string& path) {
 }
 
 std::string RedactSecrets(const McpServerConfig& server, std::string text) {
+  // Every secret, however short: a short one may mangle an output, but never leaks.
   for (const std::string& secret : server.secrets) {
-    if (secret.size() < 4) continue;  // too short to find without mangling the text
     absl::StrReplaceAll({{secret, "[redacted]"}}, &text);
   }
   return text;

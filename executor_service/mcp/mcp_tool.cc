@@ -55,8 +55,12 @@ McpTool::McpTool(std::shared_ptr<const McpServer> server, const McpToolInfo& inf
     : server_(std::move(server)), remote_name_(info.name) {
   const McpServerConfig& config = server_->config();
   spec_.name = McpToolName(config.name, info.name);
-  spec_.description = Describe(config.name, info.description);
+  // What the server says about its tools is shown to models and people: no secret in it.
+  spec_.description = RedactSecrets(config, Describe(config.name, info.description));
   spec_.input_schema = info.input_schema;
+  const std::string schema_text = info.input_schema.dump();
+  const std::string redacted = RedactSecrets(config, schema_text);
+  if (redacted != schema_text) spec_.input_schema = nlohmann::json::parse(redacted, nullptr, false);
   auto override_it = config.mutating.find(info.name);
   spec_.mutating =
       override_it != config.mutating.end() ? override_it->second : !info.read_only_hint;
