@@ -201,6 +201,22 @@ void McpClient::HandleServerMessage(const nlohmann::json& message, absl::Time de
   transport_->Send(reply.dump(), deadline).IgnoreError();
 }
 
+absl::StatusOr<std::string> McpClient::Next(absl::Time deadline) {
+  if (batched_.empty()) {
+    absl::StatusOr<std::string> raw = transport_->Receive(deadline);
+    if (!raw.ok()) return raw;
+    const size_t first = raw->find_first_not_of(" \t\r");
+    if (first == std::string::npos || (*raw)[first] != '[') return raw;
+    // A batch (allowed by 2025-03-26): its messages are handled one by one.
+    nlohmann::json batch = nlohmann::json::parse(*raw, nullptr, /*allow_exceptions=*/false);
+    if (!batch.is_array() || batch.empty()) return raw;  // reported as malformed below
+    for (const nlohmann::json& message : batch) batched_.push_back(message.dump());
+  }
+  std::string next = std::move(batched_.front());
+  batched_.pop_front();
+  return next;
+}
+
 absl::StatusOr<nlohmann::json> McpClient::Request(const std::string& method, nlohmann::json params,
                                                   absl::Time deadline) {
   const int64_t id = next_id_++;
@@ -220,7 +236,7 @@ absl::StatusOr<nlohmann::json> McpClient::Request(const std::string& method, nlo
   }
   if (!sent.ok()) return sent;
   for (;;) {
-    absl::StatusOr<std::string> raw = transport_->Receive(deadline);
+    absl::StatusOr<std::string> raw = Next(deadline);
     if (absl::IsDeadlineExceeded(raw.status())) {
       cancel("timeout");
       return absl::DeadlineExceededError(

@@ -3,6 +3,7 @@
 #define REIN_EXECUTOR_SERVICE_MCP_MCP_CLIENT_H_
 
 #include <cstdint>
+#include <deque>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -93,7 +94,11 @@ class McpClient {
   // Handles a request or notification from the server.
   void HandleServerMessage(const nlohmann::json& message, absl::Time deadline);
 
+  // The next message: one left over from a batch, or the transport's next one.
+  absl::StatusOr<std::string> Next(absl::Time deadline);
+
   McpTransport* transport_;
+  std::deque<std::string> batched_;  // the rest of a JSON array of messages (2025-03-26)
   int64_t next_id_ = 1;
   std::string protocol_version_;
   std::string server_name_;

@@ -156,6 +156,20 @@ TEST(McpClientTest, TimeoutSendsCancelled) {
   EXPECT_EQ(last["params"]["requestId"], transport.sent[transport.sent.size() - 2]["id"]);
 }
 
+TEST(McpClientTest, BatchedMessagesAreHandledOneByOne) {
+  ScriptedTransport transport([](const json& r) -> std::vector<std::string> {
+    if (r["method"] == "initialize") return Initialized(r, "2025-03-26");
+    json batch = json::array({{{"jsonrpc", "2.0"}, {"id", "p"}, {"method", "ping"}},
+                              json::parse(Reply(r, {{"content", json::array()}}))});
+    return {batch.dump()};
+  });
+  McpClient client(&transport);
+  ASSERT_TRUE(client.Initialize(Soon()).ok());
+  absl::StatusOr<McpCallResult> result = client.CallTool("t", json::object(), Soon(), 100);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(transport.sent.back()["id"], "p");  // the ping was answered
+}
+
 TEST(McpClientTest, MalformedMessageIsAnError) {
   ScriptedTransport transport([](const json& r) -> std::vector<std::string> {
     if (r["method"] == "initialize") return Initialized(r, "2025-06-18");
