@@ -137,6 +137,7 @@ absl::StatusOr<ToolResult> ToolExecutor::Execute(const ExecuteCall& call) const 
           : static_cast<size_t>(std::min<int64_t>(call.max_output_bytes, kHardMaxOutputBytes));
   try {
     ToolResult result = tool->Execute(context, full_args);
+    if (result.outcome_unknown) return absl::UnknownError(result.error_message);
     if (spec.mutating && sandbox_->state() == Sandbox::State::kUnsandboxed) {
       if (!result.output.empty() && result.output.back() != '\n') result.output.push_back('\n');
       absl::StrAppend(&result.output, kUnsandboxedNote, "\n");

@@ -78,7 +78,8 @@ class ToolExecutor {
   // sandbox is unavailable (FAILED_PRECONDITION, saying why and how to fix it).
   // RESOURCE_EXHAUSTED when a command would pass --max_concurrent. A call whose
   // tool_schema_hash differs from the tool's schema now fails (FAILED_PRECONDITION, "the
-  // schema of tool X changed since the run started") before anything runs.
+  // schema of tool X changed since the run started") before anything runs. UNKNOWN when a
+  // mutating call may or may not have taken effect (ToolResult::outcome_unknown).
   absl::StatusOr<ToolResult> Execute(const ExecuteCall& call) const;
 
  private:

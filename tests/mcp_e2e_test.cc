@@ -26,6 +26,13 @@ constexpr const char* kScript = R"({
                {"reply": {"status": "FAILED", "summary": "${observation}"}}]
 })";
 
+// One mutating call whose server dies mid-call.
+constexpr const char* kCrashScript = R"({
+  "plan": [{"reply": {"subtasks": [{"id": "crash", "description": "crash", "allowedTools": ["fake__crash"]}]}}],
+  "decide": [{"reply": {"toolCall": {"tool": "fake__crash", "args": {}}}}],
+  "evaluate": [{"reply": {"status": "FAILED", "summary": "${observation}"}}]
+})";
+
 std::string RealPath(const std::string& path) {
   char* real = realpath(path.c_str(), nullptr);
   std::string out = real != nullptr ? real : path;
@@ -48,10 +55,12 @@ class McpEndToEndTest : public ::testing::Test {
     const std::string config = dir_ + "/mcp.json";
     std::ofstream(config) << absl::StrCat(
         R"({"servers": [{"name": "fake", "transport": "stdio", "command": ["node", ")", server,
-        R"("], "read_only_paths": [")", server.substr(0, server.rfind('/')), R"("]}]})");
+        R"("], "read_only_paths": [")", server.substr(0, server.rfind('/')),
+        R"("], "tools": {"crash": {"mutating": true}}}]})");
     Cluster::Options options;
     options.dir = dir_;
-    options.script_json = kScript;
+    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    options.script_json = absl::StrContains(test, "Recovery") ? kCrashScript : kScript;
     options.executor_flags = {"--sandbox=bwrap", "--mcp_config=" + config};
     cluster_ = std::make_unique<Cluster>(options);
     ASSERT_TRUE(cluster_->Start()) << cluster_->Logs();
@@ -141,6 +150,19 @@ TEST_F(McpEndToEndTest, ToolChangedMidRunIsAFailedCallNotASilentChange) {
   EXPECT_FALSE(action.ok());
   EXPECT_TRUE(absl::StrContains(action.error(), "schema of tool fake__echo changed"))
       << action.DebugString();
+}
+
+TEST_F(McpEndToEndTest, ServerDyingDuringAMutatingCallPausesForRecovery) {
+  rein::v1::RunSpec spec = Spec();
+  spec.add_tools("fake__crash");
+  absl::StatusOr<rein::v1::Run> run = cluster_->StartRun(spec);
+  ASSERT_TRUE(run.ok()) << run.status();
+  absl::StatusOr<rein::v1::Run> paused =
+      cluster_->WaitForStage(run->run_id(), rein::v1::PAUSED, absl::Seconds(60));
+  ASSERT_TRUE(paused.ok());
+  ASSERT_EQ(paused->state().stage(), rein::v1::PAUSED) << cluster_->Logs();
+  EXPECT_EQ(paused->state().pause().reason(), rein::v1::RECOVERY) << paused->DebugString();
+  EXPECT_EQ(paused->state().pause().pending_call().tool(), "fake__crash");
 }
 
 }  // namespace

@@ -146,6 +146,12 @@ ToolResult McpTool::Execute(const ToolContext& context, const nlohmann::json& ar
     }
     ToolResult result = gone(called.status());
     result.truncated = absl::IsResourceExhausted(called.status());
+    // The server went away after it got the call: a mutating one may have taken effect.
+    result.outcome_unknown = spec_.mutating && absl::IsUnavailable(called.status());
+    if (result.outcome_unknown) {
+      result.error_message =
+          absl::StrCat(result.error_message, "; the call is mutating and may have taken effect");
+    }
     return result;
   }
   (*session)->Close();

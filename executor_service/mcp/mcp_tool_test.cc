@@ -109,6 +109,7 @@ class McpToolTest : public ::testing::Test {
                {"read_only_paths", {McpDir()}}};
     json networked = FakeConfig("netfake");
     networked["network"] = true;
+    networked["tools"]["crash"] = {{"mutating", true}};
     absl::StatusOr<std::unique_ptr<ToolExecutor>> executor =
         MakeExecutor(*temp_, {FakeConfig("fake"), everything, fs, networked});
     ASSERT_TRUE(executor.ok()) << executor.status();
@@ -218,6 +219,17 @@ TEST_F(McpToolTest, CrashMidCallIsAToolFailureAndTheNextCallGetsAFreshServer) {
   EXPECT_EQ(result.error_code, "UNAVAILABLE");
   EXPECT_TRUE(absl::StrContains(result.error_message, "exit status 3")) << result.error_message;
   EXPECT_TRUE(Call("fake__echo", {{"message", "again"}}).ok);
+}
+
+TEST_F(McpToolTest, CrashDuringAMutatingCallIsAnUnknownOutcome) {
+  ExecuteCall call;
+  call.call_id = "call-crash";
+  call.workspace = TempWorkspace::kName;
+  call.tool = "netfake__crash";
+  call.args_json = "{}";
+  absl::StatusOr<ToolResult> result = executor_->Execute(call);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kUnknown) << result.status();
+  EXPECT_TRUE(absl::StrContains(result.status().message(), "may have taken effect"));
 }
 
 TEST_F(McpToolTest, ServerCannotReadOutsideTheWorkspace) {
