@@ -96,6 +96,12 @@ BwrapInvocation BuildBwrapInvocation(const std::vector<std::string>& static_args
     a.insert(a.end(),
              {mount.kind == BwrapMount::Kind::kBind ? "--bind-fd" : "--ro-bind-fd", fd, dest});
   }
+  for (const std::string& path : command.read_only_paths) {
+    a.insert(a.end(), {"--ro-bind", path, path});
+  }
+  if (command.share_network) {
+    a.insert(a.end(), {"--share-net", "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"});
+  }
   // The root (where /etc and the mount points live) becomes read-only too.
   a.insert(a.end(),
            {"--remount-ro", "/", "--chdir", command.cwd, "--seccomp", absl::StrCat(kSeccompChildFd),

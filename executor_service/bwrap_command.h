@@ -53,6 +53,8 @@ struct BwrapCommand {
   std::vector<BwrapMount> mounts;       // outer paths first
   std::string cwd = kSandboxWorkspace;  // inside the sandbox
   std::vector<std::string> argv;        // the command
+  bool share_network = false;           // --share-net (and /etc/resolv.conf) instead of none
+  std::vector<std::string> read_only_paths;  // absolute host paths bound read-only, same place
 };
 
 // What to start: `argv` names each descriptor by its number in the child, which is 3 + its

@@ -34,6 +34,7 @@ struct ChildArgs {
   char* const* envp;
   int stdin_fd;
   int out_fd;
+  int stdout_fd;  // the child's stdout: out_fd unless ChildSpec::stdout_fd is set
   int pass_fds[kMaxPassFds];
   size_t pass_count;
   int cwd_fd;
@@ -69,13 +70,14 @@ int ChildMain(void* arg) {
   const int base = static_cast<int>(3 + a->pass_count);
   const int in = fcntl(a->stdin_fd, F_DUPFD, base);
   const int out = fcntl(a->out_fd, F_DUPFD, base);
-  if (in < 0 || out < 0) return Fail(a, "dup");
+  const int std_out = fcntl(a->stdout_fd, F_DUPFD, base);
+  if (in < 0 || out < 0 || std_out < 0) return Fail(a, "dup");
   int high[kMaxPassFds];
   for (size_t i = 0; i < a->pass_count; ++i) {
     high[i] = fcntl(a->pass_fds[i], F_DUPFD, base);
     if (high[i] < 0) return Fail(a, "dup");
   }
-  if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) return Fail(a, "dup2");
+  if (dup2(in, 0) < 0 || dup2(std_out, 1) < 0 || dup2(out, 2) < 0) return Fail(a, "dup2");
   for (size_t i = 0; i < a->pass_count; ++i) {
     if (dup2(high[i], static_cast<int>(3 + i)) < 0) return Fail(a, "dup2");
   }
@@ -150,8 +152,9 @@ absl::StatusOr<ChildOutcome> RunChild(const ChildSpec& spec, absl::Time deadline
   args.path = spec.path.c_str();
   args.argv = argv.data();
   args.envp = envp.data();
-  args.stdin_fd = dev_null.get();
+  args.stdin_fd = spec.stdin_fd >= 0 ? spec.stdin_fd : dev_null.get();
   args.out_fd = write_end.get();
+  args.stdout_fd = spec.stdout_fd >= 0 ? spec.stdout_fd : write_end.get();
   args.pass_count = spec.pass_fds.size();
   std::copy(spec.pass_fds.begin(), spec.pass_fds.end(), args.pass_fds);
   args.cwd_fd = spec.cwd_fd;
@@ -212,11 +215,13 @@ absl::StatusOr<ChildOutcome> RunChild(const ChildSpec& spec, absl::Time deadline
     const absl::Time now = absl::Now();
     if (!killed && now >= deadline) end_child(/*timeout=*/true);
     if (killed && now >= drain_until) break;
-    struct pollfd fds[2];
+    struct pollfd fds[3] = {};
     int n = 0;
     if (!eof) fds[n++] = {read_end.get(), POLLIN, 0};
     const int pid_index = n;
     if (!exited && pidfd.valid()) fds[n++] = {pidfd.get(), POLLIN, 0};
+    const int stop_index = n;
+    if (!killed && spec.stop_fd >= 0) fds[n++] = {spec.stop_fd, POLLIN, 0};
     int wait_ms = PollMillis(killed ? drain_until : deadline);
     if (!exited && !pidfd.valid()) wait_ms = std::min(wait_ms, 10);  // no pidfd: poll waitpid
     if (n == 0) {
@@ -237,6 +242,11 @@ absl::StatusOr<ChildOutcome> RunChild(const ChildSpec& spec, absl::Time deadline
         if (got == 0) eof = true;
         break;  // EAGAIN, EINTR or an error: poll again
       }
+    }
+    if (!killed && spec.stop_fd >= 0 && (fds[stop_index].revents & (POLLIN | POLLHUP | POLLERR))) {
+      outcome.stopped = true;
+      if (!exited) kill(pid, SIGKILL);  // not yet reaped, so the pid is still ours
+      end_child(/*timeout=*/false);
     }
     if (!exited) {
       const bool ready = pidfd.valid() ? (fds[pid_index].revents & POLLIN) != 0 : true;

@@ -35,6 +35,14 @@ struct ChildSpec {
   ResourceLimits limits;
   int cgroup_procs_fd = -1;  // when >= 0, the child joins this cgroup ("0" written)
   bool new_session = true;   // setsid(): own session and process group
+  // For a long-lived child that speaks over its stdin and stdout (an MCP stdio server): when
+  // >= 0, its stdin instead of /dev/null and its stdout instead of the capture pipe (stderr is
+  // still captured). Not owned.
+  int stdin_fd = -1;
+  int stdout_fd = -1;
+  // When >= 0: once readable or hung up (its write end written or closed), the child is
+  // killed as at the deadline, but not counted as timed out. Not owned.
+  int stop_fd = -1;
 };
 
 // How a child ended and what it wrote.
@@ -42,16 +50,17 @@ struct ChildOutcome {
   std::string output;         // stdout and stderr interleaved, at most the cap, raw bytes
   uint64_t output_bytes = 0;  // everything it wrote, kept or not
   bool timed_out = false;     // killed at the deadline
+  bool stopped = false;       // killed because ChildSpec::stop_fd became readable
   int exit_code = -1;         // its exit status, or 128 + signal when killed by one
   int signal = 0;             // the signal that ended it, or 0
   absl::Duration elapsed;
 };
 
 // Starts `spec` and reads its output until it exits and the pipe reaches EOF, or until
-// `deadline`, when it is killed with SIGKILL. The pipe is always drained (bytes past
-// `max_output_bytes` are counted and dropped), so a flood never blocks the child. When the
-// child has ended (or was killed), `kill_rest` is called to kill whatever it left behind
-// (its process group, cgroup or pid namespace); then the pipe is drained for at most a
+// `deadline` (or ChildSpec::stop_fd fires), when it is killed with SIGKILL. The pipe is always
+// drained (bytes past `max_output_bytes` are counted and dropped), so a flood never blocks the
+// child. When the child has ended (or was killed), `kill_rest` is called to kill whatever it left
+// behind (its process group, cgroup or pid namespace); then the pipe is drained for at most a
 // second more. Thread-safe: may run in many threads at once. Errors: the child could not be
 // started (RESOURCE_EXHAUSTED for fd or process exhaustion, FAILED_PRECONDITION for a
 // missing or non-executable `path`, INTERNAL otherwise).

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/proto_time.h"
+#include "executor_service/json_schema.h"
 #include "executor_service/output_buffer.h"
 
 namespace rein {
@@ -39,6 +40,8 @@ grpc::Status ExecutorGrpcService::ListTools(grpc::ServerContext* /*context*/,
     out->set_mutating(spec.mutating);
     out->set_origin(spec.origin);
     *out->mutable_default_timeout() = ToProtoDuration(spec.default_timeout);
+    out->set_origin(spec.origin);
+    out->set_schema_hash(SchemaHash(spec.input_schema));
   }
   response->set_executor_id(executor_->options().executor_id);
   response->set_sandbox(executor_->SandboxDescription());
@@ -56,6 +59,7 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
   call.tool = request->tool();
   call.args_json = request->args_json();
   call.max_output_bytes = request->limits().max_output_bytes();
+  call.tool_schema_hash = request->tool_schema_hash();
   call.deadline = DeadlineOf(*context);
   absl::Status status = FromProto(request->limits().timeout(), "limits.timeout", &call.timeout);
 
@@ -77,6 +81,7 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
     }
     response->set_exit_code(result->exit_code);
     response->set_timed_out(result->timed_out);
+    response->set_structured_content_json(SanitizeUtf8(result->structured_content_json));
     *response->mutable_duration() =
         ToProtoDuration(outcome->replayed ? outcome->duration : elapsed);
     response->set_executor_id(outcome->replayed || outcome->outcome_unknown

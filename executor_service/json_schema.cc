@@ -1,9 +1,13 @@
 // A small JSON Schema validator for tool arguments.
 #include "executor_service/json_schema.h"
 
+#include <openssl/sha.h>
+
 #include <cmath>
+#include <set>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -359,6 +363,58 @@ absl::Status CheckSchema(const json& schema, const std::string& where, int depth
 
 absl::Status CheckSupportedSchema(const nlohmann::json& schema, absl::string_view where) {
   return CheckSchema(schema, std::string(where), 0);
+}
+
+std::string UnsupportedSchemaFeature(const nlohmann::json& schema, absl::string_view where) {
+  static const std::set<std::string> kEnforced = {
+      "type",      "required", "properties", "additionalProperties",
+      "items",     "minimum",  "maximum",    "minLength",
+      "maxLength", "minItems", "maxItems",   "enum"};
+  static const std::set<std::string> kAnnotations = {
+      "description", "title",  "default",  "examples",  "$schema",   "$id",
+      "$comment",    "format", "readOnly", "writeOnly", "deprecated"};
+  static const std::set<std::string> kTypes = {"object",  "string", "integer", "number",
+                                               "boolean", "array",  "null"};
+  if (schema.is_boolean() && schema.get<bool>()) return "";
+  if (!schema.is_object()) return absl::StrCat(where, ": a schema must be an object");
+  for (const auto& [key, value] : schema.items()) {
+    if (kAnnotations.count(key) != 0) continue;
+    if (kEnforced.count(key) == 0) {
+      return absl::StrCat(where, ": keyword \"", key, "\" is not supported by the validator");
+    }
+    if (key == "type" && (!value.is_string() || kTypes.count(value.get<std::string>()) == 0)) {
+      return absl::StrCat(where, ".type: only one type name is supported, got ", value.dump());
+    }
+  }
+  auto properties = schema.find("properties");
+  if (properties != schema.end()) {
+    if (!properties->is_object()) return absl::StrCat(where, ".properties: must be an object");
+    for (const auto& [name, sub] : properties->items()) {
+      std::string found = UnsupportedSchemaFeature(sub, absl::StrCat(where, ".properties.", name));
+      if (!found.empty()) return found;
+    }
+  }
+  auto items = schema.find("items");
+  if (items != schema.end()) {
+    std::string found = UnsupportedSchemaFeature(*items, absl::StrCat(where, ".items"));
+    if (!found.empty()) return found;
+  }
+  auto extra = schema.find("additionalProperties");
+  if (extra != schema.end() && !extra->is_boolean()) {
+    std::string found =
+        UnsupportedSchemaFeature(*extra, absl::StrCat(where, ".additionalProperties"));
+    if (!found.empty()) return found;
+  }
+  return "";
+}
+
+std::string SchemaHash(const nlohmann::json& schema) {
+  // nlohmann::json keeps object keys sorted, so dump() is canonical.
+  const std::string text = schema.dump();
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  return absl::StrCat("sha256:", absl::BytesToHexString(absl::string_view(
+                                     reinterpret_cast<const char*>(digest), sizeof(digest))));
 }
 
 }  // namespace rein

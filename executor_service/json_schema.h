@@ -43,6 +43,18 @@ nlohmann::json ApplyDefaults(const nlohmann::json& schema, nlohmann::json value)
 // "input_schema.properties.path: unsupported keyword \"pattern\"". `where` names the schema.
 absl::Status CheckSupportedSchema(const nlohmann::json& schema,
                                   absl::string_view where = "input_schema");
+// What in `schema` ValidateJson would not enforce: a validation keyword it lacks (anyOf,
+// pattern, $ref, ...) or a "type" that is not one supported type name, as
+// "<where>: <what>"; "" when every keyword is enforced or a known annotation (description,
+// title, default, examples, $schema, $id, $comment, format, readOnly, writeOnly,
+// deprecated). A tool from outside (an MCP server) with such a schema is refused rather than
+// validated loosely.
+std::string UnsupportedSchemaFeature(const nlohmann::json& schema,
+                                     absl::string_view where = "inputSchema");
+
+// "sha256:<hex>" of `schema` serialized canonically (object keys sorted, no white space): what
+// a run pins for each tool.
+std::string SchemaHash(const nlohmann::json& schema);
 
 }  // namespace rein
 

@@ -61,6 +61,11 @@ ABSL_FLAG(absl::Duration, journal_liveness_timeout, absl::Seconds(5),
           "An executor whose journal heartbeat (touched every second) is older than this is "
           "dead: its unfinished mutating calls are answered \"outcome unknown\"; at least 3s");
 
+// MCP servers (see executor_service/MCP.md).
+ABSL_FLAG(std::string, mcp_config, "",
+          "A JSON file of MCP servers whose tools the executor offers (see MCP.md); a bad "
+          "file or a server that cannot be listed refuses start");
+
 namespace {
 
 [[noreturn]] void Die(const std::string& message) {
@@ -132,6 +137,7 @@ int main(int argc, char** argv) {
   options.workspace_root = absl::GetFlag(FLAGS_workspace_root);
   options.executor_id = absl::GetFlag(FLAGS_executor_id);
   options.tools_dir = absl::GetFlag(FLAGS_tools_dir);
+  options.mcp_config = absl::GetFlag(FLAGS_mcp_config);
   rein::SandboxOptions& sandbox = options.sandbox;
   absl::StatusOr<rein::SandboxMode> mode = rein::ParseSandboxMode(absl::GetFlag(FLAGS_sandbox));
   if (!mode.ok()) Die(absl::StrCat("--sandbox ", mode.status().message()));

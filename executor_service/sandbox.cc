@@ -246,7 +246,7 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
     if (!created.ok()) return created.status();
     cgroup = *std::move(created);
   }
-  absl::StatusOr<UniqueFd> seccomp = SandboxSeccompProgramFd();
+  absl::StatusOr<UniqueFd> seccomp = SandboxSeccompProgramFd(request.share_network);
   if (!seccomp.ok()) return seccomp.status();
   int status_fds[2];
   if (pipe2(status_fds, O_CLOEXEC) != 0) return Errno("pipe");
@@ -276,6 +276,8 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   }
   command.cwd = cwd;
   command.argv = request.argv;
+  command.share_network = request.share_network;
+  command.read_only_paths = request.read_only_paths;
   BwrapInvocation invocation = BuildBwrapInvocation(static_args_, command);
 
   ChildSpec spec;
@@ -283,9 +285,13 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   spec.argv = std::move(invocation.argv);
   spec.pass_fds = std::move(invocation.pass_fds);
   spec.env = Environment(kSandboxWorkspace);
+  spec.env.insert(spec.env.end(), request.env.begin(), request.env.end());
   spec.limits = options_.limits;
   spec.cgroup_procs_fd = cgroup ? cgroup->procs_fd() : -1;
   spec.new_session = true;
+  spec.stdin_fd = request.stdin_fd;
+  spec.stdout_fd = request.stdout_fd;
+  spec.stop_fd = request.stop_fd;
 
   std::string status;
   absl::StatusOr<ChildOutcome> child =
@@ -330,8 +336,12 @@ absl::StatusOr<CommandOutcome> Sandbox::RunUnsandboxed(const Workspace& workspac
   }
   spec.argv = request.argv;
   spec.env = Environment(workspace_path);
+  spec.env.insert(spec.env.end(), request.env.begin(), request.env.end());
   spec.cwd_fd = dir->get();
   spec.limits = options_.limits;
+  spec.stdin_fd = request.stdin_fd;
+  spec.stdout_fd = request.stdout_fd;
+  spec.stop_fd = request.stop_fd;
   std::unique_ptr<PidsCgroup> cgroup;
   if (cgroups_) {
     absl::StatusOr<std::unique_ptr<PidsCgroup>> created = cgroups_->Create(options_.max_pids);

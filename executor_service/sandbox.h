@@ -64,6 +64,14 @@ struct CommandRequest {
   std::string cwd;                // workspace-relative; "" = the workspace
   absl::Time deadline = absl::InfiniteFuture();
   size_t max_output_bytes = 1 << 20;
+  // For a long-lived server that speaks over stdin and stdout (an MCP stdio server); see
+  // ChildSpec. Not owned; -1 = none.
+  int stdin_fd = -1;
+  int stdout_fd = -1;
+  int stop_fd = -1;
+  bool share_network = false;                // keep the host's network (granted per server)
+  std::vector<std::string> read_only_paths;  // absolute host paths bound read-only, same place
+  std::vector<std::string> env;              // "NAME=value", added to the environment
 };
 
 // How a command went.

@@ -30,7 +30,7 @@ absl::Status Failed(absl::string_view what, int rc) {
 }
 
 // Builds the program (see the header) and returns its classic BPF instructions.
-absl::StatusOr<std::vector<struct sock_filter>> Build() {
+absl::StatusOr<std::vector<struct sock_filter>> Build(bool allow_network) {
   // Everything not named below is allowed.
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   if (ctx == nullptr) return absl::InternalError("seccomp: seccomp_init failed");
@@ -93,8 +93,23 @@ absl::StatusOr<std::vector<struct sock_filter>> Build() {
     if (rc != 0) return Failed("ioctl rule", rc);
   }
   // socket(domain, ...): only AF_UNIX.
-  rc = seccomp_rule_add(ctx, kDeny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
-  if (rc != 0) return Failed("socket rule", rc);
+  if (!allow_network) {
+    rc = seccomp_rule_add(ctx, kDeny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+    if (rc != 0) return Failed("socket rule", rc);
+  } else {
+    // AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK (1, 2, 10, 16): every other domain is denied,
+    // one rule per gap (all 64 bits compared).
+    static_assert(AF_UNIX == 1 && AF_INET == 2 && AF_INET6 == 10 && AF_NETLINK == 16);
+    rc = seccomp_rule_add(ctx, kDeny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_LT, AF_UNIX));
+    if (rc == 0) {
+      rc = seccomp_rule_add(ctx, kDeny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_GT, AF_NETLINK));
+    }
+    for (scmp_datum_t domain = 3; rc == 0 && domain < AF_NETLINK; ++domain) {
+      if (domain == AF_INET6) continue;
+      rc = seccomp_rule_add(ctx, kDeny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, domain));
+    }
+    if (rc != 0) return Failed("socket rule", rc);
+  }
 
   // libseccomp 2.5 exports to a descriptor only: through a memfd into memory.
   UniqueFd memfd(memfd_create("rein-seccomp", MFD_CLOEXEC));
@@ -113,14 +128,18 @@ absl::StatusOr<std::vector<struct sock_filter>> Build() {
 
 }  // namespace
 
-const absl::StatusOr<std::vector<struct sock_filter>>& SandboxSeccompProgram() {
-  // Built once: the policy never changes while the executor runs.
-  static const auto* const program = new absl::StatusOr<std::vector<struct sock_filter>>(Build());
-  return *program;
+const absl::StatusOr<std::vector<struct sock_filter>>& SandboxSeccompProgram(bool allow_network) {
+  // Built once each: the policy never changes while the executor runs.
+  static const auto* const program =
+      new absl::StatusOr<std::vector<struct sock_filter>>(Build(/*allow_network=*/false));
+  static const auto* const networked =
+      new absl::StatusOr<std::vector<struct sock_filter>>(Build(/*allow_network=*/true));
+  return allow_network ? *networked : *program;
 }
 
-absl::StatusOr<UniqueFd> SandboxSeccompProgramFd() {
-  const absl::StatusOr<std::vector<struct sock_filter>>& program = SandboxSeccompProgram();
+absl::StatusOr<UniqueFd> SandboxSeccompProgramFd(bool allow_network) {
+  const absl::StatusOr<std::vector<struct sock_filter>>& program =
+      SandboxSeccompProgram(allow_network);
   if (!program.ok()) return program.status();
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {

@@ -23,11 +23,14 @@ namespace rein {
 //    (their arguments are in memory the filter cannot read; libc falls back to clone and
 //    openat);
 //  - allows everything else.
+// With `allow_network` (only for an MCP server the operator granted the network), socket()
+// of AF_INET, AF_INET6 and AF_NETLINK is allowed too; every other domain still fails.
 // Built with libseccomp once per process; INTERNAL when libseccomp fails.
-const absl::StatusOr<std::vector<struct sock_filter>>& SandboxSeccompProgram();
+const absl::StatusOr<std::vector<struct sock_filter>>& SandboxSeccompProgram(
+    bool allow_network = false);
 
 // The program in a pipe (read end returned, close-on-exec), ready for bwrap --seccomp FD.
-absl::StatusOr<UniqueFd> SandboxSeccompProgramFd();
+absl::StatusOr<UniqueFd> SandboxSeccompProgramFd(bool allow_network = false);
 
 }  // namespace rein
 

@@ -35,8 +35,10 @@ const std::string kKilled = "signal " + std::to_string(SIGSYS);
 
 class SeccompFilterTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    absl::StatusOr<UniqueFd> fd = SandboxSeccompProgramFd();
+  void SetUp() override { Load(/*allow_network=*/false); }
+
+  void Load(bool allow_network) {
+    absl::StatusOr<UniqueFd> fd = SandboxSeccompProgramFd(allow_network);
     ASSERT_TRUE(fd.ok()) << fd.status();
     std::string bytes;
     char buf[4096];
@@ -117,6 +119,17 @@ TEST_F(SeccompFilterTest, SocketsOtherThanUnixFailWithEperm) {
   for (int domain : {AF_INET, AF_INET6, AF_NETLINK, AF_PACKET, AF_VSOCK}) {
     EXPECT_EQ(Run([domain] { return socket(domain, SOCK_DGRAM, 0); }), kEperm) << domain;
   }
+}
+
+TEST_F(SeccompFilterTest, NetworkGrantAllowsInetSocketsOnly) {
+  Load(/*allow_network=*/true);
+  for (int domain : {AF_UNIX, AF_INET, AF_INET6}) {
+    EXPECT_EQ(Run([domain] { return socket(domain, SOCK_DGRAM, 0); }), kOk) << domain;
+  }
+  for (int domain : {AF_PACKET, AF_VSOCK, 0, 3, 64}) {
+    EXPECT_EQ(Run([domain] { return socket(domain, SOCK_DGRAM, 0); }), kEperm) << domain;
+  }
+  EXPECT_EQ(Run([] { return syscall(SYS_socket, 0x100000002L, SOCK_DGRAM, 0); }), kEperm);
 }
 
 TEST_F(SeccompFilterTest, TiocstiAndTioclinuxFailWhateverTheHighBits) {

@@ -39,6 +39,10 @@ struct ToolResult {
   std::string error_message;
   int exit_code = 0;
   bool timed_out = false;
+  std::string structured_content_json;  // an MCP tool's structuredContent, "" when none
+  // A mutating call that may or may not have taken effect (its MCP server died mid-call): the
+  // executor answers with an RPC error (UNKNOWN), so the router pauses the run for RECOVERY.
+  bool outcome_unknown = false;
 
   // A failed call with the status's code name and message.
   static ToolResult Failure(const absl::Status& status);

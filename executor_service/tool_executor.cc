@@ -10,6 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "executor_service/declared_tool.h"
 #include "executor_service/json_schema.h"
+#include "executor_service/mcp/mcp_config.h"
+#include "executor_service/mcp/mcp_tool.h"
 
 namespace rein {
 namespace {
@@ -51,6 +53,15 @@ absl::StatusOr<std::unique_ptr<ToolExecutor>> ToolExecutor::Create(const Executo
   journal_options.executor_id = options.executor_id;
   absl::StatusOr<std::unique_ptr<CallJournal>> journal = CallJournal::Open(journal_options);
   if (!journal.ok()) return journal.status();
+  if (!options.mcp_config.empty()) {
+    absl::StatusOr<McpConfig> mcp = LoadMcpConfig(options.mcp_config);
+    if (!mcp.ok()) return mcp.status();
+    registered = RegisterMcpTools(*mcp, sandbox->get(), registry.get());
+    if (!registered.ok()) {
+      return absl::Status(registered.code(), absl::StrCat("mcp_config ", options.mcp_config, ": ",
+                                                          registered.message()));
+    }
+  }
   return std::make_unique<ToolExecutor>(options, *std::move(root), *std::move(sandbox),
                                         std::move(registry), *std::move(journal));
 }
@@ -67,6 +78,9 @@ ToolExecutor::ToolExecutor(ExecutorOptions options, std::unique_ptr<WorkspaceRoo
 std::vector<ToolSpec> ToolExecutor::ListTools() const {
   std::vector<ToolSpec> specs;
   for (const Tool* tool : registry_->tools()) specs.push_back(tool->spec());
+  for (ToolSpec& spec : specs) {
+    if (spec.origin.empty()) spec.origin = "builtin";
+  }
   return specs;
 }
 
@@ -113,8 +127,19 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::Run(const ExecuteCall& call, bool j
     return absl::InvalidArgumentError("limits.max_output_bytes: must not be negative");
   }
 
-  // The arguments are checked before anything touches the workspace.
   const ToolSpec& spec = tool->spec();
+  // A run sees the tools it started with: a schema changed since is not silently used.
+  if (!call.tool_schema_hash.empty()) {
+    const std::string now = SchemaHash(spec.input_schema);
+    if (now != call.tool_schema_hash) {
+      return ToolResult::Failure(
+          "FAILED_PRECONDITION",
+          absl::StrCat("the schema of tool ", spec.name, " changed since the run started (pinned ",
+                       call.tool_schema_hash.substr(0, 80), ", now ", now,
+                       "); start a new run to use it"));
+    }
+  }
+  // The arguments are checked before anything touches the workspace.
   absl::StatusOr<nlohmann::json> args =
       ParseUntrustedJson(call.args_json.empty() ? "{}" : call.args_json, "args_json");
   if (!args.ok()) return FailedOutcome(args.status());
@@ -144,7 +169,9 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::Run(const ExecuteCall& call, bool j
       case JournalVerdict::Kind::kReplay: {
         ExecuteOutcome outcome;
         outcome.result = std::move(verdict->reply.result);
-        outcome.replayed = true;
+        // A call recorded as of unknown outcome stays unknown, never a replayed failure.
+        outcome.outcome_unknown = outcome.result.error_code == "OUTCOME_UNKNOWN";
+        outcome.replayed = !outcome.outcome_unknown;
         outcome.executor_id = verdict->reply.executor_id;
         outcome.duration = verdict->reply.duration;
         return outcome;
@@ -204,8 +231,14 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::RunClaimed(const ExecuteCall& call,
   ExecuteOutcome outcome;
   try {
     outcome.result = tool.Execute(context, full_args);
-    if ((spec.mutating || spec.spawns_process) &&
-        sandbox_->state() == Sandbox::State::kUnsandboxed) {
+    if (outcome.result.outcome_unknown) {
+      // The tool cannot tell whether the call took effect (an MCP server died mid-call):
+      // recorded as such, so a repeat of this call_id is answered "unknown" too.
+      outcome.result = ToolResult::Failure("OUTCOME_UNKNOWN", outcome.result.error_message);
+      outcome.result.outcome_unknown = true;
+      outcome.outcome_unknown = true;
+    } else if ((spec.mutating || spec.spawns_process) &&
+               sandbox_->state() == Sandbox::State::kUnsandboxed) {
       ToolResult& result = outcome.result;
       if (!result.output.empty() && result.output.back() != '\n') result.output.push_back('\n');
       absl::StrAppend(&result.output, kUnsandboxedNote, "\n");

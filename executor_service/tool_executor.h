@@ -27,6 +27,7 @@ struct ExecutorOptions {
   // The call journal under workspace_root (--journal_retention, ...); workspace_root and
   // executor_id are filled from the fields above.
   CallJournalOptions journal;
+  std::string mcp_config;      // --mcp_config: a JSON file of MCP servers ("" = none)
 };
 
 // The note every reply of a mutating tool carries when the executor runs unsandboxed.
@@ -56,6 +57,7 @@ struct ExecuteCall {
   absl::Duration timeout = absl::ZeroDuration();  // 0 = the tool's default_timeout
   int64_t max_output_bytes = 0;                   // 0 = kDefaultMaxOutputBytes
   absl::Time deadline = absl::InfiniteFuture();   // the caller's own deadline
+  std::string tool_schema_hash;  // the hash the run pinned ("" = none); see SchemaHash
 };
 
 // Longest call_id / run_id accepted.
@@ -95,7 +97,10 @@ class ToolExecutor {
   // a missing workspace (NOT_FOUND), a path outside the workspace (PERMISSION_DENIED) and a
   // deadline (TIMEOUT), is a ToolResult with ok=false; so is a mutating tool while the
   // sandbox is unavailable (FAILED_PRECONDITION, saying why and how to fix it).
-  // RESOURCE_EXHAUSTED when a command would pass --max_concurrent.
+  // RESOURCE_EXHAUSTED when a command would pass --max_concurrent. A call whose
+  // tool_schema_hash differs from the tool's schema now fails (FAILED_PRECONDITION, "the
+  // schema of tool X changed since the run started") before anything runs. UNKNOWN when a
+  // mutating call may or may not have taken effect (ToolResult::outcome_unknown).
   absl::StatusOr<ToolResult> Execute(const ExecuteCall& call) const;
 
   // Execute, made idempotent on call_id for every mutating tool through the call journal

@@ -507,6 +507,10 @@ Effect StageRouter::NextEffect(const Run& run, absl::Time now) const {
       req.set_workspace(spec.workspace());
       req.set_tool(st.pending_call().tool());
       req.set_args_json(st.pending_call().args_json());
+      // The schema the run pinned at INITIALIZING: the executor refuses a changed tool.
+      if (const ToolSpec* tool = FindTool(st, st.pending_call().tool())) {
+        req.set_tool_schema_hash(tool->schema_hash());
+      }
       *req.mutable_limits()->mutable_timeout() =
           ToProtoDuration(std::max(absl::ZeroDuration(), effect.deadline - now));
       break;

@@ -25,6 +25,7 @@ const absl::Time kStart = absl::FromUnixSeconds(1700000000);
 std::vector<rein::v1::ToolSpec> KnownTools() {
   std::vector<rein::v1::ToolSpec> tools(3);
   tools[0].set_name("list_files");
+  tools[0].set_schema_hash("sha256:list-files-schema");
   tools[1].set_name("read_file");
   tools[2].set_name("write_file");
   tools[2].set_mutating(true);
@@ -177,6 +178,8 @@ TEST(StageRouterTest, FullRunFinishesWithGoalAchieved) {
   ASSERT_EQ(exec.kind, Effect::Kind::kExecute);
   EXPECT_EQ(exec.execute.call_id(), "r1-1");
   EXPECT_EQ(exec.execute.tool(), "list_files");
+  // The schema hash the run pinned at INITIALIZING goes with every call.
+  EXPECT_EQ(exec.execute.tool_schema_hash(), "sha256:list-files-schema");
   h.Execute(ExecReply(true, "a.txt"));
   EXPECT_EQ(h.stage(), rein::v1::EVALUATING);
   EXPECT_EQ(h.state().latest_observation(), "a.txt");

@@ -1,0 +1,55 @@
+// The --mcp_config file: which MCP servers the executor offers tools from, and how.
+#ifndef REIN_EXECUTOR_SERVICE_MCP_MCP_CONFIG_H_
+#define REIN_EXECUTOR_SERVICE_MCP_MCP_CONFIG_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace rein {
+
+// One MCP server (see executor_service/MCP.md for the file format).
+struct McpServerConfig {
+  enum class Transport { kStdio, kHttp };
+  std::string name;  // ^[a-zA-Z0-9-]{1,32}$: the prefix of its tools' names
+  Transport transport = Transport::kStdio;
+  // stdio: the server's command, started in the sandbox with the call's workspace at
+  // /workspace (its working directory).
+  std::vector<std::string> command;
+  // NAME -> value; values read from files are secrets (see `secrets`).
+  std::vector<std::pair<std::string, std::string>> env;
+  std::vector<std::string> read_only_paths;  // host paths the server reads (its installation)
+  bool network = false;                      // stdio: keep the host's network
+  // http: the endpoint, and the bearer token read from token_file ("" = none).
+  std::string url;
+  std::string token;
+  // Per tool (the server's own name): true/false overrides readOnlyHint.
+  std::map<std::string, bool> mutating;
+  absl::Duration timeout = absl::Seconds(60);          // a call's default timeout
+  absl::Duration startup_timeout = absl::Seconds(30);  // start, initialize and tools/list
+  // Every value read from a file (token, env files): never logged, shown or returned.
+  std::vector<std::string> secrets;
+};
+
+struct McpConfig {
+  std::vector<McpServerConfig> servers;
+};
+
+// Parses the JSON text of a config file; paths relative to `base_dir` (the file's directory).
+// INVALID_ARGUMENT naming the field and the problem.
+absl::StatusOr<McpConfig> ParseMcpConfig(absl::string_view text, absl::string_view base_dir);
+
+// Reads and parses `path`. Errors start with the path.
+absl::StatusOr<McpConfig> LoadMcpConfig(const std::string& path);
+
+// Replaces every secret of `server` that occurs in `text` with "[redacted]".
+std::string RedactSecrets(const McpServerConfig& server, std::string text);
+
+}  // namespace rein
+
+#endif  // REIN_EXECUTOR_SERVICE_MCP_MCP_CONFIG_H_

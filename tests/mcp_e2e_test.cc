@@ -1,0 +1,169 @@
+// MCP tools end to end: the three real services, the executor under bubblewrap with
+// --mcp_config, the scripted planner calling a read-only and a mutating MCP tool.
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/cluster.h"
+
+namespace rein::testing {
+namespace {
+
+constexpr const char* kScript = R"({
+  "plan": [{"when": {"completed_contains": "write"}, "reply": {"goalAchieved": true}},
+           {"reply": {"subtasks": [
+             {"id": "read", "description": "echo", "allowedTools": ["fake__echo"]},
+             {"id": "write", "description": "note", "allowedTools": ["fake__write_note"]}]}}],
+  "decide": [{"when": {"subtask": "read"}, "reply": {"toolCall": {"tool": "fake__echo", "args": {"message": "hi"}}}},
+             {"when": {"subtask": "write"}, "reply": {"toolCall": {"tool": "fake__write_note", "args": {"message": "from rein"}}}}],
+  "evaluate": [{"when": {"action_ok": true}, "reply": {"status": "COMPLETED", "summary": "${observation}"}},
+               {"reply": {"status": "FAILED", "summary": "${observation}"}}]
+})";
+
+// One mutating call whose server dies mid-call.
+constexpr const char* kCrashScript = R"({
+  "plan": [{"reply": {"subtasks": [{"id": "crash", "description": "crash", "allowedTools": ["fake__crash"]}]}}],
+  "decide": [{"reply": {"toolCall": {"tool": "fake__crash", "args": {}}}}],
+  "evaluate": [{"reply": {"status": "FAILED", "summary": "${observation}"}}]
+})";
+
+std::string RealPath(const std::string& path) {
+  char* real = realpath(path.c_str(), nullptr);
+  std::string out = real != nullptr ? real : path;
+  free(real);
+  return out;
+}
+
+class McpEndToEndTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = absl::StrCat(getenv("TEST_TMPDIR"), "/",
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    mkdir(dir_.c_str(), 0755);
+    mkdir((dir_ + "/workspaces").c_str(), 0755);
+    ws_ = dir_ + "/workspaces/repo";
+    mkdir(ws_.c_str(), 0777);
+    chmod(ws_.c_str(), 0777);  // the sandbox's uid writes here
+    const std::string server =
+        RealPath(RunfilePath("executor_service/mcp/testing/fake_mcp_server.js"));
+    const std::string config = dir_ + "/mcp.json";
+    std::ofstream(config) << absl::StrCat(
+        R"({"servers": [{"name": "fake", "transport": "stdio", "command": ["node", ")", server,
+        R"("], "read_only_paths": [")", server.substr(0, server.rfind('/')),
+        R"("], "tools": {"crash": {"mutating": true}}}]})");
+    Cluster::Options options;
+    options.dir = dir_;
+    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    options.script_json = absl::StrContains(test, "Recovery") ? kCrashScript : kScript;
+    options.executor_flags = {"--sandbox=bwrap", "--mcp_config=" + config};
+    cluster_ = std::make_unique<Cluster>(options);
+    ASSERT_TRUE(cluster_->Start()) << cluster_->Logs();
+  }
+
+  rein::v1::RunSpec Spec() {
+    rein::v1::RunSpec spec;
+    spec.set_goal("echo, then leave a note");
+    spec.set_workspace("repo");
+    spec.add_tools("fake__echo");
+    spec.add_tools("fake__write_note");
+    spec.mutable_limits()->mutable_deadline()->set_seconds(120);
+    return spec;
+  }
+
+  absl::StatusOr<rein::v1::Run> Approve(const rein::v1::Run& run) {
+    rein::v1::ResumeRunRequest request;
+    request.set_run_id(run.run_id());
+    request.set_expected_version(run.state().version());
+    request.mutable_review()->mutable_approve();
+    rein::v1::Run out;
+    grpc::ClientContext context;
+    grpc::Status status = cluster_->router()->ResumeRun(&context, request, &out);
+    if (!status.ok()) return absl::InternalError(status.error_message());
+    return out;
+  }
+
+  std::string dir_, ws_;
+  std::unique_ptr<Cluster> cluster_;
+};
+
+TEST_F(McpEndToEndTest, RunCallsMcpToolsAndPausesBeforeTheMutatingOne) {
+  rein::v1::RunSpec spec = Spec();
+  spec.add_pause_points(rein::v1::BEFORE_MUTATING_TOOL);
+  absl::StatusOr<rein::v1::Run> run = cluster_->StartRun(spec);
+  ASSERT_TRUE(run.ok()) << run.status();
+  absl::StatusOr<rein::v1::Run> paused =
+      cluster_->WaitForStage(run->run_id(), rein::v1::PAUSED, absl::Seconds(60));
+  ASSERT_TRUE(paused.ok());
+  ASSERT_EQ(paused->state().stage(), rein::v1::PAUSED) << cluster_->Logs();
+  EXPECT_EQ(paused->state().pause().point(), rein::v1::BEFORE_MUTATING_TOOL);
+  EXPECT_EQ(paused->state().pause().pending_call().tool(), "fake__write_note");
+  // The run pinned its tools with their schema hashes at start.
+  for (const rein::v1::ToolSpec& tool : paused->state().tools()) {
+    EXPECT_TRUE(absl::StartsWith(tool.schema_hash(), "sha256:")) << tool.DebugString();
+    EXPECT_EQ(tool.origin(), "mcp:fake");
+  }
+  struct stat st;
+  EXPECT_NE(stat((ws_ + "/note.txt").c_str(), &st), 0);  // nothing written before review
+  ASSERT_TRUE(Approve(*paused).ok());
+  std::vector<rein::v1::RunEvent> events;
+  ASSERT_TRUE(cluster_->Watch(run->run_id(), 0, absl::Seconds(60), &events).ok());
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED)
+      << events.back().DebugString() << cluster_->Logs();
+  std::vector<std::string> results;
+  for (const rein::v1::RunEvent& event : events) {
+    if (event.has_tool_result()) {
+      const rein::v1::Action& action = event.tool_result().action();
+      results.push_back(absl::StrCat(action.tool(), " ", action.ok(), " ", action.observation()));
+    }
+  }
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0], "fake__echo 1 echo: hi");
+  EXPECT_EQ(results[1], "fake__write_note 1 wrote note.txt");
+  EXPECT_EQ(ReadFile(ws_ + "/note.txt"), "from rein");
+}
+
+TEST_F(McpEndToEndTest, ToolChangedMidRunIsAFailedCallNotASilentChange) {
+  rein::v1::RunSpec spec = Spec();
+  spec.add_pause_points(rein::v1::BEFORE_TOOL);
+  absl::StatusOr<rein::v1::Run> run = cluster_->StartRun(spec);
+  ASSERT_TRUE(run.ok()) << run.status();
+  absl::StatusOr<rein::v1::Run> paused =
+      cluster_->WaitForStage(run->run_id(), rein::v1::PAUSED, absl::Seconds(60));
+  ASSERT_TRUE(paused.ok());
+  ASSERT_EQ(paused->state().pause().pending_call().tool(), "fake__echo") << cluster_->Logs();
+  // The server's tools change while the run waits (it also sends list_changed).
+  std::ofstream(ws_ + "/.schema_v2") << "";
+  ASSERT_TRUE(Approve(*paused).ok());
+  absl::StatusOr<rein::v1::Run> next =
+      cluster_->WaitForStage(run->run_id(), rein::v1::PAUSED, absl::Seconds(60));
+  ASSERT_TRUE(next.ok());
+  ASSERT_GT(next->state().recent_actions_size(), 0) << next->DebugString();
+  const rein::v1::Action& action = next->state().recent_actions(0);
+  EXPECT_EQ(action.tool(), "fake__echo");
+  EXPECT_FALSE(action.ok());
+  EXPECT_TRUE(absl::StrContains(action.error(), "schema of tool fake__echo changed"))
+      << action.DebugString();
+}
+
+TEST_F(McpEndToEndTest, ServerDyingDuringAMutatingCallPausesForRecovery) {
+  rein::v1::RunSpec spec = Spec();
+  spec.add_tools("fake__crash");
+  absl::StatusOr<rein::v1::Run> run = cluster_->StartRun(spec);
+  ASSERT_TRUE(run.ok()) << run.status();
+  absl::StatusOr<rein::v1::Run> paused =
+      cluster_->WaitForStage(run->run_id(), rein::v1::PAUSED, absl::Seconds(60));
+  ASSERT_TRUE(paused.ok());
+  ASSERT_EQ(paused->state().stage(), rein::v1::PAUSED) << cluster_->Logs();
+  EXPECT_EQ(paused->state().pause().reason(), rein::v1::RECOVERY) << paused->DebugString();
+  EXPECT_EQ(paused->state().pause().pending_call().tool(), "fake__crash");
+}
+
+}  // namespace
+}  // namespace rein::testing
