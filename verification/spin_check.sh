@@ -13,7 +13,8 @@ WORK="${TEST_TMPDIR:-$(mktemp -d)}/spin"
 CC="${CC:-cc}"
 LTL=(terminal_stays comes_to_rest cancel_ends)
 # Limits: max_iterations, retry_budget, stagnation_window, deadline ticks,
-# max_consecutive_tool_failures.
+# max_consecutive_tool_failures. The first configuration gets every check; the larger second
+# one the safety check (all the assertions) only, to keep the test near a minute.
 CONFIGS=(
   "-DM=3 -DR=1 -DW=2 -DD=2 -DF=2"
   "-DM=4 -DR=2 -DW=3 -DD=1 -DF=2"
@@ -21,9 +22,10 @@ CONFIGS=(
 
 command -v spin >/dev/null || { echo "spin is not installed (./dev setup installs it)"; exit 1; }
 
-# prepare DIR DEFINES [MODEL]: spin -a and compile pan (safety) and panl (LTL) in DIR.
+# prepare DIR DEFINES MODEL [ltl]: spin -a and compile pan (safety) and, with "ltl", panl
+# (the LTL claims) in DIR.
 prepare() {
-  local dir="$1" defines="$2" model="${3:-$SRC/stage_router.pml}"
+  local dir="$1" defines="$2" model="$3" ltl="${4:-}"
   rm -rf "$dir" && mkdir -p "$dir"
   cp "$model" "$dir/stage_router.pml"
   "$SRC/gen_table.sh" "$SRC/transitions.txt" >"$dir/table.pml"
@@ -34,7 +36,7 @@ prepare() {
     [ -f pan.c ] || { cat spin.out; exit 1; }
     # -O0: pan.c is large and the search short, so compiling is the slow part.
     "$CC" -O0 -w -DSAFETY -DNOCLAIM -o pan pan.c
-    "$CC" -O0 -w -o panl pan.c
+    if [ -n "$ltl" ]; then "$CC" -O0 -w -o panl pan.c; fi
   )
 }
 
@@ -42,7 +44,9 @@ prepare() {
 clean() {
   local out="$1"
   grep -q "errors: 0" "$out" || return 1
-  ! grep -qE "assertion violated|invalid end state|acceptance cycle|max search depth too small|Search not completed" "$out"
+  # pan reports each error as "pan:N: <what>" (assertion violated, invalid end state,
+  # acceptance cycle); a search cut short by the depth limit is not a proof either.
+  ! grep -qE "^pan:[0-9]+: |max search depth too small|Search not completed" "$out"
 }
 
 # summary OUTPUT: states stored, depth, time.
@@ -59,8 +63,13 @@ n=0
 for defines in "${CONFIGS[@]}"; do
   n=$((n + 1))
   dir="$WORK/config$n"
-  prepare "$dir" "$defines"
-  runs=("safety" "${LTL[@]}")
+  runs=("safety")
+  ltl=""
+  if [ "$n" -eq 1 ]; then
+    runs+=("${LTL[@]}")
+    ltl=ltl
+  fi
+  prepare "$dir" "$defines" "$SRC/stage_router.pml" "$ltl"
   for check in "${runs[@]}"; do
     out="$dir/$check.out"
     if [ "$check" = safety ]; then
