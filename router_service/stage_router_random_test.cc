@@ -333,6 +333,18 @@ class RandomRun {
     return usage;
   }
 
+  // A file_info reply for the run's workspace: there, or gone (the executor's NOT_FOUND).
+  rein::v1::ExecuteResponse WorkspaceReply(bool there) {
+    rein::v1::ExecuteResponse reply;
+    reply.set_ok(there);
+    if (!there) {
+      reply.mutable_error()->set_code("NOT_FOUND");
+      reply.mutable_error()->set_message(absl::StrCat("workspace \"", spec_.workspace(),
+                                                      "\" does not exist or is not a directory"));
+    }
+    return reply;
+  }
+
   std::string Notes() { return Pick(4) == 0 ? "a note" : ""; }
 
   // A call is made: before its reply, a cancel, a clock jump or a restart may come.
@@ -379,7 +391,9 @@ class RandomRun {
         }
         rein::v1::ListToolsResponse tools;
         for (const auto& tool : KnownTools()) *tools.add_tools() = tool;
-        Apply(router_.OnTools(run_, tools, std::nullopt, now), "tools_ok");
+        std::optional<absl::StatusOr<rein::v1::ExecuteResponse>> workspace;
+        if (Pick(4) == 0) workspace = WorkspaceReply(Pick(5) != 0);  // the workspace check
+        Apply(router_.OnTools(run_, tools, workspace, now), "tools_ok");
         return;
       }
       case Effect::Kind::kPlan: {
@@ -458,14 +472,15 @@ class RandomRun {
           clock_.Advance(kBackoff);  // the driver backs off after any error
           return;
         }
-        rein::v1::ExecuteResponse reply;
         const bool ok = kind >= 6;
+        // A failed call: a missing file, now and then the workspace gone under the run.
+        rein::v1::ExecuteResponse reply = WorkspaceReply(ok || Pick(30) != 0);
         reply.set_ok(ok);
-        reply.set_output(Pick(2) ? "x" : "y");
-        if (!ok) {
+        if (!ok && reply.error().code().empty()) {
           reply.mutable_error()->set_code("NOT_FOUND");
           reply.mutable_error()->set_message("no such file");
         }
+        reply.set_output(Pick(2) ? "x" : "y");
         return Apply(router_.OnExecute(run_, reply, now), ok ? "exec_ok" : "exec_failed");
       }
       case Effect::Kind::kEvaluate: {
