@@ -99,9 +99,9 @@ class RandomRun {
     const auto& l = spec_.limits();
     max_iterations_ = l.max_iterations();
     budget_ = l.retry_budget();
-    // The bound of verification/README.md: 4M + R + D + 4 commits since the start or the last
+    // The bound of verification/README.md: 4M + R + D - 2 commits since the start or the last
     // accepted review, D the deadline in backoffs.
-    bound_ = 4 * max_iterations_ + budget_ + (kDeadline / kBackoff) + 4;
+    bound_ = 4 * max_iterations_ + budget_ + (kDeadline / kBackoff) - 2;
 
     Transition first = router_.NewRun("r", "", spec_, clock_.Now(), &run_);
     if (first.state.stage() != rein::v1::INITIALIZING) return "NewRun: not INITIALIZING";
