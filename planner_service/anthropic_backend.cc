@@ -109,9 +109,14 @@ absl::StatusOr<AnthropicBackend::StageAnswer> AnthropicBackend::Ask(
       {"system", json::array({{{"type", "text"},
                                {"text", prompt.system},
                                {"cache_control", {{"type", "ephemeral"}}}}})},
+      // The run-constant context ends at a cache breakpoint: with the tool and the system
+      // prompt before it, it is the prefix every call of this stage in the run shares.
       {"messages",
        json::array({{{"role", "user"},
-                     {"content", json::array({{{"type", "text"}, {"text", prompt.user}}})}}})},
+                     {"content", json::array({{{"type", "text"},
+                                               {"text", prompt.context},
+                                               {"cache_control", {{"type", "ephemeral"}}}},
+                                              {{"type", "text"}, {"text", prompt.user}}})}}})},
       {"tools", json::array({tool})},
       {"tool_choice", {{"type", "tool"}, {"name", tool_name}, {"disable_parallel_tool_use", true}}},
   };

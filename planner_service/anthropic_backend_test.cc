@@ -3,6 +3,7 @@
 // growth and secrecy of the key.
 #include "planner_service/anthropic_backend.h"
 
+#include <iostream>
 #include <memory>
 #include <string>
 
@@ -64,6 +65,13 @@ rein::v1::EvaluateRequest EvaluateRequest() {
   r.set_observation("line one\nline two\n");
   r.set_iteration(3);
   return r;
+}
+
+// The whole first user message: its run-constant block and its per-call block.
+std::string UserText(const json& body) {
+  std::string text;
+  for (const json& block : body["messages"][0]["content"]) text += block["text"].get<std::string>();
+  return text;
 }
 
 class AnthropicBackendTest : public ::testing::Test {
@@ -160,7 +168,7 @@ TEST_F(AnthropicBackendTest, FullRunThroughPlanDecideAndEvaluate) {
             json({{"type", "tool"}, {"name", "submit_plan"}, {"disable_parallel_tool_use", true}}));
   ASSERT_EQ(body["messages"].size(), 1u);
   EXPECT_EQ(body["messages"][0]["role"], "user");
-  const std::string user = body["messages"][0]["content"][0]["text"];
+  const std::string user = UserText(body);
   EXPECT_THAT(user, HasSubstr("Count the lines of README.md"));
   EXPECT_THAT(user, Not(HasSubstr("{{")));
   EXPECT_EQ(SentBody(1)["tool_choice"]["name"], "submit_decision");
@@ -419,7 +427,7 @@ TEST_F(AnthropicBackendTest, DecidePromptShowsOnlyTheLastThreeActions) {
   server_.Enqueue(ToolUseReply("submit_decision", {{"reasoning", "r"}, {"human_query", "?"}}));
   ASSERT_TRUE(backend_->Decide(early, absl::InfiniteFuture()).ok());
   ASSERT_TRUE(backend_->Decide(late, absl::InfiniteFuture()).ok());
-  const std::string user = SentBody(1)["messages"][0]["content"][0]["text"];
+  const std::string user = UserText(SentBody(1));
   EXPECT_THAT(user, HasSubstr("observation number 19"));
   EXPECT_THAT(user, HasSubstr("observation number 17"));
   EXPECT_THAT(user, Not(HasSubstr("observation number 16")));
@@ -433,7 +441,7 @@ TEST_F(AnthropicBackendTest, EvaluatePromptNeverShowsEarlierSubtasks) {
   rein::v1::EvaluateRequest request = EvaluateRequest();
   request.mutable_subtask()->set_summary("EARLIER SUCCESS");
   ASSERT_TRUE(backend_->Evaluate(request, absl::InfiniteFuture()).ok());
-  const std::string user = SentBody(0)["messages"][0]["content"][0]["text"];
+  const std::string user = UserText(SentBody(0));
   EXPECT_THAT(user, Not(HasSubstr("EARLIER SUCCESS")));
   EXPECT_THAT(user, HasSubstr("line two"));
 }
@@ -443,7 +451,7 @@ TEST_F(AnthropicBackendTest, GoalThatLooksLikeAPlaceholderIsNeutralized) {
   rein::v1::PlanRequest request = PlanRequest();
   request.set_goal("Fill the {{goal_text}} template and {{{x}}}");
   ASSERT_TRUE(backend_->Plan(request, absl::InfiniteFuture()).ok());
-  const std::string user = SentBody(0)["messages"][0]["content"][0]["text"];
+  const std::string user = UserText(SentBody(0));
   EXPECT_THAT(user, HasSubstr("Fill the { {goal_text}} template"));
   EXPECT_THAT(user, Not(HasSubstr("{{")));
 }
@@ -480,6 +488,72 @@ TEST_F(AnthropicBackendTest, KeyNeverAppearsInLogsOrErrors) {
       if (name != "x-api-key") {
         EXPECT_THAT(value, Not(HasSubstr(kKey))) << name;
       }
+    }
+  }
+}
+
+// Each stage's run-constant prefix (its tool, the system prompt, the goal and the run's tools)
+// ends at a cache breakpoint: with the cache minimum lowered to what these small prompts reach,
+// every call after the first of each stage reads at least 80% of that prefix from the cache.
+TEST_F(AnthropicBackendTest, RunConstantPrefixIsReadFromThePromptCacheFromTheSecondCallOn) {
+  server_.SimulatePromptCache(/*min_cacheable_tokens=*/256);
+  rein::v1::PlanRequest plan = PlanRequest();
+  rein::v1::DecideRequest decide = DecideRequest();
+  for (const char* name : {"list_files", "search_text", "file_info"}) {
+    *decide.add_run_tools() = Tool(name);
+  }
+  *decide.add_run_tools() = Tool("read_file");
+  rein::v1::EvaluateRequest evaluate = EvaluateRequest();
+  const json decision = {{"reasoning", "read"},
+                         {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "a.txt"}}}}}};
+  const json verdict = {{"reasoning", "ok"},
+                        {"status", "NEEDS_MORE_WORK"},
+                        {"summary", "more"},
+                        {"goal_achieved", false}};
+  for (int i = 0; i < 4; ++i) {
+    server_.Enqueue(ToolUseReply("submit_plan", kPlan));
+    server_.Enqueue(ToolUseReply("submit_decision", decision));
+    server_.Enqueue(ToolUseReply("submit_evaluation", verdict));
+    // What changes from call to call: the iteration, the actions, the observation.
+    plan.set_iteration(1 + 3 * i);
+    plan.set_latest_observation(absl::StrCat("observation ", i, std::string(200 * i, 'x')));
+    decide.set_iteration(2 + 3 * i);
+    rein::v1::Action* action = decide.add_recent_actions();
+    action->set_tool("read_file");
+    action->set_args_json(absl::StrCat(R"({"path":"file)", i, R"(.txt"})"));
+    action->set_ok(true);
+    action->set_observation(std::string(300, 'a' + i));
+    evaluate.set_iteration(3 + 3 * i);
+    evaluate.set_observation(absl::StrCat("lines of file ", i, std::string(500, 'o')));
+    ASSERT_TRUE(backend_->Plan(plan, absl::InfiniteFuture()).ok());
+    absl::StatusOr<rein::v1::DecideResponse> d = backend_->Decide(decide, absl::InfiniteFuture());
+    ASSERT_TRUE(d.ok()) << d.status();
+    absl::StatusOr<rein::v1::EvaluateResponse> e =
+        backend_->Evaluate(evaluate, absl::InfiniteFuture());
+    ASSERT_TRUE(e.ok()) << e.status();
+    // The backend reports the usage the API answered, cache figures included.
+    EXPECT_EQ(d->usage().cache_read_input_tokens(),
+              server_.requests()[3 * i + 1].cache_read_input_tokens);
+    EXPECT_EQ(d->usage().cache_creation_input_tokens(),
+              server_.requests()[3 * i + 1].cache_creation_input_tokens);
+  }
+  const std::vector<FakeRequest> requests = server_.requests();
+  ASSERT_EQ(requests.size(), 12u);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const FakeRequest& r = requests[i];
+    SCOPED_TRACE(absl::StrCat("request ", i, " (",
+                              json::parse(r.body)["tool_choice"]["name"].get<std::string>(), ")"));
+    ASSERT_EQ(r.problem, "");
+    std::cerr << "request " << i << ": prefix " << r.prefix_tokens << " tokens, read "
+              << r.cache_read_input_tokens << ", written " << r.cache_creation_input_tokens
+              << ", uncached " << r.input_tokens << "\n";
+    EXPECT_GE(r.prefix_tokens, 256) << "the run-constant prefix should reach the lowered minimum";
+    if (i < 3) {
+      EXPECT_EQ(r.cache_read_input_tokens, 0);
+      EXPECT_GT(r.cache_creation_input_tokens, 0) << "the first call of each stage writes it";
+    } else {
+      EXPECT_GE(r.cache_read_input_tokens * 10, r.prefix_tokens * 8)
+          << r.cache_read_input_tokens << " of " << r.prefix_tokens << " prefix tokens read";
     }
   }
 }

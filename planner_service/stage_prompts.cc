@@ -29,21 +29,32 @@ struct StageVariables {
   std::set<std::string> required;
 };
 
-const std::map<std::string, StageVariables>& UserVariables() {
-  static const auto* const vars = new std::map<std::string, StageVariables>{
+// What each stage's templates may use. The context template is the first block of the user
+// message and ends at a cache breakpoint, so it takes only what is the same for every call of a
+// run (the goal, the run's tools); the user template takes what changes from call to call.
+struct TemplateVariables {
+  StageVariables context;
+  StageVariables user;
+};
+
+const std::map<std::string, TemplateVariables>& StageTemplateVariables() {
+  static const auto* const vars = new std::map<std::string, TemplateVariables>{
       {"plan",
-       {{"goal_text", "tool_list", "done_list", "observation_text", "human_notes", "replan_text",
-         "id_prefix"},
-        {"goal_text"}}},
+       {{{"goal_text", "tool_list"}, {"goal_text"}},
+        {{"done_list", "observation_text", "human_notes", "replan_text", "id_prefix"}, {}}}},
       {"decide",
-       {{"goal_text", "subtask_text", "tool_list", "action_lines", "human_notes"},
-        {"goal_text", "subtask_text", "tool_list"}}},
+       {{{"goal_text", "tool_list"}, {"goal_text", "tool_list"}},
+        {{"subtask_text", "allowed_tool_names", "action_lines", "human_notes"},
+         {"subtask_text", "allowed_tool_names"}}}},
       {"evaluate",
-       {{"goal_text", "subtask_text", "action_text", "observation_text"},
-        {"goal_text", "subtask_text", "observation_text"}}},
+       {{{"goal_text"}, {"goal_text"}},
+        {{"subtask_text", "action_text", "observation_text"},
+         {"subtask_text", "observation_text"}}}},
   };
   return *vars;
 }
+
+constexpr const char* kParts[] = {"system", "context", "user"};
 
 bool IsDirectory(const std::string& path) {
   struct stat st;
@@ -131,9 +142,11 @@ std::string PlanTools(const rein::v1::PlanRequest& r, const PromptBounds& b) {
   return OrNone(absl::StrJoin(lines, "\n"));
 }
 
+// Every tool of the run with its argument schema (the subtask's tools when the router sent no
+// run_tools).
 std::string DecideTools(const rein::v1::DecideRequest& r, const PromptBounds& b) {
   std::vector<std::string> lines;
-  for (const rein::v1::ToolSpec& tool : r.tools()) {
+  for (const rein::v1::ToolSpec& tool : r.run_tools().empty() ? r.tools() : r.run_tools()) {
     lines.push_back(absl::StrCat(
         "- ", CapText(tool.name(), 128), tool.mutating() ? " (changes the workspace)" : "", ": ",
         CapText(tool.description(), b.tool_description_bytes), "\n  arguments schema: ",
@@ -141,6 +154,13 @@ std::string DecideTools(const rein::v1::DecideRequest& r, const PromptBounds& b)
                 b.tool_schema_bytes)));
   }
   return OrNone(absl::StrJoin(lines, "\n"));
+}
+
+// The names of the tools the subtask may use.
+std::string AllowedTools(const rein::v1::DecideRequest& r) {
+  std::vector<std::string> names;
+  for (const rein::v1::ToolSpec& tool : r.tools()) names.push_back(CapText(tool.name(), 128));
+  return OrNone(absl::StrJoin(names, ", "));
 }
 
 // How much of one action a prompt shows.
@@ -194,21 +214,30 @@ absl::StatusOr<std::unique_ptr<StagePrompts>> StagePrompts::FromTexts(
     const std::map<std::string, std::string>& texts, PromptBounds bounds) {
   std::map<std::string, PromptTemplate> templates;
   for (const char* stage : kStages) {
-    for (const char* part : {"system", "user"}) {
+    for (const std::string part : kParts) {
       const std::string file = absl::StrCat(stage, "_", part, ".txt");
       auto it = texts.find(file);
       if (it == texts.end()) return absl::NotFoundError(absl::StrCat(file, ": missing"));
       ASSIGN_OR_RETURN(PromptTemplate t, PromptTemplate::Parse(it->second, file));
-      const bool is_user = std::string(part) == "user";
       const StageVariables none;
-      const StageVariables& allowed = is_user ? UserVariables().at(stage) : none;
+      const TemplateVariables& stage_vars = StageTemplateVariables().at(stage);
+      const StageVariables& allowed = part == "context" ? stage_vars.context
+                                      : part == "user"  ? stage_vars.user
+                                                        : none;
       for (const std::string& name : t.variables()) {
         if (allowed.provided.count(name) == 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              file, ": unknown variable \"", name, "\"",
-              is_user ? absl::StrCat(" (the ", stage, " stage provides: ",
-                                     absl::StrJoin(allowed.provided, ", "), ")")
-                      : std::string(" (system prompts take no variables, so they are cached)")));
+          std::string why;
+          if (part == "system") {
+            why = " (system prompts take no variables, so they are cached)";
+          } else {
+            why = absl::StrCat(
+                " (the ", stage, " stage's ", part,
+                " template takes: ", absl::StrJoin(allowed.provided, ", "),
+                part == "context" ? "; it holds only what is the same for every call of a run" : "",
+                ")");
+          }
+          return absl::InvalidArgumentError(
+              absl::StrCat(file, ": unknown variable \"", name, "\"", why));
         }
       }
       for (const std::string& name : allowed.required) {
@@ -230,7 +259,7 @@ absl::StatusOr<std::unique_ptr<StagePrompts>> StagePrompts::Load(const std::stri
   }
   std::map<std::string, std::string> texts;
   for (const char* stage : kStages) {
-    for (const char* part : {"system", "user"}) {
+    for (const char* part : kParts) {
       const std::string file = absl::StrCat(stage, "_", part, ".txt");
       const std::string path = absl::StrCat(dir, "/", file);
       ASSIGN_OR_RETURN(std::string text, ReadPromptFile(path));
@@ -247,13 +276,16 @@ absl::StatusOr<std::unique_ptr<StagePrompts>> StagePrompts::Load(const std::stri
 
 absl::StatusOr<RenderedPrompt> StagePrompts::Render(
     const std::string& stage, const std::map<std::string, std::string>& all) const {
-  const PromptTemplate& system = templates_.at(absl::StrCat(stage, "_system.txt"));
-  const PromptTemplate& user = templates_.at(absl::StrCat(stage, "_user.txt"));
-  std::map<std::string, std::string> values;
-  for (const std::string& name : user.variables()) values[name] = all.at(name);
   RenderedPrompt out;
-  ASSIGN_OR_RETURN(out.system, system.Render({}));
-  ASSIGN_OR_RETURN(out.user, user.Render(values));
+  for (const std::string part : kParts) {
+    const PromptTemplate& t = templates_.at(absl::StrCat(stage, "_", part, ".txt"));
+    std::map<std::string, std::string> values;
+    for (const std::string& name : t.variables()) values[name] = all.at(name);
+    std::string* target = part == "system"    ? &out.system
+                          : part == "context" ? &out.context
+                                              : &out.user;
+    ASSIGN_OR_RETURN(*target, t.Render(values));
+  }
   return out;
 }
 
@@ -274,6 +306,7 @@ absl::StatusOr<RenderedPrompt> StagePrompts::RenderDecide(const rein::v1::Decide
   return Render("decide", {{"goal_text", r.goal()},
                            {"subtask_text", SubtaskLine(r.subtask(), b.subtask_description_bytes)},
                            {"tool_list", DecideTools(r, b)},
+                           {"allowed_tool_names", AllowedTools(r)},
                            {"action_lines", ActionLines(r, b)},
                            {"human_notes", HumanNotes(r.human_inputs(), b)}});
 }

@@ -37,23 +37,32 @@ struct PromptBounds {
   size_t replan_reason_bytes = 300;
 };
 
-// One stage's prompt, ready to send.
+// One stage's prompt, ready to send. The request puts, in this order: the stage's tool, the
+// system prompt, then one user message of two blocks, `context` and `user`, with a cache
+// breakpoint after the context: everything before it is the same for every call of the stage
+// in a run, so from the second call on it is read from the model's prompt cache.
 struct RenderedPrompt {
   std::string system;
-  std::string user;
+  std::string context;  // run-constant: the goal, the run's tools
+  std::string user;     // what changes from call to call
 };
 
-// The six templates, in `dir` as {plan,decide,evaluate}_{system,user}.txt. System prompts take
-// no variables (they are cached). The variables each user template may use:
-//   plan:     goal_text (required), tool_list, done_list, observation_text, human_notes,
-//             replan_text, id_prefix (e.g. "p7-": ids made with it cannot repeat an earlier
-//             plan's, and no list of used ids needs to grow in the prompt)
-//   decide:   goal_text, subtask_text, tool_list (required), action_lines, human_notes
-//   evaluate: goal_text, subtask_text, observation_text (required), action_text
+// The nine templates, in `dir` as {plan,decide,evaluate}_{system,context,user}.txt. System
+// prompts take no variables. Context templates take only what is constant for a run:
+//   plan:     goal_text (required), tool_list
+//   decide:   goal_text, tool_list (every tool of the run with its schema) (both required)
+//   evaluate: goal_text (required)
+// User templates take what changes per call:
+//   plan:     done_list, observation_text, human_notes, replan_text, id_prefix (e.g. "p7-": ids
+//             made with it cannot repeat an earlier plan's, and no list of used ids needs to
+//             grow in the prompt)
+//   decide:   subtask_text, allowed_tool_names (the names the subtask may use) (both required),
+//             action_lines, human_notes
+//   evaluate: subtask_text, observation_text (both required), action_text
 // Immutable after loading; thread-safe.
 class StagePrompts {
  public:
-  // Loads and checks all six files. Errors name the file: NOT_FOUND for a missing file,
+  // Loads and checks all nine files. Errors name the file: NOT_FOUND for a missing file,
   // INVALID_ARGUMENT for a template problem, for a variable the stage does not provide
   // ("unknown variable") and for a required one the template lacks ("missing variable").
   static absl::StatusOr<std::unique_ptr<StagePrompts>> Load(const std::string& dir,

@@ -21,16 +21,17 @@ std::string ShippedDir() {
 }
 
 std::map<std::string, std::string> MinimalTexts() {
-  return {
-      {"plan_system.txt", "vars:\n---\nplan"},
-      {"plan_user.txt", "vars: goal_text\n---\n{{goal_text}}"},
-      {"decide_system.txt", "vars:\n---\ndecide"},
-      {"decide_user.txt",
-       "vars: goal_text subtask_text tool_list\n---\n{{goal_text}}{{subtask_text}}{{tool_list}}"},
-      {"evaluate_system.txt", "vars:\n---\nevaluate"},
-      {"evaluate_user.txt",
-       "vars: goal_text subtask_text observation_text\n---\n"
-       "{{goal_text}}{{subtask_text}}{{observation_text}}"}};
+  return {{"plan_system.txt", "vars:\n---\nplan"},
+          {"plan_context.txt", "vars: goal_text\n---\n{{goal_text}}"},
+          {"plan_user.txt", "vars:\n---\nplan now"},
+          {"decide_system.txt", "vars:\n---\ndecide"},
+          {"decide_context.txt", "vars: goal_text tool_list\n---\n{{goal_text}}{{tool_list}}"},
+          {"decide_user.txt",
+           "vars: subtask_text allowed_tool_names\n---\n{{subtask_text}}{{allowed_tool_names}}"},
+          {"evaluate_system.txt", "vars:\n---\nevaluate"},
+          {"evaluate_context.txt", "vars: goal_text\n---\n{{goal_text}}"},
+          {"evaluate_user.txt",
+           "vars: subtask_text observation_text\n---\n{{subtask_text}}{{observation_text}}"}};
 }
 
 TEST(StagePromptsTest, ShippedPromptsLoad) {
@@ -41,7 +42,8 @@ TEST(StagePromptsTest, ShippedPromptsLoad) {
   request.set_iteration(7);
   absl::StatusOr<RenderedPrompt> plan = (*prompts)->RenderPlan(request);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_THAT(plan->user, HasSubstr("the goal"));
+  EXPECT_THAT(plan->context, HasSubstr("the goal"));
+  EXPECT_THAT(plan->user, Not(HasSubstr("the goal")));
   EXPECT_THAT(plan->user, HasSubstr("p7-"));
   EXPECT_THAT(plan->system, Not(HasSubstr("vars:")));
 }
@@ -65,7 +67,7 @@ TEST(StagePromptsTest, MissingFileIsNotFound) {
 
 TEST(StagePromptsTest, UnknownVariableIsALoadError) {
   std::map<std::string, std::string> texts = MinimalTexts();
-  texts["plan_user.txt"] = "vars: goal_text run_secret\n---\n{{goal_text}}{{run_secret}}";
+  texts["plan_user.txt"] = "vars: run_secret\n---\n{{run_secret}}";
   absl::Status status = StagePrompts::FromTexts(texts).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),
@@ -74,10 +76,50 @@ TEST(StagePromptsTest, UnknownVariableIsALoadError) {
 
 TEST(StagePromptsTest, MissingRequiredVariableIsALoadError) {
   std::map<std::string, std::string> texts = MinimalTexts();
-  texts["evaluate_user.txt"] = "vars: goal_text subtask_text\n---\n{{goal_text}}{{subtask_text}}";
+  texts["evaluate_user.txt"] = "vars: subtask_text\n---\n{{subtask_text}}";
   EXPECT_EQ(StagePrompts::FromTexts(texts).status().message(),
             "evaluate_user.txt: missing variable \"observation_text\" (required by the "
             "evaluate stage)");
+}
+
+TEST(StagePromptsTest, ContextWithAPerCallVariableIsALoadError) {
+  // The context block is cached for the whole run: what changes per call cannot go there.
+  std::map<std::string, std::string> texts = MinimalTexts();
+  texts["evaluate_context.txt"] =
+      "vars: goal_text observation_text\n---\n{{goal_text}}{{observation_text}}";
+  absl::Status status = StagePrompts::FromTexts(texts).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("evaluate_context.txt: unknown variable \"observation_text\""));
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("it holds only what is the same for every call of a run"));
+}
+
+TEST(StagePromptsTest, DecideContextListsEveryToolOfTheRunAndUserOnlyTheSubtasksNames) {
+  auto prompts = StagePrompts::Load(ShippedDir());
+  ASSERT_TRUE(prompts.ok()) << prompts.status();
+  rein::v1::DecideRequest request;
+  request.set_goal("g");
+  request.mutable_subtask()->set_id("s");
+  for (const char* name : {"read_file", "write_file"}) {
+    rein::v1::ToolSpec* tool = request.add_run_tools();
+    tool->set_name(name);
+    tool->set_input_schema_json(absl::StrCat(R"({"type":"object","title":")", name, "\"}"));
+  }
+  *request.add_tools() = request.run_tools(0);
+  absl::StatusOr<RenderedPrompt> out = (*prompts)->RenderDecide(request);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(out->context, HasSubstr(R"("title":"write_file")"));
+  EXPECT_THAT(out->context, HasSubstr(R"("title":"read_file")"));
+  EXPECT_THAT(out->user, HasSubstr("read_file"));
+  EXPECT_THAT(out->user, Not(HasSubstr("write_file")));
+  // The same context for a later call of the run, whatever the subtask and actions.
+  rein::v1::DecideRequest later = request;
+  later.mutable_subtask()->set_id("t");
+  later.add_recent_actions()->set_tool("read_file");
+  absl::StatusOr<RenderedPrompt> again = (*prompts)->RenderDecide(later);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->context, out->context);
 }
 
 TEST(StagePromptsTest, SystemPromptWithAVariableIsALoadError) {
@@ -90,19 +132,15 @@ TEST(StagePromptsTest, SystemPromptWithAVariableIsALoadError) {
 
 TEST(StagePromptsTest, BrokenTemplateNamesItsFile) {
   std::map<std::string, std::string> texts = MinimalTexts();
-  texts["plan_user.txt"] = "vars: goal_text\n---\n{{goal_text}} {{goal}}";
+  texts["plan_user.txt"] = "vars: done_list\n---\n{{done_list}} {{goal}}";
   EXPECT_EQ(StagePrompts::FromTexts(texts).status().message(),
             "plan_user.txt: line 3: {{goal}} is not declared in vars:");
 }
 
 TEST(StagePromptsTest, PlanShowsOnlyTheNewestEndedSubtasks) {
-  auto prompts = StagePrompts::FromTexts(
-      {{"plan_system.txt", "vars:\n---\n"},
-       {"plan_user.txt", "vars: goal_text done_list\n---\n{{goal_text}}\n{{done_list}}"},
-       {"decide_system.txt", "vars:\n---\n"},
-       {"decide_user.txt", MinimalTexts()["decide_user.txt"]},
-       {"evaluate_system.txt", "vars:\n---\n"},
-       {"evaluate_user.txt", MinimalTexts()["evaluate_user.txt"]}});
+  std::map<std::string, std::string> texts = MinimalTexts();
+  texts["plan_user.txt"] = "vars: done_list\n---\n{{done_list}}";
+  auto prompts = StagePrompts::FromTexts(texts);
   ASSERT_TRUE(prompts.ok()) << prompts.status();
   rein::v1::PlanRequest request;
   request.set_goal("g");

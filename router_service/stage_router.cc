@@ -489,6 +489,7 @@ Effect StageRouter::NextEffect(const Run& run, absl::Time now) const {
       for (const std::string& name : st.subtasks(0).allowed_tools()) {
         if (const ToolSpec* tool = FindTool(st, name)) *req.add_tools() = *tool;
       }
+      *req.mutable_run_tools() = st.tools();
       int a = std::max(0, st.recent_actions_size() - options_.decide_actions);
       for (int i = a; i < st.recent_actions_size(); ++i) {
         *req.add_recent_actions() = st.recent_actions(i);

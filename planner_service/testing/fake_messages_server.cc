@@ -146,6 +146,66 @@ std::string FakeMessagesServer::base_url() const {
   return absl::StrCat("http://127.0.0.1:", port_);
 }
 
+void FakeMessagesServer::SimulatePromptCache(int64_t min_cacheable_tokens) {
+  absl::MutexLock lock(&mu_);
+  min_cacheable_tokens_ = min_cacheable_tokens;
+}
+
+void FakeMessagesServer::ApplyPromptCache(FakeRequest* request, FakeReply* reply) {
+  absl::MutexLock lock(&mu_);
+  if (min_cacheable_tokens_ < 0) return;
+  const json body = json::parse(request->body, nullptr, /*allow_exceptions=*/false);
+  json message = json::parse(reply->body, nullptr, /*allow_exceptions=*/false);
+  if (!body.is_object() || !message.is_object() || message.value("type", "") != "message") return;
+  // The blocks in the order the API caches them, each without its cache_control.
+  std::vector<std::pair<std::string, bool>> blocks;  // (text, ends at a breakpoint)
+  auto add = [&](json block) {
+    const bool breakpoint = block.is_object() && block.contains("cache_control");
+    if (breakpoint) block.erase("cache_control");
+    blocks.emplace_back(block.dump(), breakpoint);
+  };
+  for (const json& tool : body.value("tools", json::array())) add(tool);
+  const json system = body.value("system", json());
+  if (system.is_string()) add(json{{"type", "text"}, {"text", system}});
+  if (system.is_array()) {
+    for (const json& block : system) add(block);
+  }
+  for (const json& m : body.value("messages", json::array())) {
+    const json content = m.value("content", json());
+    if (content.is_string()) add(json{{"type", "text"}, {"text", content}});
+    if (content.is_array()) {
+      for (const json& block : content) add(block);
+    }
+  }
+  int64_t total = 0, read = 0, last_prefix = 0;
+  std::string prefix;
+  std::vector<std::pair<std::string, int64_t>> breakpoints;
+  for (const auto& [text, breakpoint] : blocks) {
+    prefix += text;
+    total += (static_cast<int64_t>(text.size()) + 3) / 4;
+    if (!breakpoint) continue;
+    last_prefix = total;
+    breakpoints.emplace_back(prefix, total);
+    auto hit = prompt_cache_.find(prefix);
+    if (hit != prompt_cache_.end()) read = hit->second;  // the longest hit wins
+  }
+  int64_t written = 0;
+  for (const auto& [text, tokens] : breakpoints) {
+    if (tokens < min_cacheable_tokens_ || prompt_cache_.count(text)) continue;
+    prompt_cache_[text] = tokens;
+    written = std::max(written, tokens - read);
+  }
+  request->prefix_tokens = last_prefix;
+  request->cache_read_input_tokens = read;
+  request->cache_creation_input_tokens = written;
+  request->input_tokens = total - read - written;
+  json& usage = message["usage"];
+  usage["input_tokens"] = request->input_tokens;
+  usage["cache_read_input_tokens"] = read;
+  usage["cache_creation_input_tokens"] = written;
+  reply->body = message.dump();
+}
+
 void FakeMessagesServer::Enqueue(FakeReply reply) {
   absl::MutexLock lock(&mu_);
   script_.push_back(std::move(reply));
@@ -332,6 +392,7 @@ void FakeMessagesServer::Serve(int fd, int connection) {
         script_.pop_front();
       }
     }
+    if (request.problem.empty() && reply.status == 200) ApplyPromptCache(&request, &reply);
     {
       absl::MutexLock lock(&mu_);
       requests_.push_back(request);

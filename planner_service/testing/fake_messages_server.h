@@ -37,6 +37,12 @@ struct FakeRequest {
   absl::Time received;
   int connection = 0;   // 1, 2, ... per accepted connection
   std::string problem;  // why the server refused it as the real API would; empty = valid
+  // With SimulatePromptCache: the request's tokens up to its last cache breakpoint, and the
+  // usage the server answered.
+  int64_t prefix_tokens = 0;
+  int64_t input_tokens = 0;
+  int64_t cache_read_input_tokens = 0;
+  int64_t cache_creation_input_tokens = 0;
 };
 
 // A Message reply whose content is one tool_use block.
@@ -64,10 +70,19 @@ class FakeMessagesServer {
   void Enqueue(FakeReply reply);
   std::vector<FakeRequest> requests();
 
+  // From now on, answer each message's `usage` as the API's prompt cache would: tokens counted
+  // as ceil(bytes / 4) of each block in the API's prefix order (tools, system, messages); a
+  // prefix up to a block with cache_control is written to the cache when it holds at least
+  // `min_cacheable_tokens`, and read by a later request with the same prefix. input_tokens is
+  // what is neither read nor written.
+  void SimulatePromptCache(int64_t min_cacheable_tokens);
+
  private:
   void AcceptLoop();
   void Serve(int fd, int connection);
   std::string Check(const FakeRequest& request) const;
+  // Fills the request's cache figures and rewrites the reply's usage (SimulatePromptCache).
+  void ApplyPromptCache(FakeRequest* request, FakeReply* reply);
 
   const std::string api_key_;
   int listen_fd_ = -1;
@@ -80,6 +95,8 @@ class FakeMessagesServer {
   std::vector<FakeRequest> requests_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> workers_ ABSL_GUARDED_BY(mu_);
   std::vector<int> open_fds_ ABSL_GUARDED_BY(mu_);
+  int64_t min_cacheable_tokens_ ABSL_GUARDED_BY(mu_) = -1;            // -1: no simulation
+  std::map<std::string, int64_t> prompt_cache_ ABSL_GUARDED_BY(mu_);  // prefix -> its tokens
 };
 
 }  // namespace rein
