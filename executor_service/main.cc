@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/server.h"
+#include "common/tls.h"
 #include "executor_service/executor_grpc.h"
 #include "executor_service/sandbox_mode.h"
 #include "executor_service/tool_executor.h"
@@ -46,6 +47,11 @@ ABSL_FLAG(int64_t, sandbox_cpu_seconds, 600, "RLIMIT_CPU of every sandboxed proc
 ABSL_FLAG(int64_t, sandbox_max_open_files, 1024, "RLIMIT_NOFILE of every sandboxed process");
 ABSL_FLAG(int64_t, sandbox_max_processes, 512,
           "Processes per command: pids.max of its cgroup, and RLIMIT_NPROC");
+// mTLS (README "Security"): with these, the port serves TLS only and every client must present
+// a certificate signed by --tls_ca. The files are reloaded within 10 s of changing.
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate of this service");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_ca, "", "PEM CA that signs the clients' (the routers') certificates");
 
 namespace {
 
@@ -153,6 +159,11 @@ int main(int argc, char** argv) {
   if (sandbox.mode == rein::SandboxMode::kNone && !sandbox.allow_unsandboxed) {
     Die("--sandbox=none is refused unless --allow_unsandboxed is also given");
   }
+  const rein::TlsFiles tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                           absl::GetFlag(FLAGS_tls_ca)};
+  if (absl::Status status = rein::CheckServerTlsFiles(tls); !status.ok()) {
+    Die(std::string(status.message()));
+  }
   const int metrics_port = absl::GetFlag(FLAGS_metrics_port);
   if (metrics_port < 0 || metrics_port > 65535) {
     Die(absl::StrCat("--metrics_port must be 0..65535, got ", metrics_port));
@@ -178,6 +189,7 @@ int main(int argc, char** argv) {
   host_options.listen = absl::GetFlag(FLAGS_listen);
   host_options.metrics_port = metrics_port;
   host_options.service_name = "rein.v1.Executor";
+  host_options.credentials = rein::MakeServerCredentials(tls, /*require_client_cert=*/true);
   rein::ServiceHost host(host_options);
   absl::Status started = host.Start({&service});
   if (!started.ok()) {

@@ -31,6 +31,12 @@ struct RunEngine::Entry {
 
 namespace {
 
+// Records who caused a transition (RunEvent.principal) on each of its events.
+void SetPrincipal(const std::string& principal, Transition* t) {
+  if (principal.empty()) return;
+  for (rein::v1::RunEvent& event : t->events) event.set_principal(principal);
+}
+
 std::string NewRunId() {
   static absl::Mutex mu(absl::kConstInit);
   static absl::BitGen* gen = new absl::BitGen();
@@ -498,7 +504,8 @@ absl::Status RunEngine::CheckWorkspace(const std::string& run_id, const rein::v1
   return absl::OkStatus();
 }
 
-absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request) {
+absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request,
+                                        const std::string& principal) {
   if (request.request_id().size() > 128) {
     return absl::InvalidArgumentError("request_id: at most 128 bytes");
   }
@@ -512,6 +519,7 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   RETURN_IF_ERROR(CheckWorkspace(run_id, *spec, *tools));
   Run run;
   Transition t = router_.NewRun(run_id, request.request_id(), *spec, clock_->Now(), &run);
+  SetPrincipal(principal, &t);
   absl::StatusOr<CreateResult> created = store_->CreateRun(run, std::move(t.events));
   if (!created.ok()) return created.status();
   if (!created->created) return created->run;  // the same request_id: the first run
@@ -554,7 +562,8 @@ absl::StatusOr<RunPage> RunEngine::ListRuns(const rein::v1::ListRunsRequest& req
                           request.page_token());
 }
 
-absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::string& reason) {
+absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::string& reason,
+                                         const std::string& principal) {
   RETURN_IF_ERROR(CheckRunId(run_id));
   if (reason.size() > 4096) return absl::InvalidArgumentError("reason: at most 4096 bytes");
   std::shared_ptr<Entry> entry = Find(run_id);
@@ -563,6 +572,7 @@ absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::s
     absl::MutexLock lock(&entry->mu);
     auto t = router_.OnCancel(entry->run, entry->in_flight, reason, clock_->Now());
     if (t.has_value()) {
+      SetPrincipal(principal, &*t);
       absl::Status status = CommitLocked(*entry, std::move(*t));
       if (!status.ok()) return status;
     }
@@ -578,7 +588,8 @@ absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::s
   return GetRun(run_id);
 }
 
-absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& request) {
+absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& request,
+                                         const std::string& principal) {
   RETURN_IF_ERROR(CheckRunId(request.run_id()));
   std::shared_ptr<Entry> entry = Find(request.run_id());
   if (!entry) {
@@ -594,6 +605,7 @@ absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& reque
     absl::StatusOr<Transition> t =
         router_.OnReview(entry->run, request.review(), request.expected_version(), clock_->Now());
     if (!t.ok()) return t.status();
+    SetPrincipal(principal, &*t);
     absl::Status status = CommitLocked(*entry, std::move(*t));
     if (!status.ok()) return status;
     entry->failed_attempts = 0;

@@ -58,11 +58,16 @@ class RunEngine {
 
   // Validates the spec (INVALID_ARGUMENT naming the field), checks that the executors have
   // the workspace (FAILED_PRECONDITION naming spec.workspace) and starts the run.
-  absl::StatusOr<rein::v1::Run> StartRun(const rein::v1::StartRunRequest& request);
+  // `principal` (who called, "" = unknown) is recorded in RunEvent.principal of the events
+  // that StartRun, CancelRun and ResumeRun create.
+  absl::StatusOr<rein::v1::Run> StartRun(const rein::v1::StartRunRequest& request,
+                                         const std::string& principal = "");
   absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id);
   absl::StatusOr<RunPage> ListRuns(const rein::v1::ListRunsRequest& request);
-  absl::StatusOr<rein::v1::Run> CancelRun(const std::string& run_id, const std::string& reason);
-  absl::StatusOr<rein::v1::Run> ResumeRun(const rein::v1::ResumeRunRequest& request);
+  absl::StatusOr<rein::v1::Run> CancelRun(const std::string& run_id, const std::string& reason,
+                                          const std::string& principal = "");
+  absl::StatusOr<rein::v1::Run> ResumeRun(const rein::v1::ResumeRunRequest& request,
+                                          const std::string& principal = "");
   absl::StatusOr<std::vector<Snapshot>> ListSnapshots(const std::string& run_id);
 
   // Events after `after_seq`; waits up to `max_wait` for one when there are none yet.
