@@ -54,6 +54,13 @@ class Cluster {
     std::vector<std::string> executor_flags = {"--sandbox=none", "--allow_unsandboxed"};
     // When set, the planner runs with these flags instead of the scripted backend.
     std::vector<std::string> planner_flags;
+    // When set (a folder made by common/testing/make_certs.sh), every service serves mTLS with
+    // NAME.pem/NAME.key and ca.pem there, and the test's client presents client.pem.
+    std::string tls_dir;
+    // Certificate file names (without .pem/.key) of the planner and executor under tls_dir.
+    std::string planner_cert = "planner", executor_cert = "executor";
+    std::vector<std::string> router_flags;  // added to the router's
+    std::string token;                      // sent as `authorization: Bearer` when set
   };
   explicit Cluster(Options options);
   ~Cluster();
@@ -82,6 +89,10 @@ class Cluster {
                                              absl::Duration timeout);
   absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id);
   std::string Logs();
+  // Adds the token (Options::token) to a call's metadata.
+  void Authorize(grpc::ClientContext* context) const;
+  // TLS flags (--tls_ca, --tls_cert, --tls_key) for a process presenting `name`'s certificate.
+  std::vector<std::string> TlsFlags(const std::string& name) const;
 
  private:
   Options options_;
