@@ -253,6 +253,7 @@ TEST_F(TlsEndToEndTest, RouterRefusesAPlannerWithoutTheExpectedName) {
   ASSERT_NE(error, nullptr) << cluster.Logs();
   EXPECT_EQ(error->error().stage(), rein::v1::PLANNING);
   EXPECT_EQ(error->error().code(), "UNAVAILABLE");
+  EXPECT_NE(error->error().message().find("Hostname Verification"), std::string::npos);
   std::cout << "recorded error: " << error->error().message() << "\n";
   for (const RunEvent& e : events) EXPECT_FALSE(e.has_plan()) << "a plan came through";
 }
