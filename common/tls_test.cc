@@ -19,8 +19,8 @@ namespace {
 class TlsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string(absl::StrCat(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp",
-                                        "/tls_test"));
+    dir_ = new std::string(
+        absl::StrCat(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp", "/tls_test"));
     const char* srcdir = getenv("TEST_SRCDIR");
     std::string script = absl::StrCat(srcdir ? srcdir : ".", "/rein/common/testing/make_certs.sh");
     ASSERT_EQ(system(absl::StrCat(script, " ", *dir_, " --test").c_str()), 0) << script;
@@ -105,8 +105,8 @@ TEST_F(TlsTest, ReplacedServerCertificateIsUsedByNewHandshakesWithinTenSeconds) 
   grpc::ChannelArguments args;
   auto old_channel = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", host.port()),
                                                MakeChannelCredentials(trusts_old), args);
-  ASSERT_TRUE(old_channel->WaitForConnected(std::chrono::system_clock::now() +
-                                            std::chrono::seconds(3)));
+  ASSERT_TRUE(
+      old_channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(3)));
 
   copy("stranger.key", "served.key");  // signed by other-ca, for 127.0.0.1
   copy("stranger.pem", "served.pem");

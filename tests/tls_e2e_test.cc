@@ -230,6 +230,20 @@ TEST_F(TlsEndToEndTest, TokensAreCheckedAndRevokedOnReload) {
     absl::SleepFor(absl::Milliseconds(250));
   }
   EXPECT_EQ(code, grpc::StatusCode::UNAUTHENTICATED);
+  // reinctl over TLS with a token file; without a token it is refused.
+  std::ofstream(dir_ + "/alice.token") << "alice-secret\n";
+  auto reinctl = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {RunfilePath("cli/reinctl"),
+                                     "--router=" + cluster.router_target(), "list",
+                                     "--tls_ca=" + tls_dir_ + "/ca.pem"};
+    for (const auto& flag : extra) argv.push_back(flag);
+    Process p("reinctl", argv, dir_ + "/reinctl.log");
+    if (!p.Start()) return -1;
+    return p.Wait(absl::Seconds(20));
+  };
+  EXPECT_EQ(reinctl({"--token_file=" + dir_ + "/alice.token"}), 0)
+      << ReadFile(dir_ + "/reinctl.log");
+  EXPECT_EQ(reinctl({}), 4) << ReadFile(dir_ + "/reinctl.log");
   // alice is unaffected.
   grpc::Status alice = GetRunWithToken(cluster, "alice-secret", unknown_run);
   EXPECT_NE(alice.error_code(), grpc::StatusCode::UNAUTHENTICATED) << alice.error_message();
@@ -256,6 +270,30 @@ TEST_F(TlsEndToEndTest, RouterRefusesAPlannerWithoutTheExpectedName) {
   EXPECT_NE(error->error().message().find("Hostname Verification"), std::string::npos);
   std::cout << "recorded error: " << error->error().message() << "\n";
   for (const RunEvent& e : events) EXPECT_FALSE(e.has_plan()) << "a plan came through";
+}
+
+TEST_F(TlsEndToEndTest, RouterRefusesToStartUnsafely) {
+  auto router = [&](const std::vector<std::string>& flags) {
+    std::vector<std::string> argv = {RunfilePath("router_service/rein-router"),
+                                     "--store=sqlite:" + dir_ + "/refused.db"};
+    for (const auto& flag : flags) argv.push_back(flag);
+    Process p("router", argv, dir_ + "/refused.log");
+    if (!p.Start()) return -1;
+    return p.Wait(absl::Seconds(20));
+  };
+  const std::string listen = absl::StrCat("--listen=0.0.0.0:", FreePort());
+  EXPECT_EQ(router({listen}), 2);
+  EXPECT_NE(ReadFile(dir_ + "/refused.log").find("--allow_unauthenticated"), std::string::npos);
+  std::ofstream(dir_ + "/bad-tokens") << "# ok\nsha256:1234 bob viewer\n";
+  EXPECT_EQ(router({listen, "--auth_tokens_file=" + dir_ + "/bad-tokens"}), 2);
+  std::string log = ReadFile(dir_ + "/refused.log");
+  EXPECT_NE(log.find("--auth_tokens_file: " + dir_ + "/bad-tokens: line 2: "), std::string::npos)
+      << log;
+  EXPECT_EQ(router({listen, "--tls_cert=" + tls_dir_ + "/router.pem",
+                    "--tls_key=" + tls_dir_ + "/planner.key", "--tls_ca=" + tls_dir_ + "/ca.pem",
+                    "--auth_tokens_file=" + tokens_file_}),
+            2);
+  EXPECT_NE(ReadFile(dir_ + "/refused.log").find("--tls_key: "), std::string::npos);
 }
 
 }  // namespace
