@@ -9,6 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "google/protobuf/descriptor.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "router_service/auth.h"
@@ -81,8 +83,9 @@ class RouterAuthTest : public ::testing::Test {
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(port, 0);
-    stub_ = rein::v1::Router::NewStub(
-        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+    channel_ =
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
+    stub_ = rein::v1::Router::NewStub(channel_);
   }
 
   void TearDown() override {
@@ -182,6 +185,7 @@ class RouterAuthTest : public ::testing::Test {
   std::unique_ptr<RunEngine> engine_;
   std::unique_ptr<RouterGrpcService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<rein::v1::Router::Stub> stub_;
 };
 
@@ -255,6 +259,36 @@ TEST_F(RouterAuthTest, PrincipalIsRecordedOnStartReviewAndCancel) {
   EXPECT_EQ(events.front().principal(), "bo");
   EXPECT_TRUE(events.back().has_finished());
   EXPECT_EQ(events.back().principal(), "bo");  // the cancel ended it
+}
+
+// A Router RPC whose handler lacks the auth hook would be open to anyone: every method of the
+// service, present and future (ForkRun...), must refuse a call without a token.
+TEST_F(RouterAuthTest, EveryRouterMethodRefusesACallWithoutAToken) {
+  const google::protobuf::ServiceDescriptor* service =
+      rein::v1::StartRunRequest::descriptor()->file()->FindServiceByName("Router");
+  ASSERT_NE(service, nullptr);
+  grpc::GenericStub generic(channel_);
+  for (int i = 0; i < service->method_count(); ++i) {
+    const std::string method = service->method(i)->name();
+    SCOPED_TRACE(method);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    grpc::Slice empty("");  // an empty message: every field at its default
+    grpc::ByteBuffer request(&empty, 1), response;
+    grpc::CompletionQueue cq;
+    auto call = generic.PrepareUnaryCall(
+        &context, absl::StrCat("/", service->full_name(), "/", method), request, &cq);
+    call->StartCall();
+    grpc::Status status;
+    call->Finish(&response, &status, reinterpret_cast<void*>(1));
+    void* tag = nullptr;
+    bool ok = false;
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    cq.Shutdown();
+    while (cq.Next(&tag, &ok)) {
+    }
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << status.error_message();
+  }
 }
 
 }  // namespace
