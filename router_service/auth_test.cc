@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/metrics.h"
 #include "common/testing/fake_clock.h"
 #include "gtest/gtest.h"
 
@@ -133,6 +134,14 @@ TEST_F(AuthenticatorTest, TokensAndRoles) {
   EXPECT_EQ(none.message(), wrong.message()) << "the reason a token fails is not told";
   EXPECT_EQ(auth.Authorize("GetRun", "Basic dG9rZW4tYQ==", peer).status().code(),
             absl::StatusCode::kUnauthenticated);
+  // Failures are counted by reason.
+  const std::string metrics = Metrics::Global().Render();
+  EXPECT_NE(metrics.find("rein_router_auth_failures_total{reason=\"unauthenticated\"} 3"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("rein_router_auth_failures_total{reason=\"permission_denied\"} 3"),
+            std::string::npos)
+      << metrics;
 }
 
 TEST_F(AuthenticatorTest, RemovedLineRevokesAfterTheReloadCheck) {

@@ -201,8 +201,14 @@ TEST_F(TlsEndToEndTest, PlannerAndExecutorRefuseClientsWithoutAGoodCertificate) 
 }
 
 TEST_F(TlsEndToEndTest, TokensAreCheckedAndRevokedOnReload) {
-  Cluster cluster(BaseOptions(/*delay_ms=*/0));
+  Cluster::Options options = BaseOptions(/*delay_ms=*/0);
+  options.router_flags.push_back("--require_client_cert");
+  Cluster cluster(options);
   ASSERT_TRUE(cluster.Start()) << cluster.Logs();
+  // With --require_client_cert the public port wants a client certificate too (health included:
+  // it asks of everyone what the port asks), but never a token.
+  EXPECT_NE(Probe(cluster.router_target(), ""), 0);
+  EXPECT_EQ(Probe(cluster.router_target(), "client"), 0);
   const std::string unknown_run = "0123456789abcdef0123456789abcdef";
   EXPECT_EQ(GetRunWithToken(cluster, "", unknown_run).error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
@@ -234,8 +240,11 @@ TEST_F(TlsEndToEndTest, TokensAreCheckedAndRevokedOnReload) {
   std::ofstream(dir_ + "/alice.token") << "alice-secret\n";
   auto reinctl = [&](const std::vector<std::string>& extra) {
     std::vector<std::string> argv = {RunfilePath("cli/reinctl"),
-                                     "--router=" + cluster.router_target(), "list",
-                                     "--tls_ca=" + tls_dir_ + "/ca.pem"};
+                                     "--router=" + cluster.router_target(),
+                                     "list",
+                                     "--tls_ca=" + tls_dir_ + "/ca.pem",
+                                     "--tls_cert=" + tls_dir_ + "/client.pem",
+                                     "--tls_key=" + tls_dir_ + "/client.key"};
     for (const auto& flag : extra) argv.push_back(flag);
     Process p("reinctl", argv, dir_ + "/reinctl.log");
     if (!p.Start()) return -1;
