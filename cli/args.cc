@@ -630,7 +630,10 @@ std::string Usage(absl::string_view topic) {
         "reinctl: the command-line client of the rein router.\n\n"
         "usage: reinctl [--router=TARGET] SUBCOMMAND [ARGS] [FLAGS]\n"
         "  --router=TARGET   the router's gRPC target (default 127.0.0.1:50051); may also\n"
-        "                    follow the subcommand\n\n"
+        "                    follow the subcommand\n"
+        "  --tls_ca=PEM      connect over TLS, trusting this CA; --tls_cert=PEM and\n"
+        "                    --tls_key=PEM add a client certificate\n"
+        "  --token_file=F    send the bearer token in F (else $REIN_TOKEN, if set)\n\n"
         "Enum values are the proto names, case-insensitive. Durations: 500ms, 90s, 10m, 1h.\n"
         "Exit codes: 0 finished, 1 failed or cancelled, 2 usage error, 3 paused for review,\n"
         "4 error talking to the router.\n\nsubcommands:\n";

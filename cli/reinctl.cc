@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "cli/args.h"
 #include "cli/command_runner.h"
+#include "cli/connection.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "rein/v1/executor.grpc.pb.h"
@@ -17,13 +18,21 @@
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  absl::StatusOr<rein::cli::ConnectionFlags> connection = rein::cli::ExtractConnectionFlags(&args);
+  absl::StatusOr<std::string> token =
+      connection.ok() ? rein::cli::LoadToken(*connection, std::getenv("REIN_TOKEN"))
+                      : absl::StatusOr<std::string>(connection.status());
+  if (!token.ok()) {
+    std::cerr << "reinctl: " << token.status().message() << "\n";
+    return rein::cli::kExitUsage;
+  }
   absl::StatusOr<rein::cli::Command> command = rein::cli::ParseArgs(args);
   if (!command.ok()) {
     std::cerr << "reinctl: " << command.status().message() << "\nrun `reinctl help` for usage\n";
     return rein::cli::kExitUsage;
   }
   std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(command->router, grpc::InsecureChannelCredentials());
+      rein::cli::MakeRouterChannel(command->router, *connection, *token);
   std::unique_ptr<rein::v1::Router::Stub> stub = rein::v1::Router::NewStub(channel);
 
   rein::cli::RunnerOptions options;

@@ -1,7 +1,10 @@
 // rein-health: exits 0 when a gRPC target reports SERVING on grpc.health.v1 (used by ./dev up).
 #include <iostream>
 #include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
+#include "common/tls.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/support/byte_buffer.h"
@@ -25,13 +28,33 @@ std::string EncodeRequest(const std::string& service) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || argc > 3) {
-    std::cerr << "usage: rein-health TARGET [SERVICE]\n";
+  rein::TlsFiles tls;
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (absl::StartsWith(arg, "--tls_ca=")) {
+      tls.ca = arg.substr(9);
+    } else if (absl::StartsWith(arg, "--tls_cert=")) {
+      tls.cert = arg.substr(11);
+    } else if (absl::StartsWith(arg, "--tls_key=")) {
+      tls.key = arg.substr(10);
+    } else {
+      args.push_back(arg);
+    }
+  }
+  if (args.empty() || args.size() > 2) {
+    std::cerr << "usage: rein-health [--tls_ca=PEM [--tls_cert=PEM --tls_key=PEM]] TARGET "
+                 "[SERVICE]\n";
     return 2;
   }
-  auto channel = grpc::CreateChannel(argv[1], grpc::InsecureChannelCredentials());
+  if (absl::Status checked = rein::CheckClientTlsFiles(tls); !checked.ok()) {
+    std::cerr << "rein-health: " << checked.message() << "\n";
+    return 2;
+  }
+  const std::string target = args[0];
+  auto channel = grpc::CreateChannel(target, rein::MakeChannelCredentials(tls));
   grpc::GenericStub stub(channel);
-  std::string request = EncodeRequest(argc == 3 ? argv[2] : "");
+  std::string request = EncodeRequest(args.size() == 2 ? args[1] : "");
   grpc::Slice slice(request);
   grpc::ByteBuffer send(&slice, 1);
   grpc::ByteBuffer reply;
@@ -46,7 +69,7 @@ int main(int argc, char** argv) {
   bool ok;
   cq.Next(&tag, &ok);
   if (!status.ok()) {
-    std::cerr << argv[1] << ": " << status.error_message() << "\n";
+    std::cerr << target << ": " << status.error_message() << "\n";
     return 1;
   }
   std::vector<grpc::Slice> slices;
@@ -55,6 +78,6 @@ int main(int argc, char** argv) {
   for (const auto& s : slices) body.append(reinterpret_cast<const char*>(s.begin()), s.size());
   // HealthCheckResponse{status = 1 (SERVING)} is the bytes 08 01.
   bool serving = body.size() == 2 && body[0] == 0x08 && body[1] == 0x01;
-  std::cout << argv[1] << (serving ? " SERVING\n" : " NOT_SERVING\n");
+  std::cout << target << (serving ? " SERVING\n" : " NOT_SERVING\n");
   return serving ? 0 : 1;
 }

@@ -20,7 +20,9 @@ absl::Status ServiceHost::Start(const std::vector<grpc::Service*>& services) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort(
+      options_.listen,
+      options_.credentials ? options_.credentials : grpc::InsecureServerCredentials(), &port_);
   builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
   for (grpc::Service* service : services) builder.RegisterService(service);
   server_ = builder.BuildAndStart();

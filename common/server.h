@@ -19,6 +19,8 @@ struct ServiceHostOptions {
   int metrics_port = 0;                // 0 = no metrics endpoint
   std::string service_name;            // e.g. "rein.v1.Router", reported on grpc.health.v1
   int max_receive_message_bytes = 8 << 20;
+  // How the port is secured (MakeServerCredentials in common/tls.h); null = plaintext.
+  std::shared_ptr<grpc::ServerCredentials> credentials;
 };
 
 // Owns one gRPC server with health checking and reflection enabled. Not thread-safe except

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/server.h"
+#include "common/tls.h"
 #include "executor_service/executor_grpc.h"
 #include "executor_service/sandbox_mode.h"
 #include "executor_service/tool_executor.h"
@@ -65,6 +66,11 @@ ABSL_FLAG(absl::Duration, journal_liveness_timeout, absl::Seconds(5),
 ABSL_FLAG(std::string, mcp_config, "",
           "A JSON file of MCP servers whose tools the executor offers (see MCP.md); a bad "
           "file or a server that cannot be listed refuses start");
+// mTLS (README "Security"): with these, the port serves TLS only and every client must present
+// a certificate signed by --tls_ca. The files are reloaded within 10 s of changing.
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate of this service");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_ca, "", "PEM CA that signs the clients' (the routers') certificates");
 
 namespace {
 
@@ -184,6 +190,11 @@ int main(int argc, char** argv) {
   if (sandbox.mode == rein::SandboxMode::kNone && !sandbox.allow_unsandboxed) {
     Die("--sandbox=none is refused unless --allow_unsandboxed is also given");
   }
+  const rein::TlsFiles tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                           absl::GetFlag(FLAGS_tls_ca)};
+  if (absl::Status status = rein::CheckServerTlsFiles(tls); !status.ok()) {
+    Die(std::string(status.message()));
+  }
   const int metrics_port = absl::GetFlag(FLAGS_metrics_port);
   if (metrics_port < 0 || metrics_port > 65535) {
     Die(absl::StrCat("--metrics_port must be 0..65535, got ", metrics_port));
@@ -214,6 +225,7 @@ int main(int argc, char** argv) {
   host_options.listen = absl::GetFlag(FLAGS_listen);
   host_options.metrics_port = metrics_port;
   host_options.service_name = "rein.v1.Executor";
+  host_options.credentials = rein::MakeServerCredentials(tls, /*require_client_cert=*/true);
   rein::ServiceHost host(host_options);
   absl::Status started = host.Start({&service});
   if (!started.ok()) {

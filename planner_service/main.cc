@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/server.h"
+#include "common/tls.h"
 #include "planner_service/backend_factory.h"
 #include "planner_service/planner_grpc.h"
 
@@ -28,6 +29,11 @@ ABSL_FLAG(std::string, anthropic_base_url, "",
 ABSL_FLAG(std::string, prompts_dir, "",
           "anthropic backend: folder of the stage prompts (see ANTHROPIC.md); default: the "
           "prompts next to the binary, else ./planner_service/prompts");
+// mTLS (README "Security"): with these, the port serves TLS only and every client must present
+// a certificate signed by --tls_ca. The files are reloaded within 10 s of changing.
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate of this service");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_ca, "", "PEM CA that signs the clients' (the routers') certificates");
 
 namespace {
 
@@ -59,11 +65,17 @@ int main(int argc, char** argv) {
       rein::MakePlannerBackend(options, rein::RealClock());
   if (!backend.ok()) return Fail(2, std::string(backend.status().message()));
 
+  const rein::TlsFiles tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                           absl::GetFlag(FLAGS_tls_ca)};
+  if (absl::Status status = rein::CheckServerTlsFiles(tls); !status.ok()) {
+    return Fail(2, std::string(status.message()));
+  }
   rein::PlannerGrpcService service(backend->get());
   rein::ServiceHostOptions host_options;
   host_options.listen = absl::GetFlag(FLAGS_listen);
   host_options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   host_options.service_name = "rein.v1.Planner";
+  host_options.credentials = rein::MakeServerCredentials(tls, /*require_client_cert=*/true);
   rein::ServiceHost host(host_options);
   absl::Status started = host.Start({&service});
   if (!started.ok()) return Fail(1, std::string(started.message()));

@@ -144,11 +144,13 @@ std::shared_ptr<PendingCall> CallWithFailover(StartFn start, const Req& request,
 
 }  // namespace
 
-std::shared_ptr<grpc::Channel> MakeRoundRobinChannel(const std::string& target) {
+std::shared_ptr<grpc::Channel> MakeRoundRobinChannel(const std::string& target, const TlsFiles& tls,
+                                                     const std::string& tls_name) {
   grpc::ChannelArguments args;
   args.SetLoadBalancingPolicyName("round_robin");
   args.SetMaxReceiveMessageSize(16 << 20);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  if (tls.enabled()) AddTlsTargetName(tls_name, &args);
+  return grpc::CreateCustomChannel(target, MakeChannelCredentials(tls), args);
 }
 
 std::shared_ptr<PendingCall> GrpcPlannerClient::Plan(const rein::v1::PlanRequest& request,

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "common/tls.h"
 #include "grpcpp/grpcpp.h"
 #include "rein/v1/executor.grpc.pb.h"
 #include "rein/v1/planner.grpc.pb.h"
@@ -13,8 +14,11 @@
 namespace rein {
 
 // A channel to any gRPC target ("host:port", "dns:///name:port", "ipv4:a:p,b:p") that spreads
-// calls over every address with round_robin.
-std::shared_ptr<grpc::Channel> MakeRoundRobinChannel(const std::string& target);
+// calls over every address with round_robin. With `tls`, over mTLS, checking that the servers'
+// certificates carry `tls_name` ("" = the target's host).
+std::shared_ptr<grpc::Channel> MakeRoundRobinChannel(const std::string& target,
+                                                     const TlsFiles& tls = {},
+                                                     const std::string& tls_name = "");
 
 class GrpcPlannerClient final : public PlannerClient {
  public:

@@ -15,6 +15,8 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/server.h"
+#include "common/tls.h"
+#include "router_service/auth.h"
 #include "router_service/grpc_clients.h"
 #include "router_service/router_grpc.h"
 #include "router_service/run_engine.h"
@@ -38,6 +40,27 @@ ABSL_FLAG(absl::Duration, lease_ttl, absl::Seconds(10),
 ABSL_FLAG(std::string, router_id, "",
           "this router's id among the routers sharing the store (default hostname:pid); "
           "[A-Za-z0-9._:-], at most 128 bytes; two live routers with one id are refused");
+// Security (README "Security"): TLS files are reloaded within 10 s of changing.
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate: the public port serves TLS, and the "
+          "router presents it to planners and executors");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA that signs planners', executors' (and with "
+          "--require_client_cert, clients') certificates");
+ABSL_FLAG(bool, require_client_cert, false, "the public port also requires client certificates");
+ABSL_FLAG(std::string, planner_tls_name, "",
+          "name the planners' certificates must carry "
+          "(default: the host of --planner_target)");
+ABSL_FLAG(std::string, executor_tls_name, "",
+          "name the executors' certificates must carry "
+          "(default: the host of --executor_target)");
+ABSL_FLAG(std::string, auth_tokens_file, "",
+          "bearer tokens: lines `sha256:<hex> <principal> "
+          "<role>[,<role>...]`, reloaded on change");
+ABSL_FLAG(bool, allow_unauthenticated, false,
+          "serve without --auth_tokens_file on a "
+          "non-loopback --listen address (anyone who reaches the port may do anything)");
 
 namespace {
 
@@ -66,9 +89,40 @@ int main(int argc, char** argv) {
     return Fail("--workers: must be in [1, 256]");
   }
 
-  rein::GrpcPlannerClient planner(rein::MakeRoundRobinChannel(absl::GetFlag(FLAGS_planner_target)));
-  rein::GrpcExecutorClient executor(
-      rein::MakeRoundRobinChannel(absl::GetFlag(FLAGS_executor_target)));
+  const rein::TlsFiles tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                           absl::GetFlag(FLAGS_tls_ca)};
+  if (absl::Status status = rein::CheckServerTlsFiles(tls); !status.ok()) {
+    return Fail(std::string(status.message()));
+  }
+  if (absl::GetFlag(FLAGS_require_client_cert) && !tls.enabled()) {
+    return Fail("--require_client_cert: needs --tls_cert, --tls_key and --tls_ca");
+  }
+  std::unique_ptr<rein::Authenticator> auth;
+  if (const std::string tokens = absl::GetFlag(FLAGS_auth_tokens_file); !tokens.empty()) {
+    rein::AuthOptions auth_options;
+    auth_options.tokens_file = tokens;
+    auth = std::make_unique<rein::Authenticator>(auth_options, rein::RealClock());
+    if (absl::Status status = auth->Load(); !status.ok()) {
+      return Fail(absl::StrCat("--auth_tokens_file: ", status.message()));
+    }
+  } else if (!rein::IsLoopbackListen(absl::GetFlag(FLAGS_listen))) {
+    if (!absl::GetFlag(FLAGS_allow_unauthenticated)) {
+      return Fail(absl::StrCat("--listen=", absl::GetFlag(FLAGS_listen),
+                               " is not loopback: give --auth_tokens_file, or "
+                               "--allow_unauthenticated to let anyone who reaches it call "
+                               "every RPC"));
+    }
+    rein::LogError(
+        "SERVING WITHOUT AUTHENTICATION on a non-loopback address "
+        "(--allow_unauthenticated): anyone who reaches the port may start, "
+        "review and cancel runs",
+        {{"listen", absl::GetFlag(FLAGS_listen)}});
+  }
+
+  rein::GrpcPlannerClient planner(rein::MakeRoundRobinChannel(
+      absl::GetFlag(FLAGS_planner_target), tls, absl::GetFlag(FLAGS_planner_tls_name)));
+  rein::GrpcExecutorClient executor(rein::MakeRoundRobinChannel(
+      absl::GetFlag(FLAGS_executor_target), tls, absl::GetFlag(FLAGS_executor_tls_name)));
   rein::Clock* clock = rein::RealClock();
   rein::RunEngineOptions engine_options;
   engine_options.workers = absl::GetFlag(FLAGS_workers);
@@ -84,12 +138,14 @@ int main(int argc, char** argv) {
     engine_options.router_id = absl::StrCat(host, ":", getpid());
   }
   rein::RunEngine engine(store, &planner, &executor, clock, engine_options);
-  rein::RouterGrpcService service(&engine);
+  rein::RouterGrpcService service(&engine, auth.get());
 
   rein::ServiceHostOptions host_options;
   host_options.listen = absl::GetFlag(FLAGS_listen);
   host_options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   host_options.service_name = "rein.v1.Router";
+  host_options.credentials =
+      rein::MakeServerCredentials(tls, absl::GetFlag(FLAGS_require_client_cert));
   rein::ServiceHost host(host_options);
   if (absl::Status status = engine.Start(); !status.ok()) {
     return Fail(absl::StrCat("cannot start: ", status.message()));
@@ -100,7 +156,9 @@ int main(int argc, char** argv) {
   rein::LogInfo("serving", {{"listen", host_options.listen},
                             {"port", std::to_string(host.port())},
                             {"store", opened->description},
-                            {"router_id", engine_options.router_id}});
+                            {"router_id", engine_options.router_id},
+                            {"tls", tls.enabled() ? "on" : "off"},
+                            {"auth", auth ? "tokens" : "none"}});
   int sig = rein::WaitForTerminationSignal();
   rein::LogInfo("shutting down", {{"signal", std::to_string(sig)}});
   absl::Duration grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));

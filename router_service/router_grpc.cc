@@ -20,20 +20,46 @@ grpc::Status Reply(const absl::StatusOr<T>& result, T* response, const char* met
 
 }  // namespace
 
-grpc::Status RouterGrpcService::StartRun(grpc::ServerContext*,
-                                         const rein::v1::StartRunRequest* request,
-                                         rein::v1::Run* response) {
-  return Reply(engine_->StartRun(*request), response, "StartRun");
+grpc::Status RouterGrpcService::Authorize(grpc::ServerContext* context, const char* method,
+                                          std::string* principal) {
+  if (auth_ == nullptr) return grpc::Status::OK;
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("authorization");
+  absl::string_view value;
+  if (it != metadata.end()) value = absl::string_view(it->second.data(), it->second.size());
+  absl::StatusOr<Principal> who = auth_->Authorize(method, value, context->peer());
+  if (!who.ok()) {
+    Metrics::Global().Add("rein_router_rpcs_total", 1,
+                          absl::StrCat("method=\"", method, "\",code=\"",
+                                       absl::StatusCodeToString(who.status().code()), "\""));
+    return ToGrpcStatus(who.status());
+  }
+  *principal = who->name;
+  return grpc::Status::OK;
 }
 
-grpc::Status RouterGrpcService::GetRun(grpc::ServerContext*, const rein::v1::GetRunRequest* request,
+#define REIN_AUTHORIZE(method) \
+  std::string principal;       \
+  if (grpc::Status denied = Authorize(context, method, &principal); !denied.ok()) return denied
+
+grpc::Status RouterGrpcService::StartRun(grpc::ServerContext* context,
+                                         const rein::v1::StartRunRequest* request,
+                                         rein::v1::Run* response) {
+  REIN_AUTHORIZE("StartRun");
+  return Reply(engine_->StartRun(*request, principal), response, "StartRun");
+}
+
+grpc::Status RouterGrpcService::GetRun(grpc::ServerContext* context,
+                                       const rein::v1::GetRunRequest* request,
                                        rein::v1::Run* response) {
+  REIN_AUTHORIZE("GetRun");
   return Reply(engine_->GetRun(request->run_id()), response, "GetRun");
 }
 
-grpc::Status RouterGrpcService::ListRuns(grpc::ServerContext*,
+grpc::Status RouterGrpcService::ListRuns(grpc::ServerContext* context,
                                          const rein::v1::ListRunsRequest* request,
                                          rein::v1::ListRunsResponse* response) {
+  REIN_AUTHORIZE("ListRuns");
   absl::StatusOr<RunPage> page = engine_->ListRuns(*request);
   absl::StatusOr<rein::v1::ListRunsResponse> reply;
   if (!page.ok()) {
@@ -47,27 +73,32 @@ grpc::Status RouterGrpcService::ListRuns(grpc::ServerContext*,
   return Reply(reply, response, "ListRuns");
 }
 
-grpc::Status RouterGrpcService::CancelRun(grpc::ServerContext*,
+grpc::Status RouterGrpcService::CancelRun(grpc::ServerContext* context,
                                           const rein::v1::CancelRunRequest* request,
                                           rein::v1::Run* response) {
-  return Reply(engine_->CancelRun(request->run_id(), request->reason()), response, "CancelRun");
+  REIN_AUTHORIZE("CancelRun");
+  return Reply(engine_->CancelRun(request->run_id(), request->reason(), principal), response,
+               "CancelRun");
 }
 
-grpc::Status RouterGrpcService::ResumeRun(grpc::ServerContext*,
+grpc::Status RouterGrpcService::ResumeRun(grpc::ServerContext* context,
                                           const rein::v1::ResumeRunRequest* request,
                                           rein::v1::Run* response) {
-  return Reply(engine_->ResumeRun(*request), response, "ResumeRun");
+  REIN_AUTHORIZE("ResumeRun");
+  return Reply(engine_->ResumeRun(*request, principal), response, "ResumeRun");
 }
 
-grpc::Status RouterGrpcService::ForkRun(grpc::ServerContext*,
+grpc::Status RouterGrpcService::ForkRun(grpc::ServerContext* context,
                                         const rein::v1::ForkRunRequest* request,
                                         rein::v1::Run* response) {
-  return Reply(engine_->ForkRun(*request), response, "ForkRun");
+  REIN_AUTHORIZE("ForkRun");
+  return Reply(engine_->ForkRun(*request, principal), response, "ForkRun");
 }
 
 grpc::Status RouterGrpcService::WatchRun(grpc::ServerContext* context,
                                          const rein::v1::WatchRunRequest* request,
                                          grpc::ServerWriter<rein::v1::RunEvent>* writer) {
+  REIN_AUTHORIZE("WatchRun");
   int64_t after = request->after_seq();
   // Fail fast on a bad request or an unknown run.
   absl::StatusOr<rein::v1::Run> run = engine_->GetRun(request->run_id());
@@ -88,9 +119,10 @@ grpc::Status RouterGrpcService::WatchRun(grpc::ServerContext* context,
   return grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled");
 }
 
-grpc::Status RouterGrpcService::ExportRun(grpc::ServerContext*,
+grpc::Status RouterGrpcService::ExportRun(grpc::ServerContext* context,
                                           const rein::v1::ExportRunRequest* request,
                                           grpc::ServerWriter<rein::v1::RunSnapshot>* writer) {
+  REIN_AUTHORIZE("ExportRun");
   absl::StatusOr<std::vector<Snapshot>> snapshots = engine_->ListSnapshots(request->run_id());
   if (!snapshots.ok()) return ToGrpcStatus(snapshots.status());
   for (const Snapshot& s : *snapshots) {
@@ -110,5 +142,7 @@ grpc::Status RouterGrpcService::ExportRun(grpc::ServerContext*,
   }
   return grpc::Status::OK;
 }
+
+#undef REIN_AUTHORIZE
 
 }  // namespace rein

@@ -3,13 +3,17 @@
 #define REIN_ROUTER_SERVICE_ROUTER_GRPC_H_
 
 #include "rein/v1/router.grpc.pb.h"
+#include "router_service/auth.h"
 #include "router_service/run_engine.h"
 
 namespace rein {
 
 class RouterGrpcService final : public rein::v1::Router::Service {
  public:
-  explicit RouterGrpcService(RunEngine* engine) : engine_(engine) {}
+  // With `auth` (not owned; null = no auth), every call must carry a bearer token whose roles
+  // allow it (router_service/auth.h).
+  explicit RouterGrpcService(RunEngine* engine, Authenticator* auth = nullptr)
+      : engine_(engine), auth_(auth) {}
 
   grpc::Status StartRun(grpc::ServerContext* context, const rein::v1::StartRunRequest* request,
                         rein::v1::Run* response) override;
@@ -29,7 +33,12 @@ class RouterGrpcService final : public rein::v1::Router::Service {
                          grpc::ServerWriter<rein::v1::RunSnapshot>* writer) override;
 
  private:
+  // OK with the caller's principal in `principal` ("" without auth), or the call's refusal.
+  // Every handler calls it first with its own method name.
+  grpc::Status Authorize(grpc::ServerContext* context, const char* method, std::string* principal);
+
   RunEngine* engine_;
+  Authenticator* auth_;
 };
 
 }  // namespace rein

@@ -36,6 +36,12 @@ struct RunEngine::Entry {
 
 namespace {
 
+// Records who caused a transition (RunEvent.principal) on each of its events.
+void SetPrincipal(const std::string& principal, Transition* t) {
+  if (principal.empty()) return;
+  for (rein::v1::RunEvent& event : t->events) event.set_principal(principal);
+}
+
 std::string NewRunId() {
   static absl::Mutex mu(absl::kConstInit);
   static absl::BitGen* gen = new absl::BitGen();
@@ -733,7 +739,8 @@ absl::Status RunEngine::CheckWorkspace(const std::string& run_id, const rein::v1
   return absl::OkStatus();
 }
 
-absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request) {
+absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request,
+                                        const std::string& principal) {
   if (request.request_id().size() > 128) {
     return absl::InvalidArgumentError("request_id: at most 128 bytes");
   }
@@ -753,6 +760,7 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   Transition t = router_.NewRun(run_id, request.request_id(), *spec, clock_->Now(), &run);
   run.set_owner(options_.router_id);  // the router that accepted StartRun drives the run
   run.set_lease_epoch(1);
+  SetPrincipal(principal, &t);
   absl::StatusOr<CreateResult> created = store_->CreateRun(run, std::move(t.events));
   if (!created.ok()) return created.status();
   if (!created->created) return created->run;  // the same request_id: the first run
@@ -762,7 +770,8 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   return created->run;
 }
 
-absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request) {
+absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request,
+                                       const std::string& principal) {
   RETURN_IF_ERROR(CheckRunId(request.run_id()));
   if (request.request_id().size() > 128) {
     return absl::InvalidArgumentError("request_id: at most 128 bytes");
@@ -805,6 +814,9 @@ absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request) 
   ASSIGN_OR_RETURN(Transition t, router_.Fork(fork, point.from, request.edits(),
                                               request.workspace_at_fork(), now));
   *fork.mutable_state() = t.state;
+  SetPrincipal(principal, &t);
+  fork.set_owner(options_.router_id);  // the router that accepted ForkRun drives the fork
+  fork.set_lease_epoch(1);
 
   rein::v1::CopyWorkspaceRequest copy;
   copy.set_workspace(source_workspace);
@@ -907,17 +919,19 @@ absl::StatusOr<RunPage> RunEngine::ListRuns(const rein::v1::ListRunsRequest& req
                           request.page_token());
 }
 
-absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::string& reason) {
+absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::string& reason,
+                                         const std::string& principal) {
   RETURN_IF_ERROR(CheckRunId(run_id));
   if (reason.size() > 4096) return absl::InvalidArgumentError("reason: at most 4096 bytes");
   std::shared_ptr<Entry> entry = Find(run_id);
-  if (!entry && shared_) return CancelElsewhere(run_id, reason);
+  if (!entry && shared_) return CancelElsewhere(run_id, reason, principal);
   if (!entry) return GetRun(run_id);  // unknown (NOT_FOUND) or already ended
   bool lost = false;                  // the run changed hands: cancel it through the store instead
   do {
     absl::MutexLock lock(&entry->mu);
     auto t = router_.OnCancel(entry->run, entry->in_flight, reason, clock_->Now());
     if (t.has_value()) {
+      SetPrincipal(principal, &*t);
       absl::Status status = CommitLocked(*entry, std::move(*t));
       if (entry->dropped) lost = true;
       if (!status.ok() && !lost) return status;
@@ -931,13 +945,14 @@ absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::s
     clock_->AwaitWithDeadline(&entry->mu, absl::Condition(&ended),
                               clock_->Now() + options_.cancel_wait);
   } while (false);
-  if (lost) return CancelElsewhere(run_id, reason);
+  if (lost) return CancelElsewhere(run_id, reason, principal);
   Advance(entry);
   return GetRun(run_id);
 }
 
 absl::StatusOr<Run> RunEngine::CancelElsewhere(const std::string& run_id,
-                                               const std::string& reason) {
+                                               const std::string& reason,
+                                               const std::string& principal) {
   for (int attempt = 0;; ++attempt) {
     ASSIGN_OR_RETURN(Run run, GetRun(run_id));
     if (StageRouter::IsTerminal(run.state().stage())) return run;
@@ -946,6 +961,7 @@ absl::StatusOr<Run> RunEngine::CancelElsewhere(const std::string& run_id,
     const bool busy = run.state().stage() != rein::v1::PAUSED;
     auto t = router_.OnCancel(run, busy, reason, clock_->Now());
     if (!t.has_value()) break;
+    SetPrincipal(principal, &*t);
     absl::StatusOr<std::vector<RunEvent>> stored = store_->Commit(
         run_id, run.state().version(), t->state, std::move(t->events), t->snapshot, clock_->Now());
     if (stored.ok()) break;
@@ -960,10 +976,11 @@ absl::StatusOr<Run> RunEngine::CancelElsewhere(const std::string& run_id,
   }
 }
 
-absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& request) {
+absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& request,
+                                         const std::string& principal) {
   RETURN_IF_ERROR(CheckRunId(request.run_id()));
   std::shared_ptr<Entry> entry = Find(request.run_id());
-  if (!entry && shared_) return ResumeElsewhere(request);
+  if (!entry && shared_) return ResumeElsewhere(request, principal);
   if (!entry) {
     absl::StatusOr<Run> run = GetRun(request.run_id());
     if (!run.ok()) return run.status();
@@ -977,8 +994,9 @@ absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& reque
     absl::StatusOr<Transition> t =
         router_.OnReview(entry->run, request.review(), request.expected_version(), clock_->Now());
     if (!t.ok()) return t.status();
+    SetPrincipal(principal, &*t);
     absl::Status status = CommitLocked(*entry, std::move(*t));
-    if (entry->dropped) return ResumeElsewhere(request);
+    if (entry->dropped) return ResumeElsewhere(request, principal);
     if (!status.ok()) return status;
     entry->failed_attempts = 0;
     entry->not_before = absl::InfinitePast();
@@ -988,11 +1006,13 @@ absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& reque
   return result;
 }
 
-absl::StatusOr<Run> RunEngine::ResumeElsewhere(const rein::v1::ResumeRunRequest& request) {
+absl::StatusOr<Run> RunEngine::ResumeElsewhere(const rein::v1::ResumeRunRequest& request,
+                                               const std::string& principal) {
   ASSIGN_OR_RETURN(Run run, GetRun(request.run_id()));
   const absl::Time now = clock_->Now();
   ASSIGN_OR_RETURN(Transition t,
                    router_.OnReview(run, request.review(), request.expected_version(), now));
+  SetPrincipal(principal, &t);
   // The version check makes this safe against the owner and other reviewers; the commit's
   // notice wakes the owner, which continues the run.
   RETURN_IF_ERROR(store_

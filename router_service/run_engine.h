@@ -73,18 +73,24 @@ class RunEngine {
 
   // Validates the spec (INVALID_ARGUMENT naming the field), checks that the executors have
   // the workspace (FAILED_PRECONDITION naming spec.workspace) and starts the run.
-  absl::StatusOr<rein::v1::Run> StartRun(const rein::v1::StartRunRequest& request);
+  // `principal` (who called, "" = unknown) is recorded in RunEvent.principal of the events
+  // that StartRun, CancelRun and ResumeRun create.
+  absl::StatusOr<rein::v1::Run> StartRun(const rein::v1::StartRunRequest& request,
+                                         const std::string& principal = "");
   absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id);
   absl::StatusOr<RunPage> ListRuns(const rein::v1::ListRunsRequest& request);
-  absl::StatusOr<rein::v1::Run> CancelRun(const std::string& run_id, const std::string& reason);
-  absl::StatusOr<rein::v1::Run> ResumeRun(const rein::v1::ResumeRunRequest& request);
+  absl::StatusOr<rein::v1::Run> CancelRun(const std::string& run_id, const std::string& reason,
+                                          const std::string& principal = "");
+  absl::StatusOr<rein::v1::Run> ResumeRun(const rein::v1::ResumeRunRequest& request,
+                                          const std::string& principal = "");
   absl::StatusOr<std::vector<Snapshot>> ListSnapshots(const std::string& run_id);
   // Starts a new run from the source's state at `request.at`, with the edits (router_service/
   // fork.h, StageRouter::Fork), and its own copy of the source's workspace (as it is now, or
   // with workspace_at_fork as it was at the point). The source may be running or ended; it is
   // only read. On any error nothing is created (no run, no workspace copy left behind). The
   // same request_id twice returns the first fork.
-  absl::StatusOr<rein::v1::Run> ForkRun(const rein::v1::ForkRunRequest& request);
+  absl::StatusOr<rein::v1::Run> ForkRun(const rein::v1::ForkRunRequest& request,
+                                        const std::string& principal = "");
 
   // Events after `after_seq`; waits up to `max_wait` for one when there are none yet.
   // `ended` is set when the run has ended and every event has been returned.
@@ -122,9 +128,11 @@ class RunEngine {
   bool LeaseAllows(bool mutating) const;
   // ResumeRun and CancelRun on a run this router does not drive: committed through the store
   // with the version check, which wakes the owner.
-  absl::StatusOr<rein::v1::Run> ResumeElsewhere(const rein::v1::ResumeRunRequest& request);
+  absl::StatusOr<rein::v1::Run> ResumeElsewhere(const rein::v1::ResumeRunRequest& request,
+                                                const std::string& principal);
   absl::StatusOr<rein::v1::Run> CancelElsewhere(const std::string& run_id,
-                                                const std::string& reason);
+                                                const std::string& reason,
+                                                const std::string& principal);
   // Does what StageRouter::Next says for the run, unless a call is in flight.
   void Advance(const std::shared_ptr<Entry>& entry);
   // Makes the effect's call; its result is applied by Complete. Needs entry->mu held.

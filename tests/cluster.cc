@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/tls.h"
 
 namespace rein::testing {
 
@@ -142,18 +143,35 @@ Cluster::~Cluster() {
 }
 
 bool Cluster::WaitServing(const std::string& target, absl::Duration timeout) {
-  return rein::testing::WaitServing(target, timeout, options_.dir + "/health.log");
+  return rein::testing::WaitServing(target, timeout, options_.dir + "/health.log",
+                                    TlsFlags("client"));
 }
 
-bool WaitServing(const std::string& target, absl::Duration timeout, const std::string& log_path) {
+bool WaitServing(const std::string& target, absl::Duration timeout, const std::string& log_path,
+                 const std::vector<std::string>& probe_flags) {
   absl::Time until = absl::Now() + timeout;
   while (absl::Now() < until) {
-    Process probe("health", {RunfilePath("common/rein-health"), target}, log_path);
+    std::vector<std::string> argv = {RunfilePath("common/rein-health")};
+    for (const std::string& flag : probe_flags) argv.push_back(flag);
+    argv.push_back(target);
+    Process probe("health", argv, log_path);
     probe.Start();
     if (probe.Wait(absl::Seconds(5)) == 0) return true;
     absl::SleepFor(absl::Milliseconds(50));
   }
   return false;
+}
+
+std::vector<std::string> Cluster::TlsFlags(const std::string& name) const {
+  if (options_.tls_dir.empty()) return {};
+  const std::string& d = options_.tls_dir;
+  return {absl::StrCat("--tls_ca=", d, "/ca.pem"),
+          absl::StrCat("--tls_cert=", d, "/", name, ".pem"),
+          absl::StrCat("--tls_key=", d, "/", name, ".key")};
+}
+
+void Cluster::Authorize(grpc::ClientContext* context) const {
+  if (!options_.token.empty()) context->AddMetadata("authorization", "Bearer " + options_.token);
 }
 
 bool Cluster::StartRouter() {
@@ -162,20 +180,25 @@ bool Cluster::StartRouter() {
     executors_target = "ipv4:" + executor_target();
     for (int port : extra_ports_) absl::StrAppend(&executors_target, ",127.0.0.1:", port);
   }
-  router_ = std::make_unique<Process>(
-      "router",
-      std::vector<std::string>{options_.router_binary.empty()
-                                   ? RunfilePath("router_service/rein-router")
-                                   : options_.router_binary,
-                               absl::StrCat("--listen=", router_target()),
-                               absl::StrCat("--store=sqlite:", options_.dir, "/rein.db"),
-                               absl::StrCat("--planner_target=", planner_target()),
-                               absl::StrCat("--executor_target=", executors_target)},
-      options_.dir + "/router.log");
+  std::vector<std::string> argv = {options_.router_binary.empty()
+                                       ? RunfilePath("router_service/rein-router")
+                                       : options_.router_binary,
+                                   absl::StrCat("--listen=", router_target()),
+                                   absl::StrCat("--store=sqlite:", options_.dir, "/rein.db"),
+                                   absl::StrCat("--planner_target=", planner_target()),
+                                   absl::StrCat("--executor_target=", executors_target)};
+  for (const std::string& flag : TlsFlags("router")) argv.push_back(flag);
+  for (const std::string& flag : options_.router_flags) argv.push_back(flag);
+  router_ = std::make_unique<Process>("router", argv, options_.dir + "/router.log");
   if (!router_->Start()) return false;
   if (!WaitServing(router_target(), absl::Seconds(20))) return false;
-  stub_ = rein::v1::Router::NewStub(
-      grpc::CreateChannel(router_target(), grpc::InsecureChannelCredentials()));
+  TlsFiles tls;
+  if (!options_.tls_dir.empty()) {
+    tls = {options_.tls_dir + "/client.pem", options_.tls_dir + "/client.key",
+           options_.tls_dir + "/ca.pem"};
+  }
+  stub_ =
+      rein::v1::Router::NewStub(grpc::CreateChannel(router_target(), MakeChannelCredentials(tls)));
   return true;
 }
 
@@ -191,6 +214,7 @@ std::unique_ptr<Process> Cluster::NewExecutor(int i) {
                                         absl::StrCat("--workspace_root=", options_.workspace_root),
                                         absl::StrCat("--executor_id=executor-", i)};
   for (const auto& flag : options_.executor_flags) exec_argv.push_back(flag);
+  for (const auto& flag : TlsFlags(options_.executor_cert)) exec_argv.push_back(flag);
   return std::make_unique<Process>(
       "executor", exec_argv,
       options_.dir + (i == 0 ? "/executor.log" : absl::StrCat("/executor-", i, ".log")));
@@ -222,6 +246,7 @@ bool Cluster::Start() {
   } else {
     for (const auto& flag : options_.planner_flags) planner_argv.push_back(flag);
   }
+  for (const auto& flag : TlsFlags(options_.planner_cert)) planner_argv.push_back(flag);
   planner_ = std::make_unique<Process>("planner", planner_argv, options_.dir + "/planner.log");
   if (!executor_->Start() || !planner_->Start()) return false;
   if (!WaitServing(executor_target(), absl::Seconds(20))) return false;
@@ -236,6 +261,7 @@ absl::StatusOr<rein::v1::Run> Cluster::StartRun(const rein::v1::RunSpec& spec,
   request.set_request_id(request_id);
   rein::v1::Run run;
   grpc::ClientContext context;
+  Authorize(&context);
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
   grpc::Status status = stub_->StartRun(&context, request, &run);
   if (!status.ok()) {
@@ -249,6 +275,7 @@ absl::StatusOr<rein::v1::Run> Cluster::GetRun(const std::string& run_id) {
   request.set_run_id(run_id);
   rein::v1::Run run;
   grpc::ClientContext context;
+  Authorize(&context);
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   grpc::Status status = stub_->GetRun(&context, request, &run);
   if (!status.ok()) {
@@ -263,6 +290,7 @@ grpc::Status Cluster::Watch(const std::string& run_id, int64_t after_seq, absl::
   request.set_run_id(run_id);
   request.set_after_seq(after_seq);
   grpc::ClientContext context;
+  Authorize(&context);
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   auto reader = stub_->WatchRun(&context, request);
   rein::v1::RunEvent event;

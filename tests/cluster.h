@@ -47,7 +47,9 @@ int FreePort();
 std::string ThreeStepScript(int delay_ms);
 
 // Waits until `target` answers grpc.health.v1 with SERVING (probe output to `log_path`).
-bool WaitServing(const std::string& target, absl::Duration timeout, const std::string& log_path);
+// `probe_flags` go to rein-health before the target (e.g. its --tls_* flags).
+bool WaitServing(const std::string& target, absl::Duration timeout, const std::string& log_path,
+                 const std::vector<std::string>& probe_flags = {});
 
 // The whole content of a file ("" when it cannot be read).
 std::string ReadFile(const std::string& path);
@@ -68,6 +70,13 @@ class Cluster {
     int executors = 1;
     // The router binary; empty = the one built with the test (router_service/rein-router).
     std::string router_binary;
+    // When set (a folder made by common/testing/make_certs.sh), every service serves mTLS with
+    // NAME.pem/NAME.key and ca.pem there, and the test's client presents client.pem.
+    std::string tls_dir;
+    // Certificate file names (without .pem/.key) of the planner and executor under tls_dir.
+    std::string planner_cert = "planner", executor_cert = "executor";
+    std::vector<std::string> router_flags;  // added to the router's
+    std::string token;                      // sent as `authorization: Bearer` when set
   };
   explicit Cluster(Options options);
   ~Cluster();
@@ -103,6 +112,10 @@ class Cluster {
                                              absl::Duration timeout);
   absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id);
   std::string Logs();
+  // Adds the token (Options::token) to a call's metadata.
+  void Authorize(grpc::ClientContext* context) const;
+  // TLS flags (--tls_ca, --tls_cert, --tls_key) for a process presenting `name`'s certificate.
+  std::vector<std::string> TlsFlags(const std::string& name) const;
 
  private:
   Options options_;

@@ -20,6 +20,7 @@ _LIBRARIES = {
     "benchmark": (["benchmark"], []),
     "prometheus": (["prometheus-cpp-core", "prometheus-cpp-pull"], []),
     "seccomp": (["libseccomp"], []),
+    "libcrypto": (["libcrypto"], []),
 }
 
 def _system_libraries_impl(ctx):

@@ -1,0 +1,295 @@
+// Service tests of the Router's bearer tokens and roles over real gRPC (loopback TCP): every
+// role against every RPC, and the principal recorded in the events of start, review, cancel.
+#include <stdlib.h>
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "google/protobuf/descriptor.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "router_service/auth.h"
+#include "router_service/router_grpc.h"
+#include "router_service/run_engine.h"
+#include "router_service/store/sqlite_run_store.h"
+#include "router_service/testing/fake_clients.h"
+
+namespace rein {
+namespace {
+
+using rein::testing::FakeExecutorClient;
+using rein::testing::FakePlannerClient;
+
+class RouterAuthTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string dir = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
+    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::ofstream(dir + "/tokens-" + name)
+        << "# principal roles\n"
+        << "sha256:" << Sha256Hex("t-viewer") << " vera viewer\n"
+        << "sha256:" << Sha256Hex("t-operator") << " otto operator\n"
+        << "sha256:" << Sha256Hex("t-reviewer") << " rita reviewer\n"
+        << "sha256:" << Sha256Hex("t-both") << " bo operator,reviewer\n";
+    AuthOptions auth_options;
+    auth_options.tokens_file = dir + "/tokens-" + name;
+    auth_options.max_failures_per_window = 1000;  // this test fails on purpose many times
+    auth_ = std::make_unique<Authenticator>(auth_options, RealClock());
+    ASSERT_TRUE(auth_->Load().ok());
+
+    planner_.plan = [](const rein::v1::PlanRequest&) {
+      rein::v1::PlanResponse reply;
+      auto* task = reply.add_subtasks();
+      task->set_id("s0");
+      task->set_description("list");
+      return absl::StatusOr<rein::v1::PlanResponse>(reply);
+    };
+    planner_.decide = [](const rein::v1::DecideRequest&) {
+      rein::v1::DecideResponse reply;
+      reply.mutable_tool_call()->set_tool("list_files");
+      reply.mutable_tool_call()->set_args_json("{}");
+      return absl::StatusOr<rein::v1::DecideResponse>(reply);
+    };
+    planner_.evaluate = [](const rein::v1::EvaluateRequest&) {
+      rein::v1::EvaluateResponse reply;
+      reply.set_status(rein::v1::RunEvent::Evaluation::COMPLETED);
+      reply.set_summary("listed");
+      reply.set_goal_achieved(true);
+      return absl::StatusOr<rein::v1::EvaluateResponse>(reply);
+    };
+    rein::v1::ToolSpec list;
+    list.set_name("list_files");
+    executor_.tools = {list};
+    executor_.execute = [](const rein::v1::ExecuteRequest&) {
+      rein::v1::ExecuteResponse reply;
+      reply.set_ok(true);
+      return absl::StatusOr<rein::v1::ExecuteResponse>(reply);
+    };
+    auto store = SqliteRunStore::Open(dir + "/router-" + name + ".db", {});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    engine_ = std::make_unique<RunEngine>(store_.get(), &planner_, &executor_, RealClock(),
+                                          RunEngineOptions());
+    ASSERT_TRUE(engine_->Start().ok());
+    service_ = std::make_unique<RouterGrpcService>(engine_.get(), auth_.get());
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(port, 0);
+    channel_ =
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
+    stub_ = rein::v1::Router::NewStub(channel_);
+  }
+
+  void TearDown() override {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    engine_->Shutdown(absl::Seconds(1));
+  }
+
+  std::unique_ptr<grpc::ClientContext> Context(const std::string& token) {
+    auto context = std::make_unique<grpc::ClientContext>();
+    if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return context;
+  }
+
+  rein::v1::RunSpec Spec(bool pause) {
+    rein::v1::RunSpec spec;
+    spec.set_goal("list things");
+    if (pause) spec.add_pause_points(rein::v1::AFTER_PLAN);
+    return spec;
+  }
+
+  // Calls `method` with `token` on a run id that does not exist (or a fresh spec for StartRun).
+  grpc::StatusCode Call(const std::string& method, const std::string& token) {
+    auto context = Context(token);
+    const std::string run_id = "0123456789abcdef0123456789abcdef";
+    rein::v1::Run run;
+    if (method == "StartRun") {
+      rein::v1::StartRunRequest request;
+      *request.mutable_spec() = Spec(/*pause=*/true);
+      return stub_->StartRun(context.get(), request, &run).error_code();
+    }
+    if (method == "GetRun") {
+      rein::v1::GetRunRequest request;
+      request.set_run_id(run_id);
+      return stub_->GetRun(context.get(), request, &run).error_code();
+    }
+    if (method == "ListRuns") {
+      rein::v1::ListRunsResponse reply;
+      return stub_->ListRuns(context.get(), rein::v1::ListRunsRequest(), &reply).error_code();
+    }
+    if (method == "CancelRun") {
+      rein::v1::CancelRunRequest request;
+      request.set_run_id(run_id);
+      return stub_->CancelRun(context.get(), request, &run).error_code();
+    }
+    if (method == "ResumeRun") {
+      rein::v1::ResumeRunRequest request;
+      request.set_run_id(run_id);
+      request.mutable_review()->mutable_approve();
+      return stub_->ResumeRun(context.get(), request, &run).error_code();
+    }
+    if (method == "WatchRun") {
+      rein::v1::WatchRunRequest request;
+      request.set_run_id(run_id);
+      auto reader = stub_->WatchRun(context.get(), request);
+      rein::v1::RunEvent event;
+      while (reader->Read(&event)) {
+      }
+      return reader->Finish().error_code();
+    }
+    rein::v1::ExportRunRequest request;
+    request.set_run_id(run_id);
+    auto reader = stub_->ExportRun(context.get(), request);
+    rein::v1::RunSnapshot snapshot;
+    while (reader->Read(&snapshot)) {
+    }
+    return reader->Finish().error_code();
+  }
+
+  std::vector<rein::v1::RunEvent> Events(const std::string& run_id) {
+    auto context = Context("t-viewer");
+    rein::v1::WatchRunRequest request;
+    request.set_run_id(run_id);
+    auto reader = stub_->WatchRun(context.get(), request);
+    std::vector<rein::v1::RunEvent> events;
+    rein::v1::RunEvent event;
+    while (reader->Read(&event)) events.push_back(event);
+    EXPECT_TRUE(reader->Finish().ok());
+    return events;
+  }
+
+  rein::v1::Run WaitPaused(const std::string& run_id) {
+    rein::v1::Run run;
+    for (int i = 0; i < 1000 && run.state().stage() != rein::v1::PAUSED; ++i) {
+      rein::v1::GetRunRequest request;
+      request.set_run_id(run_id);
+      EXPECT_TRUE(stub_->GetRun(Context("t-viewer").get(), request, &run).ok());
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return run;
+  }
+
+  std::unique_ptr<Authenticator> auth_;
+  FakePlannerClient planner_;
+  FakeExecutorClient executor_;
+  std::unique_ptr<RunStore> store_;
+  std::unique_ptr<RunEngine> engine_;
+  std::unique_ptr<RouterGrpcService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<rein::v1::Router::Stub> stub_;
+};
+
+TEST_F(RouterAuthTest, EveryRoleAgainstEveryRpc) {
+  enum Want { kAllowed, kDenied, kUnauthenticated };
+  const std::vector<std::string> methods = {"GetRun",   "ListRuns",  "WatchRun", "ExportRun",
+                                            "StartRun", "CancelRun", "ResumeRun"};
+  struct Row {
+    std::string token;
+    std::vector<Want> want;  // in the order of `methods`
+  };
+  const std::vector<Row> table = {
+      {"t-viewer", {kAllowed, kAllowed, kAllowed, kAllowed, kDenied, kDenied, kDenied}},
+      {"t-operator", {kAllowed, kAllowed, kAllowed, kAllowed, kAllowed, kAllowed, kDenied}},
+      {"t-reviewer", {kAllowed, kAllowed, kAllowed, kAllowed, kDenied, kDenied, kAllowed}},
+      {"t-both", {kAllowed, kAllowed, kAllowed, kAllowed, kAllowed, kAllowed, kAllowed}},
+      {"", std::vector<Want>(7, kUnauthenticated)},
+      {"t-nobody", std::vector<Want>(7, kUnauthenticated)},
+  };
+  for (const Row& row : table) {
+    for (size_t i = 0; i < methods.size(); ++i) {
+      SCOPED_TRACE(absl::StrCat(row.token.empty() ? "(no token)" : row.token, " ", methods[i]));
+      grpc::StatusCode code = Call(methods[i], row.token);
+      switch (row.want[i]) {
+        case kAllowed:  // past auth: OK, or NOT_FOUND for the unknown run
+          EXPECT_TRUE(code == grpc::StatusCode::OK || code == grpc::StatusCode::NOT_FOUND) << code;
+          break;
+        case kDenied: EXPECT_EQ(code, grpc::StatusCode::PERMISSION_DENIED); break;
+        case kUnauthenticated: EXPECT_EQ(code, grpc::StatusCode::UNAUTHENTICATED); break;
+      }
+    }
+  }
+}
+
+TEST_F(RouterAuthTest, PrincipalIsRecordedOnStartReviewAndCancel) {
+  rein::v1::StartRunRequest start;
+  *start.mutable_spec() = Spec(/*pause=*/true);
+  rein::v1::Run reviewed, cancelled;
+  ASSERT_TRUE(stub_->StartRun(Context("t-operator").get(), start, &reviewed).ok());
+  ASSERT_TRUE(stub_->StartRun(Context("t-both").get(), start, &cancelled).ok());
+
+  rein::v1::Run paused = WaitPaused(reviewed.run_id());
+  ASSERT_EQ(paused.state().stage(), rein::v1::PAUSED);
+  rein::v1::ResumeRunRequest resume;
+  resume.set_run_id(reviewed.run_id());
+  resume.set_expected_version(paused.state().version());
+  resume.mutable_review()->mutable_approve();
+  rein::v1::Run out;
+  ASSERT_TRUE(stub_->ResumeRun(Context("t-reviewer").get(), resume, &out).ok());
+
+  ASSERT_EQ(WaitPaused(cancelled.run_id()).state().stage(), rein::v1::PAUSED);
+  rein::v1::CancelRunRequest cancel;
+  cancel.set_run_id(cancelled.run_id());
+  ASSERT_TRUE(stub_->CancelRun(Context("t-both").get(), cancel, &out).ok());
+
+  std::vector<rein::v1::RunEvent> events = Events(reviewed.run_id());
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front().principal(), "otto");
+  int resumed_by_rita = 0;
+  for (const auto& e : events) {
+    if (e.has_resumed()) {
+      EXPECT_EQ(e.principal(), "rita");
+      ++resumed_by_rita;
+    }
+  }
+  EXPECT_EQ(resumed_by_rita, 1);
+  EXPECT_EQ(events.back().principal(), "");  // the router's own step
+
+  events = Events(cancelled.run_id());
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front().principal(), "bo");
+  EXPECT_TRUE(events.back().has_finished());
+  EXPECT_EQ(events.back().principal(), "bo");  // the cancel ended it
+}
+
+// A Router RPC whose handler lacks the auth hook would be open to anyone: every method of the
+// service, present and future (ForkRun...), must refuse a call without a token.
+TEST_F(RouterAuthTest, EveryRouterMethodRefusesACallWithoutAToken) {
+  const google::protobuf::ServiceDescriptor* service =
+      rein::v1::StartRunRequest::descriptor()->file()->FindServiceByName("Router");
+  ASSERT_NE(service, nullptr);
+  grpc::GenericStub generic(channel_);
+  for (int i = 0; i < service->method_count(); ++i) {
+    const std::string method = service->method(i)->name();
+    SCOPED_TRACE(method);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    grpc::Slice empty("");  // an empty message: every field at its default
+    grpc::ByteBuffer request(&empty, 1), response;
+    grpc::CompletionQueue cq;
+    auto call = generic.PrepareUnaryCall(
+        &context, absl::StrCat("/", service->full_name(), "/", method), request, &cq);
+    call->StartCall();
+    grpc::Status status;
+    call->Finish(&response, &status, reinterpret_cast<void*>(1));
+    void* tag = nullptr;
+    bool ok = false;
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    cq.Shutdown();
+    while (cq.Next(&tag, &ok)) {
+    }
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << status.error_message();
+  }
+}
+
+}  // namespace
+}  // namespace rein
