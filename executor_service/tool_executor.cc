@@ -132,10 +132,9 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::Run(const ExecuteCall& call, bool j
   if (!call.tool_schema_hash.empty()) {
     const std::string now = SchemaHash(spec.input_schema);
     if (now != call.tool_schema_hash) {
-      return FailedOutcome(absl::FailedPreconditionError(
-          absl::StrCat("the schema of tool ", spec.name, " changed since the run started (pinned ",
-                       call.tool_schema_hash.substr(0, 80), ", now ", now,
-                       "); start a new run to use it")));
+      return FailedOutcome(absl::FailedPreconditionError(absl::StrCat(
+          "the schema of tool ", spec.name, " changed since the run started (pinned ",
+          call.tool_schema_hash.substr(0, 80), ", now ", now, "); start a new run to use it")));
     }
   }
   // The arguments are checked before anything touches the workspace.

@@ -27,7 +27,7 @@ struct ExecutorOptions {
   // The call journal under workspace_root (--journal_retention, ...); workspace_root and
   // executor_id are filled from the fields above.
   CallJournalOptions journal;
-  std::string mcp_config;      // --mcp_config: a JSON file of MCP servers ("" = none)
+  std::string mcp_config;  // --mcp_config: a JSON file of MCP servers ("" = none)
 };
 
 // The note every reply of a mutating tool carries when the executor runs unsandboxed.

@@ -950,8 +950,7 @@ absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::s
   return GetRun(run_id);
 }
 
-absl::StatusOr<Run> RunEngine::CancelElsewhere(const std::string& run_id,
-                                               const std::string& reason,
+absl::StatusOr<Run> RunEngine::CancelElsewhere(const std::string& run_id, const std::string& reason,
                                                const std::string& principal) {
   for (int attempt = 0;; ++attempt) {
     ASSIGN_OR_RETURN(Run run, GetRun(run_id));
