@@ -362,9 +362,16 @@ class RandomRun {
         effect.kind == Effect::Kind::kExecute && st.pending_call().mutating();
     const std::string call_id = st.pending_call().call_id();
     if (mutating_call) {
-      if (may_have_run_.count(call_id)) {
-        Fail(absl::StrCat("mutating call ", call_id, " sent again with no review or answer"));
-        return;
+      // Asking again with the same call_id is how the router learns a lost call's fate: the
+      // executors' call journal answers it and never runs it twice. What must never happen is
+      // another call_id sent while one may have run with no answer or review since (the same
+      // action under a new id would run twice).
+      for (const std::string& unanswered : may_have_run_) {
+        if (unanswered != call_id) {
+          Fail(absl::StrCat("mutating call ", call_id, " sent while ", unanswered,
+                            " may have run, with no review or answer since"));
+          return;
+        }
       }
       may_have_run_.insert(call_id);
     }
@@ -457,6 +464,17 @@ class RandomRun {
           auto code =
               kind == 0 ? absl::StatusCode::kUnavailable : absl::StatusCode::kDeadlineExceeded;
           return Apply(router_.OnExecute(run_, absl::Status(code, "lost"), now), "exec_error");
+        }
+        if (mutating_call && Pick(8) == 0) {
+          // The executors' journal: the executor that started this call died mid-call, so
+          // whether it ran is unknown; the run pauses RECOVERY for a person.
+          rein::v1::ExecuteResponse unknown;
+          unknown.set_ok(false);
+          unknown.set_outcome_unknown(true);
+          unknown.set_executor_id("executor-dead");
+          unknown.mutable_error()->set_code("OUTCOME_UNKNOWN");
+          unknown.mutable_error()->set_message("whether the call ran is unknown");
+          return Apply(router_.OnExecute(run_, unknown, now), "recovery");
         }
         may_have_run_.erase(call_id);  // every other reply answers the call
         if (kind == 2) {

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,18 @@ constexpr const char* kCrashScript = R"({
   "evaluate": [{"reply": {"status": "FAILED", "summary": "${observation}"}}]
 })";
 
+// A read-only MCP tool, then a mutating declared tool (examples/declared_tools) in one run.
+constexpr const char* kMixedScript = R"({
+  "plan": [{"when": {"completed_contains": "note"}, "reply": {"goalAchieved": true}},
+           {"reply": {"subtasks": [
+             {"id": "read", "description": "echo", "allowedTools": ["fake__echo"]},
+             {"id": "note", "description": "note", "allowedTools": ["append_note"]}]}}],
+  "decide": [{"when": {"subtask": "read"}, "reply": {"toolCall": {"tool": "fake__echo", "args": {"message": "hi"}}}},
+             {"when": {"subtask": "note"}, "reply": {"toolCall": {"tool": "append_note", "args": {"text": "- noted by rein"}}}}],
+  "evaluate": [{"when": {"action_ok": true}, "reply": {"status": "COMPLETED", "summary": "${observation}"}},
+               {"reply": {"status": "FAILED", "summary": "${observation}"}}]
+})";
+
 std::string RealPath(const std::string& path) {
   char* real = realpath(path.c_str(), nullptr);
   std::string out = real != nullptr ? real : path;
@@ -60,8 +73,14 @@ class McpEndToEndTest : public ::testing::Test {
     Cluster::Options options;
     options.dir = dir_;
     const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    options.script_json = absl::StrContains(test, "Recovery") ? kCrashScript : kScript;
+    options.script_json = absl::StrContains(test, "Recovery")       ? kCrashScript
+                          : absl::StrContains(test, "DeclaredTool") ? kMixedScript
+                                                                    : kScript;
     options.executor_flags = {"--sandbox=bwrap", "--mcp_config=" + config};
+    if (absl::StrContains(test, "DeclaredTool")) {
+      options.executor_flags.push_back("--tools_dir=" +
+                                       RealPath(RunfilePath("examples/declared_tools/tools")));
+    }
     cluster_ = std::make_unique<Cluster>(options);
     ASSERT_TRUE(cluster_->Start()) << cluster_->Logs();
   }
@@ -127,6 +146,45 @@ TEST_F(McpEndToEndTest, RunCallsMcpToolsAndPausesBeforeTheMutatingOne) {
   EXPECT_EQ(results[0], "fake__echo 1 echo: hi");
   EXPECT_EQ(results[1], "fake__write_note 1 wrote note.txt");
   EXPECT_EQ(ReadFile(ws_ + "/note.txt"), "from rein");
+}
+
+TEST_F(McpEndToEndTest, RunCallsAnMcpToolAndADeclaredToolPausingBeforeTheMutatingOne) {
+  rein::v1::RunSpec spec;
+  spec.set_goal("echo, then append a note");
+  spec.set_workspace("repo");
+  spec.add_tools("fake__echo");
+  spec.add_tools("append_note");
+  spec.mutable_limits()->mutable_deadline()->set_seconds(120);
+  spec.add_pause_points(rein::v1::BEFORE_MUTATING_TOOL);
+  absl::StatusOr<rein::v1::Run> run = cluster_->StartRun(spec);
+  ASSERT_TRUE(run.ok()) << run.status();
+  absl::StatusOr<rein::v1::Run> paused =
+      cluster_->WaitForStage(run->run_id(), rein::v1::PAUSED, absl::Seconds(60));
+  ASSERT_TRUE(paused.ok());
+  ASSERT_EQ(paused->state().stage(), rein::v1::PAUSED) << cluster_->Logs();
+  EXPECT_EQ(paused->state().pause().point(), rein::v1::BEFORE_MUTATING_TOOL);
+  EXPECT_EQ(paused->state().pause().pending_call().tool(), "append_note");
+  std::map<std::string, std::string> origins;
+  for (const rein::v1::ToolSpec& tool : paused->state().tools())
+    origins[tool.name()] = tool.origin();
+  EXPECT_EQ(origins["fake__echo"], "mcp:fake");
+  EXPECT_EQ(origins["append_note"], "declared:append_note.json");
+  struct stat st;
+  EXPECT_NE(stat((ws_ + "/NOTES.md").c_str(), &st), 0);  // nothing written before review
+  ASSERT_TRUE(Approve(*paused).ok());
+  std::vector<rein::v1::RunEvent> events;
+  ASSERT_TRUE(cluster_->Watch(run->run_id(), 0, absl::Seconds(60), &events).ok());
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED)
+      << events.back().DebugString() << cluster_->Logs();
+  std::vector<std::string> tools;
+  for (const rein::v1::RunEvent& event : events) {
+    if (event.has_tool_result() && event.tool_result().action().ok()) {
+      tools.push_back(event.tool_result().action().tool());
+    }
+  }
+  EXPECT_EQ(tools, (std::vector<std::string>{"fake__echo", "append_note"}));
+  EXPECT_EQ(ReadFile(ws_ + "/NOTES.md"), "- noted by rein\n");
 }
 
 TEST_F(McpEndToEndTest, ToolChangedMidRunIsAFailedCallNotASilentChange) {

@@ -227,9 +227,18 @@ TEST_F(McpToolTest, CrashDuringAMutatingCallIsAnUnknownOutcome) {
   call.workspace = TempWorkspace::kName;
   call.tool = "netfake__crash";
   call.args_json = "{}";
-  absl::StatusOr<ToolResult> result = executor_->Execute(call);
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kUnknown) << result.status();
-  EXPECT_TRUE(absl::StrContains(result.status().message(), "may have taken effect"));
+  absl::StatusOr<ExecuteOutcome> outcome = executor_->ExecuteOnce(call);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_TRUE(outcome->outcome_unknown);
+  EXPECT_FALSE(outcome->result.ok);
+  EXPECT_EQ(outcome->result.error_code, "OUTCOME_UNKNOWN");
+  EXPECT_TRUE(absl::StrContains(outcome->result.error_message, "may have taken effect"))
+      << outcome->result.error_message;
+  // The journal keeps the answer: the same call_id again is unknown, never run a second time.
+  absl::StatusOr<ExecuteOutcome> again = executor_->ExecuteOnce(call);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->outcome_unknown);
+  EXPECT_FALSE(again->replayed);
 }
 
 TEST_F(McpToolTest, ServerCannotReadOutsideTheWorkspace) {

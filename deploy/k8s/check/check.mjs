@@ -134,6 +134,9 @@ function checkRules(docs, overlay) {
   else {
     const args = router.spec.containers[0].args ?? [];
     if (!args.includes("--executor_target=dns:///rein-executor:50053")) bad("router: executors not reached through dns:///");
+    if (!args.some(a => a.startsWith("--auth_tokens_file=")) || args.includes("--allow_unauthenticated")) {
+      bad("router: the public port must require tokens (--auth_tokens_file, no --allow_unauthenticated)");
+    }
     if (overlay === "single") {
       if (router.doc.kind !== "StatefulSet" || router.doc.spec.replicas !== 1) bad("single: the router must be a StatefulSet of one");
       if (!args.some(a => a.startsWith("--store=sqlite:"))) bad("single: the router must use SQLite");
@@ -184,6 +187,7 @@ const MUTATIONS = [
   ["executors with egress", d => { d.find(x => x.kind === "NetworkPolicy" && x.metadata.name === "rein-executor").spec.egress = [{}]; }],
   ["the key in an env var", d => { tpl(d, "rein-planner").containers[0].env = [{ name: "ANTHROPIC_API_KEY", valueFrom: { secretKeyRef: { name: "rein-anthropic", key: "api-key" } } }]; }],
   ["a foreign image", d => { tpl(d, "rein-executor").containers[0].image = "docker.io/library/busybox:latest"; }],
+  ["a router without tokens", d => { const c = tpl(d, "rein-router").containers[0]; c.args = c.args.filter(a => !a.startsWith("--auth_tokens_file=")).concat(["--allow_unauthenticated"]); }],
   ["a schema violation", d => { tpl(d, "rein-router").containers[0].ports[0].containerPort = "fifty"; }],
 ];
 function tpl(docs, name) {
