@@ -502,20 +502,31 @@ TEST_F(MultiHostTest, ThreeHundredRunsSpreadOverThreeRoutersAllFinish) {
 }
 
 TEST_F(MultiHostTest, KilledRoutersRunsAreTakenOverSpreadAndFinishWithoutRecovery) {
-  ASSERT_NO_FATAL_FAILURE(fleet_.Start(StormScript(0.3, false)));
+  ASSERT_NO_FATAL_FAILURE(fleet_.Start(StormScript(0.5, false)));
   std::map<std::string, int> started_on;
   const auto workspaces = StartStorm(60, "b", &started_on);
-  absl::SleepFor(absl::Seconds(1));  // mid-storm: calls in flight everywhere
+  absl::SleepFor(absl::Milliseconds(700));  // mid-storm: calls in flight everywhere
+  // Router 0's runs that have not ended yet: those must be taken over.
+  std::set<std::string> in_flight;
+  for (const auto& [run_id, router] : started_on) {
+    if (router != 0) continue;
+    absl::StatusOr<RunProto> run = fleet_.GetRun(1, run_id);
+    ASSERT_TRUE(run.ok()) << run.status();
+    const rein::v1::Stage stage = run->state().stage();
+    if (stage != rein::v1::FINISHED && stage != rein::v1::FAILED && stage != rein::v1::CANCELLED) {
+      in_flight.insert(run_id);
+    }
+  }
   fleet_.KillRouter(0);
+  ASSERT_GE(in_flight.size(), 2u) << "the kill should land while router 0 drives runs";
   const auto settled = fleet_.WaitSettled(1, Ids(workspaces), absl::Minutes(2));
   const Tally tally = CheckRuns(fleet_, 2, workspaces, settled, /*expect_all_finished=*/true);
   EXPECT_EQ(tally.recovery_pauses, 0) << "every executor lived: no outcome was unknown";
   std::set<std::string> new_owners;
-  for (const auto& [run_id, router] : started_on) {
-    if (router != 0) continue;
+  for (const std::string& run_id : in_flight) {
     const RunProto& run = settled.at(run_id);
     new_owners.insert(run.owner());
-    EXPECT_NE(run.owner(), "router-0");
+    EXPECT_NE(run.owner(), "router-0") << run_id;
     EXPECT_GE(run.lease_epoch(), 2) << run_id;
   }
   EXPECT_EQ(new_owners.size(), 2u) << "takeover should be spread over both live routers";
