@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/proto_time.h"
 #include "tests/cluster.h"
@@ -29,6 +32,8 @@ ABSL_FLAG(std::string, lease_ttl, "2s", "--lease_ttl of the routers");
 ABSL_FLAG(int, kills, 5, "SIGKILLs of a router (each with --runs_per_kill runs it owns)");
 ABSL_FLAG(int, runs_per_kill, 10, "paused runs the killed router owns");
 ABSL_FLAG(int, reviews, 30, "runs reviewed on another router than their owner");
+ABSL_FLAG(int, throughput_runs, 200,
+          "runs (7 iterations each) for the throughput phase with 1 and with 3 routers; 0 = skip");
 
 namespace {
 
@@ -53,6 +58,86 @@ rein::v1::RunSpec PausingSpec() {
 }
 
 double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
+
+// Five read_file steps, then the goal: 7 iterations (plan, 5 x decide-execute-evaluate, plan).
+constexpr char kThroughputScript[] = R"({
+  "plan": [
+    {"when": {"completed_contains": "r5"}, "reply": {"goalAchieved": true}},
+    {"reply": {"subtasks": [
+      {"id": "r1", "description": "read", "allowedTools": ["read_file"]},
+      {"id": "r2", "description": "read", "allowedTools": ["read_file"]},
+      {"id": "r3", "description": "read", "allowedTools": ["read_file"]},
+      {"id": "r4", "description": "read", "allowedTools": ["read_file"]},
+      {"id": "r5", "description": "read", "allowedTools": ["read_file"]}]}}
+  ],
+  "decide": [{"reply": {"toolCall": {"tool": "read_file", "args": {"path": "README.md"}}}}],
+  "evaluate": [{"reply": {"status": "COMPLETED", "summary": "ok"}}]
+})";
+
+// User + system CPU time of a process so far (from /proc/PID/stat).
+absl::Duration CpuTime(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return absl::ZeroDuration();
+  std::vector<std::string> fields = absl::StrSplit(stat.substr(close + 2), ' ');
+  // After "pid (comm) ": state is field 3, utime 14 and stime 15 (1-based in proc(5)).
+  if (fields.size() < 13) return absl::ZeroDuration();
+  const double ticks = std::stod(fields[11]) + std::stod(fields[12]);
+  return absl::Seconds(ticks / sysconf(_SC_CLK_TCK));
+}
+
+// `runs` runs spread over `routers` routers on one PostgreSQL: iterations per second over the
+// wall time until all finished, and the routers' CPU time per iteration.
+bool Throughput(int routers, int runs) {
+  char dir_template[] = "/tmp/rein-fleet-bench-XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  if (dir == nullptr) return false;
+  chmod(dir, 0777);
+  Fleet::Options options;
+  options.dir = dir;
+  options.routers = routers;
+  options.lease_ttl = absl::GetFlag(FLAGS_lease_ttl);
+  options.script_json = kThroughputScript;
+  Fleet fleet(options);
+  if (!fleet.Start()) {
+    std::fprintf(stderr, "cannot start the fleet:\n%s\n", fleet.Logs().c_str());
+    return false;
+  }
+  rein::v1::RunSpec spec;
+  spec.set_goal("read the readme five times");
+  spec.set_workspace("repo");
+  spec.add_tools("read_file");
+  spec.mutable_limits()->mutable_deadline()->set_seconds(600);
+  absl::Duration cpu_before;
+  for (int r = 0; r < routers; ++r) cpu_before += CpuTime(fleet.router(r)->pid());
+  const absl::Time start = absl::Now();
+  std::vector<std::pair<int, std::string>> ids;
+  for (int i = 0; i < runs; ++i) {
+    absl::StatusOr<rein::v1::Run> run = fleet.StartRun(i % routers, spec);
+    if (run.ok()) ids.emplace_back(i % routers, run->run_id());
+  }
+  int64_t iterations = 0;
+  int finished = 0;
+  for (const auto& [router, id] : ids) {
+    absl::StatusOr<rein::v1::Run> run =
+        fleet.WaitForStage(router, id, rein::v1::FINISHED, absl::Minutes(5));
+    if (!run.ok()) continue;
+    iterations += run->state().iteration();
+    finished += run->state().stage() == rein::v1::FINISHED;
+  }
+  const absl::Duration wall = absl::Now() - start;
+  absl::Duration cpu;
+  for (int r = 0; r < routers; ++r) cpu += CpuTime(fleet.router(r)->pid());
+  cpu -= cpu_before;
+  std::printf(
+      "%d router(s) on PostgreSQL: %d/%zu runs finished, %lld iterations in %.2f s = %.0f "
+      "iterations/s; router CPU %.0f us per iteration (all routers)\n",
+      routers, finished, ids.size(), static_cast<long long>(iterations),
+      absl::ToDoubleSeconds(wall), iterations / absl::ToDoubleSeconds(wall),
+      iterations > 0 ? absl::ToDoubleMicroseconds(cpu) / iterations : 0.0);
+  return true;
+}
 
 void Print(const char* name, std::vector<double> ms) {
   if (ms.empty()) {
@@ -79,6 +164,11 @@ int main(int argc, char** argv) {
   const char* dir = mkdtemp(dir_template);
   if (dir == nullptr) return 1;
   chmod(dir, 0777);
+
+  if (const int runs = absl::GetFlag(FLAGS_throughput_runs); runs > 0) {
+    // Side by side in one invocation: the same load on one router, then on three.
+    if (!Throughput(1, runs) || !Throughput(3, runs)) return 1;
+  }
 
   Fleet::Options options;
   options.dir = dir;

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "executor_service/output_buffer.h"
 #include "executor_service/unique_fd.h"
 
@@ -26,6 +27,7 @@ namespace {
 
 constexpr const char* kStarted = ".started";
 constexpr const char* kReply = ".reply";
+constexpr const char* kEnded = ".ended";  // runs/<run>.ended: the run's tombstone
 // Longest record read back (a reply holds at most kHardMaxOutputBytes of output, escaped).
 constexpr size_t kMaxRecordBytes = 64 << 20;
 constexpr size_t kMaxFileNameBytes = 200;
@@ -436,9 +438,33 @@ absl::StatusOr<JournalVerdict> CallJournal::TryClaim(const JournalCall& call) {
                                           " (its run's journal keeps disappearing)"));
 }
 
+absl::Status CallJournal::CheckNotEnded(const std::string& run_id) const {
+  struct stat st;
+  if (lstat(EndedPath(run_id).c_str(), &st) == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "run ", run_id, " has ended (its journal was forgotten): its calls are not run again"));
+  }
+  return absl::OkStatus();
+}
+
+std::string CallJournal::EndedPath(const std::string& run_id) const {
+  return RunDir(run_id) + kEnded;
+}
+
 absl::StatusOr<JournalVerdict> CallJournal::Begin(const JournalCall& call, absl::Time wait_until) {
   while (true) {
+    // A call of a run that has ended is refused: a request delayed in the network (sent by a
+    // router before it lost its lease) must not run after the run's records are gone.
+    RETURN_IF_ERROR(CheckNotEnded(call.run_id));
     absl::StatusOr<JournalVerdict> v = TryClaim(call);
+    if (v.ok() && v->kind == JournalVerdict::Kind::kRun) {
+      // ForgetRun may have come between the check and the claim.
+      absl::Status ended = CheckNotEnded(call.run_id);
+      if (!ended.ok()) {
+        Abandon(call);
+        return ended;
+      }
+    }
     if (!v.ok() || v->kind != JournalVerdict::Kind::kRunning) return v;
     const absl::Time now = absl::Now();
     if (now >= wait_until) return v;
@@ -490,6 +516,15 @@ void CallJournal::Abandon(const JournalCall& call) {
 
 absl::StatusOr<int> CallJournal::ForgetRun(const std::string& run_id) {
   const std::string path = RunDir(run_id);
+  // First the tombstone (kept for the retention period), then the records: from here on no
+  // call of the run is claimed, so none can run again once its record is gone.
+  const std::string ended = EndedPath(run_id);
+  struct stat tomb;
+  if (lstat(ended.c_str(), &tomb) != 0) {
+    absl::Status written = WriteDurably(ended, "ended\n");
+    // Another executor may have written it just now (ForgetRun goes to any of them).
+    if (!written.ok() && lstat(ended.c_str(), &tomb) != 0) return written;
+  }
   struct stat st;
   if (lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return 0;
@@ -510,9 +545,13 @@ int CallJournal::SweepExpired() {
       absl::string_view name = e->d_name;
       if (name == "." || name == "..") continue;
       struct stat st;
-      if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) {
+      if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (S_ISREG(st.st_mode) && absl::EndsWith(name, kEnded)) {
+        // A tombstone of a run forgotten longer ago than any of its calls may be in flight.
+        if (now - MtimeOf(st) > options_.retention) unlinkat(dirfd(d), e->d_name, 0);
         continue;
       }
+      if (!S_ISDIR(st.st_mode)) continue;
       if (now - MtimeOf(st) > options_.retention) old.push_back(e->d_name);
     }
     closedir(d);

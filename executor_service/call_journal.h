@@ -101,7 +101,11 @@ class CallJournal {
   // Drops the claim of a call that was claimed but not run (the started record goes).
   void Abandon(const JournalCall& call);
 
-  // Removes the journal of `run_id` (the run ended). Returns how many calls were forgotten.
+  // Removes the journal of `run_id` (the run ended) and leaves a tombstone, runs/<run>.ended,
+  // kept for the retention period: from then on Begin refuses the run's calls
+  // (FAILED_PRECONDITION), so a request that arrives late (delayed in a partitioned network
+  // from a router that lost its lease) cannot run again once its record is gone. Returns how
+  // many calls were forgotten.
   absl::StatusOr<int> ForgetRun(const std::string& run_id);
   // Removes every run whose journal was last written before `retention` ago (by the shared
   // filesystem's clock) and heartbeats of executors gone as long. Returns runs removed.
@@ -118,6 +122,9 @@ class CallJournal {
   // Whether the executor instance that wrote a started record is alive.
   bool InstanceAlive(const std::string& instance, const std::string& call_key, std::string* why);
   std::string RunDir(const std::string& run_id) const;
+  // runs/<run>.ended, written by ForgetRun: the run has ended and its calls are refused.
+  std::string EndedPath(const std::string& run_id) const;
+  absl::Status CheckNotEnded(const std::string& run_id) const;
   std::string CallPath(const JournalCall& call, const char* suffix) const;
   std::string TempPath(const std::string& dir);
 

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
@@ -284,8 +285,16 @@ TEST_F(CallJournalTest, ForgetRunRemovesItsRecords) {
   EXPECT_NE(stat(absl::StrCat(a->dir(), "/runs/run-1").c_str(), &st), 0);
   EXPECT_EQ(stat(absl::StrCat(a->dir(), "/runs/run-2").c_str(), &st), 0);
   EXPECT_EQ(*a->ForgetRun("run-1"), 0);  // twice is harmless
-  // A forgotten run's call_id runs afresh (the router never reuses one after the end).
-  EXPECT_EQ(a->Begin(Call("run-1-0"), absl::Now())->kind, Kind::kRun);
+  // A call of the ended run that arrives late (a request from a router that lost its lease,
+  // delayed in a partitioned network) never runs again now that its record is gone, on any
+  // executor.
+  auto b = Open("exec-b");
+  for (CallJournal* journal : {a.get(), b.get()}) {
+    absl::StatusOr<JournalVerdict> late = journal->Begin(Call("run-1-0"), absl::Now());
+    EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition) << late.status();
+    EXPECT_TRUE(absl::StrContains(late.status().message(), "has ended")) << late.status();
+  }
+  EXPECT_EQ(b->Begin(other, absl::Now())->kind, Kind::kRunning);  // other runs are unaffected
 }
 
 TEST_F(CallJournalTest, SweepRemovesRunsPastRetention) {
