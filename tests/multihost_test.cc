@@ -403,7 +403,9 @@ Tally CheckRuns(Fleet& fleet, int router, const std::map<std::string, std::strin
       ++tally.other;
       ADD_FAILURE() << "ended as " << run.state().ShortDebugString();
     }
-    if (expect_all_finished) EXPECT_TRUE(finished) << run.state().ShortDebugString();
+    if (expect_all_finished) {
+      EXPECT_TRUE(finished) << run.state().ShortDebugString();
+    }
 
     const std::vector<RunEvent> events =
         fleet.Events(router, run_id, finished ? absl::Seconds(20) : absl::Seconds(3));
@@ -415,7 +417,9 @@ Tally CheckRuns(Fleet& fleet, int router, const std::map<std::string, std::strin
     std::map<std::string, int> mutating_results;  // subtask -> tool results of run_command
     for (size_t i = 0; i < events.size(); ++i) {
       EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1)) << "gap or repeat in the log";
-      if (i > 0) EXPECT_GE(events[i].version(), events[i - 1].version()) << "history forked";
+      if (i > 0) {
+        EXPECT_GE(events[i].version(), events[i - 1].version()) << "history forked";
+      }
       if (events[i].has_finished()) ++terminal;
       if (events[i].has_tool_result() && events[i].tool_result().action().tool() == "run_command" &&
           events[i].tool_result().action().ok()) {
@@ -423,7 +427,9 @@ Tally CheckRuns(Fleet& fleet, int router, const std::map<std::string, std::strin
       }
     }
     EXPECT_EQ(terminal, finished ? 1 : 0);
-    if (finished) EXPECT_TRUE(events.back().has_finished());
+    if (finished) {
+      EXPECT_TRUE(events.back().has_finished());
+    }
 
     // The side effects: each subtask's line at most once, and exactly once when its command's
     // result was committed.
@@ -688,7 +694,9 @@ TEST_F(MultiHostTest, PostgresKilledAndRestartedLosesNothingAcknowledged) {
   absl::SleepFor(absl::Seconds(2));
   // Meanwhile the routers keep serving; what needs the store is UNAVAILABLE.
   absl::StatusOr<RunProto> during = fleet_.GetRun(1, workspaces.begin()->first);
-  if (!during.ok()) EXPECT_EQ(during.status().code(), absl::StatusCode::kUnavailable);
+  if (!during.ok()) {
+    EXPECT_EQ(during.status().code(), absl::StatusCode::kUnavailable);
+  }
   ASSERT_NO_FATAL_FAILURE(fleet_.StartPostgres());
   const auto settled = fleet_.WaitSettled(0, Ids(workspaces), absl::Minutes(2));
   CheckRuns(fleet_, 1, workspaces, settled, /*expect_all_finished=*/true);
