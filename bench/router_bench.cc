@@ -1,13 +1,21 @@
-// router_bench: the real rein-router against instant fake planner and executor services;
-// prints router overhead per iteration (p50, p99) at 1 and 100 concurrent runs, and the
-// router's resident memory with 1,000 runs in flight and with 1,000 paused.
+// router_bench: the real rein-router against instant fake planner and executor services over
+// loopback gRPC. Prints the router's overhead per iteration (p50, p99) at 1 run, throughput and
+// per-run iteration time at 100 and 1,000 concurrent runs, the router's CPU time per iteration
+// (from /proc/<pid>/stat), its resident memory idle, with 1,000 runs in flight and with 1,000
+// paused, and the payload sizes one iteration exchanges (for floor_bench). --store=postgres
+// runs the same against a private PostgreSQL server (keys router_pg.*).
+//
+// Never hangs: every RPC has a deadline, every phase a watchdog that kills the router and exits,
+// and held planner calls are always answered before the fake servers shut down.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
-#include <fstream>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -16,26 +24,52 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "bench/bench_util.h"
 #include "common/proto_time.h"
 #include "grpcpp/grpcpp.h"
 #include "rein/v1/executor.grpc.pb.h"
 #include "rein/v1/planner.grpc.pb.h"
 #include "rein/v1/router.grpc.pb.h"
+#include "router_service/store/testing/postgres_server.h"
 
 ABSL_FLAG(std::string, router_binary, "router_service/rein-router", "path of rein-router");
-ABSL_FLAG(int, iterations, 300, "iterations of the single-run measurement");
-ABSL_FLAG(int, concurrent_runs, 100, "runs of the concurrent measurement");
-ABSL_FLAG(int, concurrent_iterations, 30, "iterations per run in the concurrent measurement");
-ABSL_FLAG(int, memory_runs, 1000, "runs held in flight / paused for the memory figures");
+ABSL_FLAG(std::string, store, "sqlite", "the router's store: sqlite or postgres");
+ABSL_FLAG(bool, quick, false, "a smaller run for smoke tests (well under a minute)");
+ABSL_FLAG(int, iterations, -1, "iterations of the single-run measurement (-1: 300, quick 100)");
+ABSL_FLAG(int, concurrent_runs, 100, "runs of the first concurrent measurement (0: skip)");
+ABSL_FLAG(int, concurrent_iterations, -1, "iterations per run there (-1: 30, quick 8)");
+ABSL_FLAG(int, large_runs, 1000, "runs of the second concurrent measurement (0: skip)");
+ABSL_FLAG(int, large_iterations, -1, "iterations per run there (-1: 10, quick 3)");
+ABSL_FLAG(int, memory_runs, 1000, "runs held in flight / paused for the memory figures (0: skip)");
 ABSL_FLAG(std::string, synchronous, "NORMAL", "SQLite synchronous mode of the router");
+ABSL_FLAG(int, phase_timeout_seconds, 180, "a phase running longer ends the benchmark");
 
 namespace {
 
-// Answers at once, except Decide when `hold_` is set: then the call waits (holding no thread).
+using rein::bench::Percentile;
+using rein::bench::PrintBench;
+
+constexpr auto kCallDeadline = std::chrono::seconds(30);
+
+std::chrono::system_clock::time_point In(std::chrono::seconds s) {
+  return std::chrono::system_clock::now() + s;
+}
+
+// The serialized sizes of the last messages of each kind, to size the floor benchmark.
+struct Payloads {
+  std::atomic<size_t> decide_request{0}, decide_response{0};
+  std::atomic<size_t> execute_request{0}, execute_response{0};
+  std::atomic<size_t> evaluate_request{0}, evaluate_response{0};
+};
+
+// Answers at once, except Decide while holding: then the call waits (holding no thread) until
+// Release. Holding and releasing share one lock, so no call slips in after a release and waits
+// forever (that race hung the fake server's Shutdown, and so the benchmark, at teardown).
 class FakePlanner final : public rein::v1::Planner::CallbackService {
  public:
+  explicit FakePlanner(Payloads* payloads) : payloads_(payloads) {}
+
   grpc::ServerUnaryReactor* Plan(grpc::CallbackServerContext* ctx, const rein::v1::PlanRequest*,
                                  rein::v1::PlanResponse* resp) override {
     auto* task = resp->add_subtasks();
@@ -52,13 +86,17 @@ class FakePlanner final : public rein::v1::Planner::CallbackService {
     resp->mutable_tool_call()->set_tool("list_files");
     resp->mutable_tool_call()->set_args_json(
         absl::StrCat("{\"path\":\"d", req->iteration(), "\"}"));
+    payloads_->decide_request = req->ByteSizeLong();
+    payloads_->decide_response = resp->ByteSizeLong();
     auto* reactor = ctx->DefaultReactor();
-    if (hold_) {
+    {
       std::lock_guard<std::mutex> lock(mu_);
-      held_.push_back(reactor);
-    } else {
-      reactor->Finish(grpc::Status::OK);
+      if (hold_) {
+        held_.push_back(reactor);
+        return reactor;
+      }
     }
+    reactor->Finish(grpc::Status::OK);
     return reactor;
   }
   grpc::ServerUnaryReactor* Evaluate(grpc::CallbackServerContext* ctx,
@@ -68,31 +106,44 @@ class FakePlanner final : public rein::v1::Planner::CallbackService {
     resp->set_status(done ? rein::v1::RunEvent::Evaluation::COMPLETED
                           : rein::v1::RunEvent::Evaluation::NEEDS_MORE_WORK);
     resp->set_goal_achieved(done);
+    payloads_->evaluate_request = req->ByteSizeLong();
+    payloads_->evaluate_response = resp->ByteSizeLong();
     auto* reactor = ctx->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
   void set_target(int n) { target_ = n; }
-  void set_hold(bool hold) { hold_ = hold; }
+  void Hold() {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_ = true;
+  }
   size_t held() {
     std::lock_guard<std::mutex> lock(mu_);
     return held_.size();
   }
+  // Stops holding and answers every held call (UNAVAILABLE).
   void Release() {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto* r : held_) r->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "bench over"));
-    held_.clear();
+    std::vector<grpc::ServerUnaryReactor*> held;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      hold_ = false;
+      held.swap(held_);
+    }
+    for (auto* r : held) r->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "bench over"));
   }
 
  private:
+  Payloads* const payloads_;
   std::atomic<int> target_{10};
-  std::atomic<bool> hold_{false};
   std::mutex mu_;
+  bool hold_ = false;
   std::vector<grpc::ServerUnaryReactor*> held_;
 };
 
 class FakeExecutor final : public rein::v1::Executor::CallbackService {
  public:
+  explicit FakeExecutor(Payloads* payloads) : payloads_(payloads) {}
+
   grpc::ServerUnaryReactor* ListTools(grpc::CallbackServerContext* ctx,
                                       const rein::v1::ListToolsRequest*,
                                       rein::v1::ListToolsResponse* resp) override {
@@ -109,31 +160,34 @@ class FakeExecutor final : public rein::v1::Executor::CallbackService {
     resp->set_ok(true);
     resp->set_output(absl::StrCat("listing of ", req->args_json()));
     resp->set_executor_id("bench");
+    payloads_->execute_request = req->ByteSizeLong();
+    payloads_->execute_response = resp->ByteSizeLong();
     auto* reactor = ctx->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
+
+ private:
+  Payloads* const payloads_;
 };
 
-long RssKiB(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return -1;
+int FreePort() {
+  grpc::ServerBuilder probe;
+  int port = 0;
+  probe.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  probe.BuildAndStart()->Shutdown(std::chrono::system_clock::now());
+  return port;
 }
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5));
-  return v[i];
-}
-
+// One router process with its fake planner and executor.
 class Bench {
  public:
-  explicit Bench(std::string dir) : dir_(std::move(dir)) {}
+  Bench(std::string dir, std::string store, rein::bench::Watchdog* watchdog)
+      : dir_(std::move(dir)),
+        store_(std::move(store)),
+        watchdog_(watchdog),
+        planner_(&payloads_),
+        executor_(&payloads_) {}
 
   bool Start() {
     grpc::ServerBuilder builder;
@@ -144,35 +198,31 @@ class Bench {
     builder2.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &executor_port_);
     builder2.RegisterService(&executor_);
     executor_server_ = builder2.BuildAndStart();
-    router_port_ = 0;
-    // Let the router pick its port from a probe socket.
-    grpc::ServerBuilder probe;
-    int port = 0;
-    probe.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    auto probe_server = probe.BuildAndStart();
-    probe_server->Shutdown();
-    router_port_ = port;
-    grpc::ServerBuilder probe2;
-    probe2.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &metrics_port_);
-    probe2.BuildAndStart()->Shutdown();
+    router_port_ = FreePort();
+    metrics_port_ = FreePort();
     pid_ = fork();
     if (pid_ == 0) {
+      // The router dies with the benchmark, whatever ends it.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       std::string log = dir_ + "/router.log";
       if (freopen(log.c_str(), "w", stderr) == nullptr) _exit(126);
       std::string bin = absl::GetFlag(FLAGS_router_binary);
       execl(bin.c_str(), bin.c_str(), absl::StrCat("--listen=127.0.0.1:", router_port_).c_str(),
-            absl::StrCat("--store=sqlite:", dir_, "/bench.db").c_str(),
+            absl::StrCat("--store=", store_).c_str(),
             absl::StrCat("--planner_target=127.0.0.1:", planner_port_).c_str(),
             absl::StrCat("--executor_target=127.0.0.1:", executor_port_).c_str(),
             absl::StrCat("--sqlite_synchronous=", absl::GetFlag(FLAGS_synchronous)).c_str(),
-            absl::StrCat("--metrics_port=", metrics_port_).c_str(), static_cast<char*>(nullptr));
+            "--shutdown_grace_seconds=1", absl::StrCat("--metrics_port=", metrics_port_).c_str(),
+            static_cast<char*>(nullptr));
       _exit(127);
     }
+    watchdog_->AddChild(pid_);
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(64 << 20);
     auto channel = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", router_port_),
                                              grpc::InsecureChannelCredentials(), args);
-    if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(20))) {
+    if (!channel->WaitForConnected(In(std::chrono::seconds(30)))) {
+      fprintf(stderr, "router did not come up; its log is %s/router.log\n", dir_.c_str());
       return false;
     }
     stub_ = rein::v1::Router::NewStub(channel);
@@ -180,20 +230,21 @@ class Bench {
   }
 
   ~Bench() {
-    // Answer from now on, so a call the router retries after the release is not held forever
-    // (the fake servers' Shutdown waits for every call).
-    planner_.set_hold(false);
+    // Answer held calls and stop holding, so nothing the router sends from now on waits.
     planner_.Release();
     if (pid_ > 0) {
       kill(pid_, SIGTERM);
-      for (int i = 0; i < 1000 && waitpid(pid_, nullptr, WNOHANG) == 0; ++i) {
+      for (int i = 0; i < 500 && waitpid(pid_, nullptr, WNOHANG) == 0; ++i) {
         absl::SleepFor(absl::Milliseconds(10));
       }
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
+      watchdog_->RemoveChild(pid_);
     }
-    if (planner_server_) planner_server_->Shutdown(std::chrono::system_clock::now());
-    if (executor_server_) executor_server_->Shutdown(std::chrono::system_clock::now());
+    planner_.Release();  // whatever arrived while the router stopped
+    auto now = std::chrono::system_clock::now();
+    if (planner_server_) planner_server_->Shutdown(now);
+    if (executor_server_) executor_server_->Shutdown(now);
   }
 
   std::string StartRun(int max_iterations, bool pause_after_plan) {
@@ -205,6 +256,7 @@ class Bench {
     if (pause_after_plan) req.mutable_spec()->add_pause_points(rein::v1::AFTER_PLAN);
     rein::v1::Run run;
     grpc::ClientContext ctx;
+    ctx.set_deadline(In(kCallDeadline));
     grpc::Status s = stub_->StartRun(&ctx, req, &run);
     if (!s.ok()) {
       fprintf(stderr, "StartRun: %s\n", s.error_message().c_str());
@@ -213,16 +265,25 @@ class Bench {
     return run.run_id();
   }
 
-  // Waits for the run to end; returns the gaps between entries into DECIDING (one iteration).
-  std::vector<double> IterationTimesUs(const std::string& run_id) {
+  // Waits (up to `limit`) for the run to end; returns the gaps between its entries into
+  // DECIDING from EVALUATING (one iteration each).
+  // Adds the serialized size of every event of the run to `*event_bytes` and sets `*last_time`
+  // to the time of its last event, when given.
+  std::vector<double> IterationTimesUs(const std::string& run_id, absl::Duration limit,
+                                       size_t* event_bytes = nullptr,
+                                       absl::Time* last_time = nullptr) {
+    std::vector<double> out;
+    if (run_id.empty()) return out;
     rein::v1::WatchRunRequest req;
     req.set_run_id(run_id);
     grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + limit));
     auto reader = stub_->WatchRun(&ctx, req);
     rein::v1::RunEvent e;
-    std::vector<double> out;
     int64_t last = -1;
     while (reader->Read(&e)) {
+      if (event_bytes != nullptr) *event_bytes += e.ByteSizeLong();
+      if (last_time != nullptr) *last_time = rein::FromProtoTime(e.time());
       if (e.has_stage_changed() && e.stage_changed().to() == rein::v1::DECIDING) {
         int64_t t = absl::ToUnixMicros(rein::FromProtoTime(e.time()));
         if (last >= 0 && e.stage_changed().from() == rein::v1::EVALUATING) {
@@ -236,8 +297,31 @@ class Bench {
                 e.finished().outcome().message().c_str());
       }
     }
-    reader->Finish();
+    grpc::Status s = reader->Finish();
+    if (!s.ok()) fprintf(stderr, "WatchRun %s: %s\n", run_id.c_str(), s.error_message().c_str());
     return out;
+  }
+
+  // Whether the run reached a terminal stage (false also when GetRun fails).
+  bool Ended(const std::string& run_id) {
+    rein::v1::GetRunRequest req;
+    req.set_run_id(run_id);
+    rein::v1::Run run;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(In(kCallDeadline));
+    if (!stub_->GetRun(&ctx, req, &run).ok()) return false;
+    const rein::v1::Stage stage = run.state().stage();
+    return stage == rein::v1::FINISHED || stage == rein::v1::FAILED || stage == rein::v1::CANCELLED;
+  }
+
+  size_t StateBytes(const std::string& run_id) {
+    rein::v1::GetRunRequest req;
+    req.set_run_id(run_id);
+    rein::v1::Run run;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(In(kCallDeadline));
+    if (!stub_->GetRun(&ctx, req, &run).ok()) return 0;
+    return run.state().ByteSizeLong();
   }
 
   int ListCount(rein::v1::Stage stage) {
@@ -250,6 +334,7 @@ class Bench {
       req.set_page_token(token);
       rein::v1::ListRunsResponse resp;
       grpc::ClientContext ctx;
+      ctx.set_deadline(In(kCallDeadline));
       if (!stub_->ListRuns(&ctx, req, &resp).ok()) return count;
       count += resp.runs_size();
       token = resp.next_page_token();
@@ -258,21 +343,14 @@ class Bench {
   }
 
   FakePlanner& planner() { return planner_; }
-  // The router's own Prometheus figures (commit and call times), for where the time goes.
-  std::string Metrics() {
-    std::string out;
-    FILE* f = popen(absl::StrCat("curl -s 127.0.0.1:", metrics_port_, "/metrics").c_str(), "r");
-    if (f == nullptr) return out;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-    pclose(f);
-    return out;
-  }
+  const Payloads& payloads() const { return payloads_; }
   pid_t pid() const { return pid_; }
 
  private:
   std::string dir_;
+  std::string store_;
+  rein::bench::Watchdog* watchdog_;
+  Payloads payloads_;
   FakePlanner planner_;
   FakeExecutor executor_;
   std::unique_ptr<grpc::Server> planner_server_, executor_server_;
@@ -281,15 +359,68 @@ class Bench {
   std::unique_ptr<rein::v1::Router::Stub> stub_;
 };
 
-void Report(const char* what, const std::vector<double>& us, absl::Duration wall, int iterations) {
-  printf("%-44s p50 %7.0f us   p99 %7.0f us   (%zu iterations; %.0f iterations/s overall)\n", what,
-         Percentile(us, 0.5), Percentile(us, 0.99), us.size(),
-         iterations / absl::ToDoubleSeconds(wall));
-}
-
 std::string TempDir() {
   char tmpl[] = "/tmp/rein-bench-XXXXXX";
-  return mkdtemp(tmpl);
+  const char* dir = mkdtemp(tmpl);
+  return dir == nullptr ? "/tmp" : dir;
+}
+
+// Runs `work` over 0..n-1 on `threads` threads.
+template <typename Fn>
+void ParallelFor(int n, int threads, Fn work) {
+  std::atomic<int> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (int i; (i = next++) < n;) work(i);
+    });
+  }
+  for (auto& t : pool) t.join();
+}
+
+// Starts `runs` runs of `per_run` iterations at once and prints throughput, per-run iteration
+// time and the router's CPU time per iteration. No live watcher is attached while they run (a
+// thousand watching clients would measure the event stream, not the loop): the benchmark polls
+// GetRun until every run ended, then reads each run's events back, and times come from the
+// router's event timestamps.
+void MeasureLoad(Bench& bench, const std::string& prefix, const std::string& label, int runs,
+                 int per_run, absl::Duration limit) {
+  bench.planner().set_target(per_run);
+  const absl::Duration cpu0 = rein::bench::CpuTime(bench.pid());
+  const absl::Time start = absl::Now();
+  std::vector<std::string> ids(runs);
+  ParallelFor(runs, 16, [&](int i) { ids[i] = bench.StartRun(per_run, false); });
+  const absl::Time until = start + limit;
+  for (const std::string& id : ids) {
+    while (!id.empty() && !bench.Ended(id) && absl::Now() < until) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+  }
+  const absl::Duration cpu = rein::bench::CpuTime(bench.pid()) - cpu0;
+  std::vector<double> all;
+  std::mutex mu;
+  absl::Time last_event = start;
+  ParallelFor(runs, 8, [&](int i) {
+    absl::Time last = start;
+    auto times = bench.IterationTimesUs(ids[i], limit, nullptr, &last);
+    std::lock_guard<std::mutex> lock(mu);
+    all.insert(all.end(), times.begin(), times.end());
+    last_event = std::max(last_event, last);
+  });
+  const absl::Duration wall = last_event - start;
+  // Iterations that completed: one per gap, plus each run's first (its PLANNING..DECIDING).
+  const double iterations = static_cast<double>(all.size() + runs);
+  const double per_s = iterations / absl::ToDoubleSeconds(wall);
+  const double cpu_us = absl::ToDoubleMicroseconds(cpu) / iterations;
+  const double p50 = Percentile(all, 0.5), p99 = Percentile(all, 0.99);
+  printf(
+      "%-28s %8.0f iterations/s   per-run iteration p50 %7.0f us  p99 %7.0f us   "
+      "router CPU %5.0f us/iteration\n",
+      label.c_str(), per_s, p50, p99, cpu_us);
+  PrintBench(prefix + ".it_per_s", per_s, "it/s");
+  PrintBench(prefix + ".p50", p50, "us");
+  PrintBench(prefix + ".p99", p99, "us");
+  PrintBench(prefix + ".cpu_per_it", cpu_us, "us");
 }
 
 }  // namespace
@@ -297,78 +428,132 @@ std::string TempDir() {
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   signal(SIGPIPE, SIG_IGN);
-  printf(
-      "rein router benchmark: real rein-router (SQLite synchronous=%s) against instant fake\n"
-      "planner and executor services over loopback gRPC. One iteration = Decide, Execute,\n"
-      "Evaluate (three RPCs) and their three commits.\n\n",
-      absl::GetFlag(FLAGS_synchronous).c_str());
-  {
-    Bench bench(TempDir());
-    if (!bench.Start()) return 1;
-    int n = absl::GetFlag(FLAGS_iterations);
-    bench.planner().set_target(n);
-    absl::Time start = absl::Now();
-    std::string id = bench.StartRun(n, false);
-    std::vector<double> us = bench.IterationTimesUs(id);
-    Report("1 run:", us, absl::Now() - start, n);
+  setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach a pipe as they are printed
+  const bool quick = absl::GetFlag(FLAGS_quick);
+  auto pick = [quick](int flag, int normal, int small) {
+    return flag >= 0 ? flag : (quick ? small : normal);
+  };
+  const int iterations = pick(absl::GetFlag(FLAGS_iterations), 300, 100);
+  const int concurrent_iterations = pick(absl::GetFlag(FLAGS_concurrent_iterations), 30, 8);
+  const int large_iterations = pick(absl::GetFlag(FLAGS_large_iterations), 10, 3);
+  const absl::Duration limit = absl::Seconds(absl::GetFlag(FLAGS_phase_timeout_seconds));
+  const bool postgres = absl::GetFlag(FLAGS_store) == "postgres";
+  const std::string section = postgres ? "router_pg" : "router";
+  rein::bench::Watchdog watchdog("router_bench");
 
-    int runs = absl::GetFlag(FLAGS_concurrent_runs);
-    int per = absl::GetFlag(FLAGS_concurrent_iterations);
-    bench.planner().set_target(per);
-    start = absl::Now();
-    std::vector<std::string> ids;
-    for (int i = 0; i < runs; ++i) ids.push_back(bench.StartRun(per, false));
-    std::vector<double> all;
-    std::mutex mu;
-    std::vector<std::thread> watchers;
-    for (const auto& run_id : ids) {
-      watchers.emplace_back([&, run_id] {
-        auto times = bench.IterationTimesUs(run_id);
-        std::lock_guard<std::mutex> lock(mu);
-        all.insert(all.end(), times.begin(), times.end());
-      });
+  std::unique_ptr<rein::PostgresServer> pg;
+  auto store = [&]() -> std::string {
+    if (!postgres) return absl::StrCat("sqlite:", TempDir(), "/bench.db");
+    auto url = pg->CreateDatabase();
+    if (!url.ok()) {
+      fprintf(stderr, "creating a database: %s\n", url.status().ToString().c_str());
+      return "";
     }
-    for (auto& t : watchers) t.join();
-    Report(absl::StrCat(runs, " concurrent runs (latency of each):").c_str(), all,
-           absl::Now() - start, runs * per);
-    printf("\nwhere the router's time went (sums over both measurements, from its /metrics):\n%s",
-           bench.Metrics().c_str());
+    return *url;
+  };
+  if (postgres) {
+    watchdog.Enter("postgres start", limit);
+    auto server = rein::PostgresServer::Start();
+    if (!server.ok()) {
+      printf("router_bench: no PostgreSQL server: %s\n", server.status().ToString().c_str());
+      return 1;
+    }
+    pg = std::move(*server);
   }
+  printf(
+      "rein router benchmark: real rein-router (%s) against instant fake planner and\n"
+      "executor services over loopback gRPC. One iteration = Decide, Execute, Evaluate (three\n"
+      "RPCs) and their three commits.\n\n",
+      postgres ? "PostgreSQL, a private server with fsync off"
+               : absl::StrCat("SQLite synchronous=", absl::GetFlag(FLAGS_synchronous)).c_str());
   {
-    Bench bench(TempDir());
+    watchdog.Enter("start", limit);
+    Bench bench(TempDir(), store(), &watchdog);
     if (!bench.Start()) return 1;
-    int runs = absl::GetFlag(FLAGS_memory_runs);
-    long idle = RssKiB(bench.pid());
-    bench.planner().set_hold(true);
+    watchdog.Enter("1 run", limit);
+    bench.planner().set_target(iterations);
+    const absl::Duration cpu0 = rein::bench::CpuTime(bench.pid());
+    const absl::Time start = absl::Now();
+    std::string id = bench.StartRun(iterations, false);
+    size_t event_bytes = 0;
+    std::vector<double> us = bench.IterationTimesUs(id, limit, &event_bytes);
+    const absl::Duration wall = absl::Now() - start;
+    const double cpu_us =
+        absl::ToDoubleMicroseconds(rein::bench::CpuTime(bench.pid()) - cpu0) / iterations;
+    printf(
+        "%-28s p50 %7.0f us   p99 %7.0f us   (%zu iterations, %.0f iterations/s)   "
+        "router CPU %5.0f us/iteration\n",
+        "1 run:", Percentile(us, 0.5), Percentile(us, 0.99), us.size(),
+        iterations / absl::ToDoubleSeconds(wall), cpu_us);
+    PrintBench(section + ".1run.p50", Percentile(us, 0.5), "us");
+    PrintBench(section + ".1run.p99", Percentile(us, 0.99), "us");
+    PrintBench(section + ".1run.cpu_per_it", cpu_us, "us");
+    const Payloads& p = bench.payloads();
+    const size_t state = bench.StateBytes(id);
+    printf(
+        "payloads: decide %zu/%zu B, execute %zu/%zu B, evaluate %zu/%zu B (request/response), "
+        "state %zu B, events %zu B per iteration\n",
+        p.decide_request.load(), p.decide_response.load(), p.execute_request.load(),
+        p.execute_response.load(), p.evaluate_request.load(), p.evaluate_response.load(), state,
+        event_bytes / iterations);
+    PrintBench(section + ".payload.decide_request", p.decide_request, "bytes");
+    PrintBench(section + ".payload.decide_response", p.decide_response, "bytes");
+    PrintBench(section + ".payload.execute_request", p.execute_request, "bytes");
+    PrintBench(section + ".payload.execute_response", p.execute_response, "bytes");
+    PrintBench(section + ".payload.evaluate_request", p.evaluate_request, "bytes");
+    PrintBench(section + ".payload.evaluate_response", p.evaluate_response, "bytes");
+    PrintBench(section + ".payload.state", state, "bytes");
+    PrintBench(section + ".payload.events_per_it", event_bytes / iterations, "bytes");
+
+    for (auto [runs, per] : {std::pair{absl::GetFlag(FLAGS_concurrent_runs), concurrent_iterations},
+                             std::pair{absl::GetFlag(FLAGS_large_runs), large_iterations}}) {
+      if (runs <= 0) continue;
+      watchdog.Enter(absl::StrCat(runs, " runs"), limit);
+      MeasureLoad(bench, absl::StrCat(section, ".c", runs), absl::StrCat(runs, " concurrent runs:"),
+                  runs, per, limit);
+    }
+  }
+  const int memory_runs = absl::GetFlag(FLAGS_memory_runs);
+  if (memory_runs > 0) {
+    watchdog.Enter("runs in flight", limit);
+    Bench bench(TempDir(), store(), &watchdog);
+    if (!bench.Start()) return 1;
+    const long idle = rein::bench::RssKiB(bench.pid());
+    bench.planner().Hold();
     bench.planner().set_target(1000000);
-    for (int i = 0; i < runs; ++i) bench.StartRun(1000, false);
-    absl::Time until = absl::Now() + absl::Seconds(60);
-    while (bench.planner().held() < static_cast<size_t>(runs) && absl::Now() < until) {
+    for (int i = 0; i < memory_runs; ++i) bench.StartRun(1000, false);
+    const absl::Time until = absl::Now() + absl::Seconds(60);
+    while (bench.planner().held() < static_cast<size_t>(memory_runs) && absl::Now() < until) {
       absl::SleepFor(absl::Milliseconds(50));
     }
-    long in_flight = RssKiB(bench.pid());
+    const long in_flight = rein::bench::RssKiB(bench.pid());
     printf("\nrouter RSS idle:                              %6.1f MiB\n", idle / 1024.0);
     printf(
-        "router RSS with %d runs in flight (%zu Decide calls held open): %6.1f MiB (+%.1f KiB per "
-        "run)\n",
-        runs, bench.planner().held(), in_flight / 1024.0,
-        static_cast<double>(in_flight - idle) / runs);
-    bench.planner().Release();
+        "router RSS with %d runs in flight (%zu Decide calls held open): %6.1f MiB "
+        "(+%.1f KiB per run)\n",
+        memory_runs, bench.planner().held(), in_flight / 1024.0,
+        static_cast<double>(in_flight - idle) / memory_runs);
+    PrintBench(section + ".rss.idle", idle / 1024.0, "MiB");
+    PrintBench(section + ".rss.in_flight", in_flight / 1024.0, "MiB");
+    watchdog.Enter("runs in flight teardown", limit);
   }
-  {
-    Bench bench(TempDir());
+  if (memory_runs > 0) {
+    watchdog.Enter("runs paused", limit);
+    Bench bench(TempDir(), store(), &watchdog);
     if (!bench.Start()) return 1;
-    int runs = absl::GetFlag(FLAGS_memory_runs);
-    long idle = RssKiB(bench.pid());
-    for (int i = 0; i < runs; ++i) bench.StartRun(1000, true);
-    absl::Time until = absl::Now() + absl::Seconds(60);
+    const long idle = rein::bench::RssKiB(bench.pid());
+    for (int i = 0; i < memory_runs; ++i) bench.StartRun(1000, true);
+    const absl::Time until = absl::Now() + absl::Seconds(60);
     int paused = 0;
-    while ((paused = bench.ListCount(rein::v1::PAUSED)) < runs && absl::Now() < until) {
+    while ((paused = bench.ListCount(rein::v1::PAUSED)) < memory_runs && absl::Now() < until) {
       absl::SleepFor(absl::Milliseconds(100));
     }
-    long rss = RssKiB(bench.pid());
+    const long rss = rein::bench::RssKiB(bench.pid());
     printf("router RSS with %d runs paused (AFTER_PLAN):  %6.1f MiB (+%.1f KiB per run)\n", paused,
-           rss / 1024.0, static_cast<double>(rss - idle) / runs);
+           rss / 1024.0, static_cast<double>(rss - idle) / memory_runs);
+    PrintBench(section + ".rss.paused", rss / 1024.0, "MiB");
+    watchdog.Enter("runs paused teardown", limit);
   }
+  watchdog.Enter("exit", limit);
   return 0;
 }
