@@ -193,7 +193,7 @@ class Runner:
                 self.status.append((phase.name, "skipped", 0.0, why))
                 return
         argv = phase.command(root, quick, self.figures)
-        timeout = phase.timeout[1 if quick else 0]
+        timeout = self.args.timeout or phase.timeout[1 if quick else 0]
         self.log("%s: %s (timeout %d s)" % (phase.name, " ".join(argv), timeout))
         start = time.monotonic()
         out = open(os.path.join(self.args.log_dir, phase.name + ".log"), "w")
@@ -388,6 +388,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="smaller phases, shorter timeouts")
     parser.add_argument("--out", default="", help="write the report here (e.g. BENCHMARKS.md)")
     parser.add_argument("--phases", default="", help="comma-separated phase names (default all)")
+    parser.add_argument("--timeout", type=int, default=0,
+                        help="seconds for every phase, instead of each one's own")
     parser.add_argument("--log_dir", default="", help="raw output of each phase (default: new "
                         "folder under /tmp)")
     args = parser.parse_args()
