@@ -129,6 +129,8 @@ RATIOS = [
      2.0),
     ("router RSS with 1,000 runs in flight (MiB) / 64 MiB", "router.rss.in_flight", 64.0, "<=",
      1.0),
+    ("PostgreSQL: overhead per iteration p50 / floor (1 run)", "router_pg.1run.p50",
+     "floor.iteration.p50", None, None),
     ("PostgreSQL: rein it/s at 100 runs / LangGraph.js at 100", "router_pg.c100.it_per_s",
      "langgraph.c100.it_per_s", ">=", 10.0),
     ("PostgreSQL: it/s at 1,000 runs / at 100 runs", "router_pg.c1000.it_per_s",
@@ -148,6 +150,15 @@ RATIOS = [
     ("run_command p99 / its p50", "sandbox.run_command.p99", "sandbox.run_command.p50", "<=", 2.0),
     ("run_command p50 / fork+exec p50", "sandbox.run_command.p50", "sandbox.forkexec.p50", None,
      None),
+    ("decide prompt tokens, iteration 50 / iteration 2", "prompt.decide.growth_2_50", 1.0, "<=",
+     1.2),
+    ("plan prompt tokens, iteration 50 / iteration 2", "prompt.plan.growth_2_50", 1.0, "<=", 1.05),
+    ("evaluate prompt tokens, iteration 50 / iteration 2", "prompt.evaluate.growth_2_50", 1.0,
+     "<=", 1.05),
+    # The ReAct side is issue 10's measurement (LangGraph.js createReactAgent with prompt caching,
+    # the same 50 small reads on the same fake): about 25,600 plain-token equivalents.
+    ("rein priced input tokens, 50 small reads / ReAct with caching (25,600)",
+     "tokens.small_reads.priced_input", 25600.0, "<=", 1.0),
 ]
 
 BENCH_LINE = re.compile(r"^BENCH\t([a-z0-9_.]+)\t([-+0-9.eE]+|nan|inf)\t(\S+)\s*$")
