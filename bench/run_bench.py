@@ -123,6 +123,8 @@ RATIOS = [
     ("rein it/s at 100 runs / LangGraph.js at synchronous=NORMAL", "router.c100.it_per_s",
      "langgraph.normal.c100.it_per_s", None, None),
     ("rein p50 / LangGraph.js p50 (1 run)", "router.1run.p50", "langgraph.1run.p50", None, None),
+    ("router CPU per iteration / LangGraph.js CPU per iteration (100 runs)",
+     "router.c100.cpu_per_it", "langgraph.c100.cpu_per_it", None, None),
     ("rein it/s at 1,000 runs / at 100 runs", "router.c1000.it_per_s", "router.c100.it_per_s",
      ">=", 0.9),
     ("per-run iteration p99 / p50 at 1,000 runs", "router.c1000.p99", "router.c1000.p50", "<=",
@@ -377,12 +379,26 @@ def report(runner, args, seconds):
     print("\n" + body, flush=True)
     if not args.out:
         return
+    log_dir = os.path.relpath(args.log_dir, SOURCE_ROOT)
+    if log_dir.startswith(".."):
+        log_dir = args.log_dir
+    busy = ""
+    try:
+        with open("/proc/loadavg") as f:
+            load = float(f.read().split()[1])
+        if load > (os.cpu_count() or 1):
+            busy = ("\n**The machine was busy** (5-minute load average %.1f on %d cores): wall-clock"
+                    " figures are inflated and LangGraph.js (one thread) suffers more than rein;"
+                    " compare the CPU-time figures and re-run on a quiet machine.\n" % (
+                        load, os.cpu_count() or 1))
+    except (OSError, ValueError, IndexError):
+        pass
     head = [
         "# rein benchmarks\n",
         "The latest table from `./dev bench%s` (%.0f s in all). Reproduce it with `./dev bench`"
         " (about 10 minutes on 2 cores; `./dev bench --quick` is a smoke run of under 2"
         " minutes that prints the table without writing this file). The raw output of each"
-        " phase is in `%s`.\n" % (" --quick" if args.quick else "", seconds, args.log_dir),
+        " phase is in `%s`.\n%s" % (" --quick" if args.quick else "", seconds, log_dir, busy),
         "## Machine\n",
         table(["", ""], machine()),
         "",

@@ -53,17 +53,22 @@ const saver = SqliteSaver.fromConnString(path);
 if (normal) saver.db.pragma("synchronous=NORMAL");
 const app = graph.compile({ checkpointer: saver });
 const start = performance.now();
+const cpu0 = process.cpuUsage();
 await Promise.all(Array.from({ length: threads }, (_, t) =>
   app.invoke({}, { configurable: { thread_id: `bench-${t}` }, recursionLimit: iterations * 4 + 10 })));
 const total = performance.now() - start;
+const cpu = process.cpuUsage(cpu0);
+const cpuPerIt = (cpu.user + cpu.system) / (iterations * threads);
 times.sort((a, b) => a - b);
 const pct = (p) => times[Math.min(times.length - 1, Math.round(p * (times.length - 1)))] * 1000;
 const perS = (iterations * threads) / (total / 1000);
 console.log(`LangGraph.js (synchronous=${normal ? "NORMAL" : "FULL"}), ${threads} thread(s) of ${iterations} iterations: per-thread iteration ` +
-            `p50 ${pct(0.5).toFixed(0)} us, p99 ${pct(0.99).toFixed(0)} us, ${perS.toFixed(0)} iterations/s`);
+            `p50 ${pct(0.5).toFixed(0)} us, p99 ${pct(0.99).toFixed(0)} us, ${perS.toFixed(0)} iterations/s, ` +
+            `CPU ${cpuPerIt.toFixed(0)} us/iteration`);
 const key = (normal ? "langgraph.normal." : "langgraph.") + (threads === 1 ? "1run" : `c${threads}`);
 console.log(`BENCH\t${key}.p50\t${pct(0.5).toFixed(1)}\tus`);
 console.log(`BENCH\t${key}.p99\t${pct(0.99).toFixed(1)}\tus`);
 console.log(`BENCH\t${key}.it_per_s\t${perS.toFixed(1)}\tit/s`);
+console.log(`BENCH\t${key}.cpu_per_it\t${cpuPerIt.toFixed(1)}\tus`);
 console.log(`BENCH\t${key}.rss\t${(process.memoryUsage().rss / 1048576).toFixed(1)}\tMiB`);
 for (const f of [path, path + "-wal", path + "-shm"]) fs.rmSync(f, { force: true });
