@@ -64,8 +64,11 @@ struct Payloads {
 };
 
 // Answers at once, except Decide while holding: then the call waits (holding no thread) until
-// Release. Holding and releasing share one lock, so no call slips in after a release and waits
-// forever (that race hung the fake server's Shutdown, and so the benchmark, at teardown).
+// Release. gRPC's Server::Shutdown waits for every callback reactor to finish, past its
+// deadline too (grpc/grpc#39114), so a held call that is never finished hangs the benchmark at
+// teardown: holding and releasing share one lock, so no call slips in between a release and the
+// end of holding (before, a Decide that read "hold" just before the release parked itself after
+// it, and ./dev bench hung after the "runs in flight" phase with the router gone).
 class FakePlanner final : public rein::v1::Planner::CallbackService {
  public:
   explicit FakePlanner(Payloads* payloads) : payloads_(payloads) {}
