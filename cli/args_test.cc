@@ -216,8 +216,7 @@ TEST(ParseArgs, CancelListShowExportParse) {
   EXPECT_EQ(cancel->reason, "enough");
 
   absl::StatusOr<Command> list = Parse({"list", "--stage=paused", "--outcome=goal_achieved",
-                                        "--page_size=20", "--page_token=t1", "--all",
-                                        "--usage"});
+                                        "--page_size=20", "--page_token=t1", "--all", "--usage"});
   ASSERT_TRUE(list.ok()) << list.status();
   EXPECT_EQ(list->stage_filter, v1::PAUSED);
   EXPECT_EQ(list->outcome_filter, v1::GOAL_ACHIEVED);

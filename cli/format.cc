@@ -357,10 +357,10 @@ std::string FinalReport(const v1::Run& run) {
   }
   absl::StrAppend(&out, "\n");
   if (state.has_usage() || state.cost_used_usd() > 0 || run.spec().limits().cost_budget_usd() > 0) {
-    absl::StrAppend(&out, "usage: ",
-                    UsageText(state.usage(), state.cost_used_usd(),
-                              run.spec().limits().cost_budget_usd()),
-                    "\n");
+    absl::StrAppend(
+        &out, "usage: ",
+        UsageText(state.usage(), state.cost_used_usd(), run.spec().limits().cost_budget_usd()),
+        "\n");
   }
   if (state.completed_subtasks_size() == 0) {
     absl::StrAppend(&out, "completed subtasks: none\n");
@@ -474,19 +474,19 @@ std::string RunSummary(const v1::Run& run, absl::TimeZone zone) {
                   "  pause on notes: ",
                   (!spec.has_pause_on_notes() || spec.pause_on_notes()) ? "yes" : "no", "\n");
   const v1::Limits& limits = spec.limits();
-  absl::StrAppend(&out, "limits: max_iterations ", EffectiveMaxIterations(spec), "  deadline ",
-                  absl::FormatDuration(EffectiveDeadline(spec)), "  stage_timeout ",
-                  limits.has_stage_timeout() ? FormatDurationProto(limits.stage_timeout()) : "120s",
-                  "  retry_budget ", EffectiveRetryBudget(spec), "  token_budget ",
-                  limits.token_budget() > 0 ? absl::StrCat(limits.token_budget()) : "none",
-                  "  cost_budget_usd ",
-                  limits.cost_budget_usd() > 0 ? absl::StrFormat("%.6f", limits.cost_budget_usd())
-                                               : "none",
-                  "  on_stagnation ",
-                  v1::OnStagnation_Name(limits.on_stagnation() == v1::ON_STAGNATION_UNSPECIFIED
-                                            ? v1::REPLAN_THEN_PAUSE
-                                            : limits.on_stagnation()),
-                  "\n");
+  absl::StrAppend(
+      &out, "limits: max_iterations ", EffectiveMaxIterations(spec), "  deadline ",
+      absl::FormatDuration(EffectiveDeadline(spec)), "  stage_timeout ",
+      limits.has_stage_timeout() ? FormatDurationProto(limits.stage_timeout()) : "120s",
+      "  retry_budget ", EffectiveRetryBudget(spec), "  token_budget ",
+      limits.token_budget() > 0 ? absl::StrCat(limits.token_budget()) : "none",
+      "  cost_budget_usd ",
+      limits.cost_budget_usd() > 0 ? absl::StrFormat("%.6f", limits.cost_budget_usd()) : "none",
+      "  on_stagnation ",
+      v1::OnStagnation_Name(limits.on_stagnation() == v1::ON_STAGNATION_UNSPECIFIED
+                                ? v1::REPLAN_THEN_PAUSE
+                                : limits.on_stagnation()),
+      "\n");
   if (!spec.model().model().empty()) absl::StrAppend(&out, "model: ", spec.model().model(), "\n");
   if (!spec.labels().empty()) {
     std::vector<std::string> labels;

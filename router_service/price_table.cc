@@ -49,8 +49,8 @@ absl::StatusOr<PriceTable> PriceTable::Parse(absl::string_view text, absl::strin
       absl::string_view field = fields[i + 1];
       double value = 0;
       // SimpleAtod also takes "inf", "nan" and hex; a price is a plain decimal number.
-      const bool plain = !field.empty() && field.find_first_not_of("0123456789.") ==
-                                               absl::string_view::npos;
+      const bool plain =
+          !field.empty() && field.find_first_not_of("0123456789.") == absl::string_view::npos;
       if (!plain || !absl::SimpleAtod(field, &value) || !std::isfinite(value)) {
         return error(absl::StrCat(names[i], ": \"", field,
                                   "\" is not a price (a decimal number >= 0, dollars per million "

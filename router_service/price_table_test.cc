@@ -50,7 +50,8 @@ TEST(PriceTableTest, BadFilesNameTheLineAndTheField) {
     std::string error;
   };
   for (const Case& c : std::vector<Case>{
-           {"a 1 2 3\n", "p.txt:1: want MODEL INPUT OUTPUT CACHE_READ CACHE_WRITE (5 fields), got 4"},
+           {"a 1 2 3\n",
+            "p.txt:1: want MODEL INPUT OUTPUT CACHE_READ CACHE_WRITE (5 fields), got 4"},
            {"# c\na 1 2 3 4 5\n", "p.txt:2: want MODEL"},
            {"a 1 x 3 4\n", "p.txt:1: output: \"x\" is not a price"},
            {"a 1 2 -3 4\n", "p.txt:1: cache_read: \"-3\" is not a price"},

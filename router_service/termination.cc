@@ -67,9 +67,9 @@ std::optional<Verdict> CheckLimits(const RunSpec& spec, const RunState& st, absl
         absl::StrCat("used ", st.tokens_used(), " tokens, budget ", limits.token_budget())};
   }
   if (limits.cost_budget_usd() > 0 && st.cost_used_usd() > limits.cost_budget_usd()) {
-    return Verdict{rein::v1::COST_BUDGET_EXHAUSTED,
-                   absl::StrFormat("cost $%.6f, budget $%.6f", st.cost_used_usd(),
-                                   limits.cost_budget_usd())};
+    return Verdict{
+        rein::v1::COST_BUDGET_EXHAUSTED,
+        absl::StrFormat("cost $%.6f, budget $%.6f", st.cost_used_usd(), limits.cost_budget_usd())};
   }
   return std::nullopt;
 }

@@ -207,11 +207,13 @@ TEST_F(AnthropicEndToEndTest, TinyCostBudgetEndsTheRunWithUsageAndCostInEventSho
   EXPECT_EQ(show.Wait(absl::Seconds(30)), 0) << ReadFile(out);
   const std::string shown = ReadFile(out);
   EXPECT_TRUE(absl::StrContains(shown, "cost_budget_usd 0.001000")) << shown;
-  EXPECT_TRUE(absl::StrContains(shown, "usage: input 240  output 80  cache read 180  cache write "
-                                       "20  cost $0.001366/$0.001000\n"))
+  EXPECT_TRUE(absl::StrContains(shown,
+                                "usage: input 240  output 80  cache read 180  cache write "
+                                "20  cost $0.001366/$0.001000\n"))
       << shown;
-  EXPECT_TRUE(absl::StrContains(shown, "outcome: FAILED COST_BUDGET_EXHAUSTED: cost $0.001366, "
-                                       "budget $0.001000"))
+  EXPECT_TRUE(absl::StrContains(shown,
+                                "outcome: FAILED COST_BUDGET_EXHAUSTED: cost $0.001366, "
+                                "budget $0.001000"))
       << shown;
   const std::string list_out = dir_ + "/list.out";
   Process listing("reinctl-list",
@@ -227,7 +229,25 @@ TEST_F(AnthropicEndToEndTest, TinyCostBudgetEndsTheRunWithUsageAndCostInEventSho
   spec.mutable_model()->set_model("claude-unpriced-1");
   absl::StatusOr<rein::v1::Run> refused = cluster_->StartRun(spec);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(absl::StrContains(refused.status().message(), "spec.model.model")) << refused.status();
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "spec.model.model"))
+      << refused.status();
+}
+
+TEST(PriceTableFlagTest, ABadPriceTableStopsTheRouterNamingTheLineAndField) {
+  const std::string dir = absl::StrCat(getenv("TEST_TMPDIR"), "/bad_price_table");
+  mkdir(dir.c_str(), 0755);
+  const std::string prices = dir + "/prices.txt";
+  std::ofstream(prices) << "# model in out read write\nclaude-sonnet-5 2 ten 0.2 2.5\n";
+  Process router(
+      "router",
+      {RunfilePath("router_service/rein-router"), absl::StrCat("--listen=127.0.0.1:", FreePort()),
+       absl::StrCat("--store=sqlite:", dir, "/rein.db"), absl::StrCat("--price_table=", prices)},
+      dir + "/router.log");
+  ASSERT_TRUE(router.Start());
+  EXPECT_EQ(router.Wait(absl::Seconds(30)), 2) << ReadFile(dir + "/router.log");
+  EXPECT_TRUE(absl::StrContains(ReadFile(dir + "/router.log"),
+                                absl::StrCat("--price_table: ", prices, ":2: output: \"ten\"")))
+      << ReadFile(dir + "/router.log");
 }
 
 TEST_F(AnthropicEndToEndTest, CostBudgetIsRefusedWithoutAPriceTable) {
