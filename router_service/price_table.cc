@@ -111,12 +111,16 @@ absl::StatusOr<double> ReplyCostUsd(const PriceTable* prices, absl::string_view 
   if (!model) return 0.0;
   const ModelPrice* price = prices == nullptr ? nullptr : prices->Find(*model);
   if (price == nullptr) {
+    // An empty model: a failed reply before any reply named one, with the planner's default.
+    const std::string name = model->empty() ? std::string("the planner's default model")
+                                            : absl::StrCat("model \"", *model, "\"");
     return absl::NotFoundError(
         prices == nullptr
-            ? absl::StrCat("the reply of model \"", *model,
-                           "\" cannot be priced: the router has no --price_table")
-            : absl::StrCat("the reply of model \"", *model,
-                           "\" cannot be priced: the router's --price_table has no row for it "
+            ? absl::StrCat("the reply of ", name,
+                           " cannot be priced: the router has no "
+                           "--price_table")
+            : absl::StrCat("the reply of ", name,
+                           " cannot be priced: the router's --price_table has no row for it "
                            "and no `default` row"));
   }
   return CostUsd(*price, usage);

@@ -106,6 +106,10 @@ TEST(PriceTableTest, ReplyCostPricesAnthropicRepliesOnlyAndNamesUnpricedModels) 
   absl::StatusOr<double> unknown = ReplyCostUsd(&*table, "anthropic:claude-opus-5", usage);
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(unknown.status().message().find("\"claude-opus-5\""), std::string::npos);
+  absl::StatusOr<double> unnamed = ReplyCostUsd(&*table, "anthropic:", usage);
+  EXPECT_EQ(unnamed.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(unnamed.status().message().find("the planner's default model"), std::string::npos)
+      << unnamed.status();
   absl::StatusOr<double> no_table = ReplyCostUsd(nullptr, "anthropic:claude-sonnet-5", usage);
   EXPECT_EQ(no_table.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(no_table.status().message().find("--price_table"), std::string::npos);
