@@ -1,6 +1,7 @@
 // reinctl's command line: parsing argv into a Command (pure).
 #include "cli/args.h"
 
+#include <cmath>
 #include <map>
 #include <set>
 #include <utility>
@@ -48,6 +49,7 @@ const std::vector<SubcommandDef>& Subcommands() {
         {"stage_timeout", true, false},
         {"retry_budget", true, false},
         {"token_budget", true, false},
+        {"cost_budget_usd", true, false},
         {"on_stagnation", true, false},
         {"no_pause_on_notes", false, false},
         {"label", true, true},
@@ -58,7 +60,8 @@ const std::vector<SubcommandDef>& Subcommands() {
        "start --goal=TEXT | --goal_file=F [--spec=FILE.json] [--workspace=NAME]\n"
        "      [--tools=a,b] [--pause=AFTER_PLAN,BEFORE_TOOL,BEFORE_MUTATING_TOOL,AFTER_EVALUATE]\n"
        "      [--max_iterations=N] [--deadline=10m] [--stage_timeout=120s] [--retry_budget=N]\n"
-       "      [--token_budget=N] [--on_stagnation=REPLAN_THEN_PAUSE|PAUSE|FAIL]\n"
+       "      [--token_budget=N] [--cost_budget_usd=DOLLARS]\n"
+       "      [--on_stagnation=REPLAN_THEN_PAUSE|PAUSE|FAIL]\n"
        "      [--no_pause_on_notes] [--label=k=v ...] [--request_id=ID] [--model=M]\n"
        "      [--watch] [--json]\n"
        "    Starts a run and prints its id (--json: the Run in proto3 JSON). --spec is a RunSpec\n"
@@ -128,10 +131,12 @@ const std::vector<SubcommandDef>& Subcommands() {
         {"page_size", true, false},
         {"page_token", true, false},
         {"all", false, false},
+        {"usage", false, false},
         {"json", false, false}},
        "list [--stage=PAUSED] [--outcome=GOAL_ACHIEVED] [--page_size=N] [--page_token=T] [--all]\n"
-       "     [--json]\n"
-       "    Lists runs, newest first. --all follows every page."},
+       "     [--usage] [--json]\n"
+       "    Lists runs, newest first. --all follows every page. --usage adds each run's model\n"
+       "    tokens (input, output, cache read, cache write) and cost in US dollars."},
       {"show",
        Subcommand::kShow,
        true,
@@ -178,11 +183,12 @@ const std::vector<SubcommandDef>& Subcommands() {
       {"replay",
        Subcommand::kReplay,
        true,
-       {{"save", true, false}},
-       "replay RUN_ID [--save=FILE.jsonl]\n"
+       {{"save", true, false}, {"price_table", true, false}},
+       "replay RUN_ID [--save=FILE.jsonl] [--price_table=FILE]\n"
        "    Re-drives RUN_ID's recorded log through this reinctl's router logic and prints\n"
        "    \"identical\" or the first divergence (exit 0 identical, 1 diverged). --save\n"
-       "    also writes the run and its log as JSON lines (the replay corpus's format)."},
+       "    also writes the run and its log as JSON lines (the replay corpus's format).\n"
+       "    A run that cost money replays only with the router's --price_table FILE."},
       {"diff",
        Subcommand::kDiff,
        true,
@@ -312,6 +318,15 @@ absl::Status ParseStartFlags(const FlagValues& values, StartOptions& start) {
     absl::StatusOr<int64_t> parsed = ParseInt<int64_t>("token_budget", *value, 0);
     if (!parsed.ok()) return parsed.status();
     start.token_budget = *parsed;
+  }
+  if (auto value = Last(values, "cost_budget_usd")) {
+    double parsed = 0;
+    if (value->empty() || value->find_first_not_of("0123456789.") != std::string::npos ||
+        !absl::SimpleAtod(*value, &parsed) || !std::isfinite(parsed)) {
+      return UsageError(absl::StrCat("--cost_budget_usd: \"", *value,
+                                     "\" is not an amount of US dollars (e.g. 0.50)"));
+    }
+    start.cost_budget_usd = parsed;
   }
   if (auto value = Last(values, "deadline")) {
     absl::StatusOr<absl::Duration> parsed = ParsePositiveDuration("deadline", *value);
@@ -476,6 +491,7 @@ absl::Status ParseSubcommandFlags(const SubcommandDef& def, const FlagValues& va
       }
       command.page_token = Last(values, "page_token").value_or("");
       command.all_pages = Last(values, "all") == std::optional<std::string>("true");
+      command.show_usage = Last(values, "usage") == std::optional<std::string>("true");
       return absl::OkStatus();
     case Subcommand::kShow: return absl::OkStatus();
     case Subcommand::kExport: return RequireNonEmpty(values, "out", command.out_dir, def.name);
@@ -487,6 +503,7 @@ absl::Status ParseSubcommandFlags(const SubcommandDef& def, const FlagValues& va
     case Subcommand::kFork: return ParseForkFlags(values, command.fork);
     case Subcommand::kReplay:
       command.out_dir = Last(values, "save").value_or("");
+      command.price_table = Last(values, "price_table").value_or("");
       return absl::OkStatus();
     case Subcommand::kDiff:
     case Subcommand::kHelp: break;

@@ -66,6 +66,7 @@ struct StartOptions {
   std::optional<absl::Duration> stage_timeout;
   std::optional<int32_t> retry_budget;
   std::optional<int64_t> token_budget;
+  std::optional<double> cost_budget_usd;  // US dollars
   std::optional<v1::OnStagnation> on_stagnation;
   bool no_pause_on_notes = false;
   std::vector<std::pair<std::string, std::string>> labels;  // in the order given
@@ -107,9 +108,12 @@ struct Command {
   int32_t page_size = 0;
   std::string page_token;
   bool all_pages = false;
+  bool show_usage = false;  // list --usage: token and cost columns
 
   // export: the directory; replay: the --save file ("" = none)
   std::string out_dir;
+  // replay: the router's --price_table ("" = none)
+  std::string price_table;
 
   // tools: the executor asked (its registry is the source of truth)
   std::string executor = kDefaultExecutor;

@@ -34,6 +34,7 @@ TEST(ParseArgs, StartWithEveryFlagParsesAll) {
                                            "--stage_timeout=500ms",
                                            "--retry_budget=-1",
                                            "--token_budget=1000",
+                                           "--cost_budget_usd=0.75",
                                            "--on_stagnation=pause",
                                            "--no_pause_on_notes",
                                            "--label=team=infra",
@@ -55,6 +56,7 @@ TEST(ParseArgs, StartWithEveryFlagParsesAll) {
   EXPECT_EQ(start.stage_timeout, absl::Milliseconds(500));
   EXPECT_EQ(start.retry_budget, -1);
   EXPECT_EQ(start.token_budget, 1000);
+  EXPECT_EQ(start.cost_budget_usd, 0.75);
   EXPECT_EQ(start.on_stagnation, v1::PAUSE);
   EXPECT_TRUE(start.no_pause_on_notes);
   ASSERT_EQ(start.labels.size(), 2u);
@@ -88,6 +90,9 @@ TEST(ParseArgs, StartErrorsNameTheFlag) {
   ExpectUsageError({"start", "--goal=a", "--max_iterations=0"}, "--max_iterations");
   ExpectUsageError({"start", "--goal=a", "--retry_budget=-2"}, "--retry_budget");
   ExpectUsageError({"start", "--goal=a", "--token_budget=-1"}, "--token_budget");
+  ExpectUsageError({"start", "--goal=a", "--cost_budget_usd=-1"}, "--cost_budget_usd");
+  ExpectUsageError({"start", "--goal=a", "--cost_budget_usd=nan"}, "--cost_budget_usd");
+  ExpectUsageError({"start", "--goal=a", "--cost_budget_usd=$1"}, "--cost_budget_usd");
   ExpectUsageError({"start", "--goal=a", "--deadline=10"}, "--deadline");
   ExpectUsageError({"start", "--goal=a", "--deadline=-5s"}, "--deadline");
   ExpectUsageError({"start", "--goal=a", "--stage_timeout=inf"}, "--stage_timeout");
@@ -211,13 +216,14 @@ TEST(ParseArgs, CancelListShowExportParse) {
   EXPECT_EQ(cancel->reason, "enough");
 
   absl::StatusOr<Command> list = Parse({"list", "--stage=paused", "--outcome=goal_achieved",
-                                        "--page_size=20", "--page_token=t1", "--all"});
+                                        "--page_size=20", "--page_token=t1", "--all", "--usage"});
   ASSERT_TRUE(list.ok()) << list.status();
   EXPECT_EQ(list->stage_filter, v1::PAUSED);
   EXPECT_EQ(list->outcome_filter, v1::GOAL_ACHIEVED);
   EXPECT_EQ(list->page_size, 20);
   EXPECT_EQ(list->page_token, "t1");
   EXPECT_TRUE(list->all_pages);
+  EXPECT_TRUE(list->show_usage);
 
   absl::StatusOr<Command> show = Parse({"show", "r1", "--json"});
   ASSERT_TRUE(show.ok()) << show.status();

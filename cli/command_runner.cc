@@ -21,6 +21,7 @@
 #include "cli/requests.h"
 #include "cli/run_diff.h"
 #include "grpcpp/client_context.h"
+#include "router_service/price_table.h"
 #include "router_service/replay.h"
 
 namespace rein::cli {
@@ -384,7 +385,7 @@ int CommandRunner::List(const Command& command) {
   if (command.json) {
     for (const v1::Run& run : runs) out_ << JsonLine(run) << "\n";
   } else {
-    out_ << RunTable(runs, options_.zone);
+    out_ << RunTable(runs, options_.zone, command.show_usage);
   }
   out_.flush();
   if (!command.all_pages && !page_token.empty()) {
@@ -465,7 +466,13 @@ int CommandRunner::Replay(const Command& command) {
     for (const v1::RunEvent& event : events) file << JsonLine(event) << "\n";
     if (!file) return UsageError(absl::StrCat("--save: cannot write ", command.out_dir));
   }
-  absl::StatusOr<ReplayResult> result = ReplayRun(StageRouter(), run, events);
+  StageRouterOptions router_options;
+  if (!command.price_table.empty()) {
+    absl::StatusOr<PriceTable> prices = PriceTable::Load(command.price_table);
+    if (!prices.ok()) return UsageError(absl::StrCat("--price_table: ", prices.status().message()));
+    router_options.prices = std::make_shared<const PriceTable>(*std::move(prices));
+  }
+  absl::StatusOr<ReplayResult> result = ReplayRun(StageRouter(router_options), run, events);
   if (!result.ok()) {
     err_ << "reinctl: replay: " << result.status().message() << "\n";
     return kExitFailed;

@@ -256,6 +256,9 @@ std::string EventLine(const v1::RunEvent& event) {
       if (!outcome.message().empty()) {
         absl::StrAppend(&line, ": ", OneLine(outcome.message(), kLineBytes));
       }
+      if (outcome.has_usage() || outcome.cost_usd() > 0) {
+        absl::StrAppend(&line, "  (", UsageText(outcome.usage(), outcome.cost_usd()), ")");
+      }
       break;
     }
     case v1::RunEvent::kForked: {
@@ -327,6 +330,15 @@ std::string PrettyJson(absl::string_view json) {
          "\n";
 }
 
+std::string UsageText(const v1::Usage& usage, double cost_usd, double cost_budget_usd) {
+  std::string out = absl::StrCat("input ", usage.input_tokens(), "  output ", usage.output_tokens(),
+                                 "  cache read ", usage.cache_read_input_tokens(), "  cache write ",
+                                 usage.cache_creation_input_tokens(), "  cost ",
+                                 absl::StrFormat("$%.6f", cost_usd));
+  if (cost_budget_usd > 0) absl::StrAppend(&out, absl::StrFormat("/$%.6f", cost_budget_usd));
+  return out;
+}
+
 std::string FinalReport(const v1::Run& run) {
   const v1::RunState& state = run.state();
   const v1::Outcome& outcome = state.outcome();
@@ -344,6 +356,12 @@ std::string FinalReport(const v1::Run& run) {
     absl::StrAppend(&out, "/", run.spec().limits().token_budget());
   }
   absl::StrAppend(&out, "\n");
+  if (state.has_usage() || state.cost_used_usd() > 0 || run.spec().limits().cost_budget_usd() > 0) {
+    absl::StrAppend(
+        &out, "usage: ",
+        UsageText(state.usage(), state.cost_used_usd(), run.spec().limits().cost_budget_usd()),
+        "\n");
+  }
   if (state.completed_subtasks_size() == 0) {
     absl::StrAppend(&out, "completed subtasks: none\n");
   } else {
@@ -392,16 +410,30 @@ std::string ReviewHint(const v1::Run& run, absl::string_view router_flag) {
   return out;
 }
 
-std::string RunTable(const std::vector<v1::Run>& runs, absl::TimeZone zone) {
+std::string RunTable(const std::vector<v1::Run>& runs, absl::TimeZone zone, bool usage) {
   std::vector<std::vector<std::string>> rows;
-  rows.push_back({"RUN ID", "STAGE", "REASON", "ITER", "CREATED", "GOAL"});
+  rows.push_back({"RUN ID", "STAGE", "REASON", "ITER", "CREATED"});
+  if (usage) {
+    for (const char* column : {"INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "COST USD"}) {
+      rows.back().push_back(column);
+    }
+  }
+  rows.back().push_back("GOAL");
   for (const v1::Run& run : runs) {
     const v1::TerminationReason reason = run.state().outcome().reason();
     rows.push_back(
         {OneLine(run.run_id(), 64), v1::Stage_Name(run.state().stage()),
          reason == v1::TERMINATION_REASON_UNSPECIFIED ? "-" : v1::TerminationReason_Name(reason),
-         absl::StrCat(run.state().iteration()), FormatTime(run.created_at(), zone),
-         OneLine(run.spec().goal(), 50)});
+         absl::StrCat(run.state().iteration()), FormatTime(run.created_at(), zone)});
+    if (usage) {
+      const v1::Usage& u = run.state().usage();
+      for (int64_t tokens : {u.input_tokens(), u.output_tokens(), u.cache_read_input_tokens(),
+                             u.cache_creation_input_tokens()}) {
+        rows.back().push_back(absl::StrCat(tokens));
+      }
+      rows.back().push_back(absl::StrFormat("%.6f", run.state().cost_used_usd()));
+    }
+    rows.back().push_back(OneLine(run.spec().goal(), 50));
   }
   std::vector<size_t> widths(rows[0].size(), 0);
   for (const auto& row : rows) {
@@ -442,16 +474,19 @@ std::string RunSummary(const v1::Run& run, absl::TimeZone zone) {
                   "  pause on notes: ",
                   (!spec.has_pause_on_notes() || spec.pause_on_notes()) ? "yes" : "no", "\n");
   const v1::Limits& limits = spec.limits();
-  absl::StrAppend(&out, "limits: max_iterations ", EffectiveMaxIterations(spec), "  deadline ",
-                  absl::FormatDuration(EffectiveDeadline(spec)), "  stage_timeout ",
-                  limits.has_stage_timeout() ? FormatDurationProto(limits.stage_timeout()) : "120s",
-                  "  retry_budget ", EffectiveRetryBudget(spec), "  token_budget ",
-                  limits.token_budget() > 0 ? absl::StrCat(limits.token_budget()) : "none",
-                  "  on_stagnation ",
-                  v1::OnStagnation_Name(limits.on_stagnation() == v1::ON_STAGNATION_UNSPECIFIED
-                                            ? v1::REPLAN_THEN_PAUSE
-                                            : limits.on_stagnation()),
-                  "\n");
+  absl::StrAppend(
+      &out, "limits: max_iterations ", EffectiveMaxIterations(spec), "  deadline ",
+      absl::FormatDuration(EffectiveDeadline(spec)), "  stage_timeout ",
+      limits.has_stage_timeout() ? FormatDurationProto(limits.stage_timeout()) : "120s",
+      "  retry_budget ", EffectiveRetryBudget(spec), "  token_budget ",
+      limits.token_budget() > 0 ? absl::StrCat(limits.token_budget()) : "none",
+      "  cost_budget_usd ",
+      limits.cost_budget_usd() > 0 ? absl::StrFormat("%.6f", limits.cost_budget_usd()) : "none",
+      "  on_stagnation ",
+      v1::OnStagnation_Name(limits.on_stagnation() == v1::ON_STAGNATION_UNSPECIFIED
+                                ? v1::REPLAN_THEN_PAUSE
+                                : limits.on_stagnation()),
+      "\n");
   if (!spec.model().model().empty()) absl::StrAppend(&out, "model: ", spec.model().model(), "\n");
   if (!spec.labels().empty()) {
     std::vector<std::string> labels;
@@ -482,6 +517,8 @@ std::string RunSummary(const v1::Run& run, absl::TimeZone zone) {
                   EffectiveMaxIterations(spec), "  retries ", state.retries_used(), "/",
                   EffectiveRetryBudget(spec), "  consecutive tool failures ",
                   state.consecutive_tool_failures(), "  tokens ", state.tokens_used(), "\n");
+  absl::StrAppend(&out, "usage: ",
+                  UsageText(state.usage(), state.cost_used_usd(), limits.cost_budget_usd()), "\n");
 
   absl::StrAppend(&out, "\nsubtasks (top first):", state.subtasks().empty() ? " none" : "", "\n");
   for (const v1::SubTask& subtask : state.subtasks()) {

@@ -65,8 +65,13 @@ std::string FinalReport(const v1::Run& run);
 // `router_flag` is appended to each command (e.g. " --router=host:1" or "").
 std::string ReviewHint(const v1::Run& run, absl::string_view router_flag);
 
-// The `list` table: run id, stage, reason, iteration, created, goal (cut to 50 characters).
-std::string RunTable(const std::vector<v1::Run>& runs, absl::TimeZone zone);
+// The `list` table: run id, stage, reason, iteration, created, goal (cut to 50 characters);
+// with `usage`, also the run's input, output, cache read and cache write tokens and its cost.
+std::string RunTable(const std::vector<v1::Run>& runs, absl::TimeZone zone, bool usage = false);
+
+// A run's model usage on one line, e.g. "input 1200  output 300  cache read 5000  cache write
+// 800  cost $0.008400" (the cost with its budget when `cost_budget_usd` > 0).
+std::string UsageText(const v1::Usage& usage, double cost_usd, double cost_budget_usd = 0);
 
 // The readable `show` summary of a run.
 std::string RunSummary(const v1::Run& run, absl::TimeZone zone);

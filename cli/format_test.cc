@@ -101,6 +101,12 @@ TEST(EventLine, FinishedShowsOutcome) {
   EXPECT_EQ(EventLine(Event(R"(seq: 22 finished { outcome { status: FINISHED
       reason: GOAL_ACHIEVED message: "done" } })")),
             "#22 finished FINISHED GOAL_ACHIEVED: done");
+  EXPECT_EQ(EventLine(Event(R"(seq: 23 finished { outcome { status: FAILED
+      reason: COST_BUDGET_EXHAUSTED message: "cost $0.012000, budget $0.010000"
+      usage { input_tokens: 1200 output_tokens: 300 cache_read_input_tokens: 5000
+              cache_creation_input_tokens: 800 } cost_usd: 0.012 } })")),
+            "#23 finished FAILED COST_BUDGET_EXHAUSTED: cost $0.012000, budget $0.010000  "
+            "(input 1200  output 300  cache read 5000  cache write 800  cost $0.012000)");
 }
 
 TEST(EventLine, EmptyBodyIsNamed) {
@@ -157,6 +163,13 @@ TEST(FinalReport, ListsOutcomeCountersAndCompletedSubtasks) {
             "completed subtasks:\n"
             "  [COMPLETED] scan: 3 files\n"
             "  [FAILED] fix: no access\n");
+  run.mutable_spec()->mutable_limits()->set_cost_budget_usd(0.5);
+  run.mutable_state()->mutable_usage()->set_input_tokens(700);
+  run.mutable_state()->mutable_usage()->set_output_tokens(200);
+  run.mutable_state()->set_cost_used_usd(0.0034);
+  EXPECT_THAT(FinalReport(run), HasSubstr("iterations 7/20  retries 1/5  tokens 900\n"
+                                          "usage: input 700  output 200  cache read 0  cache "
+                                          "write 0  cost $0.003400/$0.500000\n"));
 }
 
 TEST(ReviewHint, OffersCommandsThatFitThePause) {
@@ -192,6 +205,20 @@ TEST(RunTable, AlignsColumnsAndCutsGoals) {
   EXPECT_THAT(RunTable(runs, absl::UTCTimeZone()), HasSubstr("1970-01-02 00:00:00"));
 }
 
+TEST(RunTable, UsageAddsTokenAndCostColumns) {
+  std::vector<v1::Run> runs = {
+      RunFrom(R"(run_id: "r-1" spec { goal: "g" }
+          state { stage: FAILED iteration: 2 outcome { reason: COST_BUDGET_EXHAUSTED }
+                  usage { input_tokens: 1200 output_tokens: 300 cache_read_input_tokens: 5000
+                          cache_creation_input_tokens: 800 } cost_used_usd: 0.0124 })"),
+  };
+  EXPECT_EQ(RunTable(runs, absl::UTCTimeZone(), /*usage=*/true),
+            "RUN ID  STAGE   REASON                 ITER  CREATED  INPUT  OUTPUT  CACHE READ  "
+            "CACHE WRITE  COST USD  GOAL\n"
+            "r-1     FAILED  COST_BUDGET_EXHAUSTED  2     -        1200   300     5000        "
+            "800          0.012400  g\n");
+}
+
 TEST(RunSummary, ShowsPauseSubtasksActionsAndCounters) {
   v1::Run run = RunFrom(R"(run_id: "r1" spec { goal: "tidy up" tools: "read_file"
         pause_points: AFTER_PLAN labels { key: "team" value: "infra" } }
@@ -213,6 +240,9 @@ TEST(RunSummary, ShowsPauseSubtasksActionsAndCounters) {
   EXPECT_THAT(summary, HasSubstr("  resumes at: EXECUTING\n"));
   EXPECT_THAT(summary, HasSubstr("  s2 [IN_PROGRESS] write it  (tools: write_file)\n"));
   EXPECT_THAT(summary, HasSubstr("  [COMPLETED] s1: read it\n"));
+  EXPECT_THAT(summary, HasSubstr("token_budget none  cost_budget_usd none"));
+  EXPECT_THAT(summary, HasSubstr("usage: input 0  output 0  cache read 0  cache write 0  "
+                                 "cost $0.000000\n"));
   EXPECT_THAT(summary, HasSubstr("  iter 1 s1 read_file {} ok 2ms: hello\n"));
   EXPECT_THAT(summary, HasSubstr("counters: iteration 2/50  retries 0/5"));
   EXPECT_THAT(summary, Not(HasSubstr("outcome:")));

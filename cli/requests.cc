@@ -62,6 +62,7 @@ absl::StatusOr<v1::RunSpec> BuildRunSpec(const StartOptions& options, absl::stri
   }
   if (options.retry_budget.has_value()) limits->set_retry_budget(*options.retry_budget);
   if (options.token_budget.has_value()) limits->set_token_budget(*options.token_budget);
+  if (options.cost_budget_usd.has_value()) limits->set_cost_budget_usd(*options.cost_budget_usd);
   if (options.on_stagnation.has_value()) limits->set_on_stagnation(*options.on_stagnation);
   if (options.no_pause_on_notes) spec.set_pause_on_notes(false);
   for (const auto& [key, value] : options.labels) (*spec.mutable_labels())[key] = value;

@@ -18,6 +18,7 @@
 #include "common/tls.h"
 #include "router_service/auth.h"
 #include "router_service/grpc_clients.h"
+#include "router_service/price_table.h"
 #include "router_service/router_grpc.h"
 #include "router_service/run_engine.h"
 #include "router_service/store/open_run_store.h"
@@ -32,6 +33,10 @@ ABSL_FLAG(std::string, executor_target, "127.0.0.1:50053",
 ABSL_FLAG(int, workers, 4, "threads that apply call results and commit transitions");
 ABSL_FLAG(std::string, sqlite_synchronous, "NORMAL",
           "SQLite synchronous mode: NORMAL (survives a killed process) or FULL (power loss)");
+ABSL_FLAG(std::string, price_table, "",
+          "file of per-model prices (lines `MODEL INPUT OUTPUT CACHE_READ CACHE_WRITE`, US "
+          "dollars per million tokens; examples/price_table.txt): runs' cost_used_usd and "
+          "Limits.cost_budget_usd; empty = no prices (a cost budget is refused)");
 ABSL_FLAG(int, shutdown_grace_seconds, 10, "on SIGTERM, how long calls in flight may finish");
 // Run leases (several routers on one PostgreSQL store; DESIGN.md section 5).
 ABSL_FLAG(absl::Duration, lease_ttl, absl::Seconds(10),
@@ -137,6 +142,11 @@ int main(int argc, char** argv) {
     if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') strcpy(host, "router");
     engine_options.router_id = absl::StrCat(host, ":", getpid());
   }
+  if (const std::string prices = absl::GetFlag(FLAGS_price_table); !prices.empty()) {
+    absl::StatusOr<rein::PriceTable> table = rein::PriceTable::Load(prices);
+    if (!table.ok()) return Fail(absl::StrCat("--price_table: ", table.status().message()));
+    engine_options.stage.prices = std::make_shared<const rein::PriceTable>(*std::move(table));
+  }
   rein::RunEngine engine(store, &planner, &executor, clock, engine_options);
   rein::RouterGrpcService service(&engine, auth.get());
 
@@ -158,7 +168,10 @@ int main(int argc, char** argv) {
                             {"store", opened->description},
                             {"router_id", engine_options.router_id},
                             {"tls", tls.enabled() ? "on" : "off"},
-                            {"auth", auth ? "tokens" : "none"}});
+                            {"auth", auth ? "tokens" : "none"},
+                            {"price_table", absl::GetFlag(FLAGS_price_table).empty()
+                                                ? "none"
+                                                : absl::GetFlag(FLAGS_price_table)}});
   int sig = rein::WaitForTerminationSignal();
   rein::LogInfo("shutting down", {{"signal", std::to_string(sig)}});
   absl::Duration grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));

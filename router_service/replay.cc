@@ -299,6 +299,12 @@ absl::StatusOr<ReplayResult> ReplayRun(const StageRouter& router, const Run& rec
                      "; re-record the run with this router"));
   }
 
+  if (recorded.state().cost_used_usd() > 0 && router.options().prices == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "run ", recorded.run_id(), " was priced (cost_used_usd ", recorded.state().cost_used_usd(),
+        "): replay needs the router's price table (reinctl replay --price_table=FILE)"));
+  }
+
   ReplayResult result;
   Run& run = result.run;
   size_t index = 0;

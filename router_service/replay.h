@@ -39,7 +39,9 @@ struct ReplayOptions {
 // Replays `events` (the whole log of `recorded`, seq 1, 2, ... in order) through `router`.
 // `recorded` supplies the run id, request id and spec, and the tools the executors listed (its
 // state's tools). A log of another format is FAILED_PRECONDITION saying which format replay
-// needs and which the log has; an empty log or one with gaps is INVALID_ARGUMENT.
+// needs and which the log has; an empty log or one with gaps is INVALID_ARGUMENT. A run that
+// cost money (RunState.cost_used_usd > 0) needs `router` to hold the price table it was priced
+// with (StageRouterOptions::prices; FAILED_PRECONDITION without one): its events carry costs.
 absl::StatusOr<ReplayResult> ReplayRun(const StageRouter& router, const rein::v1::Run& recorded,
                                        const std::vector<rein::v1::RunEvent>& events,
                                        const ReplayOptions& options = {});

@@ -754,6 +754,7 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   if (!tools.ok()) return tools.status();
   absl::StatusOr<rein::v1::RunSpec> spec = NormalizeSpec(request.spec(), *tools);
   if (!spec.ok()) return spec.status();
+  RETURN_IF_ERROR(CheckCostBudget(*spec, options_.stage.prices.get()));
   const std::string run_id = NewRunId();
   RETURN_IF_ERROR(CheckWorkspace(run_id, *spec, *tools));
   Run run;
@@ -799,6 +800,14 @@ absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request,
       return absl::Status(normalized.status().code(), message);
     }
     spec = *std::move(normalized);
+  }
+  if (absl::Status priced = CheckCostBudget(spec, options_.stage.prices.get()); !priced.ok()) {
+    std::string message(priced.message());
+    if (request.edits().limits().cost_budget_usd() != 0 &&
+        absl::StartsWith(message, "spec.limits")) {
+      message.replace(0, 11, "edits.limits");
+    }
+    return absl::Status(priced.code(), message);
   }
   const std::string run_id = NewRunId();
   const std::string source_workspace = source.spec().workspace();

@@ -168,6 +168,11 @@ absl::StatusOr<RunSpec> NormalizeSpec(const RunSpec& in, const std::vector<ToolS
   if (limits->token_budget() < 0) {
     return absl::InvalidArgumentError("spec.limits.token_budget: must be >= 0 (0 = no budget)");
   }
+  if (!(limits->cost_budget_usd() >= 0)) {  // finite: CheckFiniteNumbers above
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.limits.cost_budget_usd: must be >= 0 US dollars (0 = no budget), got ",
+                     limits->cost_budget_usd()));
+  }
   if (limits->action_window() == 0) limits->set_action_window(20);
   if (auto s = CheckRange(limits->action_window(), 1, 1000, "spec.limits.action_window"); !s.ok()) {
     return s;

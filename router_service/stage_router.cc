@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "common/usage_payload.h"
 #include "nlohmann/json.hpp"
+#include "router_service/price_table.h"
 #include "router_service/termination.h"
 
 namespace rein {
@@ -69,6 +70,11 @@ class Step {
   }
   std::vector<RunEvent>& events() { return events_; }
 
+  // A reply of this step could not be priced while the run has a cost budget (ChargeReply):
+  // rule 6's cost budget then ends the run, whatever the counters say.
+  const std::optional<std::string>& unpriced() const { return unpriced_; }
+  void set_unpriced(std::string why) { unpriced_ = std::move(why); }
+
   void MoveTo(Stage next) {
     if (state_.stage() == next) return;
     auto* changed = AddEvent()->mutable_stage_changed();
@@ -104,6 +110,7 @@ class Step {
   absl::Time now_;
   RunState state_;
   std::vector<RunEvent> events_;
+  std::optional<std::string> unpriced_;
 };
 
 void Terminate(Step& s, Stage status, TerminationReason reason, const std::string& message) {
@@ -116,13 +123,18 @@ void Terminate(Step& s, Stage status, TerminationReason reason, const std::strin
   outcome->set_status(status);
   outcome->set_reason(reason);
   outcome->set_message(message);
+  if (st.has_usage()) *outcome->mutable_usage() = st.usage();
+  outcome->set_cost_usd(st.cost_used_usd());
   s.MoveTo(status);
   *s.AddEvent()->mutable_finished()->mutable_outcome() = *outcome;
 }
 
-// Applies rules 1-6; returns true when the run ended.
+// Applies rules 1-6; returns true when the run ended. A reply that could not be priced under a
+// cost budget counts as over it (the last check of rule 6).
 bool EndIfLimited(Step& s, bool begins_iteration) {
-  if (auto verdict = CheckLimits(s.spec(), s.state(), s.now(), begins_iteration)) {
+  std::optional<Verdict> verdict = CheckLimits(s.spec(), s.state(), s.now(), begins_iteration);
+  if (!verdict && s.unpriced()) verdict = Verdict{rein::v1::COST_BUDGET_EXHAUSTED, *s.unpriced()};
+  if (verdict) {
     Terminate(s, TerminalStageFor(verdict->reason), verdict->reason, verdict->message);
     return true;
   }
@@ -180,13 +192,21 @@ RunEvent::Error* SpendRetry(Step& s, Stage stage, const std::string& code,
   return s.events()[index].mutable_error();
 }
 
-// A planner error: fatal ones end the run at once, others spend a retry.
-void AddUsage(Step& s, const rein::v1::Usage& usage);
+void ChargeReply(Step& s, const rein::v1::Usage& usage, const std::string& backend,
+                 const PriceTable* prices);
 
-void PlannerFailed(Step& s, Stage stage, const absl::Status& status) {
-  // A reply that failed validation still cost tokens (recorded in the event for replay).
+// A planner error: fatal ones end the run at once, others spend a retry.
+void PlannerFailed(Step& s, Stage stage, const absl::Status& status, const PriceTable* prices) {
+  // A reply that failed validation still cost tokens (recorded in the event for replay). The
+  // error does not say which model served it: the run's last one, else the one it asks for.
   std::optional<rein::v1::Usage> usage = UsageOf(status);
-  if (usage) AddUsage(s, *usage);
+  if (usage) {
+    ChargeReply(s, *usage,
+                !s.state().planner_backend().empty()
+                    ? s.state().planner_backend()
+                    : absl::StrCat("anthropic:", s.spec().model().model()),
+                prices);
+  }
   if (StageRouter::IsFatalPlannerError(status.code())) {
     if (CancelledOrPastDeadline(s.state(), s.now())) {  // rules 1 and 3 come first
       auto* error = SpendRetry(s, stage, absl::StatusCodeToString(status.code()),
@@ -216,9 +236,34 @@ void InvalidOutput(Step& s, Stage stage, const std::string& what,
   error->set_reply(reply.SerializeAsString());
 }
 
-void AddUsage(Step& s, const rein::v1::Usage& usage) {
-  s.state().set_tokens_used(s.state().tokens_used() + usage.input_tokens() + usage.output_tokens() +
-                            usage.cache_read_input_tokens() + usage.cache_creation_input_tokens());
+// Adds one model reply's usage to the run: tokens_used (input, cache reads and writes, and
+// output: the token budget's counter), the usage split and its cost at `backend`'s price
+// ("anthropic:<model>"; other backends cost nothing). A reply that cannot be priced adds no
+// cost; under a cost budget it marks the step (Step::unpriced), which ends the run.
+void ChargeReply(Step& s, const rein::v1::Usage& usage, const std::string& backend,
+                 const PriceTable* prices) {
+  RunState& st = s.state();
+  st.set_tokens_used(st.tokens_used() + usage.input_tokens() + usage.output_tokens() +
+                     usage.cache_read_input_tokens() + usage.cache_creation_input_tokens());
+  if (usage.ByteSizeLong() == 0) return;
+  rein::v1::Usage* total = st.mutable_usage();
+  total->set_input_tokens(total->input_tokens() + usage.input_tokens());
+  total->set_output_tokens(total->output_tokens() + usage.output_tokens());
+  total->set_cache_read_input_tokens(total->cache_read_input_tokens() +
+                                     usage.cache_read_input_tokens());
+  total->set_cache_creation_input_tokens(total->cache_creation_input_tokens() +
+                                         usage.cache_creation_input_tokens());
+  absl::StatusOr<double> cost = ReplyCostUsd(prices, backend, usage);
+  if (cost.ok()) {
+    st.set_cost_used_usd(st.cost_used_usd() + *cost);
+  } else if (s.spec().limits().cost_budget_usd() > 0) {
+    s.set_unpriced(absl::StrCat(cost.status().message(), "; the cost budget cannot be kept"));
+  }
+}
+
+// The backend a reply names, else (an older planner) the run's last one.
+std::string BackendOf(const RunState& st, const std::string& backend) {
+  return backend.empty() ? st.planner_backend() : backend;
 }
 
 void AddNote(Step& s, const std::string& notes, int max_notes) {
@@ -586,10 +631,10 @@ Transition StageRouter::OnPlan(const Run& run, const absl::StatusOr<rein::v1::Pl
   Step s(run, now);
   RunState& st = s.state();
   if (!reply.ok()) {
-    PlannerFailed(s, rein::v1::PLANNING, reply.status());
+    PlannerFailed(s, rein::v1::PLANNING, reply.status(), options_.prices.get());
     return std::move(s).Finish();
   }
-  AddUsage(s, reply->usage());
+  ChargeReply(s, reply->usage(), BackendOf(st, reply->backend()), options_.prices.get());
   if (!reply->backend().empty()) st.set_planner_backend(reply->backend());
   if (!reply->refusal().empty()) {
     Pause pause = MakePause(rein::v1::NEED_HUMAN, rein::v1::PLANNING,
@@ -650,10 +695,10 @@ Transition StageRouter::OnDecide(const Run& run,
   Step s(run, now);
   RunState& st = s.state();
   if (!reply.ok()) {
-    PlannerFailed(s, rein::v1::DECIDING, reply.status());
+    PlannerFailed(s, rein::v1::DECIDING, reply.status(), options_.prices.get());
     return std::move(s).Finish();
   }
-  AddUsage(s, reply->usage());
+  ChargeReply(s, reply->usage(), BackendOf(st, reply->backend()), options_.prices.get());
   if (!reply->backend().empty()) st.set_planner_backend(reply->backend());
   if (st.subtasks_size() == 0) {
     Terminate(s, rein::v1::FAILED, rein::v1::INTERNAL, "DECIDING with an empty subtask stack");
@@ -680,7 +725,7 @@ Transition StageRouter::OnDecide(const Run& run,
       // Drop the decision (and the call counter MakeCall bumped): the output was invalid.
       Step retry(run, now);
       retry.state().mutable_subtasks(0)->set_status(SubTask::IN_PROGRESS);
-      AddUsage(retry, reply->usage());
+      ChargeReply(retry, reply->usage(), BackendOf(st, reply->backend()), options_.prices.get());
       InvalidOutput(retry, rein::v1::DECIDING, std::string(call.status().message()), *reply);
       return std::move(retry).Finish();
     }
@@ -716,7 +761,7 @@ Transition StageRouter::OnDecide(const Run& run,
     return std::move(s).Finish();
   }
   Step retry(run, now);
-  AddUsage(retry, reply->usage());
+  ChargeReply(retry, reply->usage(), BackendOf(st, reply->backend()), options_.prices.get());
   InvalidOutput(retry, rein::v1::DECIDING, "the decision has neither a tool_call nor a human_query",
                 *reply);
   return std::move(retry).Finish();
@@ -822,10 +867,10 @@ Transition StageRouter::OnEvaluate(const Run& run,
   Step s(run, now);
   RunState& st = s.state();
   if (!reply.ok()) {
-    PlannerFailed(s, rein::v1::EVALUATING, reply.status());
+    PlannerFailed(s, rein::v1::EVALUATING, reply.status(), options_.prices.get());
     return std::move(s).Finish();
   }
-  AddUsage(s, reply->usage());
+  ChargeReply(s, reply->usage(), BackendOf(st, reply->backend()), options_.prices.get());
   if (!reply->backend().empty()) st.set_planner_backend(reply->backend());
   if (!reply->refusal().empty()) {
     Pause pause = MakePause(rein::v1::NEED_HUMAN, rein::v1::EVALUATING,

@@ -2,6 +2,7 @@
 #ifndef REIN_ROUTER_SERVICE_STAGE_ROUTER_H_
 #define REIN_ROUTER_SERVICE_STAGE_ROUTER_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "rein/v1/planner.pb.h"
 #include "rein/v1/router.pb.h"
 #include "rein/v1/types.pb.h"
+#include "router_service/price_table.h"
 #include "router_service/store/run_store.h"
 
 namespace rein {
@@ -64,6 +66,10 @@ struct StageRouterOptions {
   int decide_actions = 3;                   // recent actions shown to Decide
   int max_notes = 20;                       // notes kept in RunState
   int max_human_inputs = 50;                // human inputs kept in RunState
+  // The router's --price_table: each model reply's cost (RunState.cost_used_usd) and rule 6's
+  // cost budget. nullptr = none: replies of priced backends ("anthropic:<model>") then cost
+  // nothing, and a run with a cost budget ends at its first such reply.
+  std::shared_ptr<const PriceTable> prices;
 };
 
 // Decides every step of a run from its spec and state. Holds no run data: every method is a
@@ -157,6 +163,8 @@ class StageRouter {
   static bool IsFatalPlannerError(absl::StatusCode code);
 
   static bool IsTerminal(rein::v1::Stage stage);
+
+  const StageRouterOptions& options() const { return options_; }
 
  private:
   StageRouterOptions options_;

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <sstream>
@@ -67,6 +68,17 @@ absl::Status RandomError(std::mt19937_64& rng, std::vector<absl::StatusCode> cod
   return absl::Status(codes[rng() % codes.size()], "injected");
 }
 
+// A price table of one model, "m", at $1,000 per million tokens of every kind (so that the
+// random usage of a few runs' replies reaches the random cost budgets).
+StageRouterOptions RouterOptions() {
+  static const auto* const kPrices =
+      new std::shared_ptr<const PriceTable>(std::make_shared<const PriceTable>(
+          *PriceTable::Parse("m 1000 1000 1000 1000\n", "random_test_prices")));
+  StageRouterOptions options;
+  options.prices = *kPrices;
+  return options;
+}
+
 // One random run: the driver (like run_engine's Advance loop) and the checks.
 class RandomRun {
  public:
@@ -87,6 +99,7 @@ class RandomRun {
     limits->set_stagnation_window(2 + Pick(3));
     limits->set_on_stagnation(static_cast<rein::v1::OnStagnation>(1 + Pick(3)));
     if (Pick(3) == 0) limits->set_token_budget(50 + Pick(200));
+    if (Pick(3) == 0) limits->set_cost_budget_usd(0.05 + Pick(200) / 1000.0);
     *limits->mutable_deadline() = ToProto(kDeadline);
     for (auto point : {rein::v1::AFTER_PLAN, rein::v1::BEFORE_TOOL, rein::v1::BEFORE_MUTATING_TOOL,
                        rein::v1::AFTER_EVALUATE}) {
@@ -326,6 +339,13 @@ class RandomRun {
     if (Pick(3) == 0) task->add_allowed_tools(Pick(2) ? "write_file" : "read_file");
   }
 
+  // Mostly the priced model (RouterOptions), sometimes the free scripted backend, rarely a
+  // model the table cannot price (which ends a run with a cost budget).
+  std::string RandomBackend() {
+    const int kind = Pick(20);
+    return kind == 0 ? "anthropic:unpriced" : kind < 5 ? "scripted" : "anthropic:m";
+  }
+
   rein::v1::Usage RandomUsage() {
     rein::v1::Usage usage;
     usage.set_input_tokens(Pick(30));
@@ -411,6 +431,7 @@ class RandomRun {
           return Apply(router_.OnPlan(run_, RandomError(rng_, fatal), now), "plan_fatal");
         rein::v1::PlanResponse reply;
         *reply.mutable_usage() = RandomUsage();
+        reply.set_backend(RandomBackend());
         reply.set_notes(Notes());
         if (kind == 2) {
           reply.set_refusal("no");
@@ -437,6 +458,7 @@ class RandomRun {
           return Apply(router_.OnDecide(run_, RandomError(rng_, fatal), now), "decide_fatal");
         rein::v1::DecideResponse reply;
         *reply.mutable_usage() = RandomUsage();
+        reply.set_backend(RandomBackend());
         reply.set_notes(Notes());
         if (kind == 2) {
           reply.set_refusal("no");
@@ -509,6 +531,7 @@ class RandomRun {
           return Apply(router_.OnEvaluate(run_, RandomError(rng_, fatal), now), "eval_fatal");
         rein::v1::EvaluateResponse reply;
         *reply.mutable_usage() = RandomUsage();
+        reply.set_backend(RandomBackend());
         reply.set_notes(Notes());
         if (kind == 2) {
           reply.set_refusal("no");
@@ -531,7 +554,7 @@ class RandomRun {
   const Table& table_;
   std::mt19937_64 rng_;
   std::map<std::string, int>* coverage_;
-  StageRouter router_;
+  StageRouter router_{RouterOptions()};
   FakeClock clock_;
   rein::v1::RunSpec spec_;
   Run run_;

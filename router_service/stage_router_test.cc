@@ -453,6 +453,116 @@ TEST(StageRouterTest, TokenBudgetExhaustedFails) {
   EXPECT_EQ(h.reason(), rein::v1::TOKEN_BUDGET_EXHAUSTED);
 }
 
+// A router pricing claude-sonnet-5 at $2 / $10 / $0.20 / $2.50 per million tokens.
+StageRouter PricedRouter() {
+  StageRouterOptions options;
+  absl::StatusOr<PriceTable> prices =
+      PriceTable::Parse("claude-sonnet-5 2 10 0.20 2.50\n", "prices.txt");
+  EXPECT_TRUE(prices.ok()) << prices.status();
+  options.prices = std::make_shared<const PriceTable>(*std::move(prices));
+  return StageRouter(options);
+}
+
+rein::v1::Usage MakeUsage(int64_t input, int64_t output, int64_t read, int64_t write) {
+  rein::v1::Usage usage;
+  usage.set_input_tokens(input);
+  usage.set_output_tokens(output);
+  usage.set_cache_read_input_tokens(read);
+  usage.set_cache_creation_input_tokens(write);
+  return usage;
+}
+
+TEST(StageRouterTest, UsageAndCostAddUpOverEveryReplyAndEndInTheTerminalEvent) {
+  Harness h;
+  h.router = PricedRouter();
+  h.Tools();
+  rein::v1::PlanResponse plan = PlanReply({"a"});
+  plan.set_backend("anthropic:claude-sonnet-5");
+  *plan.mutable_usage() = MakeUsage(1000, 200, 0, 3000);  // 0.002 + 0.002 + 0.0075
+  h.Plan(plan);
+  rein::v1::DecideResponse call = CallReply("list_files");
+  call.set_backend("anthropic:claude-sonnet-5");
+  *call.mutable_usage() = MakeUsage(100, 50, 3000, 0);  // 0.0002 + 0.0005 + 0.0006
+  h.Decide(call);
+  h.Execute(ExecReply(true));
+  // A failed evaluation that carried usage, priced at the run's model.
+  h.Evaluate(WithUsage(absl::InternalError("invalid output: not JSON"), MakeUsage(10, 0, 0, 0)));
+  rein::v1::EvaluateResponse eval = EvalReply(Eval::COMPLETED, /*goal_achieved=*/true);
+  eval.set_backend("scripted");  // costs nothing, its tokens still count
+  *eval.mutable_usage() = MakeUsage(7, 3, 0, 0);
+  h.Evaluate(eval);
+  ASSERT_EQ(h.stage(), rein::v1::FINISHED);
+  const rein::v1::Usage& usage = h.state().usage();
+  EXPECT_EQ(usage.input_tokens(), 1117);
+  EXPECT_EQ(usage.output_tokens(), 253);
+  EXPECT_EQ(usage.cache_read_input_tokens(), 3000);
+  EXPECT_EQ(usage.cache_creation_input_tokens(), 3000);
+  EXPECT_EQ(h.state().tokens_used(), 1117 + 253 + 3000 + 3000);
+  const double cost = 0.0115 + 0.0013 + 0.00002;
+  EXPECT_NEAR(h.state().cost_used_usd(), cost, 1e-12);
+  ASSERT_TRUE(h.log.back().has_finished());
+  const rein::v1::Outcome& outcome = h.log.back().finished().outcome();
+  EXPECT_EQ(outcome.reason(), rein::v1::GOAL_ACHIEVED);
+  EXPECT_EQ(outcome.usage().SerializeAsString(), usage.SerializeAsString());
+  EXPECT_NEAR(outcome.cost_usd(), cost, 1e-12);
+}
+
+TEST(StageRouterTest, CostBudgetExhaustedEndsTheRunAtTheReplyThatPassesIt) {
+  Harness h([](rein::v1::RunSpec& s) { s.mutable_limits()->set_cost_budget_usd(0.001); });
+  h.router = PricedRouter();
+  h.Tools();
+  rein::v1::PlanResponse plan = PlanReply({"a"});
+  plan.set_backend("anthropic:claude-sonnet-5");
+  *plan.mutable_usage() = MakeUsage(250, 50, 0, 0);  // $0.001: at the budget, not over it
+  h.Plan(plan);
+  EXPECT_EQ(h.stage(), rein::v1::DECIDING);
+  rein::v1::DecideResponse call = CallReply("list_files");
+  call.set_backend("anthropic:claude-sonnet-5");
+  *call.mutable_usage() = MakeUsage(0, 0, 5, 0);  // $0.000001 more
+  h.Decide(call);
+  EXPECT_EQ(h.stage(), rein::v1::FAILED);
+  EXPECT_EQ(h.reason(), rein::v1::COST_BUDGET_EXHAUSTED);
+  EXPECT_EQ(h.state().outcome().message(), "cost $0.001001, budget $0.001000");
+  EXPECT_EQ(h.CountFinished(), 1);
+  EXPECT_EQ(h.log.back().finished().outcome().usage().cache_read_input_tokens(), 5);
+}
+
+TEST(StageRouterTest, TokenBudgetWinsOverCostBudget) {
+  Harness h([](rein::v1::RunSpec& s) {
+    s.mutable_limits()->set_token_budget(100);
+    s.mutable_limits()->set_cost_budget_usd(0.000001);
+  });
+  h.router = PricedRouter();
+  h.Tools();
+  rein::v1::PlanResponse plan = PlanReply({"a"});
+  plan.set_backend("anthropic:claude-sonnet-5");
+  *plan.mutable_usage() = MakeUsage(1000, 0, 0, 0);
+  h.Plan(plan);
+  EXPECT_EQ(h.reason(), rein::v1::TOKEN_BUDGET_EXHAUSTED);
+}
+
+TEST(StageRouterTest, AReplyThatCannotBePricedEndsARunWithACostBudgetOnly) {
+  rein::v1::PlanResponse plan = PlanReply({"a"});
+  plan.set_backend("anthropic:claude-opus-5");  // not in the table, and no default row
+  Harness budget([](rein::v1::RunSpec& s) { s.mutable_limits()->set_cost_budget_usd(5); });
+  budget.router = PricedRouter();
+  budget.Tools();
+  budget.Plan(plan);
+  EXPECT_EQ(budget.stage(), rein::v1::FAILED);
+  EXPECT_EQ(budget.reason(), rein::v1::COST_BUDGET_EXHAUSTED);
+  EXPECT_NE(budget.state().outcome().message().find("\"claude-opus-5\""), std::string::npos)
+      << budget.state().outcome().message();
+  EXPECT_EQ(budget.state().usage().input_tokens(), 10);  // its tokens are still counted
+
+  Harness free;
+  free.router = PricedRouter();
+  free.Tools();
+  free.Plan(plan);
+  EXPECT_EQ(free.stage(), rein::v1::DECIDING);
+  EXPECT_EQ(free.state().cost_used_usd(), 0);
+  EXPECT_EQ(free.state().usage().input_tokens(), 10);
+}
+
 TEST(StageRouterTest, CancelWinsOverEveryOtherRule) {
   Harness h([](rein::v1::RunSpec& s) {
     s.mutable_limits()->set_retry_budget(-1);

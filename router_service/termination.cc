@@ -1,10 +1,12 @@
-// The termination rules of a run (DESIGN.md section 2, rules 1-8).
+// The termination rules of a run (DESIGN.md section 2, rules 1-8; rule 6 is the token budget,
+// then the cost budget).
 #include "router_service/termination.h"
 
 #include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/proto_time.h"
 
 namespace rein {
@@ -63,6 +65,11 @@ std::optional<Verdict> CheckLimits(const RunSpec& spec, const RunState& st, absl
     return Verdict{
         rein::v1::TOKEN_BUDGET_EXHAUSTED,
         absl::StrCat("used ", st.tokens_used(), " tokens, budget ", limits.token_budget())};
+  }
+  if (limits.cost_budget_usd() > 0 && st.cost_used_usd() > limits.cost_budget_usd()) {
+    return Verdict{
+        rein::v1::COST_BUDGET_EXHAUSTED,
+        absl::StrFormat("cost $%.6f, budget $%.6f", st.cost_used_usd(), limits.cost_budget_usd())};
   }
   return std::nullopt;
 }

@@ -19,7 +19,9 @@ struct Verdict {
 
 // Rules 1-6 in order (the first that holds wins): 1 cancel requested, 2 max_iterations (only
 // when `begins_iteration`: the transition would start another iteration), 3 the deadline,
-// 4 the retry budget, 5 consecutive tool failures, 6 the token budget.
+// 4 the retry budget, 5 consecutive tool failures, 6 the token budget (tokens_used >
+// token_budget) and right after it the cost budget (cost_used_usd > cost_budget_usd, US
+// dollars), each only when set.
 std::optional<Verdict> CheckLimits(const rein::v1::RunSpec& spec, const rein::v1::RunState& st,
                                    absl::Time now, bool begins_iteration);
 

@@ -18,6 +18,7 @@ rein::v1::RunSpec Spec() {
   limits->set_retry_budget(2);
   limits->set_max_consecutive_tool_failures(3);
   limits->set_token_budget(1000);
+  limits->set_cost_budget_usd(0.25);
   limits->set_stagnation_window(4);
   return spec;
 }
@@ -37,6 +38,7 @@ rein::v1::RunState Everything() {
   st.set_retries_used(3);
   st.set_consecutive_tool_failures(3);
   st.set_tokens_used(1001);
+  st.set_cost_used_usd(0.2500001);
   return st;
 }
 
@@ -49,7 +51,8 @@ TEST(TerminationTest, RulesOneToSixApplyInOrder) {
   const rein::v1::TerminationReason order[] = {
       rein::v1::CANCELLED_BY_USER,         rein::v1::MAX_ITERATIONS,
       rein::v1::DEADLINE_EXCEEDED,         rein::v1::RETRY_BUDGET_EXHAUSTED,
-      rein::v1::CONSECUTIVE_TOOL_FAILURES, rein::v1::TOKEN_BUDGET_EXHAUSTED};
+      rein::v1::CONSECUTIVE_TOOL_FAILURES, rein::v1::TOKEN_BUDGET_EXHAUSTED,
+      rein::v1::COST_BUDGET_EXHAUSTED};
   for (rein::v1::TerminationReason expected : order) {
     std::optional<Verdict> verdict = CheckLimits(Spec(), st, kNow, /*begins_iteration=*/true);
     ASSERT_TRUE(verdict.has_value());
@@ -63,10 +66,26 @@ TEST(TerminationTest, RulesOneToSixApplyInOrder) {
         break;
       case rein::v1::RETRY_BUDGET_EXHAUSTED: st.set_retries_used(2); break;
       case rein::v1::CONSECUTIVE_TOOL_FAILURES: st.set_consecutive_tool_failures(0); break;
-      default: st.set_tokens_used(0); break;
+      case rein::v1::TOKEN_BUDGET_EXHAUSTED: st.set_tokens_used(0); break;
+      default: st.set_cost_used_usd(0); break;
     }
   }
   EXPECT_FALSE(CheckLimits(Spec(), st, kNow, /*begins_iteration=*/true).has_value());
+}
+
+TEST(TerminationTest, CostBudgetHoldsOnlyAboveTheBudgetAndOnlyWhenSet) {
+  rein::v1::RunState st = Fresh();
+  st.set_cost_used_usd(0.25);  // at the budget: not over it
+  EXPECT_FALSE(CheckLimits(Spec(), st, kNow, /*begins_iteration=*/false).has_value());
+  st.set_cost_used_usd(0.2501);
+  std::optional<Verdict> verdict = CheckLimits(Spec(), st, kNow, /*begins_iteration=*/false);
+  ASSERT_TRUE(verdict.has_value());
+  EXPECT_EQ(verdict->reason, rein::v1::COST_BUDGET_EXHAUSTED);
+  EXPECT_EQ(verdict->message, "cost $0.250100, budget $0.250000");
+  rein::v1::RunSpec no_budget = Spec();
+  no_budget.mutable_limits()->set_cost_budget_usd(0);
+  st.set_cost_used_usd(1e9);
+  EXPECT_FALSE(CheckLimits(no_budget, st, kNow, /*begins_iteration=*/false).has_value());
 }
 
 TEST(TerminationTest, MaxIterationsAppliesOnlyWhenAnIterationBegins) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -20,7 +21,7 @@ constexpr char kKey[] = "sk-ant-api03-REIN-E2E-SECRET-7f3a9c1d";
 
 class AnthropicEndToEndTest : public ::testing::Test {
  protected:
-  void Boot() {
+  void Boot(std::vector<std::string> router_flags = {}) {
     ASSERT_TRUE(api_.Start().ok());
     dir_ = absl::StrCat(getenv("TEST_TMPDIR"), "/",
                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -28,6 +29,7 @@ class AnthropicEndToEndTest : public ::testing::Test {
     std::ofstream(dir_ + "/key") << kKey << "\n";
     Cluster::Options options;
     options.dir = dir_;
+    options.router_flags = std::move(router_flags);
     options.planner_flags = {"--backend=anthropic", absl::StrCat("--api_key_file=", dir_, "/key"),
                              absl::StrCat("--anthropic_base_url=", api_.base_url()),
                              "--model=claude-sonnet-5"};
@@ -148,6 +150,115 @@ TEST_F(AnthropicEndToEndTest, TokensOfInvalidRepliesCountAgainstTheBudget) {
   EXPECT_TRUE(invalid_output_seen);
   EXPECT_GT(cluster_->GetRun(run->run_id())->state().tokens_used(), 1);
   EXPECT_EQ(api_.requests().size(), 1u);
+}
+
+TEST_F(AnthropicEndToEndTest, TinyCostBudgetEndsTheRunWithUsageAndCostInEventShowAndList) {
+  // The shipped example table prices claude-sonnet-5 at $2 / $10 / $0.20 / $2.50 per million
+  // tokens of input / output / cache read / cache write.
+  Boot({absl::StrCat("--price_table=", RunfilePath("examples/price_table.txt"))});
+  api_.Enqueue(ToolUseReply(
+      "submit_plan",
+      {{"reasoning", "one step"},
+       {"subtasks",
+        {{{"id", "p1-read"}, {"description", "read README.md"}, {"allowed_tools", {"read_file"}}}}},
+       {"goal_achieved", false}}));
+  api_.Enqueue(
+      ToolUseReply("submit_decision",
+                   {{"reasoning", "read it"},
+                    {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "README.md"}}}}}}));
+  rein::v1::RunSpec spec = Spec();
+  // Each fake reply uses 120 input, 40 output, 90 cache read and 10 cache write tokens:
+  // $0.000683. The plan stays under $0.001; the decision goes over it.
+  spec.mutable_limits()->set_cost_budget_usd(0.001);
+  absl::StatusOr<rein::v1::Run> run = cluster_->StartRun(spec);
+  ASSERT_TRUE(run.ok()) << run.status();
+  std::vector<rein::v1::RunEvent> events;
+  ASSERT_TRUE(cluster_->Watch(run->run_id(), 0, absl::Seconds(60), &events).ok());
+  ASSERT_FALSE(events.empty());
+  const rein::v1::Outcome& outcome = events.back().finished().outcome();
+  EXPECT_EQ(outcome.reason(), rein::v1::COST_BUDGET_EXHAUSTED) << events.back().DebugString();
+  EXPECT_EQ(outcome.status(), rein::v1::FAILED);
+  EXPECT_EQ(outcome.usage().input_tokens(), 240);
+  EXPECT_EQ(outcome.usage().output_tokens(), 80);
+  EXPECT_EQ(outcome.usage().cache_read_input_tokens(), 180);
+  EXPECT_EQ(outcome.usage().cache_creation_input_tokens(), 20);
+  EXPECT_NEAR(outcome.cost_usd(), 0.001366, 1e-9);
+  EXPECT_EQ(api_.requests().size(), 2u);
+
+  // ListRuns carries the same usage and cost in each run's state.
+  grpc::ClientContext context;
+  rein::v1::ListRunsRequest list;
+  list.set_outcome(rein::v1::COST_BUDGET_EXHAUSTED);
+  rein::v1::ListRunsResponse listed;
+  ASSERT_TRUE(cluster_->router()->ListRuns(&context, list, &listed).ok());
+  ASSERT_EQ(listed.runs_size(), 1);
+  EXPECT_EQ(listed.runs(0).state().usage().SerializeAsString(),
+            outcome.usage().SerializeAsString());
+  EXPECT_NEAR(listed.runs(0).state().cost_used_usd(), 0.001366, 1e-9);
+  EXPECT_EQ(listed.runs(0).state().tokens_used(), 520);  // input + output + cache read + write
+
+  // reinctl show and list --usage print them.
+  const std::string out = dir_ + "/show.out";
+  Process show("reinctl-show",
+               {RunfilePath("cli/reinctl"), absl::StrCat("--router=", cluster_->router_target()),
+                "show", run->run_id()},
+               out);
+  ASSERT_TRUE(show.Start());
+  EXPECT_EQ(show.Wait(absl::Seconds(30)), 0) << ReadFile(out);
+  const std::string shown = ReadFile(out);
+  EXPECT_TRUE(absl::StrContains(shown, "cost_budget_usd 0.001000")) << shown;
+  EXPECT_TRUE(absl::StrContains(shown,
+                                "usage: input 240  output 80  cache read 180  cache write "
+                                "20  cost $0.001366/$0.001000\n"))
+      << shown;
+  EXPECT_TRUE(absl::StrContains(shown,
+                                "outcome: FAILED COST_BUDGET_EXHAUSTED: cost $0.001366, "
+                                "budget $0.001000"))
+      << shown;
+  const std::string list_out = dir_ + "/list.out";
+  Process listing("reinctl-list",
+                  {RunfilePath("cli/reinctl"), absl::StrCat("--router=", cluster_->router_target()),
+                   "list", "--usage"},
+                  list_out);
+  ASSERT_TRUE(listing.Start());
+  EXPECT_EQ(listing.Wait(absl::Seconds(30)), 0) << ReadFile(list_out);
+  EXPECT_TRUE(absl::StrContains(ReadFile(list_out), "COST USD")) << ReadFile(list_out);
+  EXPECT_TRUE(absl::StrContains(ReadFile(list_out), "0.001366")) << ReadFile(list_out);
+
+  // A model the table does not price is refused at StartRun when a cost budget is set.
+  spec.mutable_model()->set_model("claude-unpriced-1");
+  absl::StatusOr<rein::v1::Run> refused = cluster_->StartRun(spec);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "spec.model.model"))
+      << refused.status();
+}
+
+TEST(PriceTableFlagTest, ABadPriceTableStopsTheRouterNamingTheLineAndField) {
+  const std::string dir = absl::StrCat(getenv("TEST_TMPDIR"), "/bad_price_table");
+  mkdir(dir.c_str(), 0755);
+  const std::string prices = dir + "/prices.txt";
+  std::ofstream(prices) << "# model in out read write\nclaude-sonnet-5 2 ten 0.2 2.5\n";
+  Process router(
+      "router",
+      {RunfilePath("router_service/rein-router"), absl::StrCat("--listen=127.0.0.1:", FreePort()),
+       absl::StrCat("--store=sqlite:", dir, "/rein.db"), absl::StrCat("--price_table=", prices)},
+      dir + "/router.log");
+  ASSERT_TRUE(router.Start());
+  EXPECT_EQ(router.Wait(absl::Seconds(30)), 2) << ReadFile(dir + "/router.log");
+  EXPECT_TRUE(absl::StrContains(ReadFile(dir + "/router.log"),
+                                absl::StrCat("--price_table: ", prices, ":2: output: \"ten\"")))
+      << ReadFile(dir + "/router.log");
+}
+
+TEST_F(AnthropicEndToEndTest, CostBudgetIsRefusedWithoutAPriceTable) {
+  Boot();
+  rein::v1::RunSpec spec = Spec();
+  spec.mutable_limits()->set_cost_budget_usd(1);
+  absl::StatusOr<rein::v1::Run> refused = cluster_->StartRun(spec);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "spec.limits.cost_budget_usd"))
+      << refused.status();
+  EXPECT_TRUE(api_.requests().empty());
 }
 
 }  // namespace

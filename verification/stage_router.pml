@@ -54,6 +54,7 @@
 #define PLANNER_ERROR 8
 #define CANCELLED_BY_USER 9
 #define REJECTED_BY_REVIEWER 10
+#define COST_BUDGET_EXHAUSTED 12
 
 /* rein.v1.PauseReason (0 = none) */
 #define PAUSE_POINT 1
@@ -87,6 +88,8 @@ byte iteration;       /* RunState.iteration */
 byte retries;         /* RunState.retries_used */
 byte ctf;             /* RunState.consecutive_tool_failures */
 bool over_tokens;     /* tokens_used > token_budget (rule 6); only grows */
+bool over_cost;       /* cost_used_usd > cost_budget_usd, or a reply not priced (rule 6, after
+                         the token budget); only grows */
 bool cancel_req;      /* RunState.cancel_requested */
 byte now;             /* ticks since start; the deadline is at D */
 byte pending;         /* subtasks on the stack */
@@ -145,7 +148,8 @@ inline terminate(s, why) {
   finished_events++
 }
 
-/* CheckLimits, rules 1-6 in order; lim = the run ended. */
+/* CheckLimits, rules 1-6 in order (6: the token budget, then the cost budget); lim = the run
+   ended. */
 inline end_if_limited(begins) {
   lim = true;
   if
@@ -165,7 +169,11 @@ inline end_if_limited(begins) {
           :: else ->
             if
             :: over_tokens -> terminate(FAILED, TOKEN_BUDGET_EXHAUSTED)
-            :: else -> lim = false
+            :: else ->
+              if
+              :: over_cost -> terminate(FAILED, COST_BUDGET_EXHAUSTED)
+              :: else -> lim = false
+              fi
             fi
           fi
         fi
@@ -235,11 +243,14 @@ inline planner_failed(fatal) {
   fi
 }
 
-/* A reply that carries usage: it may push the run over its token budget. */
+/* A reply that carries usage: it may push the run over its token budget, its cost budget, or
+   both. */
 inline use_tokens() {
   skip;
   if
   :: over_tokens = true
+  :: over_cost = true
+  :: over_tokens = true; over_cost = true
   :: true -> skip
   fi
 }
