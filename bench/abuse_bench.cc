@@ -44,8 +44,8 @@ ABSL_FLAG(int, settle_seconds, 10, "wait after the storm before the last RSS rea
 ABSL_FLAG(int, inflight_runs, 1000, "runs held in flight for the router's RSS (0 = skip)");
 ABSL_FLAG(std::string, preload, "",
           "a shared library to LD_PRELOAD into the three services (e.g. another allocator)");
-ABSL_FLAG(std::vector<std::string>, service_env, {},
-          "NAME=VALUE pairs added to the services' environment (e.g. MALLOC_CONF=...)");
+ABSL_FLAG(std::string, service_env, "",
+          "space-separated NAME=VALUE pairs added to the services' environment");
 ABSL_FLAG(std::vector<std::string>, service_flags, {},
           "flags added to all three services' command lines");
 ABSL_FLAG(std::string, dir, "", "scratch directory (default: a new one under /tmp)");
@@ -152,7 +152,10 @@ std::vector<std::string> CommandLine(const std::string& binary, std::vector<std:
   if (!absl::GetFlag(FLAGS_preload).empty()) {
     argv.push_back("LD_PRELOAD=" + absl::GetFlag(FLAGS_preload));
   }
-  for (const std::string& pair : absl::GetFlag(FLAGS_service_env)) argv.push_back(pair);
+  for (absl::string_view pair :
+       absl::StrSplit(absl::GetFlag(FLAGS_service_env), ' ', absl::SkipEmpty())) {
+    argv.emplace_back(pair);
+  }
   argv.push_back(RunfilePath(binary));
   for (std::string& flag : flags) argv.push_back(std::move(flag));
   for (const std::string& flag : absl::GetFlag(FLAGS_service_flags)) argv.push_back(flag);
@@ -199,7 +202,8 @@ std::vector<Payload> SmallPayloads() {
   unsigned seed = 1;
   for (int s = 0; s < 3; ++s) {
     for (const std::string& method : kMethods[s]) {
-      for (size_t size : {16, 700, 6000}) out.push_back({s, method, Bytes(Undecodable(size, ++seed))});
+      for (size_t size : {16, 700, 6000})
+        out.push_back({s, method, Bytes(Undecodable(size, ++seed))});
     }
     out.push_back({s, absl::StrCat(kMethods[s][0], "Nope"), Bytes(Undecodable(64, ++seed))});
   }
@@ -310,7 +314,8 @@ class Storm {
         ++in_flight;
       }
       auto* context = new grpc::ClientContext;
-      context->set_deadline(absl::ToChronoTime(std::min(absl::Now() + absl::Seconds(20), deadline_)));
+      context->set_deadline(
+          absl::ToChronoTime(std::min(absl::Now() + absl::Seconds(20), deadline_)));
       auto* request = new grpc::ByteBuffer(p.bytes);
       auto* response = new grpc::ByteBuffer;
       stubs[p.service]->UnaryCall(context, p.method, grpc::StubOptions(), request, response,
@@ -366,8 +371,8 @@ void Bench(const char* key, double value, const char* unit) {
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   const bool quick = absl::GetFlag(FLAGS_quick);
-  const int total = quick ? std::min(absl::GetFlag(FLAGS_requests), 10000)
-                          : absl::GetFlag(FLAGS_requests);
+  const int total =
+      quick ? std::min(absl::GetFlag(FLAGS_requests), 10000) : absl::GetFlag(FLAGS_requests);
   const int settle = quick ? std::min(absl::GetFlag(FLAGS_settle_seconds), 5)
                            : absl::GetFlag(FLAGS_settle_seconds);
   const int inflight_runs = quick ? std::min(absl::GetFlag(FLAGS_inflight_runs), 200)
@@ -400,11 +405,12 @@ int main(int argc, char** argv) {
                                 absl::StrCat("--workspace_root=", dir, "/workspaces"),
                                 "--sandbox=none", "--allow_unsandboxed"}),
                    dir + "/executor.log");
-  Service planner(1, "planner",
-                  CommandLine("planner_service/rein-planner",
-                              {absl::StrCat("--listen=", target(planner_port)),
-                               "--backend=scripted", absl::StrCat("--script=", dir, "/script.json")}),
-                  dir + "/planner.log");
+  Service planner(
+      1, "planner",
+      CommandLine("planner_service/rein-planner",
+                  {absl::StrCat("--listen=", target(planner_port)), "--backend=scripted",
+                   absl::StrCat("--script=", dir, "/script.json")}),
+      dir + "/planner.log");
   Service router(0, "router",
                  CommandLine("router_service/rein-router",
                              {absl::StrCat("--listen=", target(router_port)),
@@ -417,8 +423,8 @@ int main(int argc, char** argv) {
                                             target(executor_port)};
   for (Service* s : {&executor, &planner, &router}) {
     int i = s == &router ? 0 : s == &planner ? 1 : 2;
-    if (!s->Start() || !rein::testing::WaitServing(targets[i], absl::Seconds(30),
-                                                   dir + "/health.log")) {
+    if (!s->Start() ||
+        !rein::testing::WaitServing(targets[i], absl::Seconds(30), dir + "/health.log")) {
       fprintf(stderr, "abuse_bench: %s did not start; see %s\n", s->name().c_str(), dir.c_str());
       return 1;
     }
