@@ -19,9 +19,12 @@ struct ServiceHostOptions {
   std::string listen = "127.0.0.1:0";  // HOST:PORT; port 0 picks a free one
   int metrics_port = 0;                // 0 = no metrics endpoint
   std::string service_name;            // e.g. "rein.v1.Router", reported on grpc.health.v1
-  // Requests larger than this are refused by gRPC before they reach a service, with
-  // RESOURCE_EXHAUSTED "Received message larger than max (<size> vs. <limit>)".
-  int max_receive_message_bytes = 8 << 20;
+  // Requests larger than this are refused by gRPC before they reach the service, with
+  // RESOURCE_EXHAUSTED "Received message larger than max (<size> vs. <limit>)" (sizes in
+  // bytes). 4 MiB is gRPC's own default and far above what the router's public API and the
+  // planner need; the executor raises it for write_file's content (common to every method
+  // of a server: gRPC has no per-method receive limit on the server side).
+  int max_receive_message_bytes = 4 << 20;
   // How freed memory goes back to the system (common/memory.h); applied by Start().
   MemoryOptions memory;
   // How the port is secured (MakeServerCredentials in common/tls.h); null = plaintext.
