@@ -244,7 +244,8 @@ std::vector<Payload> SmallPayloads() {
 
 // 4 MiB messages that decode but fail validation, and messages over the services' limits.
 std::vector<Payload> BigPayloads() {
-  const std::string four(4 << 20, 'x');
+  // Just under the 4 MiB limit of the router and planner, so that these reach the services.
+  const std::string four((4 << 20) - 4096, 'x');
   std::vector<Payload> out;
   rein::v1::StartRunRequest start;
   start.mutable_spec()->set_goal(four);
@@ -260,7 +261,7 @@ std::vector<Payload> BigPayloads() {
   execute.set_args_json(absl::StrCat(R"({"path": "big.txt", "content": ")", four, "\"}"));
   out.push_back({2, kMethods[2][1], Bytes(execute)});
   for (int s = 0; s < 3; ++s) {
-    out.push_back({s, kMethods[s][0], Bytes(Undecodable(4 << 20, 7 + s))});
+    out.push_back({s, kMethods[s][0], Bytes(Undecodable((4 << 20) - 4096, 7 + s))});
     out.push_back({s, kMethods[s][1], Bytes(Undecodable(17 << 20, 11 + s))});  // over any limit
   }
   return out;
