@@ -45,12 +45,26 @@ int MemoryReleaser::releases() const {
 }
 
 void MemoryReleaser::Loop() {
+  // Released pages still count as free in the allocator's books, so a heap that holds much
+  // free memory is released again only once that figure moved (blocks reused, which brings
+  // pages back, or more freed); a quiet heap costs one look per interval.
+  constexpr size_t kMoved = 1 << 20;
+  bool released_once = false;
+  size_t after_release = 0;
   absl::MutexLock lock(&mu_);
   while (!mu_.AwaitWithTimeout(absl::Condition(&stop_), options_.release_interval)) {
     // The heap is looked at without the lock held: mallinfo2 and malloc_trim take the
     // allocator's own locks, and Stop() must not wait behind them.
     mu_.Unlock();
-    bool released = AllocatorFreeBytes() > options_.release_above_bytes && ReleaseFreeMemory();
+    size_t free_bytes = AllocatorFreeBytes();
+    size_t moved =
+        free_bytes > after_release ? free_bytes - after_release : after_release - free_bytes;
+    bool released = false;
+    if (free_bytes > options_.release_above_bytes && (!released_once || moved > kMoved)) {
+      released = ReleaseFreeMemory();
+      released_once = true;
+      after_release = AllocatorFreeBytes();
+    }
     mu_.Lock();
     if (released) ++releases_;
   }

@@ -66,6 +66,22 @@ TEST(MemoryTest, ReleaserHandsBackMemoryAfterABurst) {
   free(pin);
 }
 
+TEST(MemoryTest, ReleaserDoesNotTrimAgainWhileNothingNewIsFreed) {
+  MemoryOptions options;
+  options.release_interval = absl::Milliseconds(10);
+  options.release_above_bytes = 1 << 20;
+  MemoryReleaser releaser(options);
+  void* pin = FragmentHeap();  // freed pages stay "free" in malloc's books after a trim
+  releaser.Start();
+  absl::Time until = absl::Now() + absl::Seconds(10);
+  while (releaser.releases() == 0 && absl::Now() < until) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_GE(releaser.releases(), 1);
+  absl::SleepFor(absl::Milliseconds(300));  // some 30 more looks at an unchanged heap
+  EXPECT_LE(releaser.releases(), 2);
+  releaser.Stop();
+  free(pin);
+}
+
 TEST(MemoryTest, ZeroIntervalStartsNoThread) {
   MemoryOptions options;
   options.release_interval = absl::ZeroDuration();
