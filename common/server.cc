@@ -17,6 +17,9 @@ ServiceHost::~ServiceHost() {
 }
 
 absl::Status ServiceHost::Start(const std::vector<grpc::Service*>& services) {
+  ConfigureAllocator(options_.memory);
+  memory_releaser_ = std::make_unique<MemoryReleaser>(options_.memory);
+  memory_releaser_->Start();
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -49,6 +52,7 @@ void ServiceHost::Shutdown(absl::Duration grace) {
   server_->Wait();
   server_.reset();
   if (metrics_) metrics_->Stop();
+  if (memory_releaser_) memory_releaser_->Stop();
 }
 
 void BlockTerminationSignals() {

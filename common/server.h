@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/memory.h"
 #include "common/metrics.h"
 #include "grpcpp/grpcpp.h"
 
@@ -18,7 +19,14 @@ struct ServiceHostOptions {
   std::string listen = "127.0.0.1:0";  // HOST:PORT; port 0 picks a free one
   int metrics_port = 0;                // 0 = no metrics endpoint
   std::string service_name;            // e.g. "rein.v1.Router", reported on grpc.health.v1
-  int max_receive_message_bytes = 8 << 20;
+  // Requests larger than this are refused by gRPC before they reach the service, with
+  // RESOURCE_EXHAUSTED "Received message larger than max (<size> vs. <limit>)" (sizes in
+  // bytes). 4 MiB is gRPC's own default and far above what the router's public API and the
+  // planner need; the executor raises it for write_file's content (common to every method
+  // of a server: gRPC has no per-method receive limit on the server side).
+  int max_receive_message_bytes = 4 << 20;
+  // How freed memory goes back to the system (common/memory.h); applied by Start().
+  MemoryOptions memory;
   // How the port is secured (MakeServerCredentials in common/tls.h); null = plaintext.
   std::shared_ptr<grpc::ServerCredentials> credentials;
 };
@@ -46,6 +54,7 @@ class ServiceHost {
   ServiceHostOptions options_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsHttpServer> metrics_;
+  std::unique_ptr<MemoryReleaser> memory_releaser_;
   int port_ = 0;
 };
 

@@ -225,6 +225,8 @@ int main(int argc, char** argv) {
   host_options.listen = absl::GetFlag(FLAGS_listen);
   host_options.metrics_port = metrics_port;
   host_options.service_name = "rein.v1.Executor";
+  // write_file takes up to 1 MiB of content, which JSON escaping may grow up to 6 times.
+  host_options.max_receive_message_bytes = 8 << 20;
   host_options.credentials = rein::MakeServerCredentials(tls, /*require_client_cert=*/true);
   rein::ServiceHost host(host_options);
   absl::Status started = host.Start({&service});
