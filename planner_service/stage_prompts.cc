@@ -56,6 +56,13 @@ const std::map<std::string, TemplateVariables>& StageTemplateVariables() {
 
 constexpr const char* kParts[] = {"system", "context", "user"};
 
+// The heading of a stage's part of the shared system prompt.
+std::string SystemHeading(const std::string& stage) {
+  if (stage == "plan") return "## When asked to call submit_plan (the PLANNING stage)";
+  if (stage == "decide") return "## When asked to call submit_decision (the DECIDING stage)";
+  return "## When asked to call submit_evaluation (the EVALUATING stage)";
+}
+
 bool IsDirectory(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -190,7 +197,9 @@ std::string ActionLines(const rein::v1::DecideRequest& r, const PromptBounds& b)
   const int first =
       n > static_cast<int>(b.actions_shown) ? n - static_cast<int>(b.actions_shown) : 0;
   const ActionCaps newest{b.action_args_bytes, b.action_error_bytes, b.action_observation_bytes};
-  const ActionCaps older{b.older_action_bytes, b.older_action_bytes, b.older_action_bytes};
+  // The two before it: what was called and whether it worked (enough to see a repeat), never
+  // their observations, so the prompt does not grow with what earlier reads returned.
+  const ActionCaps older{b.older_action_bytes, b.older_action_bytes, /*observation=*/0};
   for (int i = first; i < n; ++i) {
     const rein::v1::Action& a = r.recent_actions(i);
     lines.push_back(absl::StrCat(i - first + 1, ". (iteration ", a.iteration(), ", subtask ",
@@ -249,7 +258,18 @@ absl::StatusOr<std::unique_ptr<StagePrompts>> StagePrompts::FromTexts(
       templates.emplace(file, std::move(t));
     }
   }
-  return std::unique_ptr<StagePrompts>(new StagePrompts(bounds, std::move(templates)));
+  // One system prompt for every stage: each request then shares its tools and system prompt
+  // with the other stages' requests of the run, a prefix long enough to be cached.
+  std::string system =
+      "You answer one request at a time of an agent run controlled by a host program. The tool "
+      "you are asked to call names the request's stage; follow only that stage's part below.";
+  for (const char* stage : kStages) {
+    const std::string file = absl::StrCat(stage, "_system.txt");
+    ASSIGN_OR_RETURN(std::string text, templates.at(file).Render({}));
+    absl::StrAppend(&system, "\n\n", SystemHeading(stage), "\n\n", text);
+  }
+  return std::unique_ptr<StagePrompts>(
+      new StagePrompts(bounds, std::move(templates), std::move(system)));
 }
 
 absl::StatusOr<std::unique_ptr<StagePrompts>> StagePrompts::Load(const std::string& dir,
@@ -281,11 +301,11 @@ absl::StatusOr<RenderedPrompt> StagePrompts::Render(
     const PromptTemplate& t = templates_.at(absl::StrCat(stage, "_", part, ".txt"));
     std::map<std::string, std::string> values;
     for (const std::string& name : t.variables()) values[name] = all.at(name);
-    std::string* target = part == "system"    ? &out.system
-                          : part == "context" ? &out.context
-                                              : &out.user;
+    if (part == "system") continue;  // shared: system_
+    std::string* target = part == "context" ? &out.context : &out.user;
     ASSIGN_OR_RETURN(*target, t.Render(values));
   }
+  out.system = system_;
   return out;
 }
 
