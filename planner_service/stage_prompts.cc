@@ -47,7 +47,7 @@ const std::map<std::string, TemplateVariables>& StageTemplateVariables() {
         {{"subtask_text", "allowed_tool_names", "action_lines", "human_notes"},
          {"subtask_text", "allowed_tool_names"}}}},
       {"evaluate",
-       {{{"goal_text"}, {"goal_text"}},
+       {{{"goal_text", "tool_list"}, {"goal_text"}},
         {{"subtask_text", "action_text", "observation_text"},
          {"subtask_text", "observation_text"}}}},
   };
@@ -139,9 +139,11 @@ std::string DoneList(const rein::v1::PlanRequest& r, const PromptBounds& b) {
   return OrNone(absl::StrJoin(lines, "\n"));
 }
 
-std::string PlanTools(const rein::v1::PlanRequest& r, const PromptBounds& b) {
+// Each tool with what it does (no schema).
+std::string ToolList(const google::protobuf::RepeatedPtrField<rein::v1::ToolSpec>& tools,
+                     const PromptBounds& b) {
   std::vector<std::string> lines;
-  for (const rein::v1::ToolSpec& tool : r.tools()) {
+  for (const rein::v1::ToolSpec& tool : tools) {
     lines.push_back(absl::StrCat("- ", CapText(tool.name(), 128),
                                  tool.mutating() ? " (changes the workspace)" : "", ": ",
                                  CapText(tool.description(), b.tool_description_bytes)));
@@ -312,7 +314,7 @@ absl::StatusOr<RenderedPrompt> StagePrompts::Render(
 absl::StatusOr<RenderedPrompt> StagePrompts::RenderPlan(const rein::v1::PlanRequest& r) const {
   const PromptBounds& b = bounds_;
   return Render("plan", {{"goal_text", r.goal()},
-                         {"tool_list", PlanTools(r, b)},
+                         {"tool_list", ToolList(r.tools(), b)},
                          {"done_list", DoneList(r, b)},
                          {"observation_text",
                           OrNone(CapText(r.latest_observation(), b.plan_observation_bytes))},
@@ -337,6 +339,7 @@ absl::StatusOr<RenderedPrompt> StagePrompts::RenderEvaluate(
   return Render(
       "evaluate",
       {{"goal_text", r.goal()},
+       {"tool_list", ToolList(r.run_tools(), b)},
        {"subtask_text", SubtaskLine(r.subtask(), b.subtask_description_bytes)},
        {"action_text",
         r.has_action()

@@ -56,7 +56,8 @@ struct RenderedPrompt {
 // prompts take no variables. Context templates take only what is constant for a run:
 //   plan:     goal_text (required), tool_list
 //   decide:   goal_text, tool_list (every tool of the run with its schema) (both required)
-//   evaluate: goal_text (required)
+//   evaluate: goal_text (required), tool_list (the run's tools and what they do, from
+//             EvaluateRequest.run_tools: what a tool's output means)
 // User templates take what changes per call:
 //   plan:     done_list, observation_text, human_notes, replan_text, id_prefix (e.g. "p7-": ids
 //             made with it cannot repeat an earlier plan's, and no list of used ids needs to
