@@ -82,7 +82,7 @@ AnthropicBackend::AnthropicBackend(AnthropicBackendOptions options,
 
 absl::StatusOr<AnthropicBackend::StageAnswer> AnthropicBackend::Ask(
     const rein::v1::ModelOptions& model_options, int default_max_tokens,
-    const RenderedPrompt& prompt, json tool, absl::Time deadline) {
+    const RenderedPrompt& prompt, json tools, const std::string& tool_name, absl::Time deadline) {
   StageAnswer answer;
   answer.model = model_options.model().empty() ? options_.model : model_options.model();
   if (answer.model.size() > kMaxModelNameBytes) {
@@ -100,8 +100,10 @@ absl::StatusOr<AnthropicBackend::StageAnswer> AnthropicBackend::Ask(
   }
   const int max_tokens =
       model_options.max_tokens() > 0 ? model_options.max_tokens() : default_max_tokens;
-  const std::string tool_name = tool["name"].get<std::string>();
-  tool["cache_control"] = {{"type", "ephemeral"}};
+  // Three breakpoints (the API allows four): after the tools and after the system prompt,
+  // which every stage of the run shares (tool_choice, which differs by stage, leaves those
+  // cached), and after the stage's run-constant context.
+  if (!tools.empty()) tools.back()["cache_control"] = {{"type", "ephemeral"}};
 
   json body = {
       {"model", answer.model},
@@ -117,7 +119,7 @@ absl::StatusOr<AnthropicBackend::StageAnswer> AnthropicBackend::Ask(
                                                {"text", prompt.context},
                                                {"cache_control", {{"type", "ephemeral"}}}},
                                               {{"type", "text"}, {"text", prompt.user}}})}}})},
-      {"tools", json::array({tool})},
+      {"tools", std::move(tools)},
       {"tool_choice", {{"type", "tool"}, {"name", tool_name}, {"disable_parallel_tool_use", true}}},
   };
   if (model_options.has_temperature()) {
@@ -244,7 +246,7 @@ absl::StatusOr<rein::v1::PlanResponse> AnthropicBackend::Plan(const rein::v1::Pl
                                                               absl::Time deadline) {
   ASSIGN_OR_RETURN(RenderedPrompt prompt, prompts_->RenderPlan(request));
   ASSIGN_OR_RETURN(StageAnswer answer, Ask(request.model(), options_.plan_max_tokens, prompt,
-                                           PlanTool(request), deadline));
+                                           StageTools(request.tools()), kPlanToolName, deadline));
   return ToResponse<rein::v1::PlanResponse>(
       answer, [&](const json& output) { return PlanFromOutput(output, request); });
 }
@@ -252,8 +254,11 @@ absl::StatusOr<rein::v1::PlanResponse> AnthropicBackend::Plan(const rein::v1::Pl
 absl::StatusOr<rein::v1::DecideResponse> AnthropicBackend::Decide(
     const rein::v1::DecideRequest& request, absl::Time deadline) {
   ASSIGN_OR_RETURN(RenderedPrompt prompt, prompts_->RenderDecide(request));
-  ASSIGN_OR_RETURN(StageAnswer answer, Ask(request.model(), options_.decide_max_tokens, prompt,
-                                           DecideTool(request), deadline));
+  ASSIGN_OR_RETURN(
+      StageAnswer answer,
+      Ask(request.model(), options_.decide_max_tokens, prompt,
+          StageTools(request.run_tools().empty() ? request.tools() : request.run_tools()),
+          kDecideToolName, deadline));
   return ToResponse<rein::v1::DecideResponse>(
       answer, [&](const json& output) { return DecideFromOutput(output, request); });
 }
@@ -261,8 +266,9 @@ absl::StatusOr<rein::v1::DecideResponse> AnthropicBackend::Decide(
 absl::StatusOr<rein::v1::EvaluateResponse> AnthropicBackend::Evaluate(
     const rein::v1::EvaluateRequest& request, absl::Time deadline) {
   ASSIGN_OR_RETURN(RenderedPrompt prompt, prompts_->RenderEvaluate(request));
-  ASSIGN_OR_RETURN(StageAnswer answer, Ask(request.model(), options_.evaluate_max_tokens, prompt,
-                                           EvaluateTool(), deadline));
+  ASSIGN_OR_RETURN(StageAnswer answer,
+                   Ask(request.model(), options_.evaluate_max_tokens, prompt,
+                       StageTools(request.run_tools()), kEvaluateToolName, deadline));
   return ToResponse<rein::v1::EvaluateResponse>(
       answer, [](const json& output) { return EvaluateFromOutput(output); });
 }

@@ -59,9 +59,13 @@ class AnthropicBackend final : public PlannerBackend {
     std::string model;
   };
 
+  // One request: `tools` (StageTools, the same for every stage of a run), the shared system
+  // prompt and the stage's context, each ending at a cache breakpoint, then the stage's user
+  // text; tool_choice forces `tool_name`.
   absl::StatusOr<StageAnswer> Ask(const rein::v1::ModelOptions& model_options,
                                   int default_max_tokens, const RenderedPrompt& prompt,
-                                  nlohmann::json tool, absl::Time deadline);
+                                  nlohmann::json tools, const std::string& tool_name,
+                                  absl::Time deadline);
 
   const AnthropicBackendOptions options_;
   const std::unique_ptr<AnthropicClient> client_;

@@ -158,9 +158,13 @@ TEST_F(AnthropicBackendTest, FullRunThroughPlanDecideAndEvaluate) {
   EXPECT_EQ(body["system"][0]["type"], "text");
   EXPECT_EQ(body["system"][0]["cache_control"], json({{"type", "ephemeral"}}));
   EXPECT_THAT(body["system"][0]["text"].get<std::string>(), HasSubstr("planner"));
-  ASSERT_EQ(body["tools"].size(), 1u);
+  // The three stage tools, the same for every call of the run; the breakpoint after the last.
+  ASSERT_EQ(body["tools"].size(), 3u);
   EXPECT_EQ(body["tools"][0]["name"], "submit_plan");
-  EXPECT_EQ(body["tools"][0]["cache_control"], json({{"type", "ephemeral"}}));
+  EXPECT_EQ(body["tools"][1]["name"], "submit_decision");
+  EXPECT_EQ(body["tools"][2]["name"], "submit_evaluation");
+  EXPECT_FALSE(body["tools"][0].contains("cache_control"));
+  EXPECT_EQ(body["tools"][2]["cache_control"], json({{"type", "ephemeral"}}));
   EXPECT_EQ(body["tools"][0]["input_schema"]["properties"]["subtasks"]["items"]["properties"]
                 ["allowed_tools"]["items"]["enum"],
             json({"read_file", "write_file"}));
@@ -174,8 +178,11 @@ TEST_F(AnthropicBackendTest, FullRunThroughPlanDecideAndEvaluate) {
   EXPECT_EQ(SentBody(1)["tool_choice"]["name"], "submit_decision");
   EXPECT_EQ(
       SentBody(
-          1)["tools"][0]["input_schema"]["properties"]["tool_call"]["properties"]["tool"]["enum"],
+          1)["tools"][1]["input_schema"]["properties"]["tool_call"]["properties"]["tool"]["enum"],
       json({"read_file"}));
+  // Every stage sends the same system prompt (part of the prefix they share in the cache).
+  EXPECT_EQ(SentBody(0)["system"], SentBody(1)["system"]);
+  EXPECT_EQ(SentBody(0)["system"], SentBody(2)["system"]);
   EXPECT_EQ(SentBody(2)["tool_choice"]["name"], "submit_evaluation");
 }
 
@@ -428,9 +435,11 @@ TEST_F(AnthropicBackendTest, DecidePromptShowsOnlyTheLastThreeActions) {
   ASSERT_TRUE(backend_->Decide(early, absl::InfiniteFuture()).ok());
   ASSERT_TRUE(backend_->Decide(late, absl::InfiniteFuture()).ok());
   const std::string user = UserText(SentBody(1));
+  // The three newest actions, and only the newest one's observation.
   EXPECT_THAT(user, HasSubstr("observation number 19"));
-  EXPECT_THAT(user, HasSubstr("observation number 17"));
-  EXPECT_THAT(user, Not(HasSubstr("observation number 16")));
+  EXPECT_THAT(user, HasSubstr("(iteration 47,"));
+  EXPECT_THAT(user, Not(HasSubstr("(iteration 46,")));
+  EXPECT_THAT(user, Not(HasSubstr("observation number 18")));
   EXPECT_LE(server_.requests()[1].body.size() * 2, server_.requests()[0].body.size() * 3);
 }
 
@@ -552,6 +561,65 @@ TEST_F(AnthropicBackendTest, RunConstantPrefixIsReadFromThePromptCacheFromTheSec
       EXPECT_EQ(r.cache_read_input_tokens, 0);
       EXPECT_GT(r.cache_creation_input_tokens, 0) << "the first call of each stage writes it";
     } else {
+      EXPECT_GE(r.cache_read_input_tokens * 10, r.prefix_tokens * 8)
+          << r.cache_read_input_tokens << " of " << r.prefix_tokens << " prefix tokens read";
+    }
+  }
+}
+
+// With the API's real minimum (1,024 tokens for most models) and the smallest run there is (a
+// short goal, one tool with a one-field schema), the prefix the three stages share (their tools
+// and the system prompt) is cacheable by itself: the first call of the run writes it, every
+// later call of any stage reads it, and from the second call of each stage on at least 80% of
+// the prefix up to the stage's context is read from the cache.
+TEST_F(AnthropicBackendTest, SmallestRunIsCachedAtTheRealMinimum) {
+  server_.SimulatePromptCache(/*min_cacheable_tokens=*/1024);
+  const rein::v1::ToolSpec read_file = Tool("read_file");
+  rein::v1::PlanRequest plan = PlanRequest();
+  plan.set_goal("Count the lines");
+  plan.clear_tools();
+  *plan.add_tools() = read_file;
+  rein::v1::DecideRequest decide = DecideRequest();
+  decide.set_goal(plan.goal());
+  *decide.add_run_tools() = read_file;
+  rein::v1::EvaluateRequest evaluate = EvaluateRequest();
+  evaluate.set_goal(plan.goal());
+  *evaluate.add_run_tools() = read_file;
+  const json decision = {{"reasoning", "read"},
+                         {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "a.txt"}}}}}};
+  const json verdict = {{"reasoning", "ok"},
+                        {"status", "NEEDS_MORE_WORK"},
+                        {"summary", "more"},
+                        {"goal_achieved", false}};
+  for (int i = 0; i < 3; ++i) {
+    server_.Enqueue(ToolUseReply("submit_plan", kPlan));
+    server_.Enqueue(ToolUseReply("submit_decision", decision));
+    server_.Enqueue(ToolUseReply("submit_evaluation", verdict));
+    plan.set_iteration(1 + 3 * i);
+    plan.set_latest_observation(absl::StrCat("observation ", i));
+    decide.set_iteration(2 + 3 * i);
+    evaluate.set_iteration(3 + 3 * i);
+    evaluate.set_observation(absl::StrCat("line ", i));
+    ASSERT_TRUE(backend_->Plan(plan, absl::InfiniteFuture()).ok());
+    ASSERT_TRUE(backend_->Decide(decide, absl::InfiniteFuture()).ok());
+    ASSERT_TRUE(backend_->Evaluate(evaluate, absl::InfiniteFuture()).ok());
+  }
+  const std::vector<FakeRequest> requests = server_.requests();
+  ASSERT_EQ(requests.size(), 9u);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const FakeRequest& r = requests[i];
+    SCOPED_TRACE(absl::StrCat("request ", i));
+    ASSERT_EQ(r.problem, "");
+    std::cerr << "request " << i << ": prefix " << r.prefix_tokens << " tokens, read "
+              << r.cache_read_input_tokens << ", written " << r.cache_creation_input_tokens
+              << ", uncached " << r.input_tokens << "\n";
+    if (i == 0) {
+      EXPECT_EQ(r.cache_read_input_tokens, 0);
+      EXPECT_EQ(r.cache_creation_input_tokens, r.prefix_tokens);
+    } else {
+      EXPECT_GE(r.cache_read_input_tokens, 1024) << "the shared tools and system prompt";
+    }
+    if (i >= 3) {
       EXPECT_GE(r.cache_read_input_tokens * 10, r.prefix_tokens * 8)
           << r.cache_read_input_tokens << " of " << r.prefix_tokens << " prefix tokens read";
     }

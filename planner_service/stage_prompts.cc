@@ -47,7 +47,7 @@ const std::map<std::string, TemplateVariables>& StageTemplateVariables() {
         {{"subtask_text", "allowed_tool_names", "action_lines", "human_notes"},
          {"subtask_text", "allowed_tool_names"}}}},
       {"evaluate",
-       {{{"goal_text"}, {"goal_text"}},
+       {{{"goal_text", "tool_list"}, {"goal_text"}},
         {{"subtask_text", "action_text", "observation_text"},
          {"subtask_text", "observation_text"}}}},
   };
@@ -55,6 +55,13 @@ const std::map<std::string, TemplateVariables>& StageTemplateVariables() {
 }
 
 constexpr const char* kParts[] = {"system", "context", "user"};
+
+// The heading of a stage's part of the shared system prompt.
+std::string SystemHeading(const std::string& stage) {
+  if (stage == "plan") return "## When asked to call submit_plan (the PLANNING stage)";
+  if (stage == "decide") return "## When asked to call submit_decision (the DECIDING stage)";
+  return "## When asked to call submit_evaluation (the EVALUATING stage)";
+}
 
 bool IsDirectory(const std::string& path) {
   struct stat st;
@@ -132,9 +139,11 @@ std::string DoneList(const rein::v1::PlanRequest& r, const PromptBounds& b) {
   return OrNone(absl::StrJoin(lines, "\n"));
 }
 
-std::string PlanTools(const rein::v1::PlanRequest& r, const PromptBounds& b) {
+// Each tool with what it does (no schema).
+std::string ToolList(const google::protobuf::RepeatedPtrField<rein::v1::ToolSpec>& tools,
+                     const PromptBounds& b) {
   std::vector<std::string> lines;
-  for (const rein::v1::ToolSpec& tool : r.tools()) {
+  for (const rein::v1::ToolSpec& tool : tools) {
     lines.push_back(absl::StrCat("- ", CapText(tool.name(), 128),
                                  tool.mutating() ? " (changes the workspace)" : "", ": ",
                                  CapText(tool.description(), b.tool_description_bytes)));
@@ -190,7 +199,9 @@ std::string ActionLines(const rein::v1::DecideRequest& r, const PromptBounds& b)
   const int first =
       n > static_cast<int>(b.actions_shown) ? n - static_cast<int>(b.actions_shown) : 0;
   const ActionCaps newest{b.action_args_bytes, b.action_error_bytes, b.action_observation_bytes};
-  const ActionCaps older{b.older_action_bytes, b.older_action_bytes, b.older_action_bytes};
+  // The two before it: what was called and whether it worked (enough to see a repeat), never
+  // their observations, so the prompt does not grow with what earlier reads returned.
+  const ActionCaps older{b.older_action_bytes, b.older_action_bytes, /*observation=*/0};
   for (int i = first; i < n; ++i) {
     const rein::v1::Action& a = r.recent_actions(i);
     lines.push_back(absl::StrCat(i - first + 1, ". (iteration ", a.iteration(), ", subtask ",
@@ -249,7 +260,18 @@ absl::StatusOr<std::unique_ptr<StagePrompts>> StagePrompts::FromTexts(
       templates.emplace(file, std::move(t));
     }
   }
-  return std::unique_ptr<StagePrompts>(new StagePrompts(bounds, std::move(templates)));
+  // One system prompt for every stage: each request then shares its tools and system prompt
+  // with the other stages' requests of the run, a prefix long enough to be cached.
+  std::string system =
+      "You answer one request at a time of an agent run controlled by a host program. The tool "
+      "you are asked to call names the request's stage; follow only that stage's part below.";
+  for (const char* stage : kStages) {
+    const std::string file = absl::StrCat(stage, "_system.txt");
+    ASSIGN_OR_RETURN(std::string text, templates.at(file).Render({}));
+    absl::StrAppend(&system, "\n\n", SystemHeading(stage), "\n\n", text);
+  }
+  return std::unique_ptr<StagePrompts>(
+      new StagePrompts(bounds, std::move(templates), std::move(system)));
 }
 
 absl::StatusOr<std::unique_ptr<StagePrompts>> StagePrompts::Load(const std::string& dir,
@@ -281,18 +303,18 @@ absl::StatusOr<RenderedPrompt> StagePrompts::Render(
     const PromptTemplate& t = templates_.at(absl::StrCat(stage, "_", part, ".txt"));
     std::map<std::string, std::string> values;
     for (const std::string& name : t.variables()) values[name] = all.at(name);
-    std::string* target = part == "system"    ? &out.system
-                          : part == "context" ? &out.context
-                                              : &out.user;
+    if (part == "system") continue;  // shared: system_
+    std::string* target = part == "context" ? &out.context : &out.user;
     ASSIGN_OR_RETURN(*target, t.Render(values));
   }
+  out.system = system_;
   return out;
 }
 
 absl::StatusOr<RenderedPrompt> StagePrompts::RenderPlan(const rein::v1::PlanRequest& r) const {
   const PromptBounds& b = bounds_;
   return Render("plan", {{"goal_text", r.goal()},
-                         {"tool_list", PlanTools(r, b)},
+                         {"tool_list", ToolList(r.tools(), b)},
                          {"done_list", DoneList(r, b)},
                          {"observation_text",
                           OrNone(CapText(r.latest_observation(), b.plan_observation_bytes))},
@@ -317,6 +339,7 @@ absl::StatusOr<RenderedPrompt> StagePrompts::RenderEvaluate(
   return Render(
       "evaluate",
       {{"goal_text", r.goal()},
+       {"tool_list", ToolList(r.run_tools(), b)},
        {"subtask_text", SubtaskLine(r.subtask(), b.subtask_description_bytes)},
        {"action_text",
         r.has_action()

@@ -30,17 +30,22 @@ struct PromptBounds {
   size_t action_args_bytes = 150;  // the newest action
   size_t action_error_bytes = 150;
   size_t action_observation_bytes = 600;
-  size_t older_action_bytes = 100;          // args, error and observation of the two before it
+  size_t older_action_bytes = 100;          // args and error of the two before it (no observation)
   size_t subtask_description_bytes = 1000;  // decide, evaluate: the current subtask
   size_t tool_description_bytes = 300;
   size_t tool_schema_bytes = 1500;  // decide: a tool's argument schema
   size_t replan_reason_bytes = 300;
 };
 
-// One stage's prompt, ready to send. The request puts, in this order: the stage's tool, the
-// system prompt, then one user message of two blocks, `context` and `user`, with a cache
-// breakpoint after the context: everything before it is the same for every call of the stage
-// in a run, so from the second call on it is read from the model's prompt cache.
+// One stage's prompt, ready to send. The request puts, in this order: the three stage tools
+// (the same for every call of a run), the system prompt (the same for every call: the three
+// stages' system prompts under one heading each), then one user message of two blocks,
+// `context` and `user`, with a cache breakpoint after the tools, after the system prompt and
+// after the context. Everything up to the system prompt's breakpoint is shared by all the
+// calls of a run, whatever their stage, and up to the context's by all the calls of a stage, so
+// from the second call on it is read from the model's prompt cache: sharing is what lets the
+// prefix reach the API's minimum cacheable size (1,024 tokens for most models) with a short
+// goal and few tools.
 struct RenderedPrompt {
   std::string system;
   std::string context;  // run-constant: the goal, the run's tools
@@ -51,7 +56,8 @@ struct RenderedPrompt {
 // prompts take no variables. Context templates take only what is constant for a run:
 //   plan:     goal_text (required), tool_list
 //   decide:   goal_text, tool_list (every tool of the run with its schema) (both required)
-//   evaluate: goal_text (required)
+//   evaluate: goal_text (required), tool_list (the run's tools and what they do, from
+//             EvaluateRequest.run_tools: what a tool's output means)
 // User templates take what changes per call:
 //   plan:     done_list, observation_text, human_notes, replan_text, id_prefix (e.g. "p7-": ids
 //             made with it cannot repeat an earlier plan's, and no list of used ids needs to
@@ -77,14 +83,16 @@ class StagePrompts {
   absl::StatusOr<RenderedPrompt> RenderEvaluate(const rein::v1::EvaluateRequest& request) const;
 
  private:
-  StagePrompts(PromptBounds bounds, std::map<std::string, PromptTemplate> templates)
-      : bounds_(bounds), templates_(std::move(templates)) {}
+  StagePrompts(PromptBounds bounds, std::map<std::string, PromptTemplate> templates,
+               std::string system)
+      : bounds_(bounds), templates_(std::move(templates)), system_(std::move(system)) {}
 
   absl::StatusOr<RenderedPrompt> Render(const std::string& stage,
                                         const std::map<std::string, std::string>& all) const;
 
   const PromptBounds bounds_;
   const std::map<std::string, PromptTemplate> templates_;  // by file name
+  const std::string system_;  // the three system prompts, each under its heading
 };
 
 // `text` cut to at most `max_bytes` on a UTF-8 boundary, with " …[+N bytes]" appended when

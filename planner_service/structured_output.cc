@@ -214,7 +214,8 @@ json DecideTool(const rein::v1::DecideRequest& request) {
               {"tool_call",
                {{"type", "object"},
                 {"properties",
-                 {{"tool", NamesEnum(ToolNames(request.tools()))},
+                 {{"tool", NamesEnum(ToolNames(request.run_tools().empty() ? request.tools()
+                                                                           : request.run_tools()))},
                   {"args",
                    {{"type", "object"},
                     {"description", "Arguments matching the tool's arguments schema."}}}}},
@@ -244,6 +245,14 @@ json EvaluateTool() {
                 {"description", "True only when this observation shows the whole goal is done."}}},
               {"notes", Text(2000, "Anything a person should look at; empty when nothing.")}}},
             {"required", {"reasoning", "status", "summary", "goal_achieved"}}}}};
+}
+
+json StageTools(const google::protobuf::RepeatedPtrField<rein::v1::ToolSpec>& run_tools) {
+  rein::v1::PlanRequest plan;
+  *plan.mutable_tools() = run_tools;
+  rein::v1::DecideRequest decide;
+  *decide.mutable_run_tools() = run_tools;
+  return json::array({PlanTool(plan), DecideTool(decide), EvaluateTool()});
 }
 
 absl::StatusOr<rein::v1::PlanResponse> PlanFromOutput(const json& raw,

@@ -18,10 +18,18 @@ inline constexpr char kEvaluateToolName[] = "submit_evaluation";
 
 // The tool definitions ({"name", "description", "input_schema"}) as the Messages API takes
 // them. The request narrows the schema: allowed_tools items and tool_call.tool are enums of
-// the tools the request offers.
+// the tools the request offers (for decide: every tool of the run, request.run_tools, or the
+// subtask's tools when it has none; the reply is then checked against the subtask's tools).
 nlohmann::json PlanTool(const rein::v1::PlanRequest& request);
 nlohmann::json DecideTool(const rein::v1::DecideRequest& request);
 nlohmann::json EvaluateTool();
+
+// The three stage tools in the order every request of a run sends them (submit_plan,
+// submit_decision, submit_evaluation), their enums made from `run_tools` (every tool of the
+// run): the same array for each call of the run, whatever its stage, so that it opens the
+// prefix the three stages share in the model's prompt cache. The call names its stage's tool in
+// tool_choice.
+nlohmann::json StageTools(const google::protobuf::RepeatedPtrField<rein::v1::ToolSpec>& run_tools);
 
 // Checks `value` against the subset of JSON Schema these tools use: type (object, array,
 // string, boolean, integer, number), properties, required, items, enum, minLength/maxLength

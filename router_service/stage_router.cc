@@ -570,6 +570,7 @@ Effect StageRouter::NextEffect(const Run& run, absl::Time now) const {
       *req.mutable_subtask() = st.subtasks(0);
       *req.mutable_action() = st.recent_actions(st.recent_actions_size() - 1);
       req.set_observation(st.latest_observation());
+      *req.mutable_run_tools() = st.tools();
       *req.mutable_model() = spec.model();
       req.set_iteration(st.iteration());
       break;

@@ -1,0 +1,54 @@
+// TokenRun: one scripted run of the real stage router and the real planner (AnthropicBackend
+// with the stage prompts) against the in-repo fake of the Messages API with its prompt cache
+// simulated, recording what every model request cost. Shared by token_bench and prompt_bench.
+#ifndef REIN_BENCH_TOKEN_RUN_H_
+#define REIN_BENCH_TOKEN_RUN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace rein {
+
+struct TokenRunOptions {
+  int steps = 50;                       // read_file calls; two per subtask, one plan per subtask
+  size_t observation_bytes = 300;       // what each read returns
+  int64_t min_cacheable_tokens = 1024;  // the API's minimum for most models
+  std::string prompts_dir;              // the planner's prompts
+  absl::Duration deadline = absl::Seconds(120);  // for the whole run
+};
+
+// One model request as the fake answered it.
+struct ModelRequest {
+  std::string stage;  // "plan", "decide" or "evaluate"
+  int iteration = 0;  // the planner request's iteration
+  int64_t body_bytes = 0;
+  int64_t input_tokens = 0;  // neither read from nor written to the cache
+  int64_t cache_read_tokens = 0;
+  int64_t cache_write_tokens = 0;
+  int64_t output_tokens = 0;
+  int64_t prompt_tokens() const { return input_tokens + cache_read_tokens + cache_write_tokens; }
+};
+
+struct TokenRunResult {
+  std::vector<ModelRequest> requests;
+  int tool_calls = 0;
+  std::string end;  // the run's terminal stage and reason
+};
+
+// The input cost in plain-token equivalents, priced as the API prices cache writes (1.25x) and
+// reads (0.1x) of the input price.
+double PricedInput(const ModelRequest& r);
+
+// Drives one run to its end. The model's answers are scripted: each plan gives one subtask of
+// two reads, each decide reads the next file, the first evaluation of a subtask needs more
+// work, the second completes it (and, at the last step, the goal). Error when the run does not
+// end as scripted or the deadline passes.
+absl::StatusOr<TokenRunResult> RunScriptedTask(const TokenRunOptions& options);
+
+}  // namespace rein
+
+#endif  // REIN_BENCH_TOKEN_RUN_H_
