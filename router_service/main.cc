@@ -30,7 +30,7 @@ ABSL_FLAG(std::string, store, "sqlite:var/rein.db",
 ABSL_FLAG(std::string, planner_target, "127.0.0.1:50052", "gRPC target of rein-planner");
 ABSL_FLAG(std::string, executor_target, "127.0.0.1:50053",
           "gRPC target of rein-executor (dns:///name:port or ipv4:a:p,b:p for several)");
-ABSL_FLAG(int, workers, 16,
+ABSL_FLAG(int, workers, 4,
           "threads that apply call results and commit transitions (a worker waits while its "
           "commit is written with its group, so this also bounds a group commit's size)");
 ABSL_FLAG(int, group_commit_max, 64,

@@ -30,7 +30,7 @@ struct RunEngineOptions {
   // Threads applying results and committing. A worker waits while its commit is written with
   // the others of its group, so this also bounds how many runs' transitions one group commit
   // can carry.
-  int workers = 16;
+  int workers = 4;
   // Group commit (--group_commit_max, --group_commit_delay): the transitions of runs that are
   // ready together are committed in one store batch; each run moves on only after it.
   GroupCommitOptions group_commit;
