@@ -3,73 +3,102 @@
 
 namespace rein {
 
+std::shared_ptr<EventTail::Tail> EventTail::Find(const std::string& run_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = tails_.find(run_id);
+  return it == tails_.end() ? nullptr : it->second;
+}
+
+void EventTail::RemoveLocked(const std::string& run_id) {
+  auto it = tails_.find(run_id);
+  if (it == tails_.end()) return;
+  std::shared_ptr<Tail> tail = std::move(it->second);
+  tails_.erase(it);
+  absl::MutexLock tail_lock(&tail->mu);
+  tail->forgotten = true;
+}
+
+void EventTail::NoteEndedLocked(const std::string& run_id) {
+  ended_.push_back(run_id);
+  if (ended_.size() > kEndedKept) {
+    RemoveLocked(ended_.front());
+    ended_.pop_front();
+  }
+}
+
 void EventTail::Append(const std::string& run_id, const std::vector<rein::v1::RunEvent>& events,
                        bool ended) {
   if (events.empty()) return;
   absl::MutexLock lock(&mu_);
-  Tail& tail = tails_[run_id];
-  for (const rein::v1::RunEvent& event : events) {
-    tail.recent.push_back(event);
-    if (tail.recent.size() > kEvents) tail.recent.pop_front();
-  }
-  tail.last_seq = events.back().seq();
-  if (ended) {
-    tail.ended = true;
-    ended_.push_back(run_id);
-    if (ended_.size() > kEndedKept) {
-      tails_.erase(ended_.front());
-      ended_.pop_front();
+  std::shared_ptr<Tail>& slot = tails_[run_id];
+  if (!slot) slot = std::make_shared<Tail>();
+  bool newly_ended = false;
+  {
+    absl::MutexLock tail_lock(&slot->mu);
+    for (const rein::v1::RunEvent& event : events) {
+      slot->recent.push_back(event);
+      if (slot->recent.size() > kEvents) slot->recent.pop_front();
+    }
+    slot->last_seq = events.back().seq();
+    slot->published_seq = slot->last_seq;
+    if (ended && !slot->ended) {
+      slot->ended = true;
+      newly_ended = true;
     }
   }
+  if (newly_ended) NoteEndedLocked(run_id);
 }
 
 void EventTail::NoteRemote(const std::string& run_id, int64_t last_seq, bool ended) {
   absl::MutexLock lock(&mu_);
-  Tail& tail = tails_[run_id];
-  if (last_seq <= tail.last_seq) return;
-  // The events in between are not here: what the tail held no longer reaches the end.
-  tail.recent.clear();
-  tail.last_seq = last_seq;
-  if (ended && !tail.ended) {
-    tail.ended = true;
-    ended_.push_back(run_id);
-    if (ended_.size() > kEndedKept) {
-      tails_.erase(ended_.front());
-      ended_.pop_front();
+  std::shared_ptr<Tail>& slot = tails_[run_id];
+  if (!slot) slot = std::make_shared<Tail>();
+  bool newly_ended = false;
+  {
+    absl::MutexLock tail_lock(&slot->mu);
+    if (last_seq <= slot->last_seq) return;
+    // The events in between are not here: what the tail held no longer reaches the end.
+    slot->recent.clear();
+    slot->last_seq = last_seq;
+    slot->published_seq = last_seq;
+    if (ended && !slot->ended) {
+      slot->ended = true;
+      newly_ended = true;
     }
   }
+  if (newly_ended) NoteEndedLocked(run_id);
 }
 
 void EventTail::Forget(const std::string& run_id) {
   absl::MutexLock lock(&mu_);
-  tails_.erase(run_id);
+  RemoveLocked(run_id);
 }
 
 EventTail::Read EventTail::ReadAfter(const std::string& run_id, int64_t after_seq,
                                      absl::Time until) {
   Read read;
-  absl::MutexLock lock(&mu_);
-  auto it = tails_.find(run_id);
-  if (it == tails_.end()) return read;
-  if (it->second.last_seq <= after_seq) {
-    if (it->second.ended) {
+  std::shared_ptr<Tail> tail = Find(run_id);
+  if (!tail) return read;
+  Tail* t = tail.get();
+  absl::MutexLock lock(&t->mu);
+  if (t->forgotten) return read;
+  if (t->last_seq <= after_seq) {
+    if (t->ended) {
       read.kind = Read::Kind::kEnded;
       return read;
     }
-    auto newer = [this, &run_id, after_seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      auto found = tails_.find(run_id);
-      return found == tails_.end() || found->second.last_seq > after_seq;
+    auto newer = [t, after_seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(t->mu) {
+      return t->forgotten || t->last_seq > after_seq;
     };
-    if (!clock_->AwaitWithDeadline(&mu_, absl::Condition(&newer), until)) {
+    if (!clock_->AwaitWithDeadline(&t->mu, absl::Condition(&newer), until)) {
       read.kind = Read::Kind::kTimedOut;
       return read;
     }
-    it = tails_.find(run_id);  // the tail may have been forgotten while waiting
+    if (t->forgotten) return read;  // forgotten while waiting: a miss
   }
-  if (it != tails_.end() && !it->second.recent.empty() &&
-      it->second.recent.front().seq() <= after_seq + 1) {
+  if (!t->recent.empty() && t->recent.front().seq() <= after_seq + 1) {
     read.kind = Read::Kind::kEvents;
-    for (const rein::v1::RunEvent& event : it->second.recent) {
+    for (const rein::v1::RunEvent& event : t->recent) {
       if (event.seq() > after_seq) read.events.push_back(event);
     }
   }
@@ -77,10 +106,20 @@ EventTail::Read EventTail::ReadAfter(const std::string& run_id, int64_t after_se
 }
 
 bool EventTail::AwaitNewer(const std::string& run_id, int64_t after_seq, absl::Time until) {
+  if (std::shared_ptr<Tail> tail = Find(run_id)) {
+    Tail* t = tail.get();
+    absl::MutexLock lock(&t->mu);
+    auto newer = [t, after_seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(t->mu) {
+      return !t->forgotten && t->last_seq > after_seq;
+    };
+    if (!t->forgotten) return clock_->AwaitWithDeadline(&t->mu, absl::Condition(&newer), until);
+  }
+  // No tail (yet): wait on the map, which every Append and NoteRemote takes, until one for this
+  // run passes after_seq (rare: runs of other routers, and runs being taken over).
   absl::MutexLock lock(&mu_);
   auto newer = [this, &run_id, after_seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = tails_.find(run_id);
-    return it == tails_.end() ? false : it->second.last_seq > after_seq;
+    return it != tails_.end() && it->second->published_seq.load() > after_seq;
   };
   return clock_->AwaitWithDeadline(&mu_, absl::Condition(&newer), until);
 }

@@ -2,9 +2,11 @@
 #ifndef REIN_ROUTER_SERVICE_EVENT_TAIL_H_
 #define REIN_ROUTER_SERVICE_EVENT_TAIL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,15 +57,28 @@ class EventTail {
   bool AwaitNewer(const std::string& run_id, int64_t after_seq, absl::Time until);
 
  private:
+  // One run's tail, with its own mutex: a watcher waits on its run's mutex only, so a commit
+  // wakes the watchers of that run and no others (with one mutex for all, every commit made
+  // absl::Mutex re-evaluate the wait condition of every watcher of every run).
   struct Tail {
-    int64_t last_seq = 0;
-    bool ended = false;
-    std::deque<rein::v1::RunEvent> recent;  // at most kEvents, oldest first
+    absl::Mutex mu;
+    int64_t last_seq ABSL_GUARDED_BY(mu) = 0;
+    bool ended ABSL_GUARDED_BY(mu) = false;
+    bool forgotten ABSL_GUARDED_BY(mu) = false;  // removed from tails_: readers go to the store
+    std::deque<rein::v1::RunEvent> recent ABSL_GUARDED_BY(mu);  // at most kEvents, oldest first
+    // last_seq, also readable under the map's mutex (AwaitNewer on a run with no tail yet).
+    std::atomic<int64_t> published_seq{0};
   };
 
+  std::shared_ptr<Tail> Find(const std::string& run_id);
+  // Removes the tail from tails_ and wakes its waiters. Needs mu_ held.
+  void RemoveLocked(const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records that the run ended; forgets the oldest ended tail past kEndedKept.
+  void NoteEndedLocked(const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   Clock* const clock_;
-  absl::Mutex mu_;
-  std::map<std::string, Tail> tails_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex mu_;  // the map; taken before a Tail's mu, never after
+  std::map<std::string, std::shared_ptr<Tail>> tails_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> ended_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -135,6 +135,7 @@ bool FailedCall(const Transition& t) {
 RunEngine::RunEngine(RunStore* store, PlannerClient* planner, ExecutorClient* executor,
                      Clock* clock, RunEngineOptions options)
     : store_(store),
+      committer_(store, options.group_commit),
       planner_(planner),
       executor_(executor),
       clock_(clock),
@@ -414,9 +415,11 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
   absl::Time now = clock_->Now();
   // Latency metrics measure real elapsed time on a monotonic source, not the injected Clock.
   const auto started = std::chrono::steady_clock::now();
+  // Grouped with the commits of other runs ready at the same time; returns once this one is
+  // durable (or failed), so nothing below runs before the commit.
   absl::StatusOr<std::vector<RunEvent>> stored =
-      store_->CommitOwned(run.run_id(), run.lease_epoch(), run.state().version(), t.state,
-                          std::move(t.events), t.snapshot, now);
+      committer_.Commit({run.run_id(), run.lease_epoch(), run.state().version(), &t.state,
+                         std::move(t.events), std::move(t.snapshot), now});
   Metrics::Global().Observe("rein_router_commit_seconds", SecondsSince(started));
   Metrics::Global().Add("rein_router_commits_total", 1);
   if (!stored.ok()) {

@@ -21,12 +21,19 @@
 #include "router_service/lease_timer.h"
 #include "router_service/scheduler.h"
 #include "router_service/stage_router.h"
+#include "router_service/store/group_commit.h"
 #include "router_service/store/run_store.h"
 
 namespace rein {
 
 struct RunEngineOptions {
-  int workers = 4;  // threads applying results and committing
+  // Threads applying results and committing. A worker waits while its commit is written with
+  // the others of its group, so this also bounds how many runs' transitions one group commit
+  // can carry.
+  int workers = 4;
+  // Group commit (--group_commit_max, --group_commit_delay): the transitions of runs that are
+  // ready together are committed in one store batch; each run moves on only after it.
+  GroupCommitOptions group_commit;
   absl::Duration tools_cache_ttl = absl::Seconds(30);
   absl::Duration list_tools_timeout = absl::Seconds(10);
   absl::Duration cancel_wait = absl::Seconds(10);          // CancelRun waits this long for the end
@@ -157,6 +164,7 @@ class RunEngine {
   void DeleteCopiedWorkspace(const std::string& name);
 
   RunStore* store_;
+  GroupCommitter committer_;
   PlannerClient* planner_;
   ExecutorClient* executor_;
   Clock* clock_;

@@ -289,7 +289,7 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::CommitOwned(
 absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::CommitChecked(
     const std::string& run_id, std::optional<int64_t> lease_epoch, int64_t expected_version,
     const rein::v1::RunState& new_state, std::vector<rein::v1::RunEvent> events,
-    const std::optional<Snapshot>& snapshot, absl::Time now) {
+    const std::optional<Snapshot>& snapshot, absl::Time now, PgTransaction* batch) {
   const std::string me = router_id();
   if (lease_epoch.has_value() && me.empty()) {
     return absl::FailedPreconditionError("CommitOwned before JoinFleet");
@@ -305,7 +305,11 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::CommitChecked(
   ASSIGN_OR_RETURN(const std::string blob, StateTail(new_state, updated_at));
   const int64_t count = static_cast<int64_t>(events.size());
 
-  ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Begin(pool_.get(), false));
+  std::unique_ptr<PgTransaction> own;
+  if (batch == nullptr) {
+    ASSIGN_OR_RETURN(own, PgTransaction::Begin(pool_.get(), false));
+  }
+  PgTransaction* const tx = batch != nullptr ? batch : own.get();
   const std::string what = absl::StrCat("updating run ", run_id);
   // The row lock makes concurrent commits wait; after the winner commits, a waiting UPDATE
   // re-checks `version` on the new row and matches nothing.
@@ -352,7 +356,7 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::CommitChecked(
   }
   const int64_t last_seq = PgInt(updated.get(), 0, 0);
   const int64_t first_seq = last_seq - count + 1;
-  RETURN_IF_ERROR(InsertEvents(run_id, first_seq, events, tx.get()));
+  RETURN_IF_ERROR(InsertEvents(run_id, first_seq, events, tx));
   // Delivered to the listeners when (and only if) the transaction commits.
   const bool ended = new_state.stage() == rein::v1::FINISHED ||
                      new_state.stage() == rein::v1::FAILED ||
@@ -378,8 +382,42 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::CommitChecked(
                                                    snapshot->version, " already"));
     }
   }
-  RETURN_IF_ERROR(tx->Commit());
+  if (own) RETURN_IF_ERROR(own->Commit());
   return events;
+}
+
+std::vector<absl::StatusOr<std::vector<rein::v1::RunEvent>>> PostgresRunStore::CommitBatch(
+    std::vector<CommitRequest>& requests) {
+  if (requests.size() == 1) return RunStore::CommitBatch(requests);
+  std::vector<absl::StatusOr<std::vector<rein::v1::RunEvent>>> results;
+  results.reserve(requests.size());
+  absl::StatusOr<std::unique_ptr<PgTransaction>> tx = PgTransaction::Begin(pool_.get(), false);
+  if (!tx.ok()) {
+    results.assign(requests.size(), tx.status());
+    return results;
+  }
+  for (CommitRequest& r : requests) {
+    // One savepoint per request: a request that fails leaves nothing behind, and the others of
+    // the batch are kept.
+    absl::Status status = (*tx)->Run("SAVEPOINT batch_item", "starting a batch item");
+    if (!status.ok()) {
+      results.push_back(status);
+      continue;
+    }
+    absl::StatusOr<std::vector<rein::v1::RunEvent>> stored =
+        CommitChecked(r.run_id, r.lease_epoch, r.expected_version, *r.new_state,
+                      std::move(r.events), r.snapshot, r.now, tx->get());
+    if (!stored.ok()) {
+      (*tx)->Run("ROLLBACK TO SAVEPOINT batch_item", "undoing a batch item").IgnoreError();
+    }
+    status = (*tx)->Run("RELEASE SAVEPOINT batch_item", "ending a batch item");
+    if (stored.ok() && !status.ok()) stored = status;
+    results.push_back(std::move(stored));
+  }
+  if (absl::Status committed = (*tx)->Commit(); !committed.ok()) {
+    results.assign(requests.size(), committed);
+  }
+  return results;
 }
 
 absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::ReadEvents(

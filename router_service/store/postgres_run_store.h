@@ -20,6 +20,8 @@
 
 namespace rein {
 
+class PgTransaction;
+
 class PgPool;  // pg_session.h
 }  // namespace rein
 struct pg_result;
@@ -118,17 +120,21 @@ class PostgresRunStore final : public RunStore {
       const std::string& run_id, int64_t lease_epoch, int64_t expected_version,
       const rein::v1::RunState& new_state, std::vector<rein::v1::RunEvent> events,
       const std::optional<Snapshot>& snapshot, absl::Time now) override;
+  // The whole batch in one transaction (one WAL flush), each request under a savepoint.
+  std::vector<absl::StatusOr<std::vector<rein::v1::RunEvent>>> CommitBatch(
+      std::vector<CommitRequest>& requests) override;
   absl::StatusOr<std::map<std::string, int64_t>> OwnedRunVersions() override;
   void SubscribeCommits(std::function<void(const CommitNotice&)> on_commit) override;
 
  private:
   explicit PostgresRunStore(std::unique_ptr<PgPool> pool);
 
-  // Commit and CommitOwned (with `lease_epoch`).
+  // Commit and CommitOwned (with `lease_epoch`), in a transaction of its own, or inside
+  // `batch` (CommitBatch: not committed here).
   absl::StatusOr<std::vector<rein::v1::RunEvent>> CommitChecked(
       const std::string& run_id, std::optional<int64_t> lease_epoch, int64_t expected_version,
       const rein::v1::RunState& new_state, std::vector<rein::v1::RunEvent> events,
-      const std::optional<Snapshot>& snapshot, absl::Time now);
+      const std::optional<Snapshot>& snapshot, absl::Time now, PgTransaction* batch = nullptr);
   // Runs (run_id, run, state, owner, lease_epoch) rows into Runs.
   absl::StatusOr<std::vector<rein::v1::Run>> ParseRunRows(const PGresult* result,
                                                           const std::string& what) const;

@@ -52,6 +52,18 @@ inline bool IsLeaseLost(const absl::Status& status) {
          absl::StartsWith(status.message(), "lease lost");
 }
 
+// One commit of a batch (RunStore::CommitBatch): CommitOwned's arguments when lease_epoch is
+// set, else Commit's. `new_state` is borrowed: it must outlive the CommitBatch call.
+struct CommitRequest {
+  std::string run_id;
+  std::optional<int64_t> lease_epoch;
+  int64_t expected_version = 0;
+  const rein::v1::RunState* new_state = nullptr;
+  std::vector<rein::v1::RunEvent> events;
+  std::optional<Snapshot> snapshot;
+  absl::Time now;
+};
+
 struct CreateResult {
   rein::v1::Run run;  // the stored run: the new one, or the earlier run with the same request_id
   bool created = false;
@@ -176,6 +188,30 @@ class RunStore {
       const std::string& run_id, int64_t lease_epoch, int64_t expected_version,
       const rein::v1::RunState& new_state, std::vector<rein::v1::RunEvent> events,
       const std::optional<Snapshot>& snapshot, absl::Time now) = 0;
+
+  // Group commit: applies each request as Commit / CommitOwned would alone, in order (so two
+  // requests on one run see each other: the second's expected_version is the first's new
+  // version), and returns one result per request, in the same order. A request that fails its
+  // checks writes nothing and leaves the others alone. What succeeds is made durable together
+  // (an implementation may use one transaction for the batch), and nothing is returned before
+  // it is; when that final step fails, every request of the batch fails with its error and
+  // none was written. Events are moved out of the requests into the results. This default
+  // commits the requests one by one.
+  virtual std::vector<absl::StatusOr<std::vector<rein::v1::RunEvent>>> CommitBatch(
+      std::vector<CommitRequest>& requests) {
+    std::vector<absl::StatusOr<std::vector<rein::v1::RunEvent>>> results;
+    results.reserve(requests.size());
+    for (CommitRequest& r : requests) {
+      if (r.lease_epoch.has_value()) {
+        results.push_back(CommitOwned(r.run_id, *r.lease_epoch, r.expected_version, *r.new_state,
+                                      std::move(r.events), r.snapshot, r.now));
+      } else {
+        results.push_back(Commit(r.run_id, r.expected_version, *r.new_state, std::move(r.events),
+                                 r.snapshot, r.now));
+      }
+    }
+    return results;
+  }
 
   // run_id -> state version of every unfinished run this router owns (a router compares them
   // with what it holds, to notice commits by other routers whose notice it missed).

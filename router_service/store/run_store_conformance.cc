@@ -21,6 +21,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "rein/v1/types.pb.h"
+#include "router_service/store/group_commit.h"
 
 namespace rein {
 
@@ -506,6 +507,108 @@ TEST_P(RunStoreConformanceTest, ConcurrentCommitsOnDifferentRunsAllSucceed) {
     ASSERT_TRUE(events.ok()) << events.status();
     EXPECT_THAT(*events, SizeIs(2 * kCommitsPerThread));
   }
+}
+
+TEST_P(RunStoreConformanceTest, CommitBatchKeepsTheGoodRequestsAndReportsTheBadOnes) {
+  ASSERT_TRUE(store().CreateRun(MakeRun("run-1", kEpoch), {NoteEvent("created", 1)}).ok());
+  ASSERT_TRUE(store().CreateRun(MakeRun("run-2", kEpoch + 1), {}).ok());
+  const rein::v1::RunState base = MakeRun("x").state();
+  const rein::v1::RunState first = Next(base, rein::v1::PLANNING);    // run-1: 1 -> 2
+  const rein::v1::RunState second = Next(first, rein::v1::DECIDING);  // run-1: 2 -> 3
+  const rein::v1::RunState wrong = Next(first, rein::v1::FINISHED);   // run-2 is not at 2
+  const rein::v1::RunState later = Next(base, rein::v1::FAILED);      // run-2: 1 -> 2
+  std::vector<CommitRequest> batch(5);
+  batch[0] = {"run-1",      std::nullopt,   1, &first, {NoteEvent("a", 2), NoteEvent("b", 2)},
+              std::nullopt, At(kEpoch + 10)};
+  batch[1] = {"run-unknown", std::nullopt,   1, &first, {NoteEvent("c", 2)},
+              std::nullopt,  At(kEpoch + 10)};
+  batch[2] = {"run-1",      std::nullopt,   2, &second, {NoteEvent("d", 3)},
+              std::nullopt, At(kEpoch + 11)};
+  batch[3] = {"run-2", std::nullopt, 2, &wrong, {NoteEvent("e", 3)}, std::nullopt, At(kEpoch + 11)};
+  batch[4] = {"run-2", std::nullopt, 1, &later, {NoteEvent("f", 2)}, std::nullopt, At(kEpoch + 12)};
+  std::vector<absl::StatusOr<std::vector<rein::v1::RunEvent>>> results = store().CommitBatch(batch);
+  ASSERT_THAT(results, SizeIs(5));
+  ASSERT_TRUE(results[0].ok()) << results[0].status();
+  EXPECT_THAT(Seqs(*results[0]), ElementsAre(2, 3));
+  EXPECT_EQ(results[1].status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(results[2].ok()) << results[2].status();  // sees the first request of the batch
+  EXPECT_THAT(Seqs(*results[2]), ElementsAre(4));
+  EXPECT_EQ(results[3].status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(results[4].ok()) << results[4].status();
+  EXPECT_THAT(Seqs(*results[4]), ElementsAre(1));
+
+  Reopen();  // what the batch acknowledged is durable
+  absl::StatusOr<rein::v1::Run> one = store().GetRun("run-1");
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_THAT(one->state(), EqualsProto(second));
+  absl::StatusOr<rein::v1::Run> two = store().GetRun("run-2");
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_THAT(two->state(), EqualsProto(later));
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = store().ReadEvents("run-2", 0, 0);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_THAT(*events, SizeIs(1));  // the failed request wrote no event
+  EXPECT_EQ((*events)[0].error().message(), "f");
+  EXPECT_TRUE(absl::IsNotFound(store().GetRun("run-unknown").status()));
+}
+
+TEST_P(RunStoreConformanceTest, GroupCommitterAcknowledgesEveryConcurrentCommitOnce) {
+  constexpr int kThreads = 12;
+  constexpr int kCommitsPerThread = 15;
+  for (int i = 0; i < kThreads; ++i) {
+    ASSERT_TRUE(store().CreateRun(MakeRun(absl::StrCat("run-", i), kEpoch + i), {}).ok());
+  }
+  GroupCommitter committer(&store(), GroupCommitOptions{/*max_batch=*/5,
+                                                        /*max_delay=*/absl::Milliseconds(1)});
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      rein::v1::RunState state = MakeRun("x").state();
+      int64_t next_seq = 1;
+      for (int c = 0; c < kCommitsPerThread; ++c) {
+        rein::v1::RunState next = Next(state, rein::v1::DECIDING);
+        absl::StatusOr<std::vector<rein::v1::RunEvent>> stored =
+            committer.Commit({absl::StrCat("run-", i),
+                              std::nullopt,
+                              state.version(),
+                              &next,
+                              {NoteEvent("a", next.version()), NoteEvent("b", next.version())},
+                              std::nullopt,
+                              At(kEpoch + 100 + c)});
+        if (!stored.ok() || Seqs(*stored) != std::vector<int64_t>{next_seq, next_seq + 1} ||
+            (*stored)[0].run_id() != absl::StrCat("run-", i)) {
+          ++failures;
+        }
+        next_seq += 2;
+        state = next;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(committer.commits(), kThreads * kCommitsPerThread);
+  EXPECT_LE(committer.batches(), committer.commits());
+  for (int i = 0; i < kThreads; ++i) {
+    absl::StatusOr<rein::v1::Run> got = store().GetRun(absl::StrCat("run-", i));
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->state().version(), 1 + kCommitsPerThread);
+  }
+}
+
+TEST_P(RunStoreConformanceTest, GroupCommitterReturnsEachRequestsOwnError) {
+  ASSERT_TRUE(store().CreateRun(MakeRun("run-1"), {}).ok());
+  GroupCommitter committer(&store(), GroupCommitOptions{});
+  const rein::v1::RunState next = Next(MakeRun("x").state(), rein::v1::PLANNING);
+  EXPECT_EQ(committer.Commit({"run-1", std::nullopt, 7, &next, {}, std::nullopt, At(kEpoch)})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(committer.Commit({"run-2", std::nullopt, 1, &next, {}, std::nullopt, At(kEpoch)})
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(
+      committer.Commit({"run-1", std::nullopt, 1, &next, {}, std::nullopt, At(kEpoch)}).ok());
 }
 
 TEST_P(RunStoreConformanceTest, CommitsNumberEventsWithoutGaps) {

@@ -97,6 +97,10 @@ class SqliteRunStore final : public RunStore {
       const std::string& run_id, int64_t lease_epoch, int64_t expected_version,
       const rein::v1::RunState& new_state, std::vector<rein::v1::RunEvent> events,
       const std::optional<Snapshot>& snapshot, absl::Time now) override;
+  // The whole batch in one transaction (one WAL append, one sync when synchronous=FULL),
+  // each request under its own savepoint.
+  std::vector<absl::StatusOr<std::vector<rein::v1::RunEvent>>> CommitBatch(
+      std::vector<CommitRequest>& requests) override;
   absl::StatusOr<std::map<std::string, int64_t>> OwnedRunVersions() override;
   void SubscribeCommits(std::function<void(const CommitNotice&)>) override {}
 
@@ -117,6 +121,12 @@ class SqliteRunStore final : public RunStore {
                               const std::string& run_id, rein::v1::Run* run) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status RunExists(const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Commit's checks and writes inside an open write transaction (events get their seq).
+  absl::Status CommitInTransaction(const std::string& run_id, int64_t expected_version,
+                                   const rein::v1::RunState& new_state,
+                                   std::vector<rein::v1::RunEvent>& events,
+                                   const std::optional<Snapshot>& snapshot, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status InsertEvents(const std::string& run_id, int64_t first_seq,
                             std::vector<rein::v1::RunEvent>& events)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -1,0 +1,64 @@
+// GroupCommitter: commits the transitions of many runs that are ready together in one batch.
+#include "router_service/store/group_commit.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace rein {
+
+GroupCommitter::GroupCommitter(RunStore* store, GroupCommitOptions options)
+    : store_(store), options_(options) {}
+
+absl::StatusOr<std::vector<rein::v1::RunEvent>> GroupCommitter::Commit(CommitRequest request) {
+  Waiter self{&request, std::nullopt};
+  absl::MutexLock lock(&mu_);
+  queue_.push_back(&self);
+  while (true) {
+    // Wait until our result is in, or nobody is writing (then we lead the next batch).
+    auto ready = [this, &self]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return self.result.has_value() || !writing_;
+    };
+    mu_.Await(absl::Condition(&ready));
+    if (self.result.has_value()) return *std::move(self.result);
+    writing_ = true;
+    const size_t max_batch = static_cast<size_t>(std::max(1, options_.max_batch));
+    if (options_.max_delay > absl::ZeroDuration() && queue_.size() < max_batch) {
+      auto full = [this, max_batch]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return queue_.size() >= max_batch; };
+      mu_.AwaitWithTimeout(absl::Condition(&full), options_.max_delay);
+    }
+    std::vector<Waiter*> batch;
+    while (!queue_.empty() && batch.size() < max_batch) {
+      batch.push_back(queue_.front());
+      queue_.pop_front();
+    }
+    mu_.Unlock();
+    std::vector<CommitRequest> requests;
+    requests.reserve(batch.size());
+    for (Waiter* w : batch) requests.push_back(std::move(*w->request));
+    std::vector<absl::StatusOr<std::vector<rein::v1::RunEvent>>> results =
+        store_->CommitBatch(requests);
+    mu_.Lock();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      batch[i]->result = i < results.size()
+                             ? std::move(results[i])
+                             : absl::InternalError("the store returned too few batch results");
+    }
+    ++batches_;
+    commits_ += static_cast<int64_t>(batch.size());
+    writing_ = false;
+    // Our own request may not have fit in this batch (max_batch): then go round again.
+  }
+}
+
+int64_t GroupCommitter::batches() {
+  absl::MutexLock lock(&mu_);
+  return batches_;
+}
+
+int64_t GroupCommitter::commits() {
+  absl::MutexLock lock(&mu_);
+  return commits_;
+}
+
+}  // namespace rein

@@ -1,0 +1,64 @@
+// GroupCommitter: commits the transitions of many runs that are ready together in one batch.
+#ifndef REIN_ROUTER_SERVICE_STORE_GROUP_COMMIT_H_
+#define REIN_ROUTER_SERVICE_STORE_GROUP_COMMIT_H_
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "rein/v1/router.pb.h"
+#include "router_service/store/run_store.h"
+
+namespace rein {
+
+struct GroupCommitOptions {
+  // At most this many commits in one batch (RunStore::CommitBatch); 1 = no grouping.
+  int max_batch = 64;
+  // How long the thread that commits a batch waits for more commits to join it before it
+  // starts (0 = never: a batch is whatever queued while the previous one was being written,
+  // so a lone commit is not delayed at all).
+  absl::Duration max_delay = absl::ZeroDuration();
+};
+
+// Group commit in front of a RunStore. Commit blocks its caller until the caller's own request
+// is durable (or has failed) and returns exactly what the store returned for it: nothing is
+// acknowledged before it is committed. Callers that arrive while a batch is being written
+// queue up; when it is done, one of them (the leader) takes every queued request, oldest first
+// (up to max_batch), and writes them with one CommitBatch, then hands each waiter its result.
+// No thread of its own. Thread-safe.
+class GroupCommitter {
+ public:
+  GroupCommitter(RunStore* store, GroupCommitOptions options);
+  GroupCommitter(const GroupCommitter&) = delete;
+  GroupCommitter& operator=(const GroupCommitter&) = delete;
+
+  // RunStore::Commit (lease_epoch unset) or CommitOwned (set), grouped with concurrent calls.
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> Commit(CommitRequest request);
+
+  // Batches written so far, and the requests in them (their ratio is the mean batch size).
+  int64_t batches();
+  int64_t commits();
+
+ private:
+  struct Waiter {
+    CommitRequest* request;
+    std::optional<absl::StatusOr<std::vector<rein::v1::RunEvent>>> result;
+  };
+
+  RunStore* const store_;
+  const GroupCommitOptions options_;
+  absl::Mutex mu_;
+  std::deque<Waiter*> queue_ ABSL_GUARDED_BY(mu_);  // FIFO: oldest first
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;       // a leader is writing a batch
+  int64_t batches_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t commits_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace rein
+
+#endif  // REIN_ROUTER_SERVICE_STORE_GROUP_COMMIT_H_
