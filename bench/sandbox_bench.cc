@@ -41,19 +41,27 @@ ABSL_FLAG(int, calls, 200, "calls of each kind (without --quick)");
 ABSL_FLAG(std::string, executor_binary, "",
           "path of rein-executor; default: the one in this binary's runfiles");
 ABSL_FLAG(std::string, bwrap, "/usr/bin/bwrap", "the bubblewrap binary (for the bare figure)");
-ABSL_FLAG(std::vector<std::string>, executor_flags, {},
-          "extra flags for rein-executor (e.g. --sandbox_cgroup=off to compare)");
+ABSL_FLAG(std::string, dir, "/tmp",
+          "where the scratch workspace root is made (its file system's fsync is on the path: the "
+          "executor journals every mutating call)");
+ABSL_FLAG(std::vector<std::string>, executor_flags, {}, "extra flags for rein-executor");
+ABSL_FLAG(std::vector<std::string>, variant_flags, {},
+          "when set, a second rein-executor with these flags instead of --executor_flags is "
+          "measured in the same rounds (a human-readable row, no BENCH line); e.g. "
+          "--variant_flags=--sandbox_cgroup=off");
 
 extern char** environ;
 
 namespace {
 
 std::atomic<pid_t> executor_pgid{0};
+std::atomic<pid_t> variant_pgid{0};
 
 [[noreturn]] void Die(const std::string& why) {
   std::fprintf(stderr, "sandbox_bench: %s\n", why.c_str());
-  const pid_t pgid = executor_pgid.load();
-  if (pgid > 0) kill(-pgid, SIGKILL);
+  for (pid_t pgid : {executor_pgid.load(), variant_pgid.load()}) {
+    if (pgid > 0) kill(-pgid, SIGKILL);
+  }
   std::fflush(nullptr);
   _exit(2);
 }
@@ -131,107 +139,140 @@ Figures Percentiles(std::vector<absl::Duration> samples) {
   return {at(0.50), at(0.99)};
 }
 
+// One rein-executor process (its own process group) and a stub to it.
+struct Executor {
+  pid_t pid = -1;
+  std::string id;  // also the prefix of its call ids (both share one journal)
+  std::unique_ptr<rein::v1::Executor::Stub> stub;
+  int next_call = 0;
+};
+
+// Starts rein-executor on `root` with `flags` and waits until it serves with a bwrap sandbox.
+Executor StartExecutor(const std::string& binary, const std::string& root, const std::string& id,
+                       const std::vector<std::string>& flags, std::atomic<pid_t>* pgid) {
+  const std::string target = absl::StrCat("127.0.0.1:", FreePort());
+  std::vector<std::string> argv = {binary, absl::StrCat("--listen=", target),
+                                   absl::StrCat("--workspace_root=", root),
+                                   absl::StrCat("--executor_id=", id), "--sandbox=bwrap"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  Executor executor;
+  executor.id = id;
+  executor.pid = StartGroup(argv, absl::StrCat(root, "/", id, ".log"));
+  *pgid = executor.pid;
+  auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  if (!channel->WaitForConnected(absl::ToChronoTime(absl::Now() + absl::Seconds(20)))) {
+    Die(absl::StrCat("the executor did not start; see ", root, "/", id, ".log"));
+  }
+  executor.stub = rein::v1::Executor::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  rein::v1::ListToolsResponse tools;
+  grpc::Status status = executor.stub->ListTools(&context, rein::v1::ListToolsRequest(), &tools);
+  if (!status.ok()) Die(absl::StrCat("ListTools: ", status.error_message()));
+  if (tools.sandbox().rfind("bwrap", 0) != 0) {
+    Die(absl::StrCat("the executor has no bwrap sandbox: ", tools.sandbox()));
+  }
+  std::printf("%s sandbox: %s\n", id.c_str(), tools.sandbox().c_str());
+  return executor;
+}
+
+// One run_command /bin/true through `executor`, timed from the client; dies unless it ran.
+absl::Duration RunTrue(Executor* executor) {
+  rein::v1::ExecuteRequest request;
+  request.set_call_id(absl::StrCat(executor->id, "-", executor->next_call++));
+  request.set_run_id("bench");
+  request.set_workspace("ws");
+  request.set_tool("run_command");
+  request.set_args_json(R"({"argv": ["/bin/true"]})");
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  rein::v1::ExecuteResponse response;
+  const absl::Time start = absl::Now();
+  grpc::Status status = executor->stub->Execute(&context, request, &response);
+  const absl::Duration took = absl::Now() - start;
+  if (!status.ok()) Die(absl::StrCat("Execute: ", status.error_message()));
+  if (!response.ok()) {
+    Die(absl::StrCat("run_command failed: ", response.error().message(), " ", response.output()));
+  }
+  return took;
+}
+
+// Stops an executor: SIGTERM to its group, then SIGKILL after 5 s.
+void StopExecutor(Executor* executor, std::atomic<pid_t>* pgid) {
+  if (executor->pid <= 0) return;
+  kill(-executor->pid, SIGTERM);
+  int status;
+  for (int i = 0; i < 500 && waitpid(executor->pid, &status, WNOHANG) == 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  kill(-executor->pid, SIGKILL);
+  waitpid(executor->pid, &status, WNOHANG);
+  *pgid = 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   const bool quick = absl::GetFlag(FLAGS_quick);
   const int calls = quick ? 30 : std::max(10, absl::GetFlag(FLAGS_calls));
-  StartWatchdog(quick ? absl::Seconds(55) : absl::Seconds(60) + calls * absl::Milliseconds(600));
+  StartWatchdog(quick ? absl::Seconds(55) : absl::Seconds(60) + calls * absl::Milliseconds(900));
   signal(SIGPIPE, SIG_IGN);
 
-  char root_template[] = "/tmp/rein-sandbox-bench-XXXXXX";
-  if (mkdtemp(root_template) == nullptr) Die("mkdtemp failed");
-  const std::string root = root_template;
+  std::string root = absl::StrCat(absl::GetFlag(FLAGS_dir), "/rein-sandbox-bench-XXXXXX");
+  if (mkdtemp(root.data()) == nullptr) Die(absl::StrCat("mkdtemp ", root, ": ", strerror(errno)));
   mkdir((root + "/ws").c_str(), 0755);
-  const std::string target = absl::StrCat("127.0.0.1:", FreePort());
   std::string executor_binary = absl::GetFlag(FLAGS_executor_binary);
   if (executor_binary.empty()) {
     executor_binary = absl::StrCat(argv[0], ".runfiles/rein/executor_service/rein-executor");
   }
-  std::vector<std::string> exec_argv = {executor_binary,
-                                        absl::StrCat("--listen=", target),
-                                        absl::StrCat("--workspace_root=", root),
-                                        "--executor_id=bench", "--sandbox=bwrap"};
-  for (const std::string& flag : absl::GetFlag(FLAGS_executor_flags)) exec_argv.push_back(flag);
-  const pid_t executor = StartGroup(exec_argv, root + "/executor.log");
-  executor_pgid = executor;
-
-  auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
-  if (!channel->WaitForConnected(absl::ToChronoTime(absl::Now() + absl::Seconds(20)))) {
-    Die(absl::StrCat("the executor did not start; see ", root, "/executor.log"));
-  }
-  std::unique_ptr<rein::v1::Executor::Stub> stub = rein::v1::Executor::NewStub(channel);
-  {
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-    rein::v1::ListToolsResponse tools;
-    grpc::Status status = stub->ListTools(&context, rein::v1::ListToolsRequest(), &tools);
-    if (!status.ok()) Die(absl::StrCat("ListTools: ", status.error_message()));
-    if (tools.sandbox().rfind("bwrap", 0) != 0) {
-      Die(absl::StrCat("the executor has no bwrap sandbox: ", tools.sandbox()));
-    }
-    std::printf("executor sandbox: %s\n", tools.sandbox().c_str());
+  Executor executor = StartExecutor(executor_binary, root, "bench",
+                                    absl::GetFlag(FLAGS_executor_flags), &executor_pgid);
+  const std::vector<std::string> variant_flags = absl::GetFlag(FLAGS_variant_flags);
+  Executor variant;
+  if (!variant_flags.empty()) {
+    variant = StartExecutor(executor_binary, root, "variant", variant_flags, &variant_pgid);
   }
 
-  int next_call = 0;
-  auto run_command = [&]() {
-    rein::v1::ExecuteRequest request;
-    request.set_call_id(absl::StrCat("bench-", next_call++));
-    request.set_run_id("bench");
-    request.set_workspace("ws");
-    request.set_tool("run_command");
-    request.set_args_json(R"({"argv": ["/bin/true"]})");
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-    rein::v1::ExecuteResponse response;
-    const absl::Time start = absl::Now();
-    grpc::Status status = stub->Execute(&context, request, &response);
-    const absl::Duration took = absl::Now() - start;
-    if (!status.ok()) Die(absl::StrCat("Execute: ", status.error_message()));
-    if (!response.ok()) {
-      Die(absl::StrCat("run_command failed: ", response.error().message(), " ",
-                       response.output()));
-    }
-    return took;
-  };
   const std::string bwrap_path = absl::GetFlag(FLAGS_bwrap);
   std::vector<std::string> bwrap_args = {
-      bwrap_path, "--unshare-all", "--unshare-user", "--die-with-parent", "--ro-bind", "/usr",
-      "/usr",     "--symlink",     "usr/lib64",      "/lib64",            "--symlink", "usr/lib",
-      "/lib",     "--symlink",     "usr/bin",        "/bin",              "--proc",    "/proc",
-      "--dev",    "/dev",          "/bin/true"};
+      bwrap_path,  "--unshare-all", "--unshare-user", "--die-with-parent",
+      "--ro-bind", "/usr",          "/usr",           "--symlink",
+      "usr/lib64", "/lib64",        "--symlink",      "usr/lib",
+      "/lib",      "--symlink",     "usr/bin",        "/bin",
+      "--proc",    "/proc",         "--dev",          "/dev",
+      "/bin/true"};
   std::vector<char*> bwrap_argv;
   for (std::string& a : bwrap_args) bwrap_argv.push_back(a.data());
   bwrap_argv.push_back(nullptr);
   std::string true_path = "/bin/true";
   std::vector<char*> true_argv = {true_path.data(), nullptr};
 
-  for (int i = 0; i < 5; ++i) {  // warm up all three
-    run_command();
+  for (int i = 0; i < 5; ++i) {  // warm up all of them
+    RunTrue(&executor);
+    if (variant.stub) RunTrue(&variant);
     SpawnAndWait(bwrap_argv);
     SpawnAndWait(true_argv);
   }
-  std::vector<absl::Duration> tool, bare, forkexec;
+  std::vector<absl::Duration> tool, other, bare, forkexec;
   for (int i = 0; i < calls; ++i) {
-    tool.push_back(run_command());
+    tool.push_back(RunTrue(&executor));
+    if (variant.stub) other.push_back(RunTrue(&variant));
     bare.push_back(SpawnAndWait(bwrap_argv));
     forkexec.push_back(SpawnAndWait(true_argv));
   }
-  kill(-executor, SIGTERM);
-  int status;
-  for (int i = 0; i < 500 && waitpid(executor, &status, WNOHANG) == 0; ++i) {
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  kill(-executor, SIGKILL);
-  waitpid(executor, &status, WNOHANG);
-  executor_pgid = 0;
+  StopExecutor(&executor, &executor_pgid);
+  StopExecutor(&variant, &variant_pgid);
 
   const Figures t = Percentiles(tool), b = Percentiles(bare), f = Percentiles(forkexec);
   std::printf("%d calls of each kind, interleaved, /bin/true\n", calls);
   std::printf("%-52s %9s %9s\n", "", "p50 ms", "p99 ms");
   std::printf("%-52s %9.2f %9.2f\n", "run_command (rein-executor over gRPC, full sandbox)",
               t.p50_ms, t.p99_ms);
+  if (!other.empty()) {
+    const Figures v = Percentiles(other);
+    std::printf("%-52s %9.2f %9.2f\n", "run_command, variant executor", v.p50_ms, v.p99_ms);
+  }
   std::printf("%-52s %9.2f %9.2f\n", "bare bwrap --unshare-all (minimal mounts)", b.p50_ms,
               b.p99_ms);
   std::printf("%-52s %9.2f %9.2f\n", "fork/exec (posix_spawn + waitpid)", f.p50_ms, f.p99_ms);
