@@ -45,6 +45,9 @@ ABSL_FLAG(std::string, dir, "/tmp",
           "where the scratch workspace root is made (its file system's fsync is on the path: the "
           "executor journals every mutating call)");
 ABSL_FLAG(std::vector<std::string>, executor_flags, {}, "extra flags for rein-executor");
+ABSL_FLAG(std::string, variant_binary, "",
+          "when set, a second rein-executor binary (e.g. an older build) measured in the same "
+          "rounds with --executor_flags, or with --variant_flags when those are set too");
 ABSL_FLAG(std::vector<std::string>, variant_flags, {},
           "when set, a second rein-executor with these flags instead of --executor_flags is "
           "measured in the same rounds (a human-readable row, no BENCH line); e.g. "
@@ -228,10 +231,13 @@ int main(int argc, char** argv) {
   }
   Executor executor = StartExecutor(executor_binary, root, "bench",
                                     absl::GetFlag(FLAGS_executor_flags), &executor_pgid);
-  const std::vector<std::string> variant_flags = absl::GetFlag(FLAGS_variant_flags);
+  std::vector<std::string> variant_flags = absl::GetFlag(FLAGS_variant_flags);
+  std::string variant_binary = absl::GetFlag(FLAGS_variant_binary);
   Executor variant;
-  if (!variant_flags.empty()) {
-    variant = StartExecutor(executor_binary, root, "variant", variant_flags, &variant_pgid);
+  if (!variant_flags.empty() || !variant_binary.empty()) {
+    if (variant_binary.empty()) variant_binary = executor_binary;
+    if (variant_flags.empty()) variant_flags = absl::GetFlag(FLAGS_executor_flags);
+    variant = StartExecutor(variant_binary, root, "variant", variant_flags, &variant_pgid);
   }
 
   const std::string bwrap_path = absl::GetFlag(FLAGS_bwrap);
