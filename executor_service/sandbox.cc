@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -101,6 +102,32 @@ bool WriteFile(const std::filesystem::path& path, absl::string_view data) {
   return true;
 }
 
+// The inode of this process's pid namespace: pids are compared only within one.
+uint64_t PidNamespace() {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+// Removes the staged /etc directories ("rein-sandbox-etc-<pid namespace>-<pid>-*") in `parent`
+// of executors of this pid namespace that are gone (killed before they could remove their own);
+// never one of a live process, nor one of another pid namespace.
+void RemoveStaleEtcDirs(const std::string& parent, uint64_t pid_namespace) {
+  namespace fs = std::filesystem;
+  const std::string prefix = absl::StrCat("rein-sandbox-etc-", pid_namespace, "-");
+  std::error_code error;
+  for (auto it = fs::directory_iterator(parent, error); !error && it != fs::directory_iterator();
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (pid_namespace == 0 || !absl::StartsWith(name, prefix)) continue;
+    std::vector<std::string> parts = absl::StrSplit(name.substr(prefix.size()), '-');
+    int pid = 0;
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &pid) || pid <= 0) continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to ask)
+    std::error_code ignored;
+    fs::remove_all(it->path(), ignored);
+  }
+}
+
 // Makes the sandbox's /etc once: a copy of each of SandboxEtcEntries that exists on the host
 // (a symbolic link at the top followed, as a bind would; links inside directories kept, they
 // resolve inside the sandbox), passwd and group, and an empty resolv.conf where --share-net
@@ -110,8 +137,11 @@ bool WriteFile(const std::filesystem::path& path, absl::string_view data) {
 absl::StatusOr<std::string> StageEtc(uint32_t uid, uint32_t gid) {
   namespace fs = std::filesystem;
   const char* tmpdir = getenv("TMPDIR");
-  std::string dir = absl::StrCat(tmpdir != nullptr && tmpdir[0] == '/' ? tmpdir : "/tmp",
-                                 "/rein-sandbox-etc-XXXXXX");
+  const std::string parent = tmpdir != nullptr && tmpdir[0] == '/' ? tmpdir : "/tmp";
+  const uint64_t pid_namespace = PidNamespace();
+  RemoveStaleEtcDirs(parent, pid_namespace);
+  std::string dir =
+      absl::StrCat(parent, "/rein-sandbox-etc-", pid_namespace, "-", getpid(), "-XXXXXX");
   if (mkdtemp(dir.data()) == nullptr) return Errno(absl::StrCat("mkdtemp ", dir));
   std::error_code error;
   auto fail = [&](absl::string_view what) {
