@@ -5,13 +5,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <iterator>
+
 #include "absl/strings/str_cat.h"
 
 namespace rein {
 namespace {
 
-// Files of /etc a command may need (dynamic linker, alternatives, time zone, certificates).
-// Not all of /etc: the command's host uid may be root, which reads root-only files.
+// SandboxEtcEntries.
 constexpr const char* kEtcEntries[] = {
     "alternatives",   "ld.so.cache",   "ld.so.conf", "ld.so.conf.d",    "localtime",
     "timezone",       "nsswitch.conf", "ssl/certs",  "ca-certificates", "ca-certificates.conf",
@@ -30,6 +32,10 @@ constexpr int kPasswdChildFd = 6;
 constexpr int kGroupChildFd = 7;
 
 }  // namespace
+
+std::vector<std::string> SandboxEtcEntries() {
+  return std::vector<std::string>(std::begin(kEtcEntries), std::end(kEtcEntries));
+}
 
 std::vector<SystemDir> HostSystemDirs() {
   std::vector<SystemDir> dirs;
@@ -65,10 +71,14 @@ std::vector<std::string> BwrapStaticArgs(const BwrapConfig& config) {
       a.insert(a.end(), {"--ro-bind", dir.path, dir.path});
     }
   }
-  a.insert(a.end(), {"--dir", "/etc"});
-  for (const char* entry : kEtcEntries) {
-    const std::string path = absl::StrCat("/etc/", entry);
-    a.insert(a.end(), {"--ro-bind-try", path, path});
+  if (!config.etc_dir.empty()) {
+    a.insert(a.end(), {"--ro-bind", config.etc_dir, "/etc"});
+  } else {
+    a.insert(a.end(), {"--dir", "/etc"});
+    for (const char* entry : kEtcEntries) {
+      const std::string path = absl::StrCat("/etc/", entry);
+      a.insert(a.end(), {"--ro-bind-try", path, path});
+    }
   }
   a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--size",
                      absl::StrCat(config.tmp_size_bytes), "--tmpfs", "/tmp"});
@@ -79,15 +89,25 @@ BwrapInvocation BuildBwrapInvocation(const std::vector<std::string>& static_args
                                      const BwrapCommand& command) {
   BwrapInvocation out;
   out.argv = static_args;
-  out.pass_fds = {command.seccomp_fd, command.status_fd, command.workspace_fd, command.passwd_fd,
-                  command.group_fd};
+  out.pass_fds = {command.seccomp_fd, command.status_fd, command.workspace_fd};
   std::vector<std::string>& a = out.argv;
-  a.insert(a.end(), {"--ro-bind-data", absl::StrCat(kPasswdChildFd), "/etc/passwd",
-                     "--ro-bind-data", absl::StrCat(kGroupChildFd), "/etc/group", "--bind-fd",
-                     absl::StrCat(kWorkspaceChildFd), kSandboxWorkspace});
+  if (command.passwd_fd >= 0 || command.group_fd >= 0) {
+    out.pass_fds.insert(out.pass_fds.end(), {command.passwd_fd, command.group_fd});
+    a.insert(a.end(), {"--ro-bind-data", absl::StrCat(kPasswdChildFd), "/etc/passwd",
+                       "--ro-bind-data", absl::StrCat(kGroupChildFd), "/etc/group"});
+  }
+  a.insert(a.end(), {"--bind-fd", absl::StrCat(kWorkspaceChildFd), kSandboxWorkspace});
+  // Protected paths missing under one missing directory share its placeholder (.git for
+  // .git/config, .git/hooks, ...): it is mounted once. Nothing else is mounted beneath a
+  // placeholder (what lies below it does not exist), so a second one would only hide the first.
+  std::vector<std::string> placeholders;
   for (const BwrapMount& mount : command.mounts) {
     const std::string dest = absl::StrCat(kSandboxWorkspace, "/", mount.path);
     if (mount.kind == BwrapMount::Kind::kReadOnlyTmpfs) {
+      if (std::find(placeholders.begin(), placeholders.end(), dest) != placeholders.end()) {
+        continue;
+      }
+      placeholders.push_back(dest);
       a.insert(a.end(), {"--size", "4096", "--tmpfs", dest, "--remount-ro", dest});
       continue;
     }

@@ -22,6 +22,11 @@ struct SystemDir {
 // directory or a symbolic link (to /usr, usually); the others are left out.
 std::vector<SystemDir> HostSystemDirs();
 
+// The entries of the host's /etc a command sees ("ld.so.cache", "ssl/certs", ...): what a
+// command may need (dynamic linker, alternatives, time zone, certificates), not all of /etc
+// (the command's host uid may be root, which reads root-only files).
+std::vector<std::string> SandboxEtcEntries();
+
 // What is the same for every command.
 struct BwrapConfig {
   std::string bwrap_path = "/usr/bin/bwrap";
@@ -29,6 +34,10 @@ struct BwrapConfig {
   uint32_t gid = 65534;
   uint64_t tmp_size_bytes = 256 << 20;  // size of the private /tmp
   std::vector<SystemDir> system_dirs;
+  // A directory prepared once (Sandbox: copies of SandboxEtcEntries, passwd, group, and an
+  // empty resolv.conf as a mount point) bound read-only as /etc in one mount; "" = a
+  // read-only bind per entry of the host's /etc, and passwd and group per command.
+  std::string etc_dir;
 };
 
 // A mount inside the workspace (for the protected paths).
@@ -48,8 +57,8 @@ struct BwrapCommand {
   int seccomp_fd = -1;                  // the seccomp program (bwrap --seccomp)
   int status_fd = -1;                   // the write end of the status pipe (bwrap --json-status-fd)
   int workspace_fd = -1;                // the workspace directory, bound at kSandboxWorkspace
-  int passwd_fd = -1;                   // the content of /etc/passwd
-  int group_fd = -1;                    // the content of /etc/group
+  int passwd_fd = -1;                   // the content of /etc/passwd (-1: in etc_dir)
+  int group_fd = -1;                    // the content of /etc/group (-1: in etc_dir)
   std::vector<BwrapMount> mounts;       // outer paths first
   std::string cwd = kSandboxWorkspace;  // inside the sandbox
   std::vector<std::string> argv;        // the command
@@ -71,8 +80,9 @@ struct BwrapInvocation {
 std::vector<std::string> BwrapStaticArgs(const BwrapConfig& config);
 
 // `static_args` (from BwrapStaticArgs) followed by what is particular to `command`: the
-// passwd and group data, the workspace, the protected mounts, the root remounted read-only,
-// the working directory, the seccomp program, the status descriptor, "--" and the command.
+// passwd and group data (unless both descriptors are -1), the workspace, the protected mounts, the
+// root remounted read-only, the working directory, the seccomp program, the status descriptor, "--"
+// and the command.
 BwrapInvocation BuildBwrapInvocation(const std::vector<std::string>& static_args,
                                      const BwrapCommand& command);
 

@@ -126,6 +126,21 @@ TEST(BwrapCommandTest, ProtectedMountsGetTheNextDescriptorsInOrder) {
   EXPECT_LT(commondir, remount_root);
 }
 
+TEST(BwrapCommandTest, PlaceholderSharedByMissingPathsIsMountedOnce) {
+  // .git is missing: .git/config, .git/hooks and .git/commondir all get the placeholder .git.
+  BwrapCommand command = Command();
+  command.mounts = {{BwrapMount::Kind::kReadOnlyTmpfs, ".git"},
+                    {BwrapMount::Kind::kReadOnlyTmpfs, ".git"},
+                    {BwrapMount::Kind::kReadOnlyTmpfs, ".git"},
+                    {BwrapMount::Kind::kReadOnlyTmpfs, "sub/.git"}};
+  const Args args = BuildBwrapInvocation(BwrapStaticArgs(Config()), command).argv;
+  EXPECT_EQ(std::count(args.begin(), args.end(), "/workspace/.git"), 2);  // --tmpfs, --remount-ro
+  EXPECT_TRUE(HasRun(
+      args, {"--size", "4096", "--tmpfs", "/workspace/.git", "--remount-ro", "/workspace/.git"}));
+  EXPECT_TRUE(HasRun(args, {"--size", "4096", "--tmpfs", "/workspace/sub/.git", "--remount-ro",
+                            "/workspace/sub/.git"}));
+}
+
 TEST(BwrapCommandTest, HostSystemDirsAreDirectoriesOrLinks) {
   for (const SystemDir& dir : HostSystemDirs()) {
     EXPECT_EQ(dir.path[0], '/') << dir.path;

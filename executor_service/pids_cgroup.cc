@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -34,7 +35,12 @@ std::vector<int> ReadPids(const std::string& path) {
   return pids;
 }
 
+std::atomic<uint64_t> next_instance{0};
+
 }  // namespace
+
+PidsCgroupParent::PidsCgroupParent(std::string path, bool owned)
+    : path_(std::move(path)), owned_(owned), instance_(next_instance.fetch_add(1)) {}
 
 PidsCgroup::~PidsCgroup() {
   KillAll();
@@ -47,15 +53,18 @@ PidsCgroup::~PidsCgroup() {
 }
 
 void PidsCgroup::KillAll() {
-  // cgroup v2 kills the whole cgroup atomically; v1 needs a loop (a forking process may add
-  // one more between the read and the kill, never more than pids.max).
-  if (WriteText(path_ + "/cgroup.kill", "1")) return;
+  // cgroup v2 kills the whole cgroup at once (but returns before they are gone); v1 needs a
+  // loop (a forking process may add one more between the read and the kill, never more than
+  // pids.max). Either way, wait until cgroup.procs is empty.
+  const bool v2_killed = WriteText(path_ + "/cgroup.kill", "1");
   const absl::Time until = absl::Now() + absl::Seconds(2);
   while (absl::Now() < until) {
     std::vector<int> pids = ReadPids(path_ + "/cgroup.procs");
     if (pids.empty()) return;
-    for (int pid : pids) kill(pid, SIGKILL);
-    usleep(1000);
+    if (!v2_killed) {
+      for (int pid : pids) kill(pid, SIGKILL);
+    }
+    usleep(200);
   }
 }
 
@@ -94,14 +103,102 @@ absl::StatusOr<std::unique_ptr<PidsCgroupParent>> PidsCgroupParent::Detect() {
 }
 
 PidsCgroupParent::~PidsCgroupParent() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+  // The background thread is gone: remove what is left here.
+  absl::MutexLock lock(&mu_);
+  pool_.clear();
+  retired_.clear();
   if (owned_) rmdir(path_.c_str());
 }
 
+absl::StatusOr<std::unique_ptr<PidsCgroup>> PidsCgroupParent::Take(uint64_t max_pids,
+                                                                   int pool_size) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { Background(); });
+    pool_size_ = static_cast<size_t>(std::max(pool_size, 0));
+    if (pool_max_pids_ != max_pids) {
+      // A different limit: the pooled ones do not fit (retire them, they were never used).
+      for (auto& unused : pool_) retired_.push_back(std::move(unused));
+      pool_.clear();
+      pool_max_pids_ = max_pids;
+    }
+    if (!pool_.empty()) {
+      std::unique_ptr<PidsCgroup> cgroup = std::move(pool_.front());
+      pool_.pop_front();
+      return cgroup;  // the background thread sees the pool below its size and refills it
+    }
+  }
+  return Create(max_pids);
+}
+
+void PidsCgroupParent::Retire(std::unique_ptr<PidsCgroup> cgroup) {
+  if (cgroup == nullptr) return;
+  {
+    absl::MutexLock lock(&mu_);
+    if (thread_.joinable()) {
+      retired_.push_back(std::move(cgroup));
+      return;
+    }
+  }
+  cgroup.reset();  // no background thread (Take was never called): removed here
+}
+
+size_t PidsCgroupParent::retiring() const {
+  absl::MutexLock lock(&mu_);
+  return retired_.size() + removing_;
+}
+
+void PidsCgroupParent::Background() {
+  auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stop_ || !retired_.empty() || pool_.size() < pool_size_;
+  };
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    mu_.Await(absl::Condition(&has_work));
+    if (stop_) return;
+    if (!retired_.empty()) {
+      std::vector<std::unique_ptr<PidsCgroup>> batch;
+      batch.swap(retired_);
+      removing_ = batch.size();
+      mu_.Unlock();
+      batch.clear();  // kills what is left and removes each directory
+      mu_.Lock();
+      removing_ = 0;
+      continue;
+    }
+    const uint64_t max_pids = pool_max_pids_;
+    mu_.Unlock();
+    absl::StatusOr<std::unique_ptr<PidsCgroup>> fresh = Create(max_pids);
+    mu_.Lock();
+    if (!fresh.ok()) {
+      // The hierarchy refuses now: stop filling; Take creates on demand (and says why).
+      pool_size_ = 0;
+      continue;
+    }
+    if (max_pids == pool_max_pids_) {
+      pool_.push_back(*std::move(fresh));
+    } else {
+      retired_.push_back(*std::move(fresh));
+    }
+  }
+}
+
 absl::StatusOr<std::unique_ptr<PidsCgroup>> PidsCgroupParent::Create(uint64_t max_pids) {
-  const std::string path = absl::StrCat(path_, "/cmd-", next_.fetch_add(1));
-  if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot create cgroup ", path, ": ", strerror(errno)));
+  // A new directory, never one that exists: it could be another command's (another parent
+  // in this process shares Detect's directory).
+  std::string path;
+  for (int attempt = 0;; ++attempt) {
+    path = absl::StrCat(path_, "/cmd-", instance_, "-", next_.fetch_add(1));
+    if (mkdir(path.c_str(), 0755) == 0) break;
+    if (errno != EEXIST || attempt >= 100) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot create cgroup ", path, ": ", strerror(errno)));
+    }
   }
   UniqueFd procs(open((path + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
   if (!procs.valid() || !WriteText(path + "/pids.max", absl::StrCat(max_pids))) {

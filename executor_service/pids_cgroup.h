@@ -5,10 +5,15 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "executor_service/unique_fd.h"
 
 namespace rein {
@@ -26,7 +31,9 @@ class PidsCgroup {
   // cgroup.procs opened for writing: a process joins by writing "0" to it.
   int procs_fd() const { return procs_.get(); }
 
-  // SIGKILLs every process in the cgroup, repeatedly, until it is empty (bounded to ~2 s).
+  // SIGKILLs every process in the cgroup, repeatedly, until its cgroup.procs is empty
+  // (bounded to ~2 s): on return no process of it runs any more. Removing the empty cgroup
+  // (the destructor) may still have to wait a moment for the kernel to release them.
   void KillAll();
 
  private:
@@ -35,7 +42,9 @@ class PidsCgroup {
 };
 
 // A directory of a cgroup hierarchy with the pids controller, where the executor makes one
-// child cgroup per command. Thread-safe.
+// child cgroup per command. Creating and removing cgroups is kept off a command's critical
+// path: a background thread keeps a few fresh (never used) cgroups ready for Take, and removes
+// the cgroups handed to Retire. A cgroup is never given to a second command. Thread-safe.
 class PidsCgroupParent {
  public:
   // Uses `path` as given (cgroup v1 or a delegated v2 directory whose subtree_control has
@@ -47,19 +56,44 @@ class PidsCgroupParent {
   // /sys/fs/cgroup/pids and makes "rein-executor-<pid>" beneath it (removed on destruction).
   static absl::StatusOr<std::unique_ptr<PidsCgroupParent>> Detect();
 
+  // Removes the cgroups still pooled or retiring (waiting for the last of them), then the
+  // parent when Detect made it.
   ~PidsCgroupParent();
 
   const std::string& path() const { return path_; }
 
-  // A new child cgroup limited to `max_pids` processes.
+  // A new child cgroup limited to `max_pids` processes, made now.
   absl::StatusOr<std::unique_ptr<PidsCgroup>> Create(uint64_t max_pids);
 
+  // A fresh child cgroup limited to `max_pids`: a pooled one when there is one, else made now.
+  // The first call starts the background thread that keeps `pool_size` of them ready.
+  absl::StatusOr<std::unique_ptr<PidsCgroup>> Take(uint64_t max_pids, int pool_size = 4);
+
+  // Hands a used cgroup over for removal in the background: the caller must already have
+  // killed its processes (PidsCgroup::KillAll); the background thread kills again whatever
+  // is left and removes the directory.
+  void Retire(std::unique_ptr<PidsCgroup> cgroup);
+
+  // Cgroups retired and not yet removed (for tests).
+  size_t retiring() const;
+
  private:
-  PidsCgroupParent(std::string path, bool owned) : path_(std::move(path)), owned_(owned) {}
+  PidsCgroupParent(std::string path, bool owned);
+  void Background();
 
   std::string path_;
   bool owned_;
+  uint64_t instance_;  // in the names of its children: parents may share a directory
   std::atomic<uint64_t> next_{0};
+
+  mutable absl::Mutex mu_;
+  std::deque<std::unique_ptr<PidsCgroup>> pool_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<PidsCgroup>> retired_ ABSL_GUARDED_BY(mu_);
+  size_t removing_ ABSL_GUARDED_BY(mu_) = 0;  // taken from retired_, being removed
+  uint64_t pool_max_pids_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t pool_size_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // started by the first Take
 };
 
 }  // namespace rein

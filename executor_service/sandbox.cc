@@ -7,12 +7,17 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -78,7 +83,110 @@ void WaitForExit(int pid, absl::Duration limit) {
   poll(&fd, 1, static_cast<int>(absl::ToInt64Milliseconds(limit)));
 }
 
-// Finds `name` in kSandboxPath on the host (for unsandboxed runs).
+// The passwd and group files of the sandbox: root and the command's user.
+std::string PasswdData(uint32_t uid, uint32_t gid) {
+  return absl::StrCat("root:x:0:0:root:/root:/bin/sh\nsandbox:x:", uid, ":", gid,
+                      ":sandbox:", kSandboxWorkspace, ":/bin/sh\n");
+}
+std::string GroupData(uint32_t gid) { return absl::StrCat("root:x:0:\nsandbox:x:", gid, ":\n"); }
+
+bool WriteFile(const std::filesystem::path& path, absl::string_view data) {
+  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd.valid()) return false;
+  while (!data.empty()) {
+    const ssize_t n = write(fd.get(), data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// The inode of this process's pid namespace: pids are compared only within one.
+uint64_t PidNamespace() {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+// Removes the staged /etc directories ("rein-sandbox-etc-<pid namespace>-<pid>-*") in `parent`
+// of executors of this pid namespace that are gone (killed before they could remove their own);
+// never one of a live process, nor one of another pid namespace.
+void RemoveStaleEtcDirs(const std::string& parent, uint64_t pid_namespace) {
+  namespace fs = std::filesystem;
+  const std::string prefix = absl::StrCat("rein-sandbox-etc-", pid_namespace, "-");
+  std::error_code error;
+  for (auto it = fs::directory_iterator(parent, error); !error && it != fs::directory_iterator();
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (pid_namespace == 0 || !absl::StartsWith(name, prefix)) continue;
+    std::vector<std::string> parts = absl::StrSplit(name.substr(prefix.size()), '-');
+    int pid = 0;
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &pid) || pid <= 0) continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to ask)
+    std::error_code ignored;
+    fs::remove_all(it->path(), ignored);
+  }
+}
+
+// Makes the sandbox's /etc once: a copy of each of SandboxEtcEntries that exists on the host
+// (a symbolic link at the top followed, as a bind would; links inside directories kept, they
+// resolve inside the sandbox), passwd and group, and an empty resolv.conf where --share-net
+// binds the host's. One read-only bind of it replaces a bind per entry: bubblewrap's mounts
+// are most of a command's start-up time. Copies what the host has now: a change to those files
+// of the host's /etc is seen by commands after the executor restarts.
+absl::StatusOr<std::string> StageEtc(uint32_t uid, uint32_t gid) {
+  namespace fs = std::filesystem;
+  const char* tmpdir = getenv("TMPDIR");
+  const std::string parent = tmpdir != nullptr && tmpdir[0] == '/' ? tmpdir : "/tmp";
+  const uint64_t pid_namespace = PidNamespace();
+  RemoveStaleEtcDirs(parent, pid_namespace);
+  std::string dir =
+      absl::StrCat(parent, "/rein-sandbox-etc-", pid_namespace, "-", getpid(), "-XXXXXX");
+  if (mkdtemp(dir.data()) == nullptr) return Errno(absl::StrCat("mkdtemp ", dir));
+  std::error_code error;
+  auto fail = [&](absl::string_view what) {
+    fs::remove_all(dir, error);
+    return absl::InternalError(absl::StrCat("staging the sandbox's /etc: ", what));
+  };
+  if (chmod(dir.c_str(), 0755) != 0) return fail(strerror(errno));
+  constexpr uintmax_t kMaxBytes = 64 << 20;
+  uintmax_t bytes = 0;
+  for (const std::string& entry : SandboxEtcEntries()) {
+    const fs::path source = fs::path("/etc") / entry;
+    fs::path resolved = fs::canonical(source, error);
+    if (error) continue;  // absent on this host (or a dangling link): as --ro-bind-try
+    const fs::path target = fs::path(dir) / entry;
+    fs::create_directories(target.parent_path(), error);
+    if (error) return fail(absl::StrCat(entry, ": ", error.message()));
+    fs::copy(resolved, target, fs::copy_options::recursive | fs::copy_options::copy_symlinks,
+             error);
+    if (error) return fail(absl::StrCat(entry, ": ", error.message()));
+    for (auto it = fs::recursive_directory_iterator(target, error);
+         !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
+      if (it->is_regular_file(error) && !it->is_symlink(error)) bytes += it->file_size(error);
+    }
+    if (fs::is_regular_file(target, error) && !fs::is_symlink(target, error)) {
+      bytes += fs::file_size(target, error);
+    }
+    if (bytes > kMaxBytes) return fail(absl::StrCat("more than ", kMaxBytes, " bytes"));
+  }
+  if (!WriteFile(fs::path(dir) / "passwd", PasswdData(uid, gid)) ||
+      !WriteFile(fs::path(dir) / "group", GroupData(gid)) ||
+      !WriteFile(fs::path(dir) / "resolv.conf", "")) {
+    return fail(strerror(errno));
+  }
+  return dir;
+}
+
+// True when a path bound for the command lies in /etc (its mount point cannot be made in the
+// read-only staged /etc).
+bool AnyUnderEtc(const std::vector<std::string>& paths) {
+  for (const std::string& path : paths) {
+    if (path == "/etc" || absl::StartsWith(path, "/etc/")) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string LookUpProgram(const std::string& name) {
@@ -127,8 +235,25 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options)
   bwrap.gid = sandbox->options_.gid;
   bwrap.tmp_size_bytes = sandbox->options_.tmp_size_bytes;
   bwrap.system_dirs = HostSystemDirs();
-  sandbox->static_args_ = BwrapStaticArgs(bwrap);
+  sandbox->per_entry_etc_args_ = BwrapStaticArgs(bwrap);
+  absl::StatusOr<std::string> etc = StageEtc(bwrap.uid, bwrap.gid);
+  if (etc.ok()) {
+    sandbox->etc_dir_ = *etc;
+    bwrap.etc_dir = *etc;
+    sandbox->static_args_ = BwrapStaticArgs(bwrap);
+  } else {
+    // Still sandboxed, only slower to start: a bind per entry of the host's /etc.
+    sandbox->static_args_ = sandbox->per_entry_etc_args_;
+  }
   absl::Status probe = sandbox->Probe();
+  if (!probe.ok() && !sandbox->etc_dir_.empty()) {
+    // Not the staged /etc's fault, most likely; but without it the sandbox may still work.
+    std::error_code ignored;
+    std::filesystem::remove_all(sandbox->etc_dir_, ignored);
+    sandbox->etc_dir_.clear();
+    sandbox->static_args_ = sandbox->per_entry_etc_args_;
+    probe = sandbox->Probe();
+  }
   if (probe.ok()) {
     sandbox->state_ = State::kBwrap;
   } else {
@@ -136,6 +261,13 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options)
     sandbox->unavailable_reason_ = std::string(probe.message());
   }
   return sandbox;
+}
+
+Sandbox::~Sandbox() {
+  if (!etc_dir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(etc_dir_, ignored);
+  }
 }
 
 std::vector<std::string> Sandbox::Environment(const std::string& home) const {
@@ -226,6 +358,15 @@ absl::StatusOr<CommandOutcome> Sandbox::Run(const Workspace& workspace,
   return CheckMutationAllowed();
 }
 
+absl::StatusOr<std::unique_ptr<PidsCgroup>> Sandbox::TakeCgroup() const {
+  if (!cgroups_) return std::unique_ptr<PidsCgroup>();
+  return cgroups_->Take(options_.max_pids, /*pool_size=*/std::min(options_.max_concurrent, 8));
+}
+
+void Sandbox::RetireCgroup(std::unique_ptr<PidsCgroup> cgroup) const {
+  if (cgroups_) cgroups_->Retire(std::move(cgroup));
+}
+
 absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
                                                  const CommandRequest& request,
                                                  bool protect) const {
@@ -240,32 +381,32 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   absl::StatusOr<ProtectedMountLease> mounts =
       protect ? protected_mounts_.Acquire(workspace) : ProtectedMountLease();
   if (!mounts.ok()) return mounts.status();
-  std::unique_ptr<PidsCgroup> cgroup;
-  if (cgroups_) {
-    absl::StatusOr<std::unique_ptr<PidsCgroup>> created = cgroups_->Create(options_.max_pids);
-    if (!created.ok()) return created.status();
-    cgroup = *std::move(created);
-  }
+  absl::StatusOr<std::unique_ptr<PidsCgroup>> cgroup = TakeCgroup();
+  if (!cgroup.ok()) return cgroup.status();
   absl::StatusOr<UniqueFd> seccomp = SandboxSeccompProgramFd(request.share_network);
   if (!seccomp.ok()) return seccomp.status();
   int status_fds[2];
   if (pipe2(status_fds, O_CLOEXEC) != 0) return Errno("pipe");
   UniqueFd status_read(status_fds[0]);
   UniqueFd status_write(status_fds[1]);
-  absl::StatusOr<UniqueFd> passwd =
-      DataPipe(absl::StrCat("root:x:0:0:root:/root:/bin/sh\nsandbox:x:", options_.uid, ":",
-                            options_.gid, ":sandbox:", kSandboxWorkspace, ":/bin/sh\n"));
-  if (!passwd.ok()) return passwd.status();
-  absl::StatusOr<UniqueFd> group =
-      DataPipe(absl::StrCat("root:x:0:\nsandbox:x:", options_.gid, ":\n"));
-  if (!group.ok()) return group.status();
+  // The staged /etc has passwd and group, but cannot take a mount point for a path in /etc.
+  const bool staged_etc = !etc_dir_.empty() && !AnyUnderEtc(request.read_only_paths);
+  UniqueFd passwd, group;
+  if (!staged_etc) {
+    absl::StatusOr<UniqueFd> passwd_pipe = DataPipe(PasswdData(options_.uid, options_.gid));
+    if (!passwd_pipe.ok()) return passwd_pipe.status();
+    absl::StatusOr<UniqueFd> group_pipe = DataPipe(GroupData(options_.gid));
+    if (!group_pipe.ok()) return group_pipe.status();
+    passwd = *std::move(passwd_pipe);
+    group = *std::move(group_pipe);
+  }
 
   BwrapCommand command;
   command.seccomp_fd = seccomp->get();
   command.status_fd = status_write.get();
   command.workspace_fd = workspace.dir_fd();
-  command.passwd_fd = passwd->get();
-  command.group_fd = group->get();
+  command.passwd_fd = passwd.get();
+  command.group_fd = group.get();
   for (const ProtectedMount& mount : mounts->mounts()) {
     // A file placeholder is read-only like a protected file.
     const BwrapMount::Kind kind = mount.kind == ProtectedMount::kPin ? BwrapMount::Kind::kBind
@@ -278,7 +419,8 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   command.argv = request.argv;
   command.share_network = request.share_network;
   command.read_only_paths = request.read_only_paths;
-  BwrapInvocation invocation = BuildBwrapInvocation(static_args_, command);
+  BwrapInvocation invocation =
+      BuildBwrapInvocation(staged_etc ? static_args_ : per_entry_etc_args_, command);
 
   ChildSpec spec;
   spec.path = options_.bwrap_path;
@@ -287,7 +429,7 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   spec.env = Environment(kSandboxWorkspace);
   spec.env.insert(spec.env.end(), request.env.begin(), request.env.end());
   spec.limits = options_.limits;
-  spec.cgroup_procs_fd = cgroup ? cgroup->procs_fd() : -1;
+  spec.cgroup_procs_fd = *cgroup ? (*cgroup)->procs_fd() : -1;
   spec.new_session = true;
   spec.stdin_fd = request.stdin_fd;
   spec.stdout_fd = request.stdout_fd;
@@ -301,11 +443,13 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
         // command outlives the call. The cgroup catches anything still running.
         status += ReadAvailable(status_read.get());
         WaitForExit(ChildPid(status), absl::Seconds(2));
-        if (cgroup) cgroup->KillAll();
+        if (*cgroup) (*cgroup)->KillAll();
       });
   status_write.Reset();
   status += ReadAvailable(status_read.get());
-  cgroup.reset();
+  // Its processes are gone (KillAll waited for an empty cgroup); removing the directory can
+  // take the kernel a while and is done off the reply's path.
+  RetireCgroup(*std::move(cgroup));
   mounts->Release();
   if (!child.ok()) return child.status();
   if (!absl::StrContains(status, "\"child-pid\"") && !child->timed_out) {
@@ -342,18 +486,15 @@ absl::StatusOr<CommandOutcome> Sandbox::RunUnsandboxed(const Workspace& workspac
   spec.stdin_fd = request.stdin_fd;
   spec.stdout_fd = request.stdout_fd;
   spec.stop_fd = request.stop_fd;
-  std::unique_ptr<PidsCgroup> cgroup;
-  if (cgroups_) {
-    absl::StatusOr<std::unique_ptr<PidsCgroup>> created = cgroups_->Create(options_.max_pids);
-    if (!created.ok()) return created.status();
-    cgroup = *std::move(created);
-  }
-  spec.cgroup_procs_fd = cgroup ? cgroup->procs_fd() : -1;
+  absl::StatusOr<std::unique_ptr<PidsCgroup>> cgroup = TakeCgroup();
+  if (!cgroup.ok()) return cgroup.status();
+  spec.cgroup_procs_fd = *cgroup ? (*cgroup)->procs_fd() : -1;
   absl::StatusOr<ChildOutcome> child =
       RunChild(spec, request.deadline, request.max_output_bytes, [&](int pid) {
         kill(-pid, SIGKILL);  // its process group (it called setsid)
-        if (cgroup) cgroup->KillAll();
+        if (*cgroup) (*cgroup)->KillAll();
       });
+  RetireCgroup(*std::move(cgroup));
   if (!child.ok()) return child.status();
   CommandOutcome outcome;
   outcome.child = *std::move(child);

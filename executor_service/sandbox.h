@@ -103,6 +103,8 @@ class Sandbox {
   // allow_unsandboxed) and probes bubblewrap by running /bin/true in a full sandbox. A failed
   // probe is not an error: the sandbox is then kUnavailable and says why.
   static absl::StatusOr<std::unique_ptr<Sandbox>> Create(SandboxOptions options);
+  // Removes the staged /etc.
+  ~Sandbox();
 
   State state() const { return state_; }
   const SandboxOptions& options() const { return options_; }
@@ -137,6 +139,10 @@ class Sandbox {
   absl::StatusOr<CommandOutcome> RunUnsandboxed(const Workspace& workspace,
                                                 const CommandRequest& request) const;
   std::vector<std::string> Environment(const std::string& home) const;
+  // A fresh pids cgroup for one command (null when there is no pids hierarchy), and its
+  // removal in the background once the command's processes are dead.
+  absl::StatusOr<std::unique_ptr<PidsCgroup>> TakeCgroup() const;
+  void RetireCgroup(std::unique_ptr<PidsCgroup> cgroup) const;
 
   SandboxOptions options_;
   ProtectedPaths protected_;
@@ -144,7 +150,10 @@ class Sandbox {
   std::string unavailable_reason_;
   std::string cgroup_note_;
   std::unique_ptr<PidsCgroupParent> cgroups_;
+  std::string etc_dir_;  // the staged /etc (BwrapConfig::etc_dir), "" when staging failed
   std::vector<std::string> static_args_;  // BwrapStaticArgs, the same for every command
+  // BwrapStaticArgs without etc_dir: for a command that binds a path in /etc.
+  std::vector<std::string> per_entry_etc_args_;
   std::atomic<int> in_use_{0};
   mutable ProtectedMounts protected_mounts_;  // counts placeholders across const Run calls
 };
