@@ -13,17 +13,24 @@
 
 namespace rein {
 
+// The plan tool's maxItems for subtasks (planner_service/structured_output.cc).
+inline constexpr int kMaxSubtasksPerPlanReply = 20;
+
 struct TokenRunOptions {
   int steps = 50;                       // read_file calls; two per subtask, one plan per subtask
   size_t observation_bytes = 300;       // what each read returns
   int64_t min_cacheable_tokens = 1024;  // the API's minimum for most models
   std::string prompts_dir;              // the planner's prompts
   absl::Duration deadline = absl::Seconds(120);  // for the whole run
+  // RunScriptedTask: subtasks (of two reads each) per plan reply. 1 plans one subtask at a
+  // time; kMaxSubtasksPerPlanReply lists as many as the plan schema allows at once, as a model
+  // typically plans "read these 50 files" (50 reads: a plan of 20 subtasks, then one of 5).
+  int subtasks_per_plan = 1;
 };
 
 // One model request as the fake answered it.
 struct ModelRequest {
-  std::string stage;  // "plan", "decide" or "evaluate"
+  std::string stage;  // "plan", "decide", "evaluate" or (RunReactLoop) "react"
   int iteration = 0;  // the planner request's iteration
   int64_t body_bytes = 0;
   int64_t input_tokens = 0;  // neither read from nor written to the cache
@@ -48,6 +55,13 @@ double PricedInput(const ModelRequest& r);
 // work, the second completes it (and, at the last step, the goal). Error when the run does not
 // end as scripted or the deadline passes.
 absl::StatusOr<TokenRunResult> RunScriptedTask(const TokenRunOptions& options);
+
+// The same task as a ReAct loop with prompt caching on the same fake and the same tools: one
+// conversation (the goal, then an assistant tool_use and a user tool_result per read, then the
+// final answer), each request sending the whole conversation so far with cache breakpoints on
+// the tools, the system prompt (a few sentences) and the last message. `steps` reads of
+// `observation_bytes` each, then one request for the answer: steps + 1 requests.
+absl::StatusOr<TokenRunResult> RunReactLoop(const TokenRunOptions& options);
 
 }  // namespace rein
 
