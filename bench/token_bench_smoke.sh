@@ -18,7 +18,14 @@ out=$(timeout 60 bench/token_bench --quick) || fail "token_bench --quick failed"
 check token_bench "$out" tokens.small_reads.requests tokens.small_reads.requests.plan \
   tokens.small_reads.requests.decide tokens.small_reads.requests.evaluate \
   tokens.small_reads.input tokens.small_reads.output tokens.small_reads.cache_read \
-  tokens.small_reads.cache_write tokens.small_reads.priced_input tokens.4kb_reads.priced_input
+  tokens.small_reads.cache_write tokens.small_reads.priced_input tokens.4kb_reads.priced_input \
+  tokens.small_reads_full_plan.requests.plan tokens.small_reads_full_plan.priced_input \
+  tokens.4kb_reads_full_plan.priced_input tokens.react.small_reads.requests \
+  tokens.react.small_reads.input tokens.react.small_reads.cache_read \
+  tokens.react.small_reads.cache_write tokens.react.small_reads.priced_input \
+  tokens.react.4kb_reads.priced_input tokens.small_reads.priced_vs_react \
+  tokens.small_reads_full_plan.priced_vs_react tokens.4kb_reads.priced_vs_react \
+  tokens.4kb_reads_full_plan.priced_vs_react
 out=$(timeout 60 bench/prompt_bench --quick) || fail "prompt_bench --quick failed"
 check prompt_bench "$out" prompt.plan.it2.bytes prompt.plan.it50.tokens prompt.decide.it10.tokens \
   prompt.evaluate.it50.bytes prompt.plan.growth_2_50 prompt.decide.growth_2_50 \
