@@ -372,11 +372,19 @@ are wall-clock on a shared machine: compare ratios from one run, and repeat.
 """
 
 
+# Written by hand (the profiles, and what stands in the way of each target not met); the
+# generated report carries it after the ratio table so a new table never loses it.
+ANALYSIS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ANALYSIS.md")
+
+
 def report(runner, args, seconds):
     f = runner.figures
     out = []
     out.append("## Ratios against the targets\n")
     out.append(table(["figure", "measured", "target", ""], ratio_rows(f)))
+    if args.out and os.path.exists(ANALYSIS):
+        with open(ANALYSIS) as analysis:
+            out.append("\n" + analysis.read().strip() + "\n")
     out.append("\n## Phases\n")
     out.append(table(["phase", "status", "time", "note"],
                      [(p, s, "%.0f s" % t, n) for p, s, t, n in runner.status]))
