@@ -8,13 +8,10 @@
 //   bazel build -c opt //bench:sandbox_bench //executor_service:rein-executor
 //   bazel-bin/bench/sandbox_bench --executor_binary=bazel-bin/executor_service/rein-executor
 //     [--quick] [--calls=200]
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,6 +32,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "rein/v1/executor.grpc.pb.h"
+#include "tests/cluster.h"
 
 ABSL_FLAG(bool, quick, false, "a smaller run for smoke tests (30 calls of each kind)");
 ABSL_FLAG(int, calls, 200, "calls of each kind (without --quick)");
@@ -75,19 +73,6 @@ void StartWatchdog(absl::Duration limit) {
     absl::SleepFor(limit);
     Die(absl::StrCat("overran its deadline of ", absl::FormatDuration(limit), "; killed"));
   }).detach();
-}
-
-int FreePort() {
-  // Port 0 is not an option for the executor's --listen, so ask the kernel for a free one.
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
 }
 
 // Starts `argv` in its own process group, output to `log`.
@@ -153,7 +138,7 @@ struct Executor {
 // Starts rein-executor on `root` with `flags` and waits until it serves with a bwrap sandbox.
 Executor StartExecutor(const std::string& binary, const std::string& root, const std::string& id,
                        const std::vector<std::string>& flags, std::atomic<pid_t>* pgid) {
-  const std::string target = absl::StrCat("127.0.0.1:", FreePort());
+  const std::string target = absl::StrCat("127.0.0.1:", rein::testing::FreePort());
   std::vector<std::string> argv = {binary, absl::StrCat("--listen=", target),
                                    absl::StrCat("--workspace_root=", root),
                                    absl::StrCat("--executor_id=", id), "--sandbox=bwrap"};
