@@ -19,6 +19,8 @@ struct TokenRunOptions {
   int64_t min_cacheable_tokens = 1024;  // the API's minimum for most models
   std::string prompts_dir;              // the planner's prompts
   absl::Duration deadline = absl::Seconds(120);  // for the whole run
+  // RunSpec.combine_evaluate_decide: the first evaluation of a subtask also gives the next read.
+  bool combine_evaluate_decide = true;
 };
 
 // One model request as the fake answered it.
@@ -45,7 +47,8 @@ double PricedInput(const ModelRequest& r);
 
 // Drives one run to its end. The model's answers are scripted: each plan gives one subtask of
 // two reads, each decide reads the next file, the first evaluation of a subtask needs more
-// work, the second completes it (and, at the last step, the goal). Error when the run does not
+// work (and, when asked, proposes the next read), the second completes it (and, at the last
+// step, the goal). Error when the run does not
 // end as scripted or the deadline passes.
 absl::StatusOr<TokenRunResult> RunScriptedTask(const TokenRunOptions& options);
 
