@@ -470,9 +470,13 @@ std::string RunSummary(const v1::Run& run, absl::TimeZone zone) {
   for (int point : spec.pause_points()) {
     points.push_back(v1::PausePoint_Name(static_cast<v1::PausePoint>(point)));
   }
-  absl::StrAppend(&out, "pause points: ", points.empty() ? "none" : absl::StrJoin(points, ", "),
-                  "  pause on notes: ",
-                  (!spec.has_pause_on_notes() || spec.pause_on_notes()) ? "yes" : "no", "\n");
+  absl::StrAppend(
+      &out, "pause points: ", points.empty() ? "none" : absl::StrJoin(points, ", "),
+      "  pause on notes: ", (!spec.has_pause_on_notes() || spec.pause_on_notes()) ? "yes" : "no",
+      (!spec.has_combine_evaluate_decide() || spec.combine_evaluate_decide())
+          ? ""
+          : "  one reply for two stages: no",
+      "\n");
   const v1::Limits& limits = spec.limits();
   absl::StrAppend(
       &out, "limits: max_iterations ", EffectiveMaxIterations(spec), "  deadline ",
