@@ -206,6 +206,7 @@ std::string EventLine(const v1::RunEvent& event) {
       if (!decision.subtask_id().empty()) {
         absl::StrAppend(&line, "  (subtask ", OneLine(decision.subtask_id(), 40), ")");
       }
+      if (decision.from_evaluation()) absl::StrAppend(&line, "  proposed by the evaluation");
       absl::StrAppend(&line, NotesSuffix(decision.notes()));
       break;
     }
@@ -227,6 +228,9 @@ std::string EventLine(const v1::RunEvent& event) {
         absl::StrAppend(&line, ": ", OneLine(evaluation.summary(), kLineBytes));
       }
       if (evaluation.goal_achieved()) absl::StrAppend(&line, "  goal achieved");
+      if (!evaluation.next_call_dropped().empty()) {
+        absl::StrAppend(&line, "  (", OneLine(evaluation.next_call_dropped(), kLineBytes), ")");
+      }
       absl::StrAppend(&line, NotesSuffix(evaluation.notes()));
       break;
     }
