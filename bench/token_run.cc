@@ -131,6 +131,7 @@ absl::StatusOr<TokenRunResult> RunScriptedTask(const TokenRunOptions& options) {
   spec.set_goal(Goal(options.steps));
   spec.mutable_limits()->set_max_iterations(100000);
   spec.mutable_limits()->mutable_deadline()->set_seconds(24 * 3600);
+  spec.set_combine_evaluate_decide(options.combine_evaluate_decide);
   ASSIGN_OR_RETURN(rein::v1::RunSpec normalized, NormalizeSpec(spec, tools));
 
   const StageRouter router;
@@ -218,13 +219,16 @@ absl::StatusOr<TokenRunResult> RunScriptedTask(const TokenRunOptions& options) {
         iteration = effect.evaluate.iteration();
         const bool second = ++evaluated % 2 == 0;
         const bool last = second && step >= options.steps;
-        server.Enqueue(Reply(
-            "submit_evaluation",
-            {{"reasoning", "The observation shows the file's lines."},
-             {"status", second ? "COMPLETED" : "NEEDS_MORE_WORK"},
-             {"summary", absl::StrCat("Read ", FileName(step - 1), ": 3 lines mention a fox.")},
-             {"goal_achieved", last}},
-            &output_tokens));
+        json verdict = {
+            {"reasoning", "The observation shows the file's lines."},
+            {"status", second ? "COMPLETED" : "NEEDS_MORE_WORK"},
+            {"summary", absl::StrCat("Read ", FileName(step - 1), ": 3 lines mention a fox.")},
+            {"goal_achieved", last}};
+        // Asked for the next call (RunSpec.combine_evaluate_decide): the model gives it.
+        if (!second && effect.evaluate.propose_next()) {
+          verdict["next_tool_call"] = {{"tool", "read_file"}, {"args", {{"path", FileName(step)}}}};
+        }
+        server.Enqueue(Reply("submit_evaluation", verdict, &output_tokens));
         apply(router.OnEvaluate(run, backend.Evaluate(effect.evaluate, effect.deadline), now));
         break;
       }

@@ -26,6 +26,8 @@ struct TokenRunOptions {
   // time; kMaxSubtasksPerPlanReply lists as many as the plan schema allows at once, as a model
   // typically plans "read these 50 files" (50 reads: a plan of 20 subtasks, then one of 5).
   int subtasks_per_plan = 1;
+  // RunSpec.combine_evaluate_decide: the first evaluation of a subtask also gives the next read.
+  bool combine_evaluate_decide = true;
 };
 
 // One model request as the fake answered it.
@@ -52,7 +54,8 @@ double PricedInput(const ModelRequest& r);
 
 // Drives one run to its end. The model's answers are scripted: each plan gives one subtask of
 // two reads, each decide reads the next file, the first evaluation of a subtask needs more
-// work, the second completes it (and, at the last step, the goal). Error when the run does not
+// work (and, when asked, proposes the next read), the second completes it (and, at the last
+// step, the goal). Error when the run does not
 // end as scripted or the deadline passes.
 absl::StatusOr<TokenRunResult> RunScriptedTask(const TokenRunOptions& options);
 

@@ -52,6 +52,7 @@ const std::vector<SubcommandDef>& Subcommands() {
         {"cost_budget_usd", true, false},
         {"on_stagnation", true, false},
         {"no_pause_on_notes", false, false},
+        {"no_combine_evaluate_decide", false, false},
         {"label", true, true},
         {"request_id", true, false},
         {"model", true, false},
@@ -62,7 +63,8 @@ const std::vector<SubcommandDef>& Subcommands() {
        "      [--max_iterations=N] [--deadline=10m] [--stage_timeout=120s] [--retry_budget=N]\n"
        "      [--token_budget=N] [--cost_budget_usd=DOLLARS]\n"
        "      [--on_stagnation=REPLAN_THEN_PAUSE|PAUSE|FAIL]\n"
-       "      [--no_pause_on_notes] [--label=k=v ...] [--request_id=ID] [--model=M]\n"
+       "      [--no_pause_on_notes] [--no_combine_evaluate_decide]\n"
+       "      [--label=k=v ...] [--request_id=ID] [--model=M]\n"
        "      [--watch] [--json]\n"
        "    Starts a run and prints its id (--json: the Run in proto3 JSON). --spec is a RunSpec\n"
        "    in proto3 JSON; flags override it. --watch then watches the run (see watch)."},
@@ -345,6 +347,9 @@ absl::Status ParseStartFlags(const FlagValues& values, StartOptions& start) {
     start.on_stagnation = *parsed;
   }
   if (auto value = Last(values, "no_pause_on_notes")) start.no_pause_on_notes = *value == "true";
+  if (auto value = Last(values, "no_combine_evaluate_decide")) {
+    start.no_combine_evaluate_decide = *value == "true";
+  }
   if (auto it = values.find("label"); it != values.end()) {
     std::set<std::string> seen;
     for (const std::string& label : it->second) {

@@ -69,6 +69,7 @@ struct StartOptions {
   std::optional<double> cost_budget_usd;  // US dollars
   std::optional<v1::OnStagnation> on_stagnation;
   bool no_pause_on_notes = false;
+  bool no_combine_evaluate_decide = false;  // RunSpec.combine_evaluate_decide = false
   std::vector<std::pair<std::string, std::string>> labels;  // in the order given
   std::optional<std::string> model;
   std::string request_id;

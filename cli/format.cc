@@ -206,6 +206,7 @@ std::string EventLine(const v1::RunEvent& event) {
       if (!decision.subtask_id().empty()) {
         absl::StrAppend(&line, "  (subtask ", OneLine(decision.subtask_id(), 40), ")");
       }
+      if (decision.from_evaluation()) absl::StrAppend(&line, "  proposed by the evaluation");
       absl::StrAppend(&line, NotesSuffix(decision.notes()));
       break;
     }
@@ -227,6 +228,9 @@ std::string EventLine(const v1::RunEvent& event) {
         absl::StrAppend(&line, ": ", OneLine(evaluation.summary(), kLineBytes));
       }
       if (evaluation.goal_achieved()) absl::StrAppend(&line, "  goal achieved");
+      if (!evaluation.next_call_dropped().empty()) {
+        absl::StrAppend(&line, "  (", OneLine(evaluation.next_call_dropped(), kLineBytes), ")");
+      }
       absl::StrAppend(&line, NotesSuffix(evaluation.notes()));
       break;
     }
@@ -470,9 +474,13 @@ std::string RunSummary(const v1::Run& run, absl::TimeZone zone) {
   for (int point : spec.pause_points()) {
     points.push_back(v1::PausePoint_Name(static_cast<v1::PausePoint>(point)));
   }
-  absl::StrAppend(&out, "pause points: ", points.empty() ? "none" : absl::StrJoin(points, ", "),
-                  "  pause on notes: ",
-                  (!spec.has_pause_on_notes() || spec.pause_on_notes()) ? "yes" : "no", "\n");
+  absl::StrAppend(
+      &out, "pause points: ", points.empty() ? "none" : absl::StrJoin(points, ", "),
+      "  pause on notes: ", (!spec.has_pause_on_notes() || spec.pause_on_notes()) ? "yes" : "no",
+      (!spec.has_combine_evaluate_decide() || spec.combine_evaluate_decide())
+          ? ""
+          : "  one reply for two stages: no",
+      "\n");
   const v1::Limits& limits = spec.limits();
   absl::StrAppend(
       &out, "limits: max_iterations ", EffectiveMaxIterations(spec), "  deadline ",

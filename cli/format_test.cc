@@ -50,6 +50,9 @@ TEST(EventLine, DecisionShowsCallAndSubtask) {
             R"(#13 decision: list_files {"path":"."}  (subtask scan))");
   EXPECT_EQ(EventLine(Event(R"(seq: 14 decision { subtask_id: "s" human_query: "Which file?" })")),
             "#14 decision: ask a person: Which file?  (subtask s)");
+  EXPECT_EQ(EventLine(Event(R"(seq: 17 decision { subtask_id: "scan" from_evaluation: true
+      tool_call { tool: "read_file" args_json: "{}" } })")),
+            "#17 decision: read_file {}  (subtask scan)  proposed by the evaluation");
 }
 
 TEST(EventLine, ToolResultShowsFirstLineOfObservationOrError) {
@@ -68,6 +71,9 @@ TEST(EventLine, EvaluationShowsStatusAndSummary) {
   EXPECT_EQ(EventLine(Event(R"(seq: 16 evaluation { subtask_id: "x" status: NEEDS_MORE_WORK
       goal_achieved: true })")),
             "#16 evaluation x NEEDS_MORE_WORK  goal achieved");
+  EXPECT_EQ(EventLine(Event(R"(seq: 17 evaluation { subtask_id: "x" status: NEEDS_MORE_WORK
+      next_call_dropped: "the run went on to PAUSED (NOTES), not DECIDING" })")),
+            "#17 evaluation x NEEDS_MORE_WORK  (the run went on to PAUSED (NOTES), not DECIDING)");
 }
 
 TEST(EventLine, PausedShowsReasonPointDetailAndPendingCall) {

@@ -270,7 +270,7 @@ absl::StatusOr<rein::v1::EvaluateResponse> AnthropicBackend::Evaluate(
                    Ask(request.model(), options_.evaluate_max_tokens, prompt,
                        StageTools(request.run_tools()), kEvaluateToolName, deadline));
   return ToResponse<rein::v1::EvaluateResponse>(
-      answer, [](const json& output) { return EvaluateFromOutput(output); });
+      answer, [&](const json& output) { return EvaluateFromOutput(output, request); });
 }
 
 }  // namespace rein

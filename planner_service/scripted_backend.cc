@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "planner_service/proposal.h"
 
 namespace rein {
 namespace {
@@ -165,8 +166,10 @@ absl::StatusOr<rein::v1::EvaluateResponse> ScriptedBackend::Evaluate(
   facts.observations.push_back(request.action().observation());
   facts.tool = request.action().tool();
   facts.action_ok = request.action().ok();
-  return Respond<rein::v1::EvaluateResponse>(script_.evaluate, ScriptStage::kEvaluate, facts,
-                                             request.ByteSizeLong(), deadline, clock_);
+  absl::StatusOr<rein::v1::EvaluateResponse> reply = Respond<rein::v1::EvaluateResponse>(
+      script_.evaluate, ScriptStage::kEvaluate, facts, request.ByteSizeLong(), deadline, clock_);
+  if (reply.ok()) CheckProposedCall(request, &*reply);
+  return reply;
 }
 
 }  // namespace rein

@@ -157,6 +157,28 @@ TEST_F(ScriptedBackendTest, DecideHumanQueryIsParsed) {
   EXPECT_EQ(reply->human_query(), "which folder?");
 }
 
+TEST_F(ScriptedBackendTest, EvaluateNextCallIsKeptWhenAskedForAndValid) {
+  auto backend = Load(R"json({"evaluate": [{"reply": {
+      "status": "NEEDS_MORE_WORK", "summary": "listed",
+      "nextCall": {"tool": "read_file", "args": {"path": "a.txt"}}}}]})json");
+  ASSERT_NE(backend, nullptr);
+  EvaluateRequest request = MakeEvaluate("list", "list_files", true, "a.txt");
+  request.mutable_subtask()->add_allowed_tools("read_file");
+  request.add_run_tools()->set_name("read_file");
+  request.set_propose_next(true);
+  absl::StatusOr<EvaluateResponse> reply = backend->Evaluate(request, kNoDeadline);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->next_call().tool(), "read_file");
+  EXPECT_EQ(reply->next_call().args_json(), R"({"path":"a.txt"})");
+  // Not asked for (the run opted out): the same script's proposal is dropped.
+  request.set_propose_next(false);
+  reply = backend->Evaluate(request, kNoDeadline);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_FALSE(reply->has_next_call());
+  EXPECT_EQ(reply->status(), rein::v1::RunEvent::Evaluation::NEEDS_MORE_WORK);
+  EXPECT_NE(reply->next_call_dropped().find("not asked for"), std::string::npos);
+}
+
 TEST_F(ScriptedBackendTest, EvaluateStatusIsParsed) {
   auto backend = Load(R"json({"evaluate": [{"reply": {
       "status": "COMPLETED", "summary": "3 files", "goalAchieved": true}}]})json");

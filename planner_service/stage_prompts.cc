@@ -48,7 +48,7 @@ const std::map<std::string, TemplateVariables>& StageTemplateVariables() {
          {"subtask_text", "allowed_tool_names"}}}},
       {"evaluate",
        {{{"goal_text", "tool_list"}, {"goal_text"}},
-        {{"subtask_text", "action_text", "observation_text"},
+        {{"subtask_text", "action_text", "observation_text", "next_call_text"},
          {"subtask_text", "observation_text"}}}},
   };
   return *vars;
@@ -151,11 +151,11 @@ std::string ToolList(const google::protobuf::RepeatedPtrField<rein::v1::ToolSpec
   return OrNone(absl::StrJoin(lines, "\n"));
 }
 
-// Every tool of the run with its argument schema (the subtask's tools when the router sent no
-// run_tools).
-std::string DecideTools(const rein::v1::DecideRequest& r, const PromptBounds& b) {
+// Tools with their argument schemas.
+std::string ToolsWithSchemas(const google::protobuf::RepeatedPtrField<rein::v1::ToolSpec>& tools,
+                             const PromptBounds& b) {
   std::vector<std::string> lines;
-  for (const rein::v1::ToolSpec& tool : r.run_tools().empty() ? r.tools() : r.run_tools()) {
+  for (const rein::v1::ToolSpec& tool : tools) {
     lines.push_back(absl::StrCat(
         "- ", CapText(tool.name(), 128), tool.mutating() ? " (changes the workspace)" : "", ": ",
         CapText(tool.description(), b.tool_description_bytes), "\n  arguments schema: ",
@@ -163,6 +163,26 @@ std::string DecideTools(const rein::v1::DecideRequest& r, const PromptBounds& b)
                 b.tool_schema_bytes)));
   }
   return OrNone(absl::StrJoin(lines, "\n"));
+}
+
+// Every tool of the run with its argument schema (the subtask's tools when the router sent no
+// run_tools).
+std::string DecideTools(const rein::v1::DecideRequest& r, const PromptBounds& b) {
+  return ToolsWithSchemas(r.run_tools().empty() ? r.tools() : r.run_tools(), b);
+}
+
+// What Evaluate says about next_tool_call: when the router asks for a next call, which tools it
+// may use and when to fill it.
+std::string NextCallText(const rein::v1::EvaluateRequest& r) {
+  if (!r.propose_next()) return "Leave next_tool_call out.";
+  std::vector<std::string> names;
+  for (const std::string& name : r.subtask().allowed_tools()) names.push_back(CapText(name, 128));
+  return absl::StrCat(
+      "When your status is NEEDS_MORE_WORK and goal_achieved is false, also fill next_tool_call "
+      "with the next call for this same subtask: one of these tools (call no other): ",
+      OrNone(absl::StrJoin(names, ", ")),
+      ", with args matching its arguments schema above. Leave it out with COMPLETED or FAILED, "
+      "or when the observation does not make the next step clear.");
 }
 
 // The names of the tools the subtask may use.
@@ -339,8 +359,11 @@ absl::StatusOr<RenderedPrompt> StagePrompts::RenderEvaluate(
   return Render(
       "evaluate",
       {{"goal_text", r.goal()},
-       {"tool_list", ToolList(r.run_tools(), b)},
+       // With propose_next the next call needs the argument schemas (run-constant: cached).
+       {"tool_list",
+        r.propose_next() ? ToolsWithSchemas(r.run_tools(), b) : ToolList(r.run_tools(), b)},
        {"subtask_text", SubtaskLine(r.subtask(), b.subtask_description_bytes)},
+       {"next_call_text", NextCallText(r)},
        {"action_text",
         r.has_action()
             ? ActionLine(r.action(), ActionCaps{/*args=*/1000, /*error=*/1000, /*observation=*/0})

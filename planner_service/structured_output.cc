@@ -2,14 +2,17 @@
 #include "planner_service/structured_output.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "planner_service/json_extract.h"
+#include "planner_service/proposal.h"
 
 namespace rein {
 namespace {
@@ -226,7 +229,7 @@ json DecideTool(const rein::v1::DecideRequest& request) {
             {"required", {"reasoning"}}}}};
 }
 
-json EvaluateTool() {
+json EvaluateTool(const rein::v1::EvaluateRequest& request) {
   return {{"name", kEvaluateToolName},
           {"description", "Submit the verdict on the action for the current subtask."},
           {"input_schema",
@@ -243,7 +246,18 @@ json EvaluateTool() {
               {"goal_achieved",
                {{"type", "boolean"},
                 {"description", "True only when this observation shows the whole goal is done."}}},
-              {"notes", Text(2000, "Anything a person should look at; empty when nothing.")}}},
+              {"notes", Text(2000, "Anything a person should look at; empty when nothing.")},
+              {"next_tool_call",
+               {{"type", "object"},
+                {"description",
+                 "Only when the request asks for it, with NEEDS_MORE_WORK and goal_achieved "
+                 "false: the next call for the same subtask."},
+                {"properties",
+                 {{"tool", NamesEnum(ToolNames(request.run_tools()))},
+                  {"args",
+                   {{"type", "object"},
+                    {"description", "Arguments matching the tool's arguments schema."}}}}},
+                {"required", {"tool", "args"}}}}}},
             {"required", {"reasoning", "status", "summary", "goal_achieved"}}}}};
 }
 
@@ -252,7 +266,9 @@ json StageTools(const google::protobuf::RepeatedPtrField<rein::v1::ToolSpec>& ru
   *plan.mutable_tools() = run_tools;
   rein::v1::DecideRequest decide;
   *decide.mutable_run_tools() = run_tools;
-  return json::array({PlanTool(plan), DecideTool(decide), EvaluateTool()});
+  rein::v1::EvaluateRequest evaluate;
+  *evaluate.mutable_run_tools() = run_tools;
+  return json::array({PlanTool(plan), DecideTool(decide), EvaluateTool(evaluate)});
 }
 
 absl::StatusOr<rein::v1::PlanResponse> PlanFromOutput(const json& raw,
@@ -352,9 +368,47 @@ absl::StatusOr<rein::v1::DecideResponse> DecideFromOutput(const json& output,
   return response;
 }
 
-absl::StatusOr<rein::v1::EvaluateResponse> EvaluateFromOutput(const json& raw) {
-  const json output = WithoutNulls(raw);
-  RETURN_IF_ERROR(ValidateAgainstSchema(output, EvaluateTool()["input_schema"], ""));
+namespace {
+
+// The next call an evaluation proposes, checked as a Decide reply for the same subtask would be;
+// a bad one is dropped (next_call_dropped says why), never an error.
+void ProposedCallFromOutput(const json& proposal, const rein::v1::EvaluateRequest& request,
+                            rein::v1::EvaluateResponse* response) {
+  rein::v1::DecideRequest decide;
+  *decide.mutable_subtask() = request.subtask();
+  *decide.mutable_run_tools() = request.run_tools();
+  for (const rein::v1::ToolSpec& tool : request.run_tools()) {
+    const auto& allowed = request.subtask().allowed_tools();
+    if (std::find(allowed.begin(), allowed.end(), tool.name()) != allowed.end()) {
+      *decide.add_tools() = tool;
+    }
+  }
+  absl::StatusOr<rein::v1::DecideResponse> call =
+      DecideFromOutput(json{{"reasoning", ""}, {"tool_call", proposal}}, decide);
+  if (!call.ok()) {
+    absl::string_view why = call.status().message();
+    absl::ConsumePrefix(&why, "invalid output: ");  // not an error: the evaluation stands
+    response->set_next_call_dropped(absl::StrCat("next_tool_call dropped: ", why));
+    return;
+  }
+  *response->mutable_next_call() = call->tool_call();
+  CheckProposedCall(request, response);
+}
+
+}  // namespace
+
+absl::StatusOr<rein::v1::EvaluateResponse> EvaluateFromOutput(
+    const json& raw, const rein::v1::EvaluateRequest& request) {
+  json output = WithoutNulls(raw);
+  // A bad proposal is dropped, not the evaluation: it is checked on its own below.
+  std::optional<json> proposal;
+  if (output.is_object()) {
+    if (auto it = output.find("next_tool_call"); it != output.end()) {
+      proposal = std::move(*it);
+      output.erase(it);
+    }
+  }
+  RETURN_IF_ERROR(ValidateAgainstSchema(output, EvaluateTool(request)["input_schema"], ""));
   rein::v1::EvaluateResponse response;
   response.set_reasoning(Str(output, "reasoning"));
   response.set_summary(Str(output, "summary"));
@@ -368,6 +422,7 @@ absl::StatusOr<rein::v1::EvaluateResponse> EvaluateFromOutput(const json& raw) {
   } else {
     response.set_status(rein::v1::RunEvent::Evaluation::NEEDS_MORE_WORK);
   }
+  if (proposal) ProposedCallFromOutput(*proposal, request, &response);
   return response;
 }
 

@@ -22,7 +22,9 @@ inline constexpr char kEvaluateToolName[] = "submit_evaluation";
 // subtask's tools when it has none; the reply is then checked against the subtask's tools).
 nlohmann::json PlanTool(const rein::v1::PlanRequest& request);
 nlohmann::json DecideTool(const rein::v1::DecideRequest& request);
-nlohmann::json EvaluateTool();
+// `request.run_tools` name the tools next_tool_call may use (an optional member, in every
+// evaluate tool so that the three stages share one cached prefix).
+nlohmann::json EvaluateTool(const rein::v1::EvaluateRequest& request = {});
 
 // The three stage tools in the order every request of a run sends them (submit_plan,
 // submit_decision, submit_evaluation), their enums made from `run_tools` (every tool of the
@@ -47,12 +49,15 @@ absl::Status ValidateAgainstSchema(const nlohmann::json& value, const nlohmann::
 //    from request.tools, none listed twice.
 //  - decide: exactly one of tool_call and human_query; tool_call.tool one of request.tools;
 //    tool_call.args a JSON object (a string holding one is accepted), kept as args_json.
-//  - evaluate: status COMPLETED, FAILED or NEEDS_MORE_WORK.
+//  - evaluate: status COMPLETED, FAILED or NEEDS_MORE_WORK. An optional next_tool_call {tool,
+//    args} is checked like a decide tool_call for request.subtask (plus CheckProposedCall):
+//    a bad one is dropped with next_call_dropped saying why, never an error.
 absl::StatusOr<rein::v1::PlanResponse> PlanFromOutput(const nlohmann::json& output,
                                                       const rein::v1::PlanRequest& request);
 absl::StatusOr<rein::v1::DecideResponse> DecideFromOutput(const nlohmann::json& output,
                                                           const rein::v1::DecideRequest& request);
-absl::StatusOr<rein::v1::EvaluateResponse> EvaluateFromOutput(const nlohmann::json& output);
+absl::StatusOr<rein::v1::EvaluateResponse> EvaluateFromOutput(
+    const nlohmann::json& output, const rein::v1::EvaluateRequest& request = {});
 
 }  // namespace rein
 

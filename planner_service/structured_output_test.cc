@@ -149,5 +149,71 @@ TEST(StructuredOutputTest, ToolsCarryTheRequestsNamesAsEnums) {
             json({"reasoning", "status", "summary", "goal_achieved"}));
 }
 
+rein::v1::EvaluateRequest ProposingRequest() {
+  rein::v1::EvaluateRequest request;
+  request.set_propose_next(true);
+  request.mutable_subtask()->set_id("s1");
+  request.mutable_subtask()->add_allowed_tools("read_file");
+  request.add_run_tools()->set_name("read_file");
+  request.add_run_tools()->set_name("write_file");
+  return request;
+}
+
+TEST(StructuredOutputTest, EvaluateToolOffersAnOptionalNextToolCallOverTheRunsTools) {
+  const json schema = EvaluateTool(ProposingRequest())["input_schema"];
+  EXPECT_EQ(schema["properties"]["next_tool_call"]["properties"]["tool"]["enum"],
+            json({"read_file", "write_file"}));
+  EXPECT_EQ(schema["properties"]["next_tool_call"]["required"], json({"tool", "args"}));
+  EXPECT_EQ(schema["required"], json({"reasoning", "status", "summary", "goal_achieved"}));
+}
+
+TEST(StructuredOutputTest, EvaluationCarriesAValidNextToolCall) {
+  absl::StatusOr<rein::v1::EvaluateResponse> verdict = EvaluateFromOutput(
+      {{"reasoning", "r"},
+       {"status", "NEEDS_MORE_WORK"},
+       {"summary", "s"},
+       {"goal_achieved", false},
+       {"next_tool_call", {{"tool", "read_file"}, {"args", {{"path", "a.txt"}}}}}},
+      ProposingRequest());
+  ASSERT_TRUE(verdict.ok()) << verdict.status();
+  EXPECT_EQ(verdict->next_call().tool(), "read_file");
+  EXPECT_EQ(verdict->next_call().args_json(), R"({"path":"a.txt"})");
+  EXPECT_EQ(verdict->next_call_dropped(), "");
+}
+
+TEST(StructuredOutputTest, BadNextToolCallIsDroppedAndTheEvaluationStands) {
+  const json base = {{"reasoning", "r"},
+                     {"status", "NEEDS_MORE_WORK"},
+                     {"summary", "s"},
+                     {"goal_achieved", false}};
+  const std::pair<json, std::string> cases[] = {
+      {{{"tool", "write_file"}, {"args", json::object()}}, "is not allowed for subtask"},
+      {{{"tool", "rm_rf"}, {"args", json::object()}}, "next_tool_call dropped: tool_call.tool"},
+      {{{"tool", "read_file"}, {"args", 3}}, "tool_call.args"},
+      {{{"tool", "read_file"}}, "tool_call.args"},
+      {"read_file", "tool_call"},
+  };
+  for (const auto& [proposal, why] : cases) {
+    json output = base;
+    output["next_tool_call"] = proposal;
+    absl::StatusOr<rein::v1::EvaluateResponse> verdict =
+        EvaluateFromOutput(output, ProposingRequest());
+    ASSERT_TRUE(verdict.ok()) << proposal.dump() << ": " << verdict.status();
+    EXPECT_EQ(verdict->status(), rein::v1::RunEvent::Evaluation::NEEDS_MORE_WORK);
+    EXPECT_FALSE(verdict->has_next_call()) << proposal.dump();
+    EXPECT_NE(verdict->next_call_dropped().find(why), std::string::npos)
+        << proposal.dump() << ": " << verdict->next_call_dropped();
+  }
+  // Not asked for: dropped as well.
+  json output = base;
+  output["next_tool_call"] = {{"tool", "read_file"}, {"args", json::object()}};
+  rein::v1::EvaluateRequest request = ProposingRequest();
+  request.set_propose_next(false);
+  absl::StatusOr<rein::v1::EvaluateResponse> verdict = EvaluateFromOutput(output, request);
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_FALSE(verdict->has_next_call());
+  EXPECT_NE(verdict->next_call_dropped().find("not asked for"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace rein

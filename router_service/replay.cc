@@ -147,6 +147,11 @@ std::optional<absl::StatusOr<rein::v1::EvaluateResponse>> EvaluateReply(
     reply.set_notes(v.notes());
     *reply.mutable_usage() = v.usage();
     reply.set_backend(v.planner_backend());
+    if (v.has_next_call()) {
+      reply.mutable_next_call()->set_tool(v.next_call().tool());
+      reply.mutable_next_call()->set_args_json(v.next_call().args_json());
+    }
+    reply.set_next_call_dropped(v.next_call_dropped());
     return reply;
   }
   if (auto refusal = FindRefusal(tr, "evaluate")) {

@@ -277,6 +277,10 @@ bool PausesOnNotes(const RunSpec& spec) {
   return !spec.has_pause_on_notes() || spec.pause_on_notes();
 }
 
+bool CombinesEvaluateDecide(const RunSpec& spec) {
+  return !spec.has_combine_evaluate_decide() || spec.combine_evaluate_decide();
+}
+
 bool HasPausePoint(const RunSpec& spec, rein::v1::PausePoint point) {
   for (int p : spec.pause_points()) {
     if (p == point) return true;
@@ -400,6 +404,24 @@ absl::StatusOr<ToolCall> MakeCall(const Run& run, RunState& st, const std::strin
   call.set_args_json(args_json);
   call.set_mutating(spec->mutating());
   return call;
+}
+
+// Why the call an evaluation proposed cannot be the next decision, or nullopt when it can:
+// asked for, with NEEDS_MORE_WORK and no goal claim, and a call a Decide reply could carry (a
+// tool the top subtask may use, a JSON object of arguments).
+std::optional<std::string> ProposalProblem(const Run& run, const RunState& st,
+                                           const rein::v1::EvaluateResponse& reply) {
+  if (!CombinesEvaluateDecide(run.spec())) {
+    return "not asked for: the run's combine_evaluate_decide is false";
+  }
+  if (reply.status() != rein::v1::RunEvent::Evaluation::NEEDS_MORE_WORK || reply.goal_achieved()) {
+    return "a next call comes only with status NEEDS_MORE_WORK and goal_achieved false";
+  }
+  RunState scratch = st;  // MakeCall bumps the call counter: the real call is made later
+  absl::StatusOr<ToolCall> call =
+      MakeCall(run, scratch, reply.next_call().tool(), reply.next_call().args_json(), "next_call");
+  if (!call.ok()) return std::string(call.status().message());
+  return std::nullopt;
 }
 
 // Where the loop goes after EVALUATING (or after a review that finished an evaluation).
@@ -571,6 +593,7 @@ Effect StageRouter::NextEffect(const Run& run, absl::Time now) const {
       *req.mutable_action() = st.recent_actions(st.recent_actions_size() - 1);
       req.set_observation(st.latest_observation());
       *req.mutable_run_tools() = st.tools();
+      req.set_propose_next(CombinesEvaluateDecide(spec));
       *req.mutable_model() = spec.model();
       req.set_iteration(st.iteration());
       break;
@@ -893,6 +916,7 @@ Transition StageRouter::OnEvaluate(const Run& run,
     Terminate(s, rein::v1::FAILED, rein::v1::INTERNAL, "EVALUATING with an empty subtask stack");
     return std::move(s).Finish();
   }
+  const size_t event_index = s.events().size();
   auto* event = s.AddEvent()->mutable_evaluation();
   event->set_reasoning(reply->reasoning());
   event->set_subtask_id(st.subtasks(0).id());
@@ -902,6 +926,16 @@ Transition StageRouter::OnEvaluate(const Run& run,
   event->set_notes(reply->notes());
   event->set_planner_backend(reply->backend());
   *event->mutable_usage() = reply->usage();
+  // A proposed next call (checked against the state before the subtask can be popped).
+  const bool proposed = !reply->next_call().tool().empty();
+  std::optional<std::string> dropped;
+  if (proposed) {
+    event->mutable_next_call()->set_tool(reply->next_call().tool());
+    event->mutable_next_call()->set_args_json(reply->next_call().args_json());
+    dropped = ProposalProblem(run, st, *reply);
+  } else if (!reply->next_call_dropped().empty()) {
+    dropped = reply->next_call_dropped();  // the planner's reason
+  }
   if (reply->status() != Status::NEEDS_MORE_WORK) {
     EndSubtask(st, st.subtasks(0),
                reply->status() == Status::COMPLETED ? SubTask::COMPLETED : SubTask::FAILED,
@@ -921,7 +955,38 @@ Transition StageRouter::OnEvaluate(const Run& run,
     pause.set_point(rein::v1::AFTER_EVALUATE);
   }
   ContinueAfterEvaluation(s, next, std::move(pause));
+  if (proposed && !dropped) {
+    if (st.stage() == rein::v1::DECIDING) {
+      // Kept as the DECIDING stage's pending call: Next commits it as the decision
+      // (OnProposedCall), after the checks of rules 1 and 3, as if a Decide reply had come.
+      st.mutable_pending_call()->set_tool(reply->next_call().tool());
+      st.mutable_pending_call()->set_args_json(reply->next_call().args_json());
+    } else {
+      dropped = absl::StrCat(
+          "the run went on to ", rein::v1::Stage_Name(st.stage()),
+          st.stage() == rein::v1::PAUSED
+              ? absl::StrCat(" (", rein::v1::PauseReason_Name(st.pause().reason()), ")")
+              : "",
+          ", not DECIDING");
+    }
+  }
+  if (dropped) s.events()[event_index].mutable_evaluation()->set_next_call_dropped(*dropped);
   return std::move(s).Finish();
+}
+
+Transition StageRouter::OnProposedCall(const Run& run, absl::Time now) const {
+  // Exactly a Decide reply carrying the call, with no usage of its own.
+  rein::v1::DecideResponse reply;
+  reply.mutable_tool_call()->set_tool(run.state().pending_call().tool());
+  reply.mutable_tool_call()->set_args_json(run.state().pending_call().args_json());
+  reply.set_backend(run.state().planner_backend());
+  Run deciding = run;
+  deciding.mutable_state()->clear_pending_call();
+  Transition t = OnDecide(deciding, reply, now);
+  for (rein::v1::RunEvent& event : t.events) {
+    if (event.has_decision()) event.mutable_decision()->set_from_evaluation(true);
+  }
+  return t;
 }
 
 absl::StatusOr<Transition> StageRouter::OnReview(const Run& run, const rein::v1::Review& review,
@@ -1094,6 +1159,12 @@ NextStep StageRouter::Next(const Run& run, absl::Time now, absl::Time not_before
   if (now < not_before) {
     next.kind = NextStep::Kind::kWaitUntil;
     next.until = std::min(not_before, deadline);  // the deadline may come first (rule 3)
+    return next;
+  }
+  if (st.stage() == rein::v1::DECIDING && st.has_pending_call()) {
+    // The last evaluation proposed the call: it is the decision, with no Decide request.
+    next.kind = NextStep::Kind::kCommit;
+    next.transition = OnProposedCall(run, now);
     return next;
   }
   if (st.stage() == rein::v1::EXECUTING && st.pending_call().mutating() && !st.call_dispatched()) {

@@ -22,8 +22,10 @@ namespace rein {
 // The format of the event log this router writes, recorded on a run's first event
 // (RunEvent.StageChanged.log_format, RunEvent.Forked.log_format). Replay (replay.h) reads logs
 // of this format. 1: first events carry the format; Error events carry the failed reply's usage
-// and, for router-judged invalid output, the reply itself.
-inline constexpr int32_t kLogFormat = 1;
+// and, for router-judged invalid output, the reply itself. 2: the terminal Outcome carries the
+// run's usage and cost; an Evaluation may carry a proposed next call (next_call,
+// next_call_dropped) and a Decision may come from it (from_evaluation, no usage).
+inline constexpr int32_t kLogFormat = 2;
 
 // The result of one transition: the new state (version + 1), the events it emits (seq left
 // for the store to assign) and, at iteration boundaries, pauses and the end, a snapshot.
@@ -91,6 +93,7 @@ class StageRouter {
   // - PAUSED: kWaitUntil its deadline (kIdle without one);
   // - backing off: kWaitUntil min(not_before, deadline);
   // - a working stage with nothing to call: kCommit of FAILED (INTERNAL);
+  // - DECIDING with the call the last evaluation proposed: kCommit of OnProposedCall;
   // - a mutating call not yet marked dispatched: kCommit of MarkDispatched (then kCall);
   // - otherwise kCall with NextEffect.
   NextStep Next(const rein::v1::Run& run, absl::Time now,
@@ -120,6 +123,14 @@ class StageRouter {
   Transition OnEvaluate(const rein::v1::Run& run,
                         const absl::StatusOr<rein::v1::EvaluateResponse>& reply,
                         absl::Time now) const;
+
+  // OnEvaluate applies a reply's valid next_call (RunSpec.combine_evaluate_decide) as the usual
+  // evaluation into DECIDING, every rule checked, keeping the call as DECIDING's pending_call;
+  // when anything stops or pauses the run first, or the proposal is invalid, it is dropped
+  // (Evaluation.next_call_dropped says why) and DECIDING asks Decide. This is the second
+  // transition: the call as a Decision (from_evaluation, no usage), exactly as OnDecide
+  // applies a Decide reply (pause points, notes, rules 1-6). Part of Next.
+  Transition OnProposedCall(const rein::v1::Run& run, absl::Time now) const;
 
   // Marks a mutating call as sent, before it is sent (recovery then never repeats it silently).
   Transition MarkDispatched(const rein::v1::Run& run, absl::Time now) const;

@@ -106,6 +106,7 @@ class RandomRun {
       if (Pick(4) == 0) spec.add_pause_points(point);
     }
     spec.set_pause_on_notes(Pick(2) == 0);
+    if (Pick(5) == 0) spec.set_combine_evaluate_decide(false);
     auto normalized = NormalizeSpec(spec, KnownTools());
     if (!normalized.ok()) return absl::StrCat("spec: ", normalized.status().ToString());
     spec_ = *normalized;
@@ -133,6 +134,8 @@ class RandomRun {
           std::string event;
           if (CancelledOrPastDeadline(st, clock_.Now())) {
             event = "tick";
+          } else if (st.stage() == rein::v1::DECIDING && st.has_pending_call()) {
+            event = "proposed_call";
           } else if (st.stage() == rein::v1::EXECUTING && st.pending_call().mutating() &&
                      !st.call_dispatched()) {
             event = "dispatch";
@@ -540,6 +543,14 @@ class RandomRun {
         if (kind == 3) return Apply(router_.OnEvaluate(run_, reply, now), "eval_invalid");
         reply.set_goal_achieved(Pick(2) == 0);
         reply.set_summary("done");
+        if (Pick(2) == 0) {
+          // A proposed next call: valid, a tool the subtask may not use, or bad arguments; on
+          // COMPLETED, FAILED or a goal claim it is dropped.
+          const int which = Pick(6);
+          const char* tools[] = {"list_files", "read_file", "write_file", "no_such_tool"};
+          reply.mutable_next_call()->set_tool(tools[which == 5 ? 3 : Pick(3)]);
+          reply.mutable_next_call()->set_args_json(which == 4 ? "[]" : "{}");
+        }
         if (kind <= 5) {
           reply.set_status(Eval::NEEDS_MORE_WORK);
           return Apply(router_.OnEvaluate(run_, reply, now), "eval_more");

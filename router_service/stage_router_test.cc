@@ -3,7 +3,9 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -1376,6 +1378,232 @@ TEST(StageRouterNextTest, ReadOnlyCallIsMadeAtOnceWithTheStageDeadline) {
   ASSERT_EQ(next.kind, NextStep::Kind::kCall);
   EXPECT_EQ(next.effect.kind, Effect::Kind::kExecute);
   EXPECT_EQ(next.effect.deadline, kStart + absl::Minutes(10));  // the run's deadline is sooner
+}
+
+// --- One Evaluate reply carrying the next call (RunSpec.combine_evaluate_decide) ---
+
+rein::v1::EvaluateResponse EvalWithNext(Eval::Status status, const std::string& tool,
+                                        const std::string& args = "{}", bool goal = false) {
+  rein::v1::EvaluateResponse reply = EvalReply(status, goal);
+  reply.set_backend("scripted");
+  reply.mutable_usage()->set_input_tokens(100);
+  reply.mutable_usage()->set_output_tokens(20);
+  reply.mutable_next_call()->set_tool(tool);
+  reply.mutable_next_call()->set_args_json(args);
+  return reply;
+}
+
+// Runs Next until it asks for a call (committing what it commits); returns that step.
+NextStep CommitUntilCall(Harness& h) {
+  NextStep next = h.router.Next(h.run, h.now);
+  while (next.kind == NextStep::Kind::kCommit) {
+    h.Apply(*next.transition);
+    next = h.router.Next(h.run, h.now);
+  }
+  return next;
+}
+
+// Plans "a", decides list_files, runs it: the run is EVALUATING.
+void ToFirstEvaluation(Harness& h) {
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("list_files", "{}"));
+  h.Execute(ExecReply(true, "a.txt"));
+  ASSERT_EQ(h.stage(), rein::v1::EVALUATING);
+}
+
+const Eval* LastEvaluation(const Harness& h) {
+  for (auto it = h.log.rbegin(); it != h.log.rend(); ++it) {
+    if (it->has_evaluation()) return &it->evaluation();
+  }
+  return nullptr;
+}
+
+TEST(StageRouterCombinedTest, EvaluateAsksForANextCallUnlessTheRunOptsOut) {
+  Harness on;
+  ToFirstEvaluation(on);
+  Effect effect = on.router.NextEffect(on.run, on.now);
+  ASSERT_EQ(effect.kind, Effect::Kind::kEvaluate);
+  EXPECT_TRUE(effect.evaluate.propose_next());
+  Harness off([](rein::v1::RunSpec& s) { s.set_combine_evaluate_decide(false); });
+  ToFirstEvaluation(off);
+  EXPECT_FALSE(off.router.NextEffect(off.run, off.now).evaluate.propose_next());
+}
+
+TEST(StageRouterCombinedTest, ProposedCallIsAppliedAsTwoTransitionsWithoutADecideRequest) {
+  Harness h;
+  ToFirstEvaluation(h);
+  const int iteration = h.state().iteration();
+  const int64_t tokens = h.state().tokens_used();
+  h.Evaluate(EvalWithNext(Eval::NEEDS_MORE_WORK, "read_file", R"({"path":"a.txt"})"));
+  // First transition: the evaluation, into DECIDING, a new iteration, the call kept.
+  ASSERT_EQ(h.stage(), rein::v1::DECIDING);
+  EXPECT_EQ(h.state().iteration(), iteration + 1);
+  EXPECT_EQ(h.state().pending_call().tool(), "read_file");
+  const Eval* eval = LastEvaluation(h);
+  ASSERT_NE(eval, nullptr);
+  EXPECT_EQ(eval->next_call().tool(), "read_file");
+  EXPECT_EQ(eval->next_call_dropped(), "");
+  EXPECT_EQ(eval->usage().input_tokens(), 100);
+  // Second transition: committed by Next as the decision, then the tool call is made.
+  NextStep next = h.router.Next(h.run, h.now);
+  ASSERT_EQ(next.kind, NextStep::Kind::kCommit);
+  EXPECT_EQ(next.transition->state.version(), h.state().version() + 1);
+  h.Apply(*next.transition);
+  ASSERT_EQ(h.stage(), rein::v1::EXECUTING);
+  const RunEvent& decision = h.log[h.log.size() - 2];
+  ASSERT_TRUE(decision.has_decision());
+  EXPECT_TRUE(decision.decision().from_evaluation());
+  EXPECT_EQ(decision.decision().tool_call().tool(), "read_file");
+  EXPECT_EQ(decision.decision().tool_call().call_id(), "r1-2");
+  EXPECT_EQ(decision.decision().usage().input_tokens(), 0);
+  EXPECT_EQ(decision.decision().subtask_id(), "a");
+  // The reply's usage counted once; the iteration is the one the evaluation began.
+  EXPECT_EQ(h.state().tokens_used(), tokens + 120);
+  EXPECT_EQ(h.state().iteration(), iteration + 1);
+  next = h.router.Next(h.run, h.now);
+  ASSERT_EQ(next.kind, NextStep::Kind::kCall);
+  EXPECT_EQ(next.effect.kind, Effect::Kind::kExecute);
+  EXPECT_EQ(next.effect.execute.tool(), "read_file");
+  EXPECT_EQ(next.effect.execute.args_json(), R"({"path":"a.txt"})");
+  EXPECT_EQ(next.effect.execute.call_id(), "r1-2");
+}
+
+TEST(StageRouterCombinedTest, SuccessClaimsAndFailuresNeverCarryANextCall) {
+  for (auto [status, goal] : {std::pair{Eval::COMPLETED, false}, std::pair{Eval::FAILED, false},
+                              std::pair{Eval::NEEDS_MORE_WORK, true}}) {
+    Harness h;
+    h.Tools();
+    h.Plan(PlanReply({"a", "b"}));
+    h.Decide(CallReply("list_files", "{}"));
+    h.Execute(ExecReply(true));
+    h.Evaluate(EvalWithNext(status, "read_file", "{}", goal));
+    EXPECT_FALSE(h.state().has_pending_call()) << Eval::Status_Name(status);
+    EXPECT_NE(LastEvaluation(h)->next_call_dropped(), "");
+    if (h.stage() == rein::v1::DECIDING) {
+      NextStep next = CommitUntilCall(h);
+      EXPECT_EQ(next.effect.kind, Effect::Kind::kDecide);
+    }
+  }
+}
+
+TEST(StageRouterCombinedTest, InvalidProposalIsDroppedAndDecideIsAsked) {
+  for (auto [tool, args] : {std::pair<std::string, std::string>{"delete_all", "{}"},
+                            std::pair<std::string, std::string>{"read_file", "[1]"}}) {
+    Harness h;
+    h.Tools();
+    rein::v1::PlanResponse plan = PlanReply({"a"});
+    plan.mutable_subtasks(0)->add_allowed_tools("list_files");
+    plan.mutable_subtasks(0)->add_allowed_tools("read_file");
+    h.Plan(plan);
+    h.Decide(CallReply("list_files", "{}"));
+    h.Execute(ExecReply(true));
+    const int retries = h.state().retries_used();
+    h.Evaluate(EvalWithNext(Eval::NEEDS_MORE_WORK, tool, args));
+    ASSERT_EQ(h.stage(), rein::v1::DECIDING);
+    EXPECT_FALSE(h.state().has_pending_call());
+    EXPECT_NE(LastEvaluation(h)->next_call_dropped(), "") << tool;
+    EXPECT_EQ(h.state().retries_used(), retries);  // the evaluation stands
+    EXPECT_EQ(CommitUntilCall(h).effect.kind, Effect::Kind::kDecide);
+  }
+  // A tool of the run that the subtask may not use.
+  Harness h;
+  h.Tools();
+  rein::v1::PlanResponse plan = PlanReply({"a"});
+  plan.mutable_subtasks(0)->add_allowed_tools("list_files");
+  h.Plan(plan);
+  h.Decide(CallReply("list_files", "{}"));
+  h.Execute(ExecReply(true));
+  h.Evaluate(EvalWithNext(Eval::NEEDS_MORE_WORK, "write_file", "{}"));
+  EXPECT_FALSE(h.state().has_pending_call());
+  EXPECT_NE(LastEvaluation(h)->next_call_dropped().find("not allowed"), std::string::npos);
+}
+
+TEST(StageRouterCombinedTest, PauseAfterEvaluateDropsTheProposal) {
+  Harness h([](rein::v1::RunSpec& s) { s.add_pause_points(rein::v1::AFTER_EVALUATE); });
+  ToFirstEvaluation(h);
+  h.Evaluate(EvalWithNext(Eval::NEEDS_MORE_WORK, "read_file"));
+  ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+  EXPECT_FALSE(h.state().has_pending_call());
+  EXPECT_FALSE(h.state().pause().has_pending_call());
+  EXPECT_NE(LastEvaluation(h)->next_call_dropped().find("PAUSED"), std::string::npos);
+  ASSERT_TRUE(h.Review(Approve()).ok());
+  EXPECT_EQ(CommitUntilCall(h).effect.kind, Effect::Kind::kDecide);
+}
+
+TEST(StageRouterCombinedTest, NotesPauseDropsTheProposal) {
+  Harness h;
+  ToFirstEvaluation(h);
+  rein::v1::EvaluateResponse reply = EvalWithNext(Eval::NEEDS_MORE_WORK, "read_file");
+  reply.set_notes("look at this");
+  h.Evaluate(reply);
+  ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+  EXPECT_EQ(h.state().pause().reason(), rein::v1::NOTES);
+  EXPECT_FALSE(h.state().has_pending_call());
+}
+
+TEST(StageRouterCombinedTest, PausePointBeforeToolStillPausesTheProposedCall) {
+  for (auto point : {rein::v1::BEFORE_TOOL, rein::v1::BEFORE_MUTATING_TOOL}) {
+    Harness h([point](rein::v1::RunSpec& s) { s.add_pause_points(point); });
+    ToFirstEvaluation(h);
+    h.Evaluate(EvalWithNext(Eval::NEEDS_MORE_WORK, "write_file", R"({"path":"a","content":"b"})"));
+    ASSERT_EQ(h.stage(), rein::v1::DECIDING);
+    CommitUntilCall(h);
+    ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+    EXPECT_EQ(h.state().pause().point(), point);
+    EXPECT_EQ(h.state().pause().pending_call().tool(), "write_file");
+    EXPECT_TRUE(h.state().pause().pending_call().mutating());
+  }
+}
+
+TEST(StageRouterCombinedTest, TerminationBeforeDecidingDropsTheProposal) {
+  // max_iterations: the evaluation would begin iteration 3 of 2.
+  Harness h([](rein::v1::RunSpec& s) { s.mutable_limits()->set_max_iterations(2); });
+  ToFirstEvaluation(h);
+  h.Evaluate(EvalWithNext(Eval::NEEDS_MORE_WORK, "read_file"));
+  EXPECT_EQ(h.stage(), rein::v1::FAILED);
+  EXPECT_EQ(h.reason(), rein::v1::MAX_ITERATIONS);
+  EXPECT_FALSE(h.state().has_pending_call());
+  EXPECT_EQ(h.CountFinished(), 1);
+}
+
+TEST(StageRouterCombinedTest, CancelBetweenTheTwoTransitionsEndsTheRun) {
+  Harness h;
+  ToFirstEvaluation(h);
+  h.Evaluate(EvalWithNext(Eval::NEEDS_MORE_WORK, "read_file"));
+  ASSERT_EQ(h.stage(), rein::v1::DECIDING);
+  std::optional<Transition> cancel =
+      h.router.OnCancel(h.run, /*call_in_flight=*/false, "stop", h.now);
+  ASSERT_TRUE(cancel.has_value());
+  h.Apply(*cancel);
+  EXPECT_EQ(h.stage(), rein::v1::CANCELLED);
+  EXPECT_FALSE(h.state().has_pending_call());
+  EXPECT_EQ(h.router.Next(h.run, h.now).kind, NextStep::Kind::kEnded);
+}
+
+TEST(StageRouterCombinedTest, StagnationIsCheckedBeforeTheProposedCall) {
+  Harness h([](rein::v1::RunSpec& s) { s.mutable_limits()->set_on_stagnation(rein::v1::FAIL); });
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("list_files", "{}"));
+  for (int i = 0; i < 4; ++i) {
+    h.Execute(ExecReply(true, "same"));
+    h.Evaluate(EvalWithNext(Eval::NEEDS_MORE_WORK, "list_files", "{}"));
+    if (h.stage() != rein::v1::DECIDING) break;
+    CommitUntilCall(h);
+  }
+  EXPECT_EQ(h.stage(), rein::v1::FAILED);
+  EXPECT_EQ(h.reason(), rein::v1::STAGNATION);
+  EXPECT_EQ(h.state().actions_total(), 4);
+}
+
+TEST(StageRouterCombinedTest, OptedOutRunDropsAProposal) {
+  Harness h([](rein::v1::RunSpec& s) { s.set_combine_evaluate_decide(false); });
+  ToFirstEvaluation(h);
+  h.Evaluate(EvalWithNext(Eval::NEEDS_MORE_WORK, "read_file"));
+  ASSERT_EQ(h.stage(), rein::v1::DECIDING);
+  EXPECT_FALSE(h.state().has_pending_call());
+  EXPECT_EQ(CommitUntilCall(h).effect.kind, Effect::Kind::kDecide);
 }
 
 }  // namespace

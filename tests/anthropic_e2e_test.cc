@@ -17,6 +17,8 @@
 namespace rein::testing {
 namespace {
 
+using json = nlohmann::json;
+
 constexpr char kKey[] = "sk-ant-api03-REIN-E2E-SECRET-7f3a9c1d";
 
 class AnthropicEndToEndTest : public ::testing::Test {
@@ -112,6 +114,86 @@ TEST_F(AnthropicEndToEndTest, FullRunOnClaudeKeepsTheKeySecret) {
   EXPECT_GT(written.size(), 1000u);
   EXPECT_EQ(written.find(kKey), std::string::npos);
   EXPECT_EQ(written.find("REIN-E2E-SECRET"), std::string::npos);
+}
+
+// The same run twice against the same model answers: with RunSpec.combine_evaluate_decide on
+// (the default) the first evaluation also carries the next call, so the run makes one Messages
+// request fewer and ends the same way, with the same tool calls.
+TEST_F(AnthropicEndToEndTest, CombinedEvaluationSavesADecideRequestForTheSameOutcome) {
+  Boot();
+  const json plan = {{"reasoning", "one subtask"},
+                     {"subtasks",
+                      {{{"id", "p1-read"},
+                        {"description", "read README.md, then NOTES.md"},
+                        {"allowed_tools", {"read_file"}}}}},
+                     {"goal_achieved", false}};
+  const json first = {{"reasoning", "read it"},
+                      {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "README.md"}}}}}};
+  const json second = {{"reasoning", "then the notes"},
+                       {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "NOTES.md"}}}}}};
+  const json more = {{"reasoning", "README read; NOTES.md next"},
+                     {"status", "NEEDS_MORE_WORK"},
+                     {"summary", "README says hello"},
+                     {"goal_achieved", false},
+                     {"next_tool_call", second["tool_call"]}};
+  const json done = {{"reasoning", "both read"},
+                     {"status", "COMPLETED"},
+                     {"summary", "both files read"},
+                     {"goal_achieved", true}};
+  struct Result {
+    std::vector<std::string> calls;  // tool and args of each tool_result
+    int decisions_from_evaluation = 0;
+    rein::v1::TerminationReason reason;
+    size_t requests = 0;
+  };
+  auto run_once = [&](bool combine) {
+    const size_t before = api_.requests().size();
+    api_.Enqueue(ToolUseReply("submit_plan", plan));
+    api_.Enqueue(ToolUseReply("submit_decision", first));
+    api_.Enqueue(ToolUseReply("submit_evaluation", more));
+    // An opted-out run drops the proposal (not asked for) and asks Decide.
+    if (!combine) api_.Enqueue(ToolUseReply("submit_decision", second));
+    api_.Enqueue(ToolUseReply("submit_evaluation", done));
+    rein::v1::RunSpec spec = Spec();
+    if (!combine) spec.set_combine_evaluate_decide(false);
+    absl::StatusOr<rein::v1::Run> run = cluster_->StartRun(spec);
+    EXPECT_TRUE(run.ok()) << run.status();
+    Result result;
+    if (!run.ok()) return result;
+    std::vector<rein::v1::RunEvent> events;
+    EXPECT_TRUE(cluster_->Watch(run->run_id(), 0, absl::Seconds(60), &events).ok());
+    for (const auto& e : events) {
+      if (e.has_tool_result()) {
+        result.calls.push_back(
+            absl::StrCat(e.tool_result().action().tool(), e.tool_result().action().args_json()));
+      }
+      if (e.has_decision() && e.decision().from_evaluation()) ++result.decisions_from_evaluation;
+    }
+    if (!events.empty()) result.reason = events.back().finished().outcome().reason();
+    result.requests = api_.requests().size() - before;
+    return result;
+  };
+  {
+    std::string ws = dir_ + "/workspaces/repo";
+    std::ofstream(ws + "/NOTES.md") << "notes\n";
+  }
+  Result separate = run_once(/*combine=*/false);
+  Result combined = run_once(/*combine=*/true);
+  EXPECT_EQ(separate.reason, rein::v1::GOAL_ACHIEVED) << cluster_->Logs();
+  EXPECT_EQ(combined.reason, rein::v1::GOAL_ACHIEVED) << cluster_->Logs();
+  EXPECT_EQ(combined.calls, separate.calls);
+  EXPECT_EQ(combined.calls.size(), 2u);
+  EXPECT_EQ(separate.requests, 5u);
+  EXPECT_EQ(combined.requests, 4u);
+  EXPECT_EQ(separate.decisions_from_evaluation, 0);
+  EXPECT_EQ(combined.decisions_from_evaluation, 1);
+  // The combined run's evaluate requests asked for a next call; the opted-out run's did not.
+  std::vector<FakeRequest> requests = api_.requests();
+  ASSERT_EQ(requests.size(), 9u);
+  EXPECT_EQ(requests[2].body.find("also fill next_tool_call"), std::string::npos);
+  EXPECT_NE(requests[2].body.find("Leave next_tool_call out"), std::string::npos);
+  EXPECT_NE(requests[7].body.find("also fill next_tool_call"), std::string::npos);
+  for (const auto& r : requests) EXPECT_EQ(r.problem, "");
 }
 
 TEST_F(AnthropicEndToEndTest, RefusedKeyFailsRunAtOnceWithTheApiMessage) {

@@ -357,6 +357,21 @@ inline on_decide() {
   fi
 }
 
+/* The call the last evaluation proposed, committed by Next as the decision (OnProposedCall):
+   on_decide's tool-call branch with no reply of its own (no tokens). */
+inline on_proposed_call() {
+  begin_commit();
+  assert(pending > 0 && has_call);
+  call_disp = false;
+  may_have_run = false;
+  pick_pause();   /* BEFORE_TOOL / BEFORE_MUTATING_TOOL */
+  if
+  :: cand != 0 -> pause_run(cand, EXECUTING, true)
+  :: else -> enter(EXECUTING)
+  fi;
+  end_commit(EV_proposed_call)
+}
+
 inline mark_dispatched() {
   begin_commit();
   call_disp = true;
@@ -464,7 +479,16 @@ inline on_evaluate() {
      continue_after_evaluation();
      if
      :: n == 1 -> end_commit(EV_eval_done)
-     :: else -> end_commit(EV_eval_more)
+     :: else ->
+        /* NEEDS_MORE_WORK may carry the next call: kept only when the run went on to
+           DECIDING (RunState.pending_call in DECIDING), dropped otherwise */
+        if
+        :: stage == DECIDING && !goal ->
+           has_call = true;
+           if :: call_mut = true :: call_mut = false fi
+        :: skip
+        fi;
+        end_commit(EV_eval_more)
      fi
   fi
 }
@@ -596,6 +620,7 @@ active proctype router() {
            :: now < D -> now++
            :: skip -> goto idle    /* nobody reviews, the deadline never comes: PAUSED for good */
            fi
+        :: stage == DECIDING && has_call -> on_proposed_call()
         :: stage == EXECUTING && call_mut && !call_disp -> mark_dispatched()
         :: stage == EXECUTING && call_mut && call_disp ->
            if
@@ -604,7 +629,7 @@ active proctype router() {
            :: on_cancel()
            :: now < D -> now++
            fi
-        :: stage != PAUSED && !(stage == EXECUTING && call_mut) ->
+        :: stage != PAUSED && !(stage == EXECUTING && call_mut) && !(stage == DECIDING && has_call) ->
            if
            :: dispatch()
            :: on_cancel()

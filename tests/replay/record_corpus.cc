@@ -1,5 +1,6 @@
 // Re-records the synthetic part of the replay corpus: scripted runs driven through today's
-// StageRouter, one file per scenario (a stagnation, a recovery, retries, reviews, a cancel).
+// StageRouter, one file per scenario (a stagnation, a recovery, retries, reviews, a cancel,
+// evaluations that carry the next call).
 //   bazel run //tests/replay:record_corpus -- $PWD/tests/replay/corpus
 // The demo run is recorded from the real services instead (see tests/replay/README.md).
 #include <cstdio>
@@ -299,6 +300,41 @@ int main(int argc, char** argv) {
     w.evaluate = [](const Run&, int) { return Verdict(Eval::NEEDS_MORE_WORK); };
     w.cancel_after_steps = 7;
     corpus.emplace_back("cancel", Record("run-cancel", Spec("list", {"list_files"}), w, tools));
+  }
+
+  {  // Combined replies: evaluations that also carry the next call (one applied, one a tool
+     // the subtask may not use and so dropped, one paused before a mutating tool).
+    World w;
+    w.plan = [](const Run&, int) {
+      rein::v1::SubTask task = Task("fix", "read_file");
+      task.add_allowed_tools("write_file");
+      return PlanOf({task});
+    };
+    w.decide = [](const Run&, int) { return Call("read_file", R"({"path":"a.txt"})"); };
+    w.execute = [](const Run&, int n) { return Output(absl::StrCat("content ", n)); };
+    w.evaluate = [](const Run&, int n) {
+      EvaluateResponse reply = Verdict(n == 4 ? Eval::COMPLETED : Eval::NEEDS_MORE_WORK, n == 4);
+      if (n == 1) {
+        reply.mutable_next_call()->set_tool("read_file");
+        reply.mutable_next_call()->set_args_json(R"({"path":"b.txt"})");
+      } else if (n == 2) {
+        reply.mutable_next_call()->set_tool("list_files");
+        reply.mutable_next_call()->set_args_json("{}");
+      } else if (n == 3) {
+        reply.mutable_next_call()->set_tool("write_file");
+        reply.mutable_next_call()->set_args_json(R"({"path":"a.txt","content":"fixed"})");
+      }
+      return reply;
+    };
+    w.review = [](const Run& run) -> std::optional<rein::v1::Review> {
+      if (run.state().pause().point() != rein::v1::BEFORE_MUTATING_TOOL) return std::nullopt;
+      rein::v1::Review review;
+      review.mutable_approve();
+      return review;
+    };
+    rein::v1::RunSpec spec = Spec("fix a.txt", {"read_file", "write_file"});
+    spec.add_pause_points(rein::v1::BEFORE_MUTATING_TOOL);
+    corpus.emplace_back("combined", Record("run-combined", spec, w, tools));
   }
 
   for (const auto& [name, recorded] : corpus) {
