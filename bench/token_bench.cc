@@ -2,12 +2,13 @@
 // reads of a few KB) through the real stage router and planner on the in-repo fake of the
 // Messages API, with the prompt cache at the API's real 1,024-token minimum, side by side with
 // a ReAct loop with prompt caching doing the same reads on the same fake (RunReactLoop). Each
-// variant runs three ways: rein with one subtask per plan (tokens.<variant>.*), rein with plans
-// listing as many subtasks as the plan schema allows (20; tokens.<variant>_full_plan.*) and the
-// ReAct loop (tokens.react.<variant>.*). Prints requests (per stage for rein), input, output, cache
-// read and cache write tokens, the input priced as the API prices it (cache writes 1.25x, reads
-// 0.1x) in plain-token equivalents, and rein's priced input over ReAct's
-// (tokens.<variant>[_full_plan].priced_vs_react).
+// variant runs four ways: rein with one subtask per plan (tokens.<variant>.*), the same with
+// decide and evaluate always separate requests (combine_evaluate_decide false;
+// tokens.<variant>_separate.*), rein with plans listing as many subtasks as the plan schema
+// allows (20; tokens.<variant>_full_plan.*) and the ReAct loop (tokens.react.<variant>.*). Prints
+// requests (per stage for rein), input, output, cache read and cache write tokens, the input priced
+// as the API prices it (cache writes 1.25x, reads 0.1x) in plain-token equivalents, and rein's
+// priced input over ReAct's (tokens.<variant>[_full_plan].priced_vs_react).
 //
 //   bazel run //bench:token_bench [-- --quick]
 #include <cstdio>
@@ -100,6 +101,15 @@ void Bench(const std::string& key, const std::string& label, TokenRunOptions opt
   options.subtasks_per_plan = 1;
   const Totals rein = Report(key, absl::StrCat("rein, one subtask per plan, ", label),
                              Check(label, RunScriptedTask(options)));
+  {
+    // The same task with every read costing its own decide request (RunSpec
+    // combine_evaluate_decide false), for the saving of one reply for two stages.
+    TokenRunOptions separate = options;
+    separate.combine_evaluate_decide = false;
+    Report(absl::StrCat(key, "_separate"),
+           absl::StrCat("rein, one subtask per plan, decide and evaluate separate, ", label),
+           Check(label, RunScriptedTask(separate)));
+  }
   options.subtasks_per_plan = kMaxSubtasksPerPlanReply;
   const Totals rein_full_plan =
       Report(absl::StrCat(key, "_full_plan"),

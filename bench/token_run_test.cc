@@ -67,13 +67,24 @@ TEST(TokenRunTest, FullPlansListUpToTwentySubtasksPerReply) {
   EXPECT_EQ(run->tool_calls, 50);
   std::map<std::string, int> stages = RequestsPerStage(*run);
   EXPECT_EQ(stages["plan"], 2);  // 20 subtasks, then the last 5
-  EXPECT_EQ(stages["decide"], 50);
+  // One reply for two stages (the default): each subtask's first evaluation proposes its
+  // second read, so only the first read of a subtask needs a decide request.
+  EXPECT_EQ(stages["decide"], 25);
   EXPECT_EQ(stages["evaluate"], 50);
 
   options.subtasks_per_plan = 1;
   run = RunScriptedTask(options);
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(RequestsPerStage(*run)["plan"], 25);
+
+  // Without it, every read costs a decide and an evaluate request, and the reads are the same.
+  options.combine_evaluate_decide = false;
+  run = RunScriptedTask(options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->tool_calls, 50);
+  stages = RequestsPerStage(*run);
+  EXPECT_EQ(stages["decide"], 50);
+  EXPECT_EQ(stages["evaluate"], 50);
 }
 
 }  // namespace
