@@ -69,7 +69,9 @@ TEST_F(TlsTest, StartupChecksNameTheFlagAndFile) {
   EXPECT_NE(CheckServerTlsFiles(not_pem).message().find("--tls_ca: "), std::string::npos);
   // A client may give the CA alone.
   EXPECT_TRUE(CheckClientTlsFiles({"", "", F("ca.pem")}).ok());
-  EXPECT_FALSE(CheckClientTlsFiles({F("client.pem"), "", F("ca.pem")}).ok());
+  absl::Status cert_alone = CheckClientTlsFiles({F("client.pem"), "", F("ca.pem")});
+  EXPECT_EQ(cert_alone.code(), absl::StatusCode::kInvalidArgument) << cert_alone;
+  EXPECT_EQ(cert_alone.message(), "--tls_cert and --tls_key: give both or neither");
 }
 
 TEST_F(TlsTest, ClientChecksTheServerName) {

@@ -65,8 +65,9 @@ absl::Status CopyFileData(int in, int out, const std::string& path) {
   }
 }
 
-absl::Status CopyDir(int from_dir, int to_dir, const std::string& path, CopyStats* stats) {
-  int dup_fd = openat(from_dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+// The names in the open directory `dir_fd` (without "." and ".."); `path` names it in errors.
+absl::StatusOr<std::vector<std::string>> ListNames(int dir_fd, const std::string& path) {
+  int dup_fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dup_fd < 0) return Errno(errno, "open", path);
   DIR* dir = fdopendir(dup_fd);
   if (dir == nullptr) {
@@ -79,7 +80,13 @@ absl::Status CopyDir(int from_dir, int to_dir, const std::string& path, CopyStat
     if (name != "." && name != "..") names.push_back(std::move(name));
   }
   closedir(dir);
-  for (const std::string& name : names) {
+  return names;
+}
+
+absl::Status CopyDir(int from_dir, int to_dir, const std::string& path, CopyStats* stats) {
+  absl::StatusOr<std::vector<std::string>> names = ListNames(from_dir, path);
+  if (!names.ok()) return names.status();
+  for (const std::string& name : *names) {
     const std::string child = path.empty() ? name : absl::StrCat(path, "/", name);
     struct stat st;
     if (fstatat(from_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -130,19 +137,9 @@ absl::Status RemoveAt(int parent, const std::string& name, const std::string& pa
   if (S_ISDIR(st.st_mode)) {
     UniqueFd dir_fd(openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (dir_fd.get() < 0) return Errno(errno, "open", path);
-    int dup_fd = dup(dir_fd.get());
-    DIR* dir = fdopendir(dup_fd);
-    if (dir == nullptr) {
-      close(dup_fd);
-      return Errno(errno, "open", path);
-    }
-    std::vector<std::string> names;
-    while (struct dirent* entry = readdir(dir)) {
-      std::string child = entry->d_name;
-      if (child != "." && child != "..") names.push_back(std::move(child));
-    }
-    closedir(dir);
-    for (const std::string& child : names) {
+    absl::StatusOr<std::vector<std::string>> names = ListNames(dir_fd.get(), path);
+    if (!names.ok()) return names.status();
+    for (const std::string& child : *names) {
       if (absl::Status s = RemoveAt(dir_fd.get(), child, absl::StrCat(path, "/", child)); !s.ok()) {
         return s;
       }

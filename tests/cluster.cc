@@ -270,6 +270,29 @@ absl::StatusOr<rein::v1::Run> Cluster::StartRun(const rein::v1::RunSpec& spec,
   return run;
 }
 
+absl::StatusOr<rein::v1::Run> Cluster::Resume(const rein::v1::Run& run,
+                                              const rein::v1::Review& review) {
+  rein::v1::ResumeRunRequest request;
+  request.set_run_id(run.run_id());
+  request.set_expected_version(run.state().version());
+  *request.mutable_review() = review;
+  rein::v1::Run out;
+  grpc::ClientContext context;
+  Authorize(&context);
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  grpc::Status status = stub_->ResumeRun(&context, request, &out);
+  if (!status.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+  }
+  return out;
+}
+
+absl::StatusOr<rein::v1::Run> Cluster::Approve(const rein::v1::Run& run) {
+  rein::v1::Review review;
+  review.mutable_approve();
+  return Resume(run, review);
+}
+
 absl::StatusOr<rein::v1::Run> Cluster::GetRun(const std::string& run_id) {
   rein::v1::GetRunRequest request;
   request.set_run_id(run_id);

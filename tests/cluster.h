@@ -111,6 +111,10 @@ class Cluster {
   absl::StatusOr<rein::v1::Run> WaitForStage(const std::string& run_id, rein::v1::Stage stage,
                                              absl::Duration timeout);
   absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id);
+  // ResumeRun with `review` against the version `run` was read at (the RPC's error otherwise).
+  absl::StatusOr<rein::v1::Run> Resume(const rein::v1::Run& run, const rein::v1::Review& review);
+  // Resume with an approval.
+  absl::StatusOr<rein::v1::Run> Approve(const rein::v1::Run& run);
   std::string Logs();
   // Adds the token (Options::token) to a call's metadata.
   void Authorize(grpc::ClientContext* context) const;

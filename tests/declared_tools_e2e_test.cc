@@ -66,13 +66,8 @@ TEST_F(DeclaredToolsEndToEndTest, MutatingDeclaredToolPausesThenApprovedLineLand
   EXPECT_TRUE(paused->state().pause().pending_call().mutating());
   EXPECT_EQ(ReadFile(ws_ + "/NOTES.md"), before);  // nothing written before the review
 
-  rein::v1::ResumeRunRequest approve;
-  approve.set_run_id(paused->run_id());
-  approve.set_expected_version(paused->state().version());
-  approve.mutable_review()->mutable_approve();
-  rein::v1::Run resumed;
-  grpc::ClientContext context;
-  ASSERT_TRUE(cluster_->router()->ResumeRun(&context, approve, &resumed).ok());
+  absl::StatusOr<rein::v1::Run> resumed = cluster_->Approve(*paused);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
 
   std::vector<rein::v1::RunEvent> events;
   ASSERT_TRUE(cluster_->Watch(run->run_id(), 0, absl::Seconds(60), &events).ok());

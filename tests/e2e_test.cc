@@ -67,15 +67,9 @@ class EndToEndTest : public ::testing::Test {
   }
 
   RunMsg Resume(const RunMsg& run, const rein::v1::Review& review) {
-    rein::v1::ResumeRunRequest request;
-    request.set_run_id(run.run_id());
-    request.set_expected_version(run.state().version());
-    *request.mutable_review() = review;
-    RunMsg out;
-    grpc::ClientContext context;
-    grpc::Status status = cluster_->router()->ResumeRun(&context, request, &out);
-    EXPECT_TRUE(status.ok()) << status.error_message();
-    return out;
+    absl::StatusOr<RunMsg> out = cluster_->Resume(run, review);
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? *out : RunMsg();
   }
 
   std::unique_ptr<Cluster> cluster_;

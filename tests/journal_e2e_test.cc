@@ -191,13 +191,8 @@ TEST_F(JournalEndToEndTest, ExecutorKilledMidCallPausesRecoveryAndApprovalRunsIt
   EXPECT_EQ(paused->state().retries_used(), 0);
   EXPECT_EQ(RunsLog(), "ran\n");  // not repeated on its own
   // A person approves: it runs again, as a new call, on the executor that is left.
-  rein::v1::ResumeRunRequest resume;
-  resume.set_run_id(run->run_id());
-  resume.set_expected_version(paused->state().version());
-  resume.mutable_review()->mutable_approve();
-  rein::v1::Run resumed;
-  grpc::ClientContext context;
-  ASSERT_TRUE(cluster_->router()->ResumeRun(&context, resume, &resumed).ok());
+  absl::StatusOr<rein::v1::Run> resumed = cluster_->Approve(*paused);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
   std::vector<rein::v1::RunEvent> events = WatchAll(run->run_id());
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);

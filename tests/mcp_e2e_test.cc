@@ -95,18 +95,6 @@ class McpEndToEndTest : public ::testing::Test {
     return spec;
   }
 
-  absl::StatusOr<rein::v1::Run> Approve(const rein::v1::Run& run) {
-    rein::v1::ResumeRunRequest request;
-    request.set_run_id(run.run_id());
-    request.set_expected_version(run.state().version());
-    request.mutable_review()->mutable_approve();
-    rein::v1::Run out;
-    grpc::ClientContext context;
-    grpc::Status status = cluster_->router()->ResumeRun(&context, request, &out);
-    if (!status.ok()) return absl::InternalError(status.error_message());
-    return out;
-  }
-
   std::string dir_, ws_;
   std::unique_ptr<Cluster> cluster_;
 };
@@ -129,7 +117,7 @@ TEST_F(McpEndToEndTest, RunCallsMcpToolsAndPausesBeforeTheMutatingOne) {
   }
   struct stat st;
   EXPECT_NE(stat((ws_ + "/note.txt").c_str(), &st), 0);  // nothing written before review
-  ASSERT_TRUE(Approve(*paused).ok());
+  ASSERT_TRUE(cluster_->Approve(*paused).ok());
   std::vector<rein::v1::RunEvent> events;
   ASSERT_TRUE(cluster_->Watch(run->run_id(), 0, absl::Seconds(60), &events).ok());
   ASSERT_FALSE(events.empty());
@@ -171,7 +159,7 @@ TEST_F(McpEndToEndTest, RunCallsAnMcpToolAndADeclaredToolPausingBeforeTheMutatin
   EXPECT_EQ(origins["append_note"], "declared:append_note.json");
   struct stat st;
   EXPECT_NE(stat((ws_ + "/NOTES.md").c_str(), &st), 0);  // nothing written before review
-  ASSERT_TRUE(Approve(*paused).ok());
+  ASSERT_TRUE(cluster_->Approve(*paused).ok());
   std::vector<rein::v1::RunEvent> events;
   ASSERT_TRUE(cluster_->Watch(run->run_id(), 0, absl::Seconds(60), &events).ok());
   ASSERT_FALSE(events.empty());
@@ -198,7 +186,7 @@ TEST_F(McpEndToEndTest, ToolChangedMidRunIsAFailedCallNotASilentChange) {
   ASSERT_EQ(paused->state().pause().pending_call().tool(), "fake__echo") << cluster_->Logs();
   // The server's tools change while the run waits (it also sends list_changed).
   std::ofstream(ws_ + "/.schema_v2") << "";
-  ASSERT_TRUE(Approve(*paused).ok());
+  ASSERT_TRUE(cluster_->Approve(*paused).ok());
   absl::StatusOr<rein::v1::Run> next =
       cluster_->WaitForStage(run->run_id(), rein::v1::PAUSED, absl::Seconds(60));
   ASSERT_TRUE(next.ok());

@@ -46,18 +46,6 @@ class SandboxEndToEndTest : public ::testing::Test {
     return spec;
   }
 
-  absl::StatusOr<rein::v1::Run> Approve(const rein::v1::Run& run) {
-    rein::v1::ResumeRunRequest request;
-    request.set_run_id(run.run_id());
-    request.set_expected_version(run.state().version());
-    request.mutable_review()->mutable_approve();
-    rein::v1::Run out;
-    grpc::ClientContext context;
-    grpc::Status status = cluster_->router()->ResumeRun(&context, request, &out);
-    if (!status.ok()) return absl::InternalError(status.error_message());
-    return out;
-  }
-
   std::string dir_, ws_;
   std::unique_ptr<Cluster> cluster_;
 };
@@ -93,7 +81,7 @@ TEST_F(SandboxEndToEndTest, BeforeMutatingToolPausesThenApprovedWriteLands) {
   EXPECT_EQ(paused->state().pause().pending_call().tool(), "write_file");
   struct stat st;
   EXPECT_NE(stat((ws_ + "/out/report.txt").c_str(), &st), 0);  // nothing written before review
-  ASSERT_TRUE(Approve(*paused).ok());
+  ASSERT_TRUE(cluster_->Approve(*paused).ok());
   std::vector<rein::v1::RunEvent> events;
   ASSERT_TRUE(cluster_->Watch(run->run_id(), 0, absl::Seconds(60), &events).ok());
   ASSERT_FALSE(events.empty());
