@@ -171,13 +171,16 @@ const std::vector<SubcommandDef>& Subcommands() {
         {"max_iterations", true, false},
         {"deadline", true, false},
         {"retry_budget", true, false},
+        {"token_budget", true, false},
+        {"cost_budget_usd", true, false},
         {"workspace_at_fork", false, false},
         {"request_id", true, false},
         {"watch", false, false},
         {"json", false, false}},
        "fork RUN_ID --at=ITERATION | --at_seq=SEQ [--plan_file=F.json]\n"
        "     [--tool=NAME --args='{...}'] [--answer=TEXT] [--max_iterations=N] [--deadline=D]\n"
-       "     [--retry_budget=N] [--workspace_at_fork] [--request_id=ID] [--watch] [--json]\n"
+       "     [--retry_budget=N] [--token_budget=N] [--cost_budget_usd=DOLLARS]\n"
+       "     [--workspace_at_fork] [--request_id=ID] [--watch] [--json]\n"
        "    Starts a new run from RUN_ID's state as iteration N began (or right after event\n"
        "    SEQ), with an edited plan (as edit-plan), an edited pending call (as edit-call),\n"
        "    an answer, or changed limits. Its workspace is a copy of RUN_ID's as it is now,\n"
@@ -247,6 +250,21 @@ absl::StatusOr<absl::Duration> ParsePositiveDuration(absl::string_view flag,
   }
   if (parsed <= absl::ZeroDuration()) {
     return UsageError(absl::StrCat("--", flag, ": the duration must be positive"));
+  }
+  return parsed;
+}
+
+// An amount of US dollars: digits and at most one point, no sign or currency symbol.
+absl::StatusOr<double> ParseDollars(absl::string_view flag, absl::string_view value,
+                                    bool allow_zero) {
+  double parsed = 0;
+  if (value.empty() || value.find_first_not_of("0123456789.") != absl::string_view::npos ||
+      !absl::SimpleAtod(value, &parsed) || !std::isfinite(parsed)) {
+    return UsageError(
+        absl::StrCat("--", flag, ": \"", value, "\" is not an amount of US dollars (e.g. 0.50)"));
+  }
+  if (!allow_zero && parsed <= 0) {
+    return UsageError(absl::StrCat("--", flag, ": the amount must be above 0"));
   }
   return parsed;
 }
@@ -322,13 +340,9 @@ absl::Status ParseStartFlags(const FlagValues& values, StartOptions& start) {
     start.token_budget = *parsed;
   }
   if (auto value = Last(values, "cost_budget_usd")) {
-    double parsed = 0;
-    if (value->empty() || value->find_first_not_of("0123456789.") != std::string::npos ||
-        !absl::SimpleAtod(*value, &parsed) || !std::isfinite(parsed)) {
-      return UsageError(absl::StrCat("--cost_budget_usd: \"", *value,
-                                     "\" is not an amount of US dollars (e.g. 0.50)"));
-    }
-    start.cost_budget_usd = parsed;
+    absl::StatusOr<double> parsed = ParseDollars("cost_budget_usd", *value, /*allow_zero=*/true);
+    if (!parsed.ok()) return parsed.status();
+    start.cost_budget_usd = *parsed;
   }
   if (auto value = Last(values, "deadline")) {
     absl::StatusOr<absl::Duration> parsed = ParsePositiveDuration("deadline", *value);
@@ -427,6 +441,17 @@ absl::Status ParseForkFlags(const FlagValues& values, ForkOptions& fork) {
     absl::StatusOr<absl::Duration> parsed = ParsePositiveDuration("deadline", *value);
     if (!parsed.ok()) return parsed.status();
     fork.deadline = *parsed;
+  }
+  // A fork can raise or lower a budget but not remove one (0 would leave the source's).
+  if (auto value = Last(values, "token_budget")) {
+    absl::StatusOr<int64_t> parsed = ParseInt<int64_t>("token_budget", *value, 1);
+    if (!parsed.ok()) return parsed.status();
+    fork.token_budget = *parsed;
+  }
+  if (auto value = Last(values, "cost_budget_usd")) {
+    absl::StatusOr<double> parsed = ParseDollars("cost_budget_usd", *value, /*allow_zero=*/false);
+    if (!parsed.ok()) return parsed.status();
+    fork.cost_budget_usd = *parsed;
   }
   fork.workspace_at_fork = Last(values, "workspace_at_fork") == std::optional<std::string>("true");
   fork.request_id = Last(values, "request_id").value_or("");

@@ -49,6 +49,8 @@ struct ForkOptions {
   std::optional<int32_t> max_iterations;
   std::optional<absl::Duration> deadline;
   std::optional<int32_t> retry_budget;
+  std::optional<int64_t> token_budget;    // >= 1
+  std::optional<double> cost_budget_usd;  // > 0
   bool workspace_at_fork = false;
   std::string request_id;
 };

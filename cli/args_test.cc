@@ -289,6 +289,17 @@ TEST(ParseArgs, ForkReplayAndDiffParseTheirFlags) {
   EXPECT_EQ(call->fork.tool, "write_file");
   EXPECT_EQ(call->fork.args_json, R"({"path":"a"})");
 
+  absl::StatusOr<Command> budgets =
+      Parse({"fork", "r1", "--at=2", "--token_budget=5000", "--cost_budget_usd=0.25"});
+  ASSERT_TRUE(budgets.ok()) << budgets.status();
+  EXPECT_EQ(budgets->fork.token_budget, 5000);
+  EXPECT_EQ(budgets->fork.cost_budget_usd, 0.25);
+  // A fork cannot remove a budget: 0 would silently keep the source's.
+  ExpectUsageError({"fork", "r1", "--at=2", "--token_budget=0"}, "--token_budget: 0 is below");
+  ExpectUsageError({"fork", "r1", "--at=2", "--cost_budget_usd=0"},
+                   "--cost_budget_usd: the amount must be above 0");
+  ExpectUsageError({"fork", "r1", "--at=2", "--cost_budget_usd=-1"}, "--cost_budget_usd");
+
   absl::StatusOr<Command> replay = Parse({"replay", "r1", "--save=out.jsonl"});
   ASSERT_TRUE(replay.ok()) << replay.status();
   EXPECT_EQ(replay->subcommand, Subcommand::kReplay);

@@ -154,10 +154,13 @@ v1::ForkRunRequest BuildForkRunRequest(const Command& command,
     edits.mutable_call()->set_args_json(fork.args_json);
   }
   if (fork.answer.has_value()) edits.mutable_human_input()->set_text(*fork.answer);
-  if (fork.max_iterations || fork.deadline || fork.retry_budget) {
+  if (fork.max_iterations || fork.deadline || fork.retry_budget || fork.token_budget ||
+      fork.cost_budget_usd) {
     v1::Limits& limits = *edits.mutable_limits();
     if (fork.max_iterations) limits.set_max_iterations(*fork.max_iterations);
     if (fork.retry_budget) limits.set_retry_budget(*fork.retry_budget);
+    if (fork.token_budget) limits.set_token_budget(*fork.token_budget);
+    if (fork.cost_budget_usd) limits.set_cost_budget_usd(*fork.cost_budget_usd);
     if (fork.deadline) {
       limits.mutable_deadline()->set_seconds(absl::ToInt64Seconds(*fork.deadline));
       limits.mutable_deadline()->set_nanos(static_cast<int32_t>(

@@ -215,6 +215,8 @@ TEST(BuildForkRunRequest, CarriesThePointEditsAndFlags) {
   command.fork.answer = "yes";
   command.fork.max_iterations = 9;
   command.fork.deadline = absl::Milliseconds(90500);
+  command.fork.token_budget = 7000;
+  command.fork.cost_budget_usd = 1.5;
   command.fork.workspace_at_fork = true;
   command.fork.request_id = "f1";
   v1::ForkRunRequest request = BuildForkRunRequest(command, {});
@@ -228,6 +230,8 @@ TEST(BuildForkRunRequest, CarriesThePointEditsAndFlags) {
   EXPECT_EQ(request.edits().limits().max_iterations(), 9);
   EXPECT_EQ(request.edits().limits().deadline().seconds(), 90);
   EXPECT_EQ(request.edits().limits().deadline().nanos(), 500000000);
+  EXPECT_EQ(request.edits().limits().token_budget(), 7000);
+  EXPECT_EQ(request.edits().limits().cost_budget_usd(), 1.5);
   EXPECT_TRUE(request.workspace_at_fork());
   EXPECT_EQ(request.request_id(), "f1");
 
