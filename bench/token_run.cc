@@ -124,7 +124,9 @@ absl::StatusOr<TokenRunResult> RunScriptedTask(const TokenRunOptions& options) {
   ASSIGN_OR_RETURN(FakeApi api, StartFakeApi(options.min_cacheable_tokens));
   FakeMessagesServer& server = *api.server;
   ASSIGN_OR_RETURN(std::unique_ptr<StagePrompts> prompts, StagePrompts::Load(options.prompts_dir));
-  AnthropicBackend backend(AnthropicBackendOptions{}, std::move(api.client), std::move(prompts));
+  AnthropicBackendOptions backend_options;
+  backend_options.min_cacheable_tokens = options.min_cacheable_tokens;  // the fake's
+  AnthropicBackend backend(backend_options, std::move(api.client), std::move(prompts));
 
   ASSIGN_OR_RETURN(std::vector<rein::v1::ToolSpec> tools, ReadOnlyTools());
   rein::v1::RunSpec spec;
