@@ -25,6 +25,7 @@ TEST(PromptGrowthTest, PromptsStayFlatFromIterationTwoToFiftyAndAreCached) {
   options.steps = 60;
   options.observation_bytes = 4096;
   options.prompts_dir = DefaultPromptsDir();
+  options.combine_plan_decide = false;  // decide requests all along the run, to measure them
   absl::StatusOr<TokenRunResult> run = RunScriptedTask(options);
   ASSERT_TRUE(run.ok()) << run.status();
   for (const auto& [stage, limit] : std::vector<std::pair<std::string, double>>{

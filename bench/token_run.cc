@@ -134,6 +134,7 @@ absl::StatusOr<TokenRunResult> RunScriptedTask(const TokenRunOptions& options) {
   spec.mutable_limits()->set_max_iterations(100000);
   spec.mutable_limits()->mutable_deadline()->set_seconds(24 * 3600);
   spec.set_combine_evaluate_decide(options.combine_evaluate_decide);
+  spec.set_combine_plan_decide(options.combine_plan_decide);
   ASSIGN_OR_RETURN(rein::v1::RunSpec normalized, NormalizeSpec(spec, tools));
 
   const StageRouter router;
@@ -186,12 +187,15 @@ absl::StatusOr<TokenRunResult> RunScriptedTask(const TokenRunOptions& options) {
                                             " and count the lines that mention a fox.")},
                {"allowed_tools", {"read_file"}}});
         }
-        server.Enqueue(Reply(
-            "submit_plan",
-            {{"reasoning", batched ? "Read the notes two at a time." : "Read the next two notes."},
-             {"subtasks", subtasks},
-             {"goal_achieved", false}},
-            &output_tokens));
+        json plan = {
+            {"reasoning", batched ? "Read the notes two at a time." : "Read the next two notes."},
+            {"subtasks", subtasks},
+            {"goal_achieved", false}};
+        // Asked for the first call (RunSpec.combine_plan_decide): the model gives it.
+        if (effect.plan.propose_first_call()) {
+          plan["first_tool_call"] = {{"tool", "read_file"}, {"args", {{"path", FileName(step)}}}};
+        }
+        server.Enqueue(Reply("submit_plan", plan, &output_tokens));
         apply(router.OnPlan(run, backend.Plan(effect.plan, effect.deadline), now));
         break;
       }

@@ -41,7 +41,9 @@ const std::map<std::string, TemplateVariables>& StageTemplateVariables() {
   static const auto* const vars = new std::map<std::string, TemplateVariables>{
       {"plan",
        {{{"goal_text", "tool_list"}, {"goal_text"}},
-        {{"done_list", "observation_text", "human_notes", "replan_text", "id_prefix"}, {}}}},
+        {{"done_list", "observation_text", "human_notes", "replan_text", "id_prefix",
+          "first_call_text"},
+         {}}}},
       {"decide",
        {{{"goal_text", "tool_list"}, {"goal_text", "tool_list"}},
         {{"subtask_text", "allowed_tool_names", "action_lines", "human_notes"},
@@ -192,6 +194,11 @@ std::string NextCallText(const rein::v1::EvaluateRequest& r) {
   std::vector<std::string> names;
   for (const std::string& name : r.subtask().allowed_tools()) names.push_back(CapText(name, 128));
   return absl::StrCat("Tools for next_tool_call: ", OrNone(absl::StrJoin(names, ", ")), ".");
+}
+
+// What Plan is told per call about first_tool_call (the rule is in its system prompt).
+std::string FirstCallText(const rein::v1::PlanRequest& r) {
+  return r.propose_first_call() ? "Also fill first_tool_call." : "Leave first_tool_call out.";
 }
 
 // The names of the tools the subtask may use.
@@ -351,7 +358,8 @@ absl::StatusOr<RenderedPrompt> StagePrompts::RenderPlan(const rein::v1::PlanRequ
                          {"observation_text", PlanObservation(r, b)},
                          {"human_notes", HumanNotes(r.human_inputs(), b)},
                          {"replan_text", OrNone(CapText(r.replan_reason(), b.replan_reason_bytes))},
-                         {"id_prefix", absl::StrCat("p", r.iteration(), "-")}});
+                         {"id_prefix", absl::StrCat("p", r.iteration(), "-")},
+                         {"first_call_text", FirstCallText(r)}});
 }
 
 absl::StatusOr<RenderedPrompt> StagePrompts::RenderDecide(const rein::v1::DecideRequest& r) const {
