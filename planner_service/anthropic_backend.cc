@@ -92,7 +92,7 @@ int64_t MinCacheableTokens(absl::string_view model) {
   for (absl::string_view m : {"opus-4-5", "opus-4-6", "haiku-4-5"}) {
     if (absl::StrContains(model, m)) return 4096;
   }
-  for (absl::string_view m : {"sonnet-4-6", "haiku-3"}) {
+  for (absl::string_view m : {"sonnet-4-6", "haiku-3", "3-haiku", "3-5-haiku"}) {
     if (absl::StrContains(model, m)) return 2048;
   }
   return 1024;

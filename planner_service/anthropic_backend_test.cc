@@ -645,7 +645,8 @@ TEST(ChooseLayoutTest, CacheMinimumFollowsTheModel) {
   EXPECT_EQ(MinCacheableTokens("claude-sonnet-5"), 1024);
   EXPECT_EQ(MinCacheableTokens("claude-sonnet-4-5"), 1024);
   EXPECT_EQ(MinCacheableTokens("claude-haiku-4-5"), 4096);
-  EXPECT_EQ(MinCacheableTokens("claude-3-haiku-20240307"), 1024);
+  EXPECT_EQ(MinCacheableTokens("claude-3-haiku-20240307"), 2048);
+  EXPECT_EQ(MinCacheableTokens("claude-3-5-haiku-latest"), 2048);
   EXPECT_EQ(MinCacheableTokens("claude-haiku-3-5"), 2048);
   EXPECT_EQ(MinCacheableTokens("claude-opus-4-6"), 4096);
 }
