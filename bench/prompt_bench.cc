@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
                                                                  : absl::GetFlag(FLAGS_prompts_dir);
   const std::vector<int> points =
       quick ? std::vector<int>{2, 10, 50} : std::vector<int>{2, 10, 50, 200};
+  // Every plan's first call asked of Decide (RunSpec.combine_plan_decide false), so that decide
+  // requests are made all along the run and their prompts can be measured.
+  options.combine_plan_decide = false;
   // Iterations advance by one per step (each tool call): enough steps to pass the last point.
   options.steps = points.back() + 10 + (points.back() % 2);
   absl::StatusOr<rein::TokenRunResult> result = rein::RunScriptedTask(options);

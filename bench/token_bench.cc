@@ -102,12 +102,18 @@ void Bench(const std::string& key, const std::string& label, TokenRunOptions opt
   const Totals rein = Report(key, absl::StrCat("rein, one subtask per plan, ", label),
                              Check(label, RunScriptedTask(options)));
   {
-    // The same task with every read costing its own decide request (RunSpec
-    // combine_evaluate_decide false), for the saving of one reply for two stages.
-    TokenRunOptions separate = options;
+    // The same task with the plan's first call asked of Decide (RunSpec.combine_plan_decide
+    // false; the evaluations still propose the next read), for the saving of plan+decide.
+    TokenRunOptions no_plan_decide = options;
+    no_plan_decide.combine_plan_decide = false;
+    Report(absl::StrCat(key, "_no_plan_decide"),
+           absl::StrCat("rein, one subtask per plan, plan and decide separate, ", label),
+           Check(label, RunScriptedTask(no_plan_decide)));
+    // Every read costing its own decide request (both combine_* false): one request per stage.
+    TokenRunOptions separate = no_plan_decide;
     separate.combine_evaluate_decide = false;
     Report(absl::StrCat(key, "_separate"),
-           absl::StrCat("rein, one subtask per plan, decide and evaluate separate, ", label),
+           absl::StrCat("rein, one subtask per plan, every stage its own request, ", label),
            Check(label, RunScriptedTask(separate)));
   }
   options.subtasks_per_plan = kMaxSubtasksPerPlanReply;

@@ -20,6 +20,7 @@ check token_bench "$out" tokens.small_reads.requests tokens.small_reads.requests
   tokens.small_reads.input tokens.small_reads.output tokens.small_reads.cache_read \
   tokens.small_reads.cache_write tokens.small_reads.priced_input tokens.4kb_reads.priced_input \
   tokens.small_reads_full_plan.requests.plan tokens.small_reads_full_plan.priced_input \
+  tokens.small_reads_no_plan_decide.priced_input tokens.small_reads_separate.priced_input \
   tokens.4kb_reads_full_plan.priced_input tokens.react.small_reads.requests \
   tokens.react.small_reads.input tokens.react.small_reads.cache_read \
   tokens.react.small_reads.cache_write tokens.react.small_reads.priced_input \

@@ -124,7 +124,9 @@ absl::StatusOr<TokenRunResult> RunScriptedTask(const TokenRunOptions& options) {
   ASSIGN_OR_RETURN(FakeApi api, StartFakeApi(options.min_cacheable_tokens));
   FakeMessagesServer& server = *api.server;
   ASSIGN_OR_RETURN(std::unique_ptr<StagePrompts> prompts, StagePrompts::Load(options.prompts_dir));
-  AnthropicBackend backend(AnthropicBackendOptions{}, std::move(api.client), std::move(prompts));
+  AnthropicBackendOptions backend_options;
+  backend_options.min_cacheable_tokens = options.min_cacheable_tokens;  // the fake's
+  AnthropicBackend backend(backend_options, std::move(api.client), std::move(prompts));
 
   ASSIGN_OR_RETURN(std::vector<rein::v1::ToolSpec> tools, ReadOnlyTools());
   rein::v1::RunSpec spec;
@@ -132,6 +134,7 @@ absl::StatusOr<TokenRunResult> RunScriptedTask(const TokenRunOptions& options) {
   spec.mutable_limits()->set_max_iterations(100000);
   spec.mutable_limits()->mutable_deadline()->set_seconds(24 * 3600);
   spec.set_combine_evaluate_decide(options.combine_evaluate_decide);
+  spec.set_combine_plan_decide(options.combine_plan_decide);
   ASSIGN_OR_RETURN(rein::v1::RunSpec normalized, NormalizeSpec(spec, tools));
 
   const StageRouter router;
@@ -184,12 +187,15 @@ absl::StatusOr<TokenRunResult> RunScriptedTask(const TokenRunOptions& options) {
                                             " and count the lines that mention a fox.")},
                {"allowed_tools", {"read_file"}}});
         }
-        server.Enqueue(Reply(
-            "submit_plan",
-            {{"reasoning", batched ? "Read the notes two at a time." : "Read the next two notes."},
-             {"subtasks", subtasks},
-             {"goal_achieved", false}},
-            &output_tokens));
+        json plan = {
+            {"reasoning", batched ? "Read the notes two at a time." : "Read the next two notes."},
+            {"subtasks", subtasks},
+            {"goal_achieved", false}};
+        // Asked for the first call (RunSpec.combine_plan_decide): the model gives it.
+        if (effect.plan.propose_first_call()) {
+          plan["first_tool_call"] = {{"tool", "read_file"}, {"args", {{"path", FileName(step)}}}};
+        }
+        server.Enqueue(Reply("submit_plan", plan, &output_tokens));
         apply(router.OnPlan(run, backend.Plan(effect.plan, effect.deadline), now));
         break;
       }

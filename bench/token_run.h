@@ -28,6 +28,8 @@ struct TokenRunOptions {
   int subtasks_per_plan = 1;
   // RunSpec.combine_evaluate_decide: the first evaluation of a subtask also gives the next read.
   bool combine_evaluate_decide = true;
+  // RunSpec.combine_plan_decide: each plan reply also gives the first read of its top subtask.
+  bool combine_plan_decide = true;
 };
 
 // One model request as the fake answered it.
@@ -53,9 +55,9 @@ struct TokenRunResult {
 double PricedInput(const ModelRequest& r);
 
 // Drives one run to its end. The model's answers are scripted: each plan gives one subtask of
-// two reads, each decide reads the next file, the first evaluation of a subtask needs more
-// work (and, when asked, proposes the next read), the second completes it (and, at the last
-// step, the goal). Error when the run does not
+// two reads (and, when asked, proposes the first), each decide reads the next file, the first
+// evaluation of a subtask needs more work (and, when asked, proposes the next read), the second
+// completes it (and, at the last step, the goal). Error when the run does not
 // end as scripted or the deadline passes.
 absl::StatusOr<TokenRunResult> RunScriptedTask(const TokenRunOptions& options);
 

@@ -67,17 +67,29 @@ TEST(TokenRunTest, FullPlansListUpToTwentySubtasksPerReply) {
   EXPECT_EQ(run->tool_calls, 50);
   std::map<std::string, int> stages = RequestsPerStage(*run);
   EXPECT_EQ(stages["plan"], 2);  // 20 subtasks, then the last 5
-  // One reply for two stages (the default): each subtask's first evaluation proposes its
-  // second read, so only the first read of a subtask needs a decide request.
-  EXPECT_EQ(stages["decide"], 25);
+  // One reply for two stages (the defaults): each plan proposes its top subtask's first read and
+  // each subtask's first evaluation its second read, so only the first read of the subtasks
+  // below a plan's top one needs a decide request.
+  EXPECT_EQ(stages["decide"], 23);
   EXPECT_EQ(stages["evaluate"], 50);
 
   options.subtasks_per_plan = 1;
   run = RunScriptedTask(options);
   ASSERT_TRUE(run.ok()) << run.status();
-  EXPECT_EQ(RequestsPerStage(*run)["plan"], 25);
+  stages = RequestsPerStage(*run);
+  EXPECT_EQ(stages["plan"], 25);
+  EXPECT_EQ(stages["decide"], 0);  // every read proposed by a plan or an evaluation
+  EXPECT_EQ(stages["evaluate"], 50);
 
-  // Without it, every read costs a decide and an evaluate request, and the reads are the same.
+  // Without plan+decide, each subtask's first read costs a decide request.
+  options.combine_plan_decide = false;
+  run = RunScriptedTask(options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->tool_calls, 50);
+  EXPECT_EQ(RequestsPerStage(*run)["decide"], 25);
+
+  // Without either, every read costs a decide and an evaluate request, and the reads are the
+  // same.
   options.combine_evaluate_decide = false;
   run = RunScriptedTask(options);
   ASSERT_TRUE(run.ok()) << run.status();

@@ -53,6 +53,7 @@ const std::vector<SubcommandDef>& Subcommands() {
         {"on_stagnation", true, false},
         {"no_pause_on_notes", false, false},
         {"no_combine_evaluate_decide", false, false},
+        {"no_combine_plan_decide", false, false},
         {"label", true, true},
         {"request_id", true, false},
         {"model", true, false},
@@ -63,7 +64,7 @@ const std::vector<SubcommandDef>& Subcommands() {
        "      [--max_iterations=N] [--deadline=10m] [--stage_timeout=120s] [--retry_budget=N]\n"
        "      [--token_budget=N] [--cost_budget_usd=DOLLARS]\n"
        "      [--on_stagnation=REPLAN_THEN_PAUSE|PAUSE|FAIL]\n"
-       "      [--no_pause_on_notes] [--no_combine_evaluate_decide]\n"
+       "      [--no_pause_on_notes] [--no_combine_evaluate_decide] [--no_combine_plan_decide]\n"
        "      [--label=k=v ...] [--request_id=ID] [--model=M]\n"
        "      [--watch] [--json]\n"
        "    Starts a run and prints its id (--json: the Run in proto3 JSON). --spec is a RunSpec\n"
@@ -363,6 +364,9 @@ absl::Status ParseStartFlags(const FlagValues& values, StartOptions& start) {
   if (auto value = Last(values, "no_pause_on_notes")) start.no_pause_on_notes = *value == "true";
   if (auto value = Last(values, "no_combine_evaluate_decide")) {
     start.no_combine_evaluate_decide = *value == "true";
+  }
+  if (auto value = Last(values, "no_combine_plan_decide")) {
+    start.no_combine_plan_decide = *value == "true";
   }
   if (auto it = values.find("label"); it != values.end()) {
     std::set<std::string> seen;

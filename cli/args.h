@@ -72,6 +72,7 @@ struct StartOptions {
   std::optional<v1::OnStagnation> on_stagnation;
   bool no_pause_on_notes = false;
   bool no_combine_evaluate_decide = false;  // RunSpec.combine_evaluate_decide = false
+  bool no_combine_plan_decide = false;      // RunSpec.combine_plan_decide = false
   std::vector<std::pair<std::string, std::string>> labels;  // in the order given
   std::optional<std::string> model;
   std::string request_id;

@@ -38,6 +38,7 @@ TEST(ParseArgs, StartWithEveryFlagParsesAll) {
                                            "--on_stagnation=pause",
                                            "--no_pause_on_notes",
                                            "--no_combine_evaluate_decide",
+                                           "--no_combine_plan_decide",
                                            "--label=team=infra",
                                            "--label=k=a=b",
                                            "--request_id=req-1",
@@ -61,6 +62,7 @@ TEST(ParseArgs, StartWithEveryFlagParsesAll) {
   EXPECT_EQ(start.on_stagnation, v1::PAUSE);
   EXPECT_TRUE(start.no_pause_on_notes);
   EXPECT_TRUE(start.no_combine_evaluate_decide);
+  EXPECT_TRUE(start.no_combine_plan_decide);
   ASSERT_EQ(start.labels.size(), 2u);
   EXPECT_EQ(start.labels[0], std::make_pair(std::string("team"), std::string("infra")));
   EXPECT_EQ(start.labels[1], std::make_pair(std::string("k"), std::string("a=b")));

@@ -189,6 +189,10 @@ std::string EventLine(const v1::RunEvent& event) {
                       plan.subtasks_size() == 1 ? " subtask" : " subtasks");
       if (!ids.empty()) absl::StrAppend(&line, " [", absl::StrJoin(ids, ", "), "]");
       if (plan.goal_achieved()) absl::StrAppend(&line, "  goal achieved");
+      if (!plan.first_call_dropped().empty()) {
+        absl::StrAppend(
+            &line, "  (first call dropped: ", OneLine(plan.first_call_dropped(), kLineBytes), ")");
+      }
       if (!plan.planner_backend().empty()) {
         absl::StrAppend(&line, "  [planner: ", OneLine(plan.planner_backend(), 60), "]");
       }
@@ -207,6 +211,7 @@ std::string EventLine(const v1::RunEvent& event) {
         absl::StrAppend(&line, "  (subtask ", OneLine(decision.subtask_id(), 40), ")");
       }
       if (decision.from_evaluation()) absl::StrAppend(&line, "  proposed by the evaluation");
+      if (decision.from_plan()) absl::StrAppend(&line, "  proposed by the plan");
       absl::StrAppend(&line, NotesSuffix(decision.notes()));
       break;
     }
@@ -479,7 +484,10 @@ std::string RunSummary(const v1::Run& run, absl::TimeZone zone) {
       "  pause on notes: ", (!spec.has_pause_on_notes() || spec.pause_on_notes()) ? "yes" : "no",
       (!spec.has_combine_evaluate_decide() || spec.combine_evaluate_decide())
           ? ""
-          : "  one reply for two stages: no",
+          : "  one reply for evaluate and decide: no",
+      (!spec.has_combine_plan_decide() || spec.combine_plan_decide())
+          ? ""
+          : "  one reply for plan and decide: no",
       "\n");
   const v1::Limits& limits = spec.limits();
   absl::StrAppend(

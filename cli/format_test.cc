@@ -53,6 +53,16 @@ TEST(EventLine, DecisionShowsCallAndSubtask) {
   EXPECT_EQ(EventLine(Event(R"(seq: 17 decision { subtask_id: "scan" from_evaluation: true
       tool_call { tool: "read_file" args_json: "{}" } })")),
             "#17 decision: read_file {}  (subtask scan)  proposed by the evaluation");
+  EXPECT_EQ(EventLine(Event(R"(seq: 4 decision { subtask_id: "p1-read" from_plan: true
+      tool_call { tool: "read_file" args_json: "{}" } })")),
+            "#4 decision: read_file {}  (subtask p1-read)  proposed by the plan");
+}
+
+TEST(EventLine, PlanShowsWhyItsFirstCallWasDropped) {
+  EXPECT_EQ(
+      EventLine(Event(R"(seq: 3 plan { subtasks { id: "p1-read" } first_call_dropped:
+      "first_call.tool: \"rm\" is not allowed" first_call { tool: "rm" } })")),
+      R"(#3 plan: 1 subtask [p1-read]  (first call dropped: first_call.tool: "rm" is not allowed))");
 }
 
 TEST(EventLine, ToolResultShowsFirstLineOfObservationOrError) {

@@ -66,6 +66,7 @@ absl::StatusOr<v1::RunSpec> BuildRunSpec(const StartOptions& options, absl::stri
   if (options.on_stagnation.has_value()) limits->set_on_stagnation(*options.on_stagnation);
   if (options.no_pause_on_notes) spec.set_pause_on_notes(false);
   if (options.no_combine_evaluate_decide) spec.set_combine_evaluate_decide(false);
+  if (options.no_combine_plan_decide) spec.set_combine_plan_decide(false);
   for (const auto& [key, value] : options.labels) (*spec.mutable_labels())[key] = value;
   if (options.model.has_value()) spec.mutable_model()->set_model(*options.model);
   return spec;

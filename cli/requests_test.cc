@@ -34,6 +34,7 @@ TEST(BuildRunSpec, FlagsOverrideTheSpecFile) {
   options.on_stagnation = v1::FAIL;
   options.no_pause_on_notes = true;
   options.no_combine_evaluate_decide = true;
+  options.no_combine_plan_decide = true;
   options.labels = {{"y", "2"}};
   options.model = "m1";
   absl::StatusOr<v1::RunSpec> spec = BuildRunSpec(options, spec_json, std::nullopt);
@@ -49,6 +50,8 @@ TEST(BuildRunSpec, FlagsOverrideTheSpecFile) {
   EXPECT_EQ(spec->limits().on_stagnation(), v1::FAIL);
   EXPECT_TRUE(spec->has_combine_evaluate_decide());
   EXPECT_FALSE(spec->combine_evaluate_decide());
+  EXPECT_TRUE(spec->has_combine_plan_decide());
+  EXPECT_FALSE(spec->combine_plan_decide());
   ASSERT_EQ(spec->pause_points_size(), 1);
   EXPECT_EQ(spec->pause_points(0), v1::AFTER_EVALUATE);
   ASSERT_TRUE(spec->has_pause_on_notes());

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -73,7 +74,37 @@ std::string RefusalText(const json& message, const std::string& text) {
   return absl::StrCat(text, "\n", api);
 }
 
+const json& Ephemeral() {
+  static const json* const kEphemeral = new json{{"type", "ephemeral"}};
+  return *kEphemeral;
+}
+
+// Tokens as the estimate counts them: a block's JSON bytes / 4.
+int64_t EstimatedTokens(const json& block) {
+  return (static_cast<int64_t>(block.dump().size()) + 3) / 4;
+}
+
+json TextBlock(const std::string& text) { return {{"type", "text"}, {"text", text}}; }
+
 }  // namespace
+
+int64_t MinCacheableTokens(absl::string_view model) {
+  for (absl::string_view m : {"opus-4-5", "opus-4-6", "haiku-4-5"}) {
+    if (absl::StrContains(model, m)) return 4096;
+  }
+  for (absl::string_view m : {"sonnet-4-6", "haiku-3", "3-haiku", "3-5-haiku"}) {
+    if (absl::StrContains(model, m)) return 2048;
+  }
+  return 1024;
+}
+
+PromptLayout ChooseLayout(const json& stage_tool, const std::string& stage_system,
+                          const std::string& context, int64_t min_cacheable_tokens) {
+  const int64_t prefix = EstimatedTokens(stage_tool) + EstimatedTokens(TextBlock(stage_system)) +
+                         EstimatedTokens(TextBlock(context));
+  // prefix >= 1.25 * minimum, in integers.
+  return prefix * 4 >= min_cacheable_tokens * 5 ? PromptLayout::kCompact : PromptLayout::kShared;
+}
 
 AnthropicBackend::AnthropicBackend(AnthropicBackendOptions options,
                                    std::unique_ptr<AnthropicClient> client,
@@ -82,7 +113,9 @@ AnthropicBackend::AnthropicBackend(AnthropicBackendOptions options,
 
 absl::StatusOr<AnthropicBackend::StageAnswer> AnthropicBackend::Ask(
     const rein::v1::ModelOptions& model_options, int default_max_tokens,
-    const RenderedPrompt& prompt, json tools, const std::string& tool_name, absl::Time deadline) {
+    const RenderedPrompt& prompt,
+    const google::protobuf::RepeatedPtrField<rein::v1::ToolSpec>& run_tools,
+    const std::string& tool_name, absl::Time deadline) {
   StageAnswer answer;
   answer.model = model_options.model().empty() ? options_.model : model_options.model();
   if (answer.model.size() > kMaxModelNameBytes) {
@@ -100,25 +133,36 @@ absl::StatusOr<AnthropicBackend::StageAnswer> AnthropicBackend::Ask(
   }
   const int max_tokens =
       model_options.max_tokens() > 0 ? model_options.max_tokens() : default_max_tokens;
-  // Three breakpoints (the API allows four): after the tools and after the system prompt,
-  // which every stage of the run shares (tool_choice, which differs by stage, leaves those
-  // cached), and after the stage's run-constant context.
-  if (!tools.empty()) tools.back()["cache_control"] = {{"type", "ephemeral"}};
+  // The layout, from run-constant inputs only (the model, the run's tools, the goal).
+  json tools = StageTools(run_tools);
+  json stage_tool;
+  for (const json& tool : tools) {
+    if (tool["name"] == tool_name) stage_tool = tool;
+  }
+  const int64_t min_cacheable = options_.min_cacheable_tokens > 0
+                                    ? options_.min_cacheable_tokens
+                                    : MinCacheableTokens(answer.model);
+  const bool compact = ChooseLayout(stage_tool, prompt.stage_system, prompt.context,
+                                    min_cacheable) == PromptLayout::kCompact;
+  if (compact) tools = json::array({std::move(stage_tool)});
+  // Three breakpoints (the API allows four): after the tools and after the system prompt
+  // (in the shared layout every stage of the run sends the same ones, and tool_choice, which
+  // differs by stage, leaves them cached), and after the stage's run-constant context.
+  tools.back()["cache_control"] = Ephemeral();
+  json system = TextBlock(compact ? prompt.stage_system : prompt.system);
+  system["cache_control"] = Ephemeral();
+  json context = TextBlock(prompt.context);
+  context["cache_control"] = Ephemeral();
 
   json body = {
       {"model", answer.model},
       {"max_tokens", max_tokens},
-      {"system", json::array({{{"type", "text"},
-                               {"text", prompt.system},
-                               {"cache_control", {{"type", "ephemeral"}}}}})},
-      // The run-constant context ends at a cache breakpoint: with the tool and the system
+      {"system", json::array({std::move(system)})},
+      // The run-constant context ends at a cache breakpoint: with the tools and the system
       // prompt before it, it is the prefix every call of this stage in the run shares.
       {"messages",
        json::array({{{"role", "user"},
-                     {"content", json::array({{{"type", "text"},
-                                               {"text", prompt.context},
-                                               {"cache_control", {{"type", "ephemeral"}}}},
-                                              {{"type", "text"}, {"text", prompt.user}}})}}})},
+                     {"content", json::array({std::move(context), TextBlock(prompt.user)})}}})},
       {"tools", std::move(tools)},
       {"tool_choice", {{"type", "tool"}, {"name", tool_name}, {"disable_parallel_tool_use", true}}},
   };
@@ -246,7 +290,7 @@ absl::StatusOr<rein::v1::PlanResponse> AnthropicBackend::Plan(const rein::v1::Pl
                                                               absl::Time deadline) {
   ASSIGN_OR_RETURN(RenderedPrompt prompt, prompts_->RenderPlan(request));
   ASSIGN_OR_RETURN(StageAnswer answer, Ask(request.model(), options_.plan_max_tokens, prompt,
-                                           StageTools(request.tools()), kPlanToolName, deadline));
+                                           request.tools(), kPlanToolName, deadline));
   return ToResponse<rein::v1::PlanResponse>(
       answer, [&](const json& output) { return PlanFromOutput(output, request); });
 }
@@ -254,11 +298,10 @@ absl::StatusOr<rein::v1::PlanResponse> AnthropicBackend::Plan(const rein::v1::Pl
 absl::StatusOr<rein::v1::DecideResponse> AnthropicBackend::Decide(
     const rein::v1::DecideRequest& request, absl::Time deadline) {
   ASSIGN_OR_RETURN(RenderedPrompt prompt, prompts_->RenderDecide(request));
-  ASSIGN_OR_RETURN(
-      StageAnswer answer,
-      Ask(request.model(), options_.decide_max_tokens, prompt,
-          StageTools(request.run_tools().empty() ? request.tools() : request.run_tools()),
-          kDecideToolName, deadline));
+  ASSIGN_OR_RETURN(StageAnswer answer,
+                   Ask(request.model(), options_.decide_max_tokens, prompt,
+                       request.run_tools().empty() ? request.tools() : request.run_tools(),
+                       kDecideToolName, deadline));
   return ToResponse<rein::v1::DecideResponse>(
       answer, [&](const json& output) { return DecideFromOutput(output, request); });
 }
@@ -266,9 +309,8 @@ absl::StatusOr<rein::v1::DecideResponse> AnthropicBackend::Decide(
 absl::StatusOr<rein::v1::EvaluateResponse> AnthropicBackend::Evaluate(
     const rein::v1::EvaluateRequest& request, absl::Time deadline) {
   ASSIGN_OR_RETURN(RenderedPrompt prompt, prompts_->RenderEvaluate(request));
-  ASSIGN_OR_RETURN(StageAnswer answer,
-                   Ask(request.model(), options_.evaluate_max_tokens, prompt,
-                       StageTools(request.run_tools()), kEvaluateToolName, deadline));
+  ASSIGN_OR_RETURN(StageAnswer answer, Ask(request.model(), options_.evaluate_max_tokens, prompt,
+                                           request.run_tools(), kEvaluateToolName, deadline));
   return ToResponse<rein::v1::EvaluateResponse>(
       answer, [&](const json& output) { return EvaluateFromOutput(output, request); });
 }

@@ -78,6 +78,11 @@ class AnthropicBackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(server_.Start().ok());
+    UseOptions(AnthropicBackendOptions{});
+  }
+
+  // Replaces the backend by one with `options` (and the same fake API).
+  void UseOptions(AnthropicBackendOptions options) {
     AnthropicClientOptions client_options;
     client_options.base_url = server_.base_url();
     client_options.api_key = kKey;
@@ -87,7 +92,7 @@ class AnthropicBackendTest : public ::testing::Test {
     auto prompts =
         StagePrompts::Load(absl::StrCat(getenv("TEST_SRCDIR"), "/rein/planner_service/prompts"));
     ASSERT_TRUE(prompts.ok()) << prompts.status();
-    backend_ = std::make_unique<AnthropicBackend>(AnthropicBackendOptions{}, *std::move(client),
+    backend_ = std::make_unique<AnthropicBackend>(std::move(options), *std::move(client),
                                                   *std::move(prompts));
   }
 
@@ -620,6 +625,78 @@ TEST_F(AnthropicBackendTest, SmallestRunIsCachedAtTheRealMinimum) {
       EXPECT_GE(r.cache_read_input_tokens, 1024) << "the shared tools and system prompt";
     }
     if (i >= 3) {
+      EXPECT_GE(r.cache_read_input_tokens * 10, r.prefix_tokens * 8)
+          << r.cache_read_input_tokens << " of " << r.prefix_tokens << " prefix tokens read";
+    }
+  }
+}
+
+// The layout is compact exactly from an estimated prefix of 1.25 times the cache minimum: with
+// a minimum of 100 tokens, a tool of 1 token ("{}") and an empty system block (25 bytes, 7
+// tokens), a context of 440 bytes (465 bytes as a block, 117 tokens) makes 125 tokens, one
+// byte less 124.
+TEST(ChooseLayoutTest, CompactFromOneAndAQuarterTimesTheCacheMinimum) {
+  EXPECT_EQ(ChooseLayout(json::object(), "", std::string(440, 'x'), 100), PromptLayout::kCompact);
+  EXPECT_EQ(ChooseLayout(json::object(), "", std::string(439, 'x'), 100), PromptLayout::kShared);
+  EXPECT_EQ(ChooseLayout(json::object(), "", std::string(440, 'x'), 101), PromptLayout::kShared);
+}
+
+TEST(ChooseLayoutTest, CacheMinimumFollowsTheModel) {
+  EXPECT_EQ(MinCacheableTokens("claude-sonnet-5"), 1024);
+  EXPECT_EQ(MinCacheableTokens("claude-sonnet-4-5"), 1024);
+  EXPECT_EQ(MinCacheableTokens("claude-haiku-4-5"), 4096);
+  EXPECT_EQ(MinCacheableTokens("claude-3-haiku-20240307"), 2048);
+  EXPECT_EQ(MinCacheableTokens("claude-3-5-haiku-latest"), 2048);
+  EXPECT_EQ(MinCacheableTokens("claude-haiku-3-5"), 2048);
+  EXPECT_EQ(MinCacheableTokens("claude-opus-4-6"), 4096);
+}
+
+// When the backend knows the lowered minimum, each stage's prefix (its own tool, its own system
+// section and the run's context) is big enough alone: every request sends only its stage's
+// tool, the first of each stage writes the prefix and every later one reads >= 80% of it.
+TEST_F(AnthropicBackendTest, CompactLayoutSendsOneToolAndIsReadFromTheSecondCallOfEachStage) {
+  server_.SimulatePromptCache(/*min_cacheable_tokens=*/256);
+  AnthropicBackendOptions options;
+  options.min_cacheable_tokens = 256;
+  UseOptions(options);
+  rein::v1::PlanRequest plan = PlanRequest();
+  rein::v1::DecideRequest decide = DecideRequest();
+  *decide.add_run_tools() = Tool("read_file");
+  *decide.add_run_tools() = Tool("list_files");
+  rein::v1::EvaluateRequest evaluate = EvaluateRequest();
+  *evaluate.mutable_run_tools() = decide.run_tools();
+  const json decision = {{"reasoning", "read"},
+                         {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "a.txt"}}}}}};
+  const json verdict = {{"reasoning", "ok"},
+                        {"status", "NEEDS_MORE_WORK"},
+                        {"summary", "more"},
+                        {"goal_achieved", false}};
+  for (int i = 0; i < 3; ++i) {
+    server_.Enqueue(ToolUseReply("submit_plan", kPlan));
+    server_.Enqueue(ToolUseReply("submit_decision", decision));
+    server_.Enqueue(ToolUseReply("submit_evaluation", verdict));
+    plan.set_iteration(1 + 3 * i);
+    decide.set_iteration(2 + 3 * i);
+    evaluate.set_iteration(3 + 3 * i);
+    evaluate.set_observation(absl::StrCat("lines of file ", i, std::string(100 * i, 'o')));
+    ASSERT_TRUE(backend_->Plan(plan, absl::InfiniteFuture()).ok());
+    ASSERT_TRUE(backend_->Decide(decide, absl::InfiniteFuture()).ok());
+    ASSERT_TRUE(backend_->Evaluate(evaluate, absl::InfiniteFuture()).ok());
+  }
+  const std::vector<FakeRequest> requests = server_.requests();
+  ASSERT_EQ(requests.size(), 9u);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const FakeRequest& r = requests[i];
+    const json body = json::parse(r.body);
+    const std::string stage = body["tool_choice"]["name"];
+    SCOPED_TRACE(absl::StrCat("request ", i, " (", stage, ")"));
+    ASSERT_EQ(body["tools"].size(), 1u);
+    EXPECT_EQ(body["tools"][0]["name"], stage);
+    EXPECT_THAT(body["system"][0]["text"].get<std::string>(), Not(HasSubstr("## When asked")));
+    if (i < 3) {
+      EXPECT_EQ(r.cache_read_input_tokens, 0);
+      EXPECT_GE(r.cache_creation_input_tokens, 256);
+    } else {
       EXPECT_GE(r.cache_read_input_tokens * 10, r.prefix_tokens * 8)
           << r.cache_read_input_tokens << " of " << r.prefix_tokens << " prefix tokens read";
     }

@@ -375,7 +375,8 @@ void SubstituteStrings(json* value, const PlaceholderValues& values) {
 absl::Status RenderReply(const json& reply, const PlaceholderValues& values, Message* response) {
   json rendered = reply;
   SubstituteStrings(&rendered, values);
-  for (const char* key : {"toolCall", "tool_call", "nextCall", "next_call"}) {
+  for (const char* key :
+       {"toolCall", "tool_call", "nextCall", "next_call", "firstCall", "first_call"}) {
     auto call = rendered.find(key);
     if (call == rendered.end() || !call->is_object()) continue;
     auto args = call->find("args");

@@ -179,6 +179,18 @@ TEST_F(ScriptedBackendTest, EvaluateNextCallIsKeptWhenAskedForAndValid) {
   EXPECT_NE(reply->next_call_dropped().find("not asked for"), std::string::npos);
 }
 
+TEST_F(ScriptedBackendTest, PlanFirstCallIsPassedOnWithItsArguments) {
+  auto backend = Load(R"json({"plan": [{"reply": {
+      "subtasks": [{"id": "read", "description": "read a.txt", "allowedTools": ["read_file"]}],
+      "firstCall": {"tool": "read_file", "args": {"path": "a.txt"}}}}]})json");
+  ASSERT_NE(backend, nullptr);
+  absl::StatusOr<rein::v1::PlanResponse> reply =
+      backend->Plan(rein::v1::PlanRequest(), kNoDeadline);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->first_call().tool(), "read_file");
+  EXPECT_EQ(reply->first_call().args_json(), R"({"path":"a.txt"})");
+}
+
 TEST_F(ScriptedBackendTest, EvaluateStatusIsParsed) {
   auto backend = Load(R"json({"evaluate": [{"reply": {
       "status": "COMPLETED", "summary": "3 files", "goalAchieved": true}}]})json");

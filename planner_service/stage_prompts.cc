@@ -41,7 +41,9 @@ const std::map<std::string, TemplateVariables>& StageTemplateVariables() {
   static const auto* const vars = new std::map<std::string, TemplateVariables>{
       {"plan",
        {{{"goal_text", "tool_list"}, {"goal_text"}},
-        {{"done_list", "observation_text", "human_notes", "replan_text", "id_prefix"}, {}}}},
+        {{"done_list", "observation_text", "human_notes", "replan_text", "id_prefix",
+          "first_call_text"},
+         {}}}},
       {"decide",
        {{{"goal_text", "tool_list"}, {"goal_text", "tool_list"}},
         {{"subtask_text", "allowed_tool_names", "action_lines", "human_notes"},
@@ -132,9 +134,11 @@ std::string DoneList(const rein::v1::PlanRequest& r, const PromptBounds& b) {
   if (first > 0) lines.push_back(absl::StrCat("(", first, " earlier subtasks not shown)"));
   for (int i = first; i < n; ++i) {
     const rein::v1::SubTask& task = r.completed(i);
-    lines.push_back(absl::StrCat("- ", SubtaskLine(task, b.description_bytes), " -> ",
-                                 StatusWord(task.status()), ": ",
-                                 CapText(task.summary(), b.summary_bytes)));
+    const bool newest = i == n - 1;  // the ones before it shorter, so the list stays flat
+    lines.push_back(absl::StrCat(
+        "- ", SubtaskLine(task, newest ? b.description_bytes : b.older_description_bytes), " -> ",
+        StatusWord(task.status()), ": ",
+        CapText(task.summary(), newest ? b.summary_bytes : b.older_summary_bytes)));
   }
   return OrNone(absl::StrJoin(lines, "\n"));
 }
@@ -171,18 +175,30 @@ std::string DecideTools(const rein::v1::DecideRequest& r, const PromptBounds& b)
   return ToolsWithSchemas(r.run_tools().empty() ? r.tools() : r.run_tools(), b);
 }
 
-// What Evaluate says about next_tool_call: when the router asks for a next call, which tools it
-// may use and when to fill it.
+// What Plan sees of the latest observation. After a subtask that ended COMPLETED, with no
+// reason to plan again, its evaluation's summary (in the list of ended subtasks) stands for the
+// observation, which is not repeated; otherwise (a failure, a replan, a first plan after a
+// human input) the observation is shown, capped.
+std::string PlanObservation(const rein::v1::PlanRequest& r, const PromptBounds& b) {
+  if (r.replan_reason().empty() && !r.latest_observation().empty() && r.completed_size() > 0 &&
+      r.completed(r.completed_size() - 1).status() == rein::v1::SubTask::COMPLETED) {
+    return "(summarized by the newest ended subtask above)";
+  }
+  return OrNone(CapText(r.latest_observation(), b.plan_observation_bytes));
+}
+
+// What Evaluate is told per call about next_tool_call (the rule is in its system prompt): the
+// tools it may use, or to leave it out.
 std::string NextCallText(const rein::v1::EvaluateRequest& r) {
   if (!r.propose_next()) return "Leave next_tool_call out.";
   std::vector<std::string> names;
   for (const std::string& name : r.subtask().allowed_tools()) names.push_back(CapText(name, 128));
-  return absl::StrCat(
-      "When your status is NEEDS_MORE_WORK and goal_achieved is false, also fill next_tool_call "
-      "with the next call for this same subtask: one of these tools (call no other): ",
-      OrNone(absl::StrJoin(names, ", ")),
-      ", with args matching its arguments schema above. Leave it out with COMPLETED or FAILED, "
-      "or when the observation does not make the next step clear.");
+  return absl::StrCat("Tools for next_tool_call: ", OrNone(absl::StrJoin(names, ", ")), ".");
+}
+
+// What Plan is told per call about first_tool_call (the rule is in its system prompt).
+std::string FirstCallText(const rein::v1::PlanRequest& r) {
+  return r.propose_first_call() ? "Also fill first_tool_call." : "Leave first_tool_call out.";
 }
 
 // The names of the tools the subtask may use.
@@ -282,6 +298,7 @@ absl::StatusOr<std::unique_ptr<StagePrompts>> StagePrompts::FromTexts(
   }
   // One system prompt for every stage: each request then shares its tools and system prompt
   // with the other stages' requests of the run, a prefix long enough to be cached.
+  std::map<std::string, std::string> stage_systems;
   std::string system =
       "You answer one request at a time of an agent run controlled by a host program. The tool "
       "you are asked to call names the request's stage; follow only that stage's part below.";
@@ -289,9 +306,10 @@ absl::StatusOr<std::unique_ptr<StagePrompts>> StagePrompts::FromTexts(
     const std::string file = absl::StrCat(stage, "_system.txt");
     ASSIGN_OR_RETURN(std::string text, templates.at(file).Render({}));
     absl::StrAppend(&system, "\n\n", SystemHeading(stage), "\n\n", text);
+    stage_systems.emplace(stage, std::move(text));
   }
   return std::unique_ptr<StagePrompts>(
-      new StagePrompts(bounds, std::move(templates), std::move(system)));
+      new StagePrompts(bounds, std::move(templates), std::move(system), std::move(stage_systems)));
 }
 
 absl::StatusOr<std::unique_ptr<StagePrompts>> StagePrompts::Load(const std::string& dir,
@@ -328,19 +346,20 @@ absl::StatusOr<RenderedPrompt> StagePrompts::Render(
     ASSIGN_OR_RETURN(*target, t.Render(values));
   }
   out.system = system_;
+  out.stage_system = stage_systems_.at(stage);
   return out;
 }
 
 absl::StatusOr<RenderedPrompt> StagePrompts::RenderPlan(const rein::v1::PlanRequest& r) const {
   const PromptBounds& b = bounds_;
   return Render("plan", {{"goal_text", r.goal()},
-                         {"tool_list", ToolList(r.tools(), b)},
+                         {"tool_list", ToolsWithSchemas(r.tools(), b)},
                          {"done_list", DoneList(r, b)},
-                         {"observation_text",
-                          OrNone(CapText(r.latest_observation(), b.plan_observation_bytes))},
+                         {"observation_text", PlanObservation(r, b)},
                          {"human_notes", HumanNotes(r.human_inputs(), b)},
                          {"replan_text", OrNone(CapText(r.replan_reason(), b.replan_reason_bytes))},
-                         {"id_prefix", absl::StrCat("p", r.iteration(), "-")}});
+                         {"id_prefix", absl::StrCat("p", r.iteration(), "-")},
+                         {"first_call_text", FirstCallText(r)}});
 }
 
 absl::StatusOr<RenderedPrompt> StagePrompts::RenderDecide(const rein::v1::DecideRequest& r) const {

@@ -18,9 +18,11 @@ namespace rein {
 // How much of a run's history a prompt shows. The bounds keep the prompt at iteration 50
 // about as long as at iteration 2 (DESIGN.md section 2, "Context restraint").
 struct PromptBounds {
-  size_t completed_shown = 3;      // plan: the newest ended subtasks shown
-  size_t description_bytes = 100;  // a subtask description in a list of ended subtasks
-  size_t summary_bytes = 160;      // an ended subtask's summary
+  size_t completed_shown = 3;           // plan: the newest ended subtasks shown
+  size_t description_bytes = 100;       // a subtask description in a list of ended subtasks
+  size_t summary_bytes = 160;           // an ended subtask's summary
+  size_t older_description_bytes = 50;  // plan: the ended subtasks before the newest one
+  size_t older_summary_bytes = 100;
   size_t human_inputs_shown = 2;   // plan and decide: the newest human inputs
   size_t human_input_bytes = 400;  // the newest one
   size_t older_human_input_bytes = 150;
@@ -37,34 +39,39 @@ struct PromptBounds {
   size_t replan_reason_bytes = 300;
 };
 
-// One stage's prompt, ready to send. The request puts, in this order: the three stage tools
-// (the same for every call of a run), the system prompt (the same for every call: the three
-// stages' system prompts under one heading each), then one user message of two blocks,
-// `context` and `user`, with a cache breakpoint after the tools, after the system prompt and
-// after the context. Everything up to the system prompt's breakpoint is shared by all the
-// calls of a run, whatever their stage, and up to the context's by all the calls of a stage, so
-// from the second call on it is read from the model's prompt cache: sharing is what lets the
-// prefix reach the API's minimum cacheable size (1,024 tokens for most models) with a short
-// goal and few tools.
+// One stage's prompt, ready to send. The request puts, in this order: the stage tools, a
+// system prompt, then one user message of two blocks, `context` and `user`, with a cache
+// breakpoint after the tools, after the system prompt and after the context. Everything up to
+// the context's breakpoint is the same for every call of a stage in a run, so from the second
+// call on it is read from the model's prompt cache. The backend chooses, from run-constant
+// inputs only, one of two layouts (anthropic_backend.h):
+//  - compact: the stage's own tool and `stage_system` (its own section): the least sent, for a
+//    run whose stage prefix reaches the API's minimum cacheable size by itself;
+//  - shared: the three stage tools and `system` (the three stages' sections under one heading
+//    each), the same for every call of a run whatever its stage, so that even a short goal with
+//    one tool makes a prefix the API caches (1,024 tokens for most models).
 struct RenderedPrompt {
-  std::string system;
-  std::string context;  // run-constant: the goal, the run's tools
-  std::string user;     // what changes from call to call
+  std::string system;        // shared layout: every stage's section
+  std::string stage_system;  // compact layout: this stage's section only
+  std::string context;       // run-constant: the goal, the run's tools
+  std::string user;          // what changes from call to call
 };
 
 // The nine templates, in `dir` as {plan,decide,evaluate}_{system,context,user}.txt. System
 // prompts take no variables. Context templates take only what is constant for a run:
-//   plan:     goal_text (required), tool_list
+//   plan:     goal_text (required), tool_list (every tool of the run with its schema: the
+//             plan may propose the first call)
 //   decide:   goal_text, tool_list (every tool of the run with its schema) (both required)
 //   evaluate: goal_text (required), tool_list (the run's tools and what they do, from
 //             EvaluateRequest.run_tools: what a tool's output means)
 // User templates take what changes per call:
 //   plan:     done_list, observation_text, human_notes, replan_text, id_prefix (e.g. "p7-": ids
 //             made with it cannot repeat an earlier plan's, and no list of used ids needs to
-//             grow in the prompt)
+//             grow in the prompt), first_call_text (whether to propose the first call)
 //   decide:   subtask_text, allowed_tool_names (the names the subtask may use) (both required),
 //             action_lines, human_notes
-//   evaluate: subtask_text, observation_text (both required), action_text
+//   evaluate: subtask_text, observation_text (both required), action_text, next_call_text (the
+//             tools next_tool_call may use, or that it is not asked for)
 // Immutable after loading; thread-safe.
 class StagePrompts {
  public:
@@ -84,8 +91,11 @@ class StagePrompts {
 
  private:
   StagePrompts(PromptBounds bounds, std::map<std::string, PromptTemplate> templates,
-               std::string system)
-      : bounds_(bounds), templates_(std::move(templates)), system_(std::move(system)) {}
+               std::string system, std::map<std::string, std::string> stage_systems)
+      : bounds_(bounds),
+        templates_(std::move(templates)),
+        system_(std::move(system)),
+        stage_systems_(std::move(stage_systems)) {}
 
   absl::StatusOr<RenderedPrompt> Render(const std::string& stage,
                                         const std::map<std::string, std::string>& all) const;
@@ -93,6 +103,7 @@ class StagePrompts {
   const PromptBounds bounds_;
   const std::map<std::string, PromptTemplate> templates_;  // by file name
   const std::string system_;  // the three system prompts, each under its heading
+  const std::map<std::string, std::string> stage_systems_;  // by stage: its own system prompt
 };
 
 // `text` cut to at most `max_bytes` on a UTF-8 boundary, with " …[+N bytes]" appended when

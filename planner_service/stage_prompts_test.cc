@@ -156,7 +156,50 @@ TEST(StagePromptsTest, PlanShowsOnlyTheNewestEndedSubtasks) {
   EXPECT_THAT(out->user, Not(HasSubstr("[task6]")));
   EXPECT_THAT(out->user, HasSubstr("[task7]"));
   EXPECT_THAT(out->user, HasSubstr("[task9]"));
-  EXPECT_THAT(out->user, HasSubstr(" …[+840 bytes]"));
+  EXPECT_THAT(out->user, HasSubstr(" …[+840 bytes]"));  // the newest: 160 bytes
+  EXPECT_THAT(out->user, HasSubstr(" …[+900 bytes]"));  // the two before it: 100 bytes
+}
+
+// After a subtask ended COMPLETED, its evaluation's summary stands for the latest observation,
+// which the plan does not repeat; after a failure or with a reason to plan again it is shown.
+TEST(StagePromptsTest, PlanShowsTheObservationOnlyWhenNoSummaryStandsForIt) {
+  std::map<std::string, std::string> texts = MinimalTexts();
+  texts["plan_user.txt"] = "vars: observation_text\n---\n{{observation_text}}";
+  auto prompts = StagePrompts::FromTexts(texts);
+  ASSERT_TRUE(prompts.ok()) << prompts.status();
+  rein::v1::PlanRequest request;
+  request.set_goal("g");
+  request.set_latest_observation("the file's lines");
+  absl::StatusOr<RenderedPrompt> first = (*prompts)->RenderPlan(request);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->user, "the file's lines");  // nothing ended yet
+  rein::v1::SubTask* ended = request.add_completed();
+  ended->set_id("read");
+  ended->set_status(rein::v1::SubTask::COMPLETED);
+  ended->set_summary("3 lines mention a fox");
+  absl::StatusOr<RenderedPrompt> after_success = (*prompts)->RenderPlan(request);
+  ASSERT_TRUE(after_success.ok());
+  EXPECT_THAT(after_success->user, Not(HasSubstr("the file's lines")));
+  EXPECT_THAT(after_success->user, HasSubstr("summarized"));
+  request.set_replan_reason("stagnation");
+  EXPECT_EQ((*prompts)->RenderPlan(request)->user, "the file's lines");
+  request.clear_replan_reason();
+  ended->set_status(rein::v1::SubTask::FAILED);
+  EXPECT_EQ((*prompts)->RenderPlan(request)->user, "the file's lines");
+}
+
+// The compact layout's system prompt is the stage's own section; the shared one holds all three.
+TEST(StagePromptsTest, EachStageHasItsOwnSystemPromptBesideTheSharedOne) {
+  auto prompts = StagePrompts::FromTexts(MinimalTexts());
+  ASSERT_TRUE(prompts.ok()) << prompts.status();
+  rein::v1::PlanRequest request;
+  request.set_goal("g");
+  absl::StatusOr<RenderedPrompt> out = (*prompts)->RenderPlan(request);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->stage_system, "plan");
+  EXPECT_THAT(out->system, HasSubstr("plan"));
+  EXPECT_THAT(out->system, HasSubstr("decide"));
+  EXPECT_THAT(out->system, HasSubstr("evaluate"));
 }
 
 TEST(StagePromptsTest, CapTextNeverSplitsACharacter) {

@@ -179,6 +179,24 @@ absl::Status ValidateAgainstSchema(const json& value, const json& schema, const 
   return absl::OkStatus();
 }
 
+namespace {
+
+// The schema of a call a reply proposes for another stage (plan: first_tool_call, evaluate:
+// next_tool_call): {tool, args}, tool one of `tools`.
+json ProposedCall(const char* description,
+                  const google::protobuf::RepeatedPtrField<rein::v1::ToolSpec>& tools) {
+  return {{"type", "object"},
+          {"description", description},
+          {"properties",
+           {{"tool", NamesEnum(ToolNames(tools))},
+            {"args",
+             {{"type", "object"},
+              {"description", "Arguments matching the tool's arguments schema."}}}}},
+          {"required", {"tool", "args"}}};
+}
+
+}  // namespace
+
 json PlanTool(const rein::v1::PlanRequest& request) {
   json subtask = {
       {"type", "object"},
@@ -191,18 +209,22 @@ json PlanTool(const rein::v1::PlanRequest& request) {
           {"items", NamesEnum(ToolNames(request.tools()))},
           {"description", "The run's tools this subtask may use; empty = all of them."}}}}},
       {"required", {"id", "description", "allowed_tools"}}};
-  return {{"name", kPlanToolName},
-          {"description", "Submit the plan: the next subtasks, top of the stack first."},
-          {"input_schema",
-           {{"type", "object"},
-            {"properties",
-             {{"reasoning", Text(8000, "Brief reasoning behind the plan.")},
-              {"subtasks", {{"type", "array"}, {"maxItems", kMaxSubtasks}, {"items", subtask}}},
-              {"goal_achieved",
-               {{"type", "boolean"},
-                {"description", "True only when the ended subtasks show the goal is done."}}},
-              {"notes", Text(2000, "Anything a person should look at; empty when nothing.")}}},
-            {"required", {"reasoning", "subtasks", "goal_achieved"}}}}};
+  return {
+      {"name", kPlanToolName},
+      {"description", "Submit the plan: the next subtasks, top of the stack first."},
+      {"input_schema",
+       {{"type", "object"},
+        {"properties",
+         {{"reasoning", Text(8000, "Brief reasoning behind the plan.")},
+          {"subtasks", {{"type", "array"}, {"maxItems", kMaxSubtasks}, {"items", subtask}}},
+          {"goal_achieved",
+           {{"type", "boolean"},
+            {"description", "True only when the ended subtasks show the goal is done."}}},
+          {"notes", Text(2000, "Anything a person should look at; empty when nothing.")},
+          {"first_tool_call",
+           ProposedCall("Only when the request asks for it: the first call for the top subtask.",
+                        request.tools())}}},
+        {"required", {"reasoning", "subtasks", "goal_achieved"}}}}};
 }
 
 json DecideTool(const rein::v1::DecideRequest& request) {
@@ -248,16 +270,9 @@ json EvaluateTool(const rein::v1::EvaluateRequest& request) {
                 {"description", "True only when this observation shows the whole goal is done."}}},
               {"notes", Text(2000, "Anything a person should look at; empty when nothing.")},
               {"next_tool_call",
-               {{"type", "object"},
-                {"description",
-                 "Only when the request asks for it, with NEEDS_MORE_WORK and goal_achieved "
-                 "false: the next call for the same subtask."},
-                {"properties",
-                 {{"tool", NamesEnum(ToolNames(request.run_tools()))},
-                  {"args",
-                   {{"type", "object"},
-                    {"description", "Arguments matching the tool's arguments schema."}}}}},
-                {"required", {"tool", "args"}}}}}},
+               ProposedCall("Only when the request asks for it, with NEEDS_MORE_WORK and "
+                            "goal_achieved false: the next call for the same subtask.",
+                            request.run_tools())}}},
             {"required", {"reasoning", "status", "summary", "goal_achieved"}}}}};
 }
 
@@ -271,9 +286,56 @@ json StageTools(const google::protobuf::RepeatedPtrField<rein::v1::ToolSpec>& ru
   return json::array({PlanTool(plan), DecideTool(decide), EvaluateTool(evaluate)});
 }
 
+namespace {
+
+constexpr size_t kMaxProposedToolBytes = 256;
+
+// The first call a plan proposes, as the model gave it (the router checks it against the
+// applied plan and drops a bad one saying why): a tool name that is not a string and arguments
+// that are not an object are kept as their JSON text, a string of arguments holding an object
+// as that object.
+rein::v1::ToolCall ProposedFirstCall(const json& proposal, const rein::v1::PlanRequest& request) {
+  rein::v1::ToolCall call;
+  auto text = [](const json& value) {
+    return value.dump(-1, ' ', false, json::error_handler_t::replace);
+  };
+  if (!proposal.is_object()) {
+    call.set_args_json(text(proposal));
+    return call;
+  }
+  if (auto tool = proposal.find("tool"); tool != proposal.end()) {
+    std::string name = tool->is_string() ? tool->get<std::string>() : text(*tool);
+    if (name.size() > kMaxProposedToolBytes) name.resize(kMaxProposedToolBytes);
+    call.set_tool(std::move(name));
+  }
+  if (auto args = proposal.find("args"); args != proposal.end()) {
+    json value = *args;
+    if (value.is_string() &&
+        JsonNestingDepth(value.get_ref<const std::string&>()) <= kMaxJsonNesting) {
+      json parsed = json::parse(value.get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      if (parsed.is_object()) value = std::move(parsed);
+    }
+    call.set_args_json(text(value));
+  }
+  for (const rein::v1::ToolSpec& spec : request.tools()) {
+    if (spec.name() == call.tool()) call.set_mutating(spec.mutating());
+  }
+  return call;
+}
+
+}  // namespace
+
 absl::StatusOr<rein::v1::PlanResponse> PlanFromOutput(const json& raw,
                                                       const rein::v1::PlanRequest& request) {
-  const json output = WithoutNulls(raw);
+  json output = WithoutNulls(raw);
+  // A bad first call is the router's to drop, not a reason to reject the plan: taken out here.
+  std::optional<json> proposal;
+  if (output.is_object()) {
+    if (auto it = output.find("first_tool_call"); it != output.end()) {
+      proposal = std::move(*it);
+      output.erase(it);
+    }
+  }
   RETURN_IF_ERROR(ValidateAgainstSchema(output, PlanTool(request)["input_schema"], ""));
   std::set<std::string> ended;
   for (const rein::v1::SubTask& t : request.completed()) ended.insert(t.id());
@@ -313,6 +375,7 @@ absl::StatusOr<rein::v1::PlanResponse> PlanFromOutput(const json& raw,
     }
     task->set_status(rein::v1::SubTask::PENDING);
   }
+  if (proposal) *response.mutable_first_call() = ProposedFirstCall(*proposal, request);
   return response;
 }
 

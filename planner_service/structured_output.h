@@ -46,7 +46,9 @@ absl::Status ValidateAgainstSchema(const nlohmann::json& value, const nlohmann::
 // no deeper than kMaxJsonNesting + 8 (the caller checks; see JsonNestingDepth). `usage`,
 // `backend` and `refusal` are left for the caller.
 //  - plan: subtask ids unique in the reply and not one of request.completed; allowed_tools
-//    from request.tools, none listed twice.
+//    from request.tools, none listed twice. An optional first_tool_call {tool, args} becomes
+//    first_call as given (a non-string tool or non-object args as their JSON text, args in a
+//    string holding an object as the object): the router checks it, never an error here.
 //  - decide: exactly one of tool_call and human_query; tool_call.tool one of request.tools;
 //    tool_call.args a JSON object (a string holding one is accepted), kept as args_json.
 //  - evaluate: status COMPLETED, FAILED or NEEDS_MORE_WORK. An optional next_tool_call {tool,

@@ -38,6 +38,42 @@ TEST(StructuredOutputTest, PlanIsConverted) {
   EXPECT_EQ(plan->notes(), "");
 }
 
+// A first call is passed on as given, whatever its shape (the router checks it against the
+// applied plan and records why it drops a bad one); it never makes the plan invalid.
+TEST(StructuredOutputTest, PlanPassesItsFirstToolCallOnAsGiven) {
+  struct Case {
+    json proposal;
+    std::string tool, args;
+  };
+  for (const Case& c : {
+           Case{{{"tool", "read_file"}, {"args", {{"path", "a"}}}}, "read_file", R"({"path":"a"})"},
+           Case{{{"tool", "read_file"}, {"args", R"({"path":"a"})"}},
+                "read_file",
+                R"({"path":"a"})"},
+           Case{{{"tool", "rm"}, {"args", json::array({1})}}, "rm", "[1]"},
+           Case{{{"tool", 7}, {"args", "x"}}, "7", R"("x")"},
+           Case{{{"args", json::object()}}, "", "{}"},
+           Case{"read a.txt", "", R"("read a.txt")"},
+       }) {
+    absl::StatusOr<rein::v1::PlanResponse> plan =
+        PlanFromOutput({{"reasoning", "r"},
+                        {"subtasks", {Subtask("a", {"read_file"})}},
+                        {"goal_achieved", false},
+                        {"first_tool_call", c.proposal}},
+                       PlanWithTools());
+    ASSERT_TRUE(plan.ok()) << plan.status() << " " << c.proposal.dump();
+    EXPECT_EQ(plan->subtasks_size(), 1);
+    ASSERT_TRUE(plan->has_first_call()) << c.proposal.dump();
+    EXPECT_EQ(plan->first_call().tool(), c.tool);
+    EXPECT_EQ(plan->first_call().args_json(), c.args);
+  }
+  absl::StatusOr<rein::v1::PlanResponse> none =
+      PlanFromOutput({{"reasoning", "r"}, {"subtasks", {Subtask("a")}}, {"goal_achieved", false}},
+                     PlanWithTools());
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_first_call());
+}
+
 TEST(StructuredOutputTest, PlanRequestChecksNameTheProblem) {
   const rein::v1::PlanRequest request = PlanWithTools();
   auto message = [&](json subtasks) {

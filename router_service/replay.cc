@@ -96,6 +96,10 @@ std::optional<absl::StatusOr<rein::v1::PlanResponse>> PlanReply(
     reply.set_notes(p.notes());
     *reply.mutable_usage() = p.usage();
     reply.set_backend(p.planner_backend());
+    if (p.has_first_call()) {
+      reply.mutable_first_call()->set_tool(p.first_call().tool());
+      reply.mutable_first_call()->set_args_json(p.first_call().args_json());
+    }
     return reply;
   }
   if (auto refusal = FindRefusal(tr, "plan")) {

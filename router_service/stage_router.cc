@@ -281,6 +281,10 @@ bool CombinesEvaluateDecide(const RunSpec& spec) {
   return !spec.has_combine_evaluate_decide() || spec.combine_evaluate_decide();
 }
 
+bool CombinesPlanDecide(const RunSpec& spec) {
+  return !spec.has_combine_plan_decide() || spec.combine_plan_decide();
+}
+
 bool HasPausePoint(const RunSpec& spec, rein::v1::PausePoint point) {
   for (int p : spec.pause_points()) {
     if (p == point) return true;
@@ -424,6 +428,40 @@ std::optional<std::string> ProposalProblem(const Run& run, const RunState& st,
   return std::nullopt;
 }
 
+// Why the first call a plan proposed cannot be the next decision, or nullopt when it can: asked
+// for, and a call a Decide reply for the plan's top subtask could carry. `st` holds the applied
+// plan (its top subtask on top of the stack).
+std::optional<std::string> FirstCallProblem(const Run& run, const RunState& st,
+                                            const rein::v1::PlanResponse& reply, int planned) {
+  if (!CombinesPlanDecide(run.spec())) {
+    return "not asked for: the run's combine_plan_decide is false";
+  }
+  if (planned == 0) return "the plan has no subtasks";
+  if (reply.first_call().tool().empty()) return "first_call.tool: missing";
+  RunState scratch = st;  // MakeCall bumps the call counter: the real call is made later
+  absl::StatusOr<ToolCall> call = MakeCall(run, scratch, reply.first_call().tool(),
+                                           reply.first_call().args_json(), "first_call");
+  if (!call.ok()) return std::string(call.status().message());
+  return std::nullopt;
+}
+
+// Keeps the proposed call `call` as the DECIDING stage's pending call when the transition in
+// `s` went on to DECIDING: Next commits it as the decision (OnProposedCall), after the checks of
+// rules 1 and 3, as if a Decide reply had come. Otherwise returns why it was not kept.
+std::optional<std::string> KeepProposedCall(Step& s, const ToolCall& call) {
+  RunState& st = s.state();
+  if (st.stage() == rein::v1::DECIDING) {
+    st.mutable_pending_call()->set_tool(call.tool());
+    st.mutable_pending_call()->set_args_json(call.args_json());
+    return std::nullopt;
+  }
+  return absl::StrCat("the run went on to ", rein::v1::Stage_Name(st.stage()),
+                      st.stage() == rein::v1::PAUSED
+                          ? absl::StrCat(" (", rein::v1::PauseReason_Name(st.pause().reason()), ")")
+                          : "",
+                      ", not DECIDING");
+}
+
 // Where the loop goes after EVALUATING (or after a review that finished an evaluation).
 Stage NextAfterEvaluation(const RunState& st) {
   if (MayFinish(st)) return rein::v1::FINISHED;  // rule 8
@@ -542,6 +580,7 @@ Effect StageRouter::NextEffect(const Run& run, absl::Time now) const {
       for (int i = h; i < st.human_inputs_size(); ++i) *req.add_human_inputs() = st.human_inputs(i);
       *req.mutable_tools() = st.tools();
       req.set_replan_reason(st.replan_reason());
+      req.set_propose_first_call(CombinesPlanDecide(spec));
       *req.mutable_model() = spec.model();
       req.set_iteration(st.iteration());
       break;
@@ -672,6 +711,7 @@ Transition StageRouter::OnPlan(const Run& run, const absl::StatusOr<rein::v1::Pl
     InvalidOutput(s, rein::v1::PLANNING, std::string(valid.message()), *reply);
     return std::move(s).Finish();
   }
+  const size_t event_index = s.events().size();
   auto* event = s.AddEvent()->mutable_plan();
   event->set_reasoning(reply->reasoning());
   *event->mutable_subtasks() = planned;
@@ -679,9 +719,19 @@ Transition StageRouter::OnPlan(const Run& run, const absl::StatusOr<rein::v1::Pl
   event->set_notes(reply->notes());
   event->set_planner_backend(reply->backend());
   *event->mutable_usage() = reply->usage();
+  // A proposed first call: recorded as received, then kept or dropped (saying why) below.
+  const bool proposed = reply->has_first_call();
+  if (proposed) {
+    event->mutable_first_call()->set_tool(reply->first_call().tool());
+    event->mutable_first_call()->set_args_json(reply->first_call().args_json());
+  }
+  auto drop_first_call = [&](const std::string& why) {
+    if (proposed) s.events()[event_index].mutable_plan()->set_first_call_dropped(why);
+  };
   st.set_goal_achieved(reply->goal_achieved());
   AddNote(s, reply->notes(), options_.max_notes);
   if (planned.empty() && !reply->goal_achieved()) {
+    drop_first_call("the plan has no subtasks");
     SpendRetry(s, rein::v1::PLANNING, "INVALID_OUTPUT",
                "the plan has no subtasks and the goal is not achieved")
         ->set_reply(reply->SerializeAsString());
@@ -693,6 +743,7 @@ Transition StageRouter::OnPlan(const Run& run, const absl::StatusOr<rein::v1::Pl
   for (const SubTask& task : st.subtasks()) *stack.Add() = task;
   *st.mutable_subtasks() = std::move(stack);
   if (st.subtasks_size() == 0) {  // goal achieved, nothing pending
+    drop_first_call("the plan has no subtasks");
     if (!reply->notes().empty() && PausesOnNotes(run.spec())) {
       PauseRun(s, MakePause(rein::v1::NOTES, rein::v1::FINISHED, reply->notes()));
     } else {
@@ -700,6 +751,9 @@ Transition StageRouter::OnPlan(const Run& run, const absl::StatusOr<rein::v1::Pl
     }
     return std::move(s).Finish();
   }
+  // Checked against the applied plan (its top subtask on top), before any pause or limit.
+  std::optional<std::string> dropped;
+  if (proposed) dropped = FirstCallProblem(run, st, *reply, planned.size());
   if (!reply->notes().empty() && PausesOnNotes(run.spec())) {
     PauseRun(s, MakePause(rein::v1::NOTES, rein::v1::DECIDING, reply->notes()));
   } else if (!planned.empty() && HasPausePoint(run.spec(), rein::v1::AFTER_PLAN)) {
@@ -710,6 +764,8 @@ Transition StageRouter::OnPlan(const Run& run, const absl::StatusOr<rein::v1::Pl
   } else {
     Enter(s, rein::v1::DECIDING);
   }
+  if (proposed && !dropped) dropped = KeepProposedCall(s, reply->first_call());
+  if (dropped) drop_first_call(*dropped);
   return std::move(s).Finish();
 }
 
@@ -955,27 +1011,17 @@ Transition StageRouter::OnEvaluate(const Run& run,
     pause.set_point(rein::v1::AFTER_EVALUATE);
   }
   ContinueAfterEvaluation(s, next, std::move(pause));
-  if (proposed && !dropped) {
-    if (st.stage() == rein::v1::DECIDING) {
-      // Kept as the DECIDING stage's pending call: Next commits it as the decision
-      // (OnProposedCall), after the checks of rules 1 and 3, as if a Decide reply had come.
-      st.mutable_pending_call()->set_tool(reply->next_call().tool());
-      st.mutable_pending_call()->set_args_json(reply->next_call().args_json());
-    } else {
-      dropped = absl::StrCat(
-          "the run went on to ", rein::v1::Stage_Name(st.stage()),
-          st.stage() == rein::v1::PAUSED
-              ? absl::StrCat(" (", rein::v1::PauseReason_Name(st.pause().reason()), ")")
-              : "",
-          ", not DECIDING");
-    }
-  }
+  if (proposed && !dropped) dropped = KeepProposedCall(s, reply->next_call());
   if (dropped) s.events()[event_index].mutable_evaluation()->set_next_call_dropped(*dropped);
   return std::move(s).Finish();
 }
 
 Transition StageRouter::OnProposedCall(const Run& run, absl::Time now) const {
-  // Exactly a Decide reply carrying the call, with no usage of its own.
+  // Exactly a Decide reply carrying the call, with no usage of its own. A plan's call is for a
+  // subtask nothing has been decided for yet (PENDING); an evaluation's is for the subtask it
+  // judged, which its decision set IN_PROGRESS.
+  const bool from_plan =
+      run.state().subtasks_size() > 0 && run.state().subtasks(0).status() != SubTask::IN_PROGRESS;
   rein::v1::DecideResponse reply;
   reply.mutable_tool_call()->set_tool(run.state().pending_call().tool());
   reply.mutable_tool_call()->set_args_json(run.state().pending_call().args_json());
@@ -984,7 +1030,12 @@ Transition StageRouter::OnProposedCall(const Run& run, absl::Time now) const {
   deciding.mutable_state()->clear_pending_call();
   Transition t = OnDecide(deciding, reply, now);
   for (rein::v1::RunEvent& event : t.events) {
-    if (event.has_decision()) event.mutable_decision()->set_from_evaluation(true);
+    if (!event.has_decision()) continue;
+    if (from_plan) {
+      event.mutable_decision()->set_from_plan(true);
+    } else {
+      event.mutable_decision()->set_from_evaluation(true);
+    }
   }
   return t;
 }

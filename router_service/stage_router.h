@@ -24,8 +24,10 @@ namespace rein {
 // of this format. 1: first events carry the format; Error events carry the failed reply's usage
 // and, for router-judged invalid output, the reply itself. 2: the terminal Outcome carries the
 // run's usage and cost; an Evaluation may carry a proposed next call (next_call,
-// next_call_dropped) and a Decision may come from it (from_evaluation, no usage).
-inline constexpr int32_t kLogFormat = 2;
+// next_call_dropped) and a Decision may come from it (from_evaluation, no usage). 3: a Plan may
+// carry a proposed first call (first_call, first_call_dropped) and a Decision may come from it
+// (from_plan, no usage).
+inline constexpr int32_t kLogFormat = 3;
 
 // The result of one transition: the new state (version + 1), the events it emits (seq left
 // for the store to assign) and, at iteration boundaries, pauses and the end, a snapshot.
@@ -130,6 +132,9 @@ class StageRouter {
   // (Evaluation.next_call_dropped says why) and DECIDING asks Decide. This is the second
   // transition: the call as a Decision (from_evaluation, no usage), exactly as OnDecide
   // applies a Decide reply (pause points, notes, rules 1-6). Part of Next.
+  // OnPlan does the same with a reply's valid first_call (RunSpec.combine_plan_decide) for the
+  // plan's top subtask: kept when the applied plan goes on to DECIDING, else dropped
+  // (Plan.first_call_dropped says why, no retry spent); its Decision is from_plan.
   Transition OnProposedCall(const rein::v1::Run& run, absl::Time now) const;
 
   // Marks a mutating call as sent, before it is sent (recovery then never repeats it silently).

@@ -107,6 +107,7 @@ class RandomRun {
     }
     spec.set_pause_on_notes(Pick(2) == 0);
     if (Pick(5) == 0) spec.set_combine_evaluate_decide(false);
+    if (Pick(5) == 0) spec.set_combine_plan_decide(false);
     auto normalized = NormalizeSpec(spec, KnownTools());
     if (!normalized.ok()) return absl::StrCat("spec: ", normalized.status().ToString());
     spec_ = *normalized;
@@ -451,6 +452,14 @@ class RandomRun {
           return Apply(router_.OnPlan(run_, reply, now), "plan_done");
         }
         for (int i = 0, n = 1 + Pick(2); i < n; ++i) NewTask(reply.add_subtasks());
+        if (Pick(2) == 0) {
+          // A proposed first call: valid, a tool the top subtask may not use, an unknown tool,
+          // no tool, or bad arguments.
+          const int which = Pick(7);
+          const char* tools[] = {"list_files", "read_file", "write_file", "no_such_tool", ""};
+          reply.mutable_first_call()->set_tool(tools[which >= 5 ? which - 2 : Pick(3)]);
+          reply.mutable_first_call()->set_args_json(which == 4 ? "[]" : "{}");
+        }
         return Apply(router_.OnPlan(run_, reply, now), "plan_ok");
       }
       case Effect::Kind::kDecide: {

@@ -1606,5 +1606,142 @@ TEST(StageRouterCombinedTest, OptedOutRunDropsAProposal) {
   EXPECT_EQ(CommitUntilCall(h).effect.kind, Effect::Kind::kDecide);
 }
 
+// --- One Plan reply carrying the first call (RunSpec.combine_plan_decide) ---
+
+rein::v1::PlanResponse PlanWithFirst(std::vector<std::string> ids, const std::string& tool,
+                                     const std::string& args = "{}") {
+  rein::v1::PlanResponse reply = PlanReply(std::move(ids));
+  reply.mutable_first_call()->set_tool(tool);
+  reply.mutable_first_call()->set_args_json(args);
+  return reply;
+}
+
+const RunEvent::Plan* LastPlan(const Harness& h) {
+  for (auto it = h.log.rbegin(); it != h.log.rend(); ++it) {
+    if (it->has_plan()) return &it->plan();
+  }
+  return nullptr;
+}
+
+TEST(StageRouterPlanDecideTest, PlanAsksForAFirstCallUnlessTheRunOptsOut) {
+  Harness on;
+  on.Tools();
+  Effect effect = on.router.NextEffect(on.run, on.now);
+  ASSERT_EQ(effect.kind, Effect::Kind::kPlan);
+  EXPECT_TRUE(effect.plan.propose_first_call());
+  Harness off([](rein::v1::RunSpec& s) { s.set_combine_plan_decide(false); });
+  off.Tools();
+  EXPECT_FALSE(off.router.NextEffect(off.run, off.now).plan.propose_first_call());
+}
+
+TEST(StageRouterPlanDecideTest, FirstCallIsAppliedAsTwoTransitionsWithoutADecideRequest) {
+  Harness h;
+  h.Tools();
+  const int64_t tokens = h.state().tokens_used();
+  h.Plan(PlanWithFirst({"a", "b"}, "read_file", R"({"path":"a.txt"})"));
+  // First transition: the plan, into DECIDING, the call kept.
+  ASSERT_EQ(h.stage(), rein::v1::DECIDING);
+  const int iteration = h.state().iteration();
+  EXPECT_EQ(h.state().pending_call().tool(), "read_file");
+  ASSERT_NE(LastPlan(h), nullptr);
+  EXPECT_EQ(LastPlan(h)->first_call().tool(), "read_file");
+  EXPECT_EQ(LastPlan(h)->first_call_dropped(), "");
+  // Second transition: committed by Next as the decision for the plan's top subtask.
+  NextStep next = h.router.Next(h.run, h.now);
+  ASSERT_EQ(next.kind, NextStep::Kind::kCommit);
+  h.Apply(*next.transition);
+  ASSERT_EQ(h.stage(), rein::v1::EXECUTING);
+  const RunEvent& decision = h.log[h.log.size() - 2];
+  ASSERT_TRUE(decision.has_decision());
+  EXPECT_TRUE(decision.decision().from_plan());
+  EXPECT_FALSE(decision.decision().from_evaluation());
+  EXPECT_EQ(decision.decision().subtask_id(), "a");
+  EXPECT_EQ(decision.decision().tool_call().call_id(), "r1-1");
+  EXPECT_EQ(decision.decision().usage().input_tokens(), 0);
+  EXPECT_EQ(h.state().subtasks(0).status(), SubTask::IN_PROGRESS);
+  EXPECT_EQ(h.state().tokens_used(), tokens + 15);  // the plan's usage, counted once
+  EXPECT_EQ(h.state().iteration(), iteration);
+  next = h.router.Next(h.run, h.now);
+  ASSERT_EQ(next.kind, NextStep::Kind::kCall);
+  EXPECT_EQ(next.effect.kind, Effect::Kind::kExecute);
+  EXPECT_EQ(next.effect.execute.args_json(), R"({"path":"a.txt"})");
+  // The evaluation's proposal after it is still from_evaluation.
+  h.Execute(ExecReply(true, "a.txt"));
+  h.Evaluate(EvalWithNext(Eval::NEEDS_MORE_WORK, "read_file", R"({"path":"b.txt"})"));
+  CommitUntilCall(h);
+  ASSERT_EQ(h.stage(), rein::v1::EXECUTING);
+  EXPECT_TRUE(h.log[h.log.size() - 2].decision().from_evaluation());
+  EXPECT_FALSE(h.log[h.log.size() - 2].decision().from_plan());
+}
+
+TEST(StageRouterPlanDecideTest, InvalidFirstCallIsDroppedWithItsReasonAndDecideIsAsked) {
+  struct Bad {
+    std::string tool, args, why;
+  };
+  for (const Bad& bad : {Bad{"delete_all", "{}", "not allowed"}, Bad{"read_file", "[1]", "object"},
+                         Bad{"read_file", "not json", "object"}, Bad{"", "{}", "missing"},
+                         Bad{"write_file", "{}", "not allowed"}}) {
+    Harness h;
+    h.Tools();
+    rein::v1::PlanResponse plan = PlanWithFirst({"a"}, bad.tool, bad.args);
+    plan.mutable_subtasks(0)->add_allowed_tools("read_file");
+    const int retries = h.state().retries_used();
+    h.Plan(plan);
+    ASSERT_EQ(h.stage(), rein::v1::DECIDING) << bad.tool;
+    EXPECT_FALSE(h.state().has_pending_call());
+    EXPECT_NE(LastPlan(h)->first_call_dropped().find(bad.why), std::string::npos)
+        << LastPlan(h)->first_call_dropped();
+    EXPECT_EQ(LastPlan(h)->subtasks_size(), 1);  // the plan stands
+    EXPECT_EQ(h.state().retries_used(), retries);
+    EXPECT_EQ(CommitUntilCall(h).effect.kind, Effect::Kind::kDecide);
+  }
+}
+
+TEST(StageRouterPlanDecideTest, PausesAndOptingOutDropTheFirstCall) {
+  Harness after_plan([](rein::v1::RunSpec& s) { s.add_pause_points(rein::v1::AFTER_PLAN); });
+  after_plan.Tools();
+  after_plan.Plan(PlanWithFirst({"a"}, "read_file"));
+  ASSERT_EQ(after_plan.stage(), rein::v1::PAUSED);
+  EXPECT_FALSE(after_plan.state().has_pending_call());
+  EXPECT_NE(LastPlan(after_plan)->first_call_dropped().find("PAUSED (PAUSE_POINT)"),
+            std::string::npos);
+  ASSERT_TRUE(after_plan.Review(Approve()).ok());
+  EXPECT_EQ(CommitUntilCall(after_plan).effect.kind, Effect::Kind::kDecide);
+
+  Harness notes;
+  notes.Tools();
+  rein::v1::PlanResponse plan = PlanWithFirst({"a"}, "read_file");
+  plan.set_notes("look at this");
+  notes.Plan(plan);
+  ASSERT_EQ(notes.stage(), rein::v1::PAUSED);
+  EXPECT_NE(LastPlan(notes)->first_call_dropped().find("NOTES"), std::string::npos);
+
+  Harness off([](rein::v1::RunSpec& s) { s.set_combine_plan_decide(false); });
+  off.Tools();
+  off.Plan(PlanWithFirst({"a"}, "read_file"));
+  ASSERT_EQ(off.stage(), rein::v1::DECIDING);
+  EXPECT_FALSE(off.state().has_pending_call());
+  EXPECT_NE(LastPlan(off)->first_call_dropped().find("combine_plan_decide"), std::string::npos);
+
+  Harness done;
+  done.Tools();
+  rein::v1::PlanResponse finished = PlanReply({}, /*goal_achieved=*/true);
+  finished.mutable_first_call()->set_tool("read_file");
+  done.Plan(finished);
+  EXPECT_EQ(done.stage(), rein::v1::FINISHED);
+  EXPECT_EQ(LastPlan(done)->first_call_dropped(), "the plan has no subtasks");
+}
+
+TEST(StageRouterPlanDecideTest, TerminationBeforeDecidingDropsTheFirstCall) {
+  Harness h([](rein::v1::RunSpec& s) { s.mutable_limits()->set_max_iterations(1); });
+  h.Tools();
+  h.Plan(PlanWithFirst({"a"}, "read_file"));
+  EXPECT_EQ(h.stage(), rein::v1::FAILED);
+  EXPECT_EQ(h.reason(), rein::v1::MAX_ITERATIONS);
+  EXPECT_FALSE(h.state().has_pending_call());
+  EXPECT_NE(LastPlan(h)->first_call_dropped().find("FAILED"), std::string::npos);
+  EXPECT_EQ(h.CountFinished(), 1);
+}
+
 }  // namespace
 }  // namespace rein

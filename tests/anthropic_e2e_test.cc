@@ -190,10 +190,81 @@ TEST_F(AnthropicEndToEndTest, CombinedEvaluationSavesADecideRequestForTheSameOut
   // The combined run's evaluate requests asked for a next call; the opted-out run's did not.
   std::vector<FakeRequest> requests = api_.requests();
   ASSERT_EQ(requests.size(), 9u);
-  EXPECT_EQ(requests[2].body.find("also fill next_tool_call"), std::string::npos);
+  EXPECT_EQ(requests[2].body.find("Tools for next_tool_call: read_file"), std::string::npos);
   EXPECT_NE(requests[2].body.find("Leave next_tool_call out"), std::string::npos);
-  EXPECT_NE(requests[7].body.find("also fill next_tool_call"), std::string::npos);
+  EXPECT_NE(requests[7].body.find("Tools for next_tool_call: read_file"), std::string::npos);
   for (const auto& r : requests) EXPECT_EQ(r.problem, "");
+}
+
+// With RunSpec.combine_plan_decide (the default) the plan reply also carries its top subtask's
+// first call: the run makes no Decide request for it. A malformed first call (a tool the run
+// does not have, arguments that are not an object) is dropped with its reason in the plan event
+// and Decide is asked; the run ends the same way.
+TEST_F(AnthropicEndToEndTest, PlanCarriesTheFirstCallAndABadOneIsDroppedWithItsReason) {
+  Boot();
+  const json read = {{"tool", "read_file"}, {"args", {{"path", "README.md"}}}};
+  auto plan = [](const json& first_call) {
+    return json{{"reasoning", "one step"},
+                {"subtasks",
+                 {{{"id", "p1-read"},
+                   {"description", "read README.md"},
+                   {"allowed_tools", {"read_file"}}}}},
+                {"goal_achieved", false},
+                {"first_tool_call", first_call}};
+  };
+  const json done = {{"reasoning", "it says hello"},
+                     {"status", "COMPLETED"},
+                     {"summary", "README says hello"},
+                     {"goal_achieved", true}};
+  struct Result {
+    std::vector<std::string> calls;
+    int from_plan = 0;
+    std::string dropped;
+    size_t requests = 0;
+    rein::v1::TerminationReason reason = rein::v1::TERMINATION_REASON_UNSPECIFIED;
+  };
+  auto run_once = [&](const json& first_call, bool decide_asked) {
+    const size_t before = api_.requests().size();
+    api_.Enqueue(ToolUseReply("submit_plan", plan(first_call)));
+    if (decide_asked)
+      api_.Enqueue(
+          ToolUseReply("submit_decision", {{"reasoning", "read it"}, {"tool_call", read}}));
+    api_.Enqueue(ToolUseReply("submit_evaluation", done));
+    Result result;
+    absl::StatusOr<rein::v1::Run> run = cluster_->StartRun(Spec());
+    EXPECT_TRUE(run.ok()) << run.status();
+    if (!run.ok()) return result;
+    std::vector<rein::v1::RunEvent> events;
+    EXPECT_TRUE(cluster_->Watch(run->run_id(), 0, absl::Seconds(60), &events).ok());
+    for (const auto& e : events) {
+      if (e.has_tool_result()) {
+        result.calls.push_back(
+            absl::StrCat(e.tool_result().action().tool(), e.tool_result().action().args_json()));
+      }
+      if (e.has_decision() && e.decision().from_plan()) ++result.from_plan;
+      if (e.has_plan()) result.dropped = e.plan().first_call_dropped();
+    }
+    if (!events.empty()) result.reason = events.back().finished().outcome().reason();
+    result.requests = api_.requests().size() - before;
+    return result;
+  };
+  Result combined = run_once(read, /*decide_asked=*/false);
+  EXPECT_EQ(combined.reason, rein::v1::GOAL_ACHIEVED) << cluster_->Logs();
+  EXPECT_EQ(combined.requests, 2u);
+  EXPECT_EQ(combined.from_plan, 1);
+  EXPECT_EQ(combined.dropped, "");
+  EXPECT_EQ(combined.calls, std::vector<std::string>{R"(read_file{"path":"README.md"})"});
+  for (const json& bad :
+       {json{{"tool", "rm_rf"}, {"args", json::object()}},
+        json{{"tool", "read_file"}, {"args", json::array({1})}}, json("read README.md")}) {
+    Result dropped = run_once(bad, /*decide_asked=*/true);
+    EXPECT_EQ(dropped.reason, rein::v1::GOAL_ACHIEVED) << bad.dump() << cluster_->Logs();
+    EXPECT_EQ(dropped.requests, 3u) << bad.dump();
+    EXPECT_EQ(dropped.from_plan, 0);
+    EXPECT_NE(dropped.dropped, "") << bad.dump();
+    EXPECT_EQ(dropped.calls, combined.calls);
+  }
+  for (const auto& r : api_.requests()) EXPECT_EQ(r.problem, "");
 }
 
 TEST_F(AnthropicEndToEndTest, RefusedKeyFailsRunAtOnceWithTheApiMessage) {

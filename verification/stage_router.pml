@@ -319,6 +319,14 @@ inline on_plan() {
      :: cand != 0 -> pause_run(cand, DECIDING, false)
      :: else -> enter(DECIDING)
      fi;
+     /* the reply may carry the first call of its top subtask (RunSpec.combine_plan_decide):
+        kept only when the run went on to DECIDING (RunState.pending_call), dropped otherwise */
+     if
+     :: stage == DECIDING ->
+        has_call = true;
+        if :: call_mut = true :: call_mut = false fi
+     :: skip
+     fi;
      end_commit(EV_plan_ok)
   :: use_tokens();
      /* no new subtasks, goal claimed: finished only with nothing pending (rule 8) */
@@ -357,7 +365,8 @@ inline on_decide() {
   fi
 }
 
-/* The call the last evaluation proposed, committed by Next as the decision (OnProposedCall):
+/* The call the last plan or evaluation proposed, committed by Next as the decision
+   (OnProposedCall):
    on_decide's tool-call branch with no reply of its own (no tokens). */
 inline on_proposed_call() {
   begin_commit();

@@ -337,6 +337,28 @@ int main(int argc, char** argv) {
     corpus.emplace_back("combined", Record("run-combined", spec, w, tools));
   }
 
+  {  // Plans that also carry the first call of their top subtask: the first applied (no decide
+     // request), the second a tool its subtask may not use and so dropped (decide asked), the
+     // third with arguments that are not an object (dropped).
+    World w;
+    w.plan = [](const Run&, int n) {
+      rein::v1::PlanResponse reply =
+          PlanOf({Task(absl::StrCat("p", n, "-read"), "read_file")}, /*goal=*/n == 3);
+      reply.mutable_first_call()->set_tool(n == 2 ? "write_file" : "read_file");
+      reply.mutable_first_call()->set_args_json(
+          n == 3 ? "[\"c.txt\"]" : absl::StrCat(R"({"path":"f)", n, R"(.txt"})"));
+      return reply;
+    };
+    w.decide = [](const Run&, int n) {
+      return Call("read_file", absl::StrCat(R"({"path":"d)", n, R"(.txt"})"));
+    };
+    w.execute = [](const Run&, int n) { return Output(absl::StrCat("content ", n)); };
+    w.evaluate = [](const Run&, int n) { return Verdict(Eval::COMPLETED, n == 3); };
+    corpus.emplace_back(
+        "plan_first_call",
+        Record("run-plan-first-call", Spec("read three files", {"read_file"}), w, tools));
+  }
+
   for (const auto& [name, recorded] : corpus) {
     const std::string path = absl::StrCat(dir, "/", name, ".jsonl");
     std::ofstream(path) << FormatRecordedRun(recorded);
