@@ -36,7 +36,8 @@
 ABSL_FLAG(std::string, router_binary, "router_service/rein-router", "path of rein-router");
 ABSL_FLAG(std::string, store, "sqlite", "the router's store: sqlite or postgres");
 ABSL_FLAG(bool, quick, false, "a smaller run for smoke tests (well under a minute)");
-ABSL_FLAG(int, iterations, -1, "iterations of the single-run measurement (-1: 300, quick 100)");
+ABSL_FLAG(int, iterations, -1,
+          "iterations of the single-run measurement (-1: 300, quick 100; >= 1)");
 ABSL_FLAG(int, concurrent_runs, 100, "runs of the first concurrent measurement (0: skip)");
 ABSL_FLAG(int, concurrent_iterations, -1, "iterations per run there (-1: 30, quick 8)");
 ABSL_FLAG(int, large_runs, 1000, "runs of the second concurrent measurement (0: skip)");
@@ -439,6 +440,13 @@ int main(int argc, char** argv) {
   const int iterations = pick(absl::GetFlag(FLAGS_iterations), 300, 100);
   const int concurrent_iterations = pick(absl::GetFlag(FLAGS_concurrent_iterations), 30, 8);
   const int large_iterations = pick(absl::GetFlag(FLAGS_large_iterations), 10, 3);
+  if (iterations < 1 || concurrent_iterations < 1 || large_iterations < 1) {
+    // The figures are per iteration (0 used to stop the benchmark with a division by zero).
+    fprintf(stderr,
+            "router_bench: --iterations, --concurrent_iterations and --large_iterations "
+            "must be at least 1\n");
+    return 2;
+  }
   const absl::Duration limit = absl::Seconds(absl::GetFlag(FLAGS_phase_timeout_seconds));
   const bool postgres = absl::GetFlag(FLAGS_store) == "postgres";
   const std::string section = postgres ? "router_pg" : "router";

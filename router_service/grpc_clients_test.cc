@@ -1,0 +1,132 @@
+// The gRPC planner and executor clients against in-process servers: replies arrive, and a call
+// that has finished holds nothing of its callback (so the engine's pattern, a handle kept by
+// something the callback also holds, is freed).
+#include "router_service/grpc_clients.h"
+
+#include <memory>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+
+namespace rein {
+namespace {
+
+class FakeExecutor final : public rein::v1::Executor::CallbackService {
+ public:
+  grpc::ServerUnaryReactor* ListTools(grpc::CallbackServerContext* ctx,
+                                      const rein::v1::ListToolsRequest*,
+                                      rein::v1::ListToolsResponse* resp) override {
+    resp->add_tools()->set_name("list_files");
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* ctx,
+                                    const rein::v1::ExecuteRequest* req,
+                                    rein::v1::ExecuteResponse* resp) override {
+    resp->set_ok(true);
+    resp->set_output("ran " + req->tool());
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+};
+
+class FakePlanner final : public rein::v1::Planner::CallbackService {
+ public:
+  grpc::ServerUnaryReactor* Decide(grpc::CallbackServerContext* ctx, const rein::v1::DecideRequest*,
+                                   rein::v1::DecideResponse* resp) override {
+    resp->mutable_tool_call()->set_tool("list_files");
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+};
+
+class GrpcClientsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(&executor_);
+    builder.RegisterService(&planner_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    channel_ = MakeRoundRobinChannel("127.0.0.1:" + std::to_string(port_));
+  }
+  void TearDown() override { server_->Shutdown(std::chrono::system_clock::now()); }
+
+  FakeExecutor executor_;
+  FakePlanner planner_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+// What the engine does: the handle of the call is kept by an object its callback also holds
+// (RunEngine's ChainedCall) until the reply has been applied, then dropped by whoever holds
+// that object. Once the reply ran and the last outside reference goes, the holder must be freed.
+struct Holder {
+  std::shared_ptr<PendingCall> call;
+};
+
+template <typename Reply, typename StartFn>
+void ExpectFreedAfterReply(StartFn start) {
+  absl::Notification replied;
+  std::weak_ptr<Holder> weak;
+  {
+    auto holder = std::make_shared<Holder>();
+    weak = holder;
+    holder->call = start([holder, &replied](absl::StatusOr<Reply> reply) {
+      EXPECT_TRUE(reply.ok()) << reply.status();
+      replied.Notify();
+    });
+  }
+  ASSERT_TRUE(replied.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  // gRPC lets go of its side of the call just after the callback returns.
+  const absl::Time until = absl::Now() + absl::Seconds(10);
+  while (!weak.expired() && absl::Now() < until) absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_TRUE(weak.expired()) << "a finished call still holds its callback (a reference cycle)";
+}
+
+TEST_F(GrpcClientsTest, FinishedExecutorCallsHoldNothingOfTheirCallback) {
+  GrpcExecutorClient client(channel_);
+  ExpectFreedAfterReply<rein::v1::ListToolsResponse>([&](auto done) {
+    return client.ListTools(absl::Now() + absl::Seconds(30), std::move(done));
+  });
+  rein::v1::ExecuteRequest request;
+  request.set_tool("list_files");
+  request.set_call_id("c1");
+  ExpectFreedAfterReply<rein::v1::ExecuteResponse>([&](auto done) {
+    return client.Execute(request, absl::Now() + absl::Seconds(30), std::move(done));
+  });
+}
+
+TEST_F(GrpcClientsTest, FinishedPlannerCallsHoldNothingOfTheirCallback) {
+  GrpcPlannerClient client(channel_);
+  ExpectFreedAfterReply<rein::v1::DecideResponse>([&](auto done) {
+    return client.Decide(rein::v1::DecideRequest(), absl::Now() + absl::Seconds(30),
+                         std::move(done));
+  });
+}
+
+TEST_F(GrpcClientsTest, RepliesArrive) {
+  GrpcExecutorClient client(channel_);
+  absl::Notification replied;
+  absl::StatusOr<rein::v1::ExecuteResponse> got;
+  rein::v1::ExecuteRequest request;
+  request.set_tool("read_file");
+  request.set_call_id("c2");
+  auto call = client.Execute(request, absl::Now() + absl::Seconds(30),
+                             [&](absl::StatusOr<rein::v1::ExecuteResponse> reply) {
+                               got = std::move(reply);
+                               replied.Notify();
+                             });
+  ASSERT_TRUE(replied.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->output(), "ran read_file");
+}
+
+}  // namespace
+}  // namespace rein
