@@ -62,8 +62,9 @@ void SyncDir(const std::string& path) {
   if (fd.get() >= 0) fsync(fd.get());
 }
 
-// Writes `data` to a new file at `path` and makes it durable before returning.
-absl::Status WriteDurably(const std::string& path, const std::string& data) {
+// Writes `data` to a new file at `path`; with `sync`, makes its content durable (fdatasync)
+// before returning. The caller makes its name durable (SyncDir).
+absl::Status WriteRecord(const std::string& path, const std::string& data, bool sync) {
   UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (fd.get() < 0) {
     if (errno == ENOENT)
@@ -81,10 +82,10 @@ absl::Status WriteDurably(const std::string& path, const std::string& data) {
     }
     off += static_cast<size_t>(n);
   }
-  if (fsync(fd.get()) != 0) {
+  if (sync && fdatasync(fd.get()) != 0) {
     const int err = errno;
     unlink(path.c_str());
-    return ErrnoError("fsync", path, err);
+    return ErrnoError("fdatasync", path, err);
   }
   return absl::OkStatus();
 }
@@ -349,8 +350,12 @@ absl::StatusOr<JournalVerdict> CallJournal::TryClaim(const JournalCall& call) {
     struct stat existing;
     if (lstat(started_path.c_str(), &existing) != 0) {
       const std::string temp = TempPath(run_dir);
-      absl::Status written = WriteDurably(
-          temp, started.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      // Only the record's name must survive a crash of the machine, and the directory's fsync
+      // below makes it durable: a record whose content was lost reads as corrupt, which is an
+      // unknown outcome (never run again), exactly what a crash mid-call is anyway.
+      absl::Status written =
+          WriteRecord(temp, started.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                      /*sync=*/false);
       if (!written.ok()) {
         if (absl::IsNotFound(written)) continue;  // the run's directory was just removed
         return written;
@@ -492,8 +497,10 @@ absl::Status CallJournal::Finish(const JournalCall& call, const JournalReply& re
                              {"timed_out", r.timed_out}}}};
   const std::string run_dir = RunDir(call.run_id);
   const std::string temp = TempPath(run_dir);
+  // The reply is acknowledged once this returns: its content and its name are both durable.
   absl::Status status =
-      WriteDurably(temp, record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      WriteRecord(temp, record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  /*sync=*/true);
   if (status.ok()) {
     if (rename(temp.c_str(), CallPath(call, kReply).c_str()) != 0) {
       status = ErrnoError("rename", temp, errno);
@@ -521,7 +528,8 @@ absl::StatusOr<int> CallJournal::ForgetRun(const std::string& run_id) {
   const std::string ended = EndedPath(run_id);
   struct stat tomb;
   if (lstat(ended.c_str(), &tomb) != 0) {
-    absl::Status written = WriteDurably(ended, "ended\n");
+    absl::Status written = WriteRecord(ended, "ended\n", /*sync=*/true);
+    if (written.ok()) SyncDir(absl::StrCat(dir_, "/runs"));
     // Another executor may have written it just now (ForgetRun goes to any of them).
     if (!written.ok() && lstat(ended.c_str(), &tomb) != 0) return written;
   }

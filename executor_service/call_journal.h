@@ -71,8 +71,11 @@ struct JournalVerdict {
 
 // One executor's view of the shared journal. Layout under <root>/.rein-journal/:
 //   live/<instance>                 this process's heartbeat (instance: random, per start)
-//   runs/<run>/<call>.started       who started the call, created atomically with link()
-//   runs/<run>/<call>.reply         the reply, written to a temporary file, fsynced, renamed
+//   runs/<run>/<call>.started       who started the call, created atomically with link(); the
+//                                   directory is fsynced before the call runs (the record's
+//                                   content is not: lost content reads as an unknown outcome)
+//   runs/<run>/<call>.reply         the reply, written to a temporary file, fdatasynced,
+//                                   renamed, the directory fsynced, before the reply is sent
 // File names are the ids with every byte outside [A-Za-z0-9_-] escaped as %XX (long ids
 // hashed); each record also holds the id itself, checked on reading.
 // Thread-safe; a background thread keeps the heartbeat and sweeps old runs.
