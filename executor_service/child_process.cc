@@ -153,12 +153,17 @@ int PollMillis(absl::Time until) {
 
 }  // namespace
 
-// The memory a spawner shares with the executor: the command's ChildArgs, whose pointers point
-// into `data` (mapped at the same address in both processes).
+// What a spawner reads and writes of the executor's memory (which it shares until it executes
+// the command): how it was started, and the command's ChildArgs, whose pointers point into
+// `data`.
 constexpr size_t kSpawnerAreaBytes = 4 << 20;  // reserved, not committed (MAP_NORESERVE)
 constexpr size_t kSpawnerFds = kMaxPassFds + 4;
 
 struct SpawnerArea {
+  int sock;      // its end of the socket pair
+  int procs_fd;  // cgroup.procs to join, or -1
+  pid_t parent;  // the executor
+  pid_t pid;     // set by the spawner before it says it is ready
   ChildArgs args;
   char data[1];  // to the end of the mapping
 };
@@ -167,17 +172,23 @@ namespace {
 
 size_t SpawnerDataBytes() { return kSpawnerAreaBytes - offsetof(SpawnerArea, data); }
 
-// The spawner's side, after the fork: system calls only, on memory prepared before it.
-[[noreturn]] void SpawnerMain(int sock, int procs_fd, SpawnerArea* area, pid_t parent) {
+// The spawner: a child sharing the executor's memory (CLONE_VM) on a stack of its own, while
+// the thread that started it waits (CLONE_VFORK), so that nothing else uses that thread's
+// thread-local errno meanwhile. System calls only, on memory prepared before it.
+int SpawnerMain(void* arg) {
+  SpawnerArea* area = static_cast<SpawnerArea*>(arg);
+  const int sock = area->sock;
+  const int procs_fd = area->procs_fd;
   ResetSignalHandlers();
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(1);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // while unused, it dies with the thread waiting for it
+  if (getppid() != area->parent) _exit(1);
   // The slow part (a task migration on cgroup v1), done before any command waits for it.
   if (procs_fd >= 0 && write(procs_fd, "0", 1) != 1) _exit(1);
   // Nothing of the executor's stays open here (another command's pipe would never see EOF).
   const unsigned s = static_cast<unsigned>(sock);
   if (s > 0) syscall(SYS_close_range, 0u, s - 1, 0);
   syscall(SYS_close_range, s + 1, ~0u, 0);
+  area->pid = static_cast<pid_t>(syscall(SYS_getpid));
   const char ready = 'R';
   if (write(sock, &ready, 1) != 1) _exit(1);
 
@@ -317,26 +328,39 @@ absl::StatusOr<std::unique_ptr<Spawner>> Spawner::Start(int cgroup_procs_fd) {
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     return ErrnoStatus(errno, "spawner socketpair");
   }
-  UniqueFd ours(sv[0]);
-  UniqueFd theirs(sv[1]);
   void* memory = mmap(nullptr, kSpawnerAreaBytes, PROT_READ | PROT_WRITE,
                       MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (memory == MAP_FAILED) return ErrnoStatus(errno, "spawner memory");
+  if (memory == MAP_FAILED) {
+    close(sv[0]);
+    close(sv[1]);
+    return ErrnoStatus(errno, "spawner memory");
+  }
   std::unique_ptr<Spawner> spawner(new Spawner());
-  spawner->area_ = static_cast<SpawnerArea*>(memory);
-  const pid_t parent = getpid();
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  // A plain fork without the library's fork handlers: the child only makes system calls.
-  const long pid = syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr);
-  if (pid == 0) SpawnerMain(theirs.get(), cgroup_procs_fd, spawner->area_, parent);
-  const int clone_errno = errno;
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (pid < 0) return ErrnoStatus(clone_errno, "spawner fork");
-  spawner->pid_ = static_cast<int>(pid);
-  spawner->socket_ = ours.Release();
-  theirs.Reset();
+  spawner->socket_ = sv[0];
+  SpawnerArea* area = static_cast<SpawnerArea*>(memory);
+  spawner->area_ = area;
+  area->sock = sv[1];
+  area->procs_fd = cgroup_procs_fd;
+  area->parent = getpid();
+  area->pid = -1;
+  // The holder thread starts the spawner and stays suspended in clone until the spawner has
+  // executed its command or exited; then it waits until the spawner is released. The command
+  // (bubblewrap asks to die with its parent) never outlives it.
+  spawner->holder_ = std::thread([spawner = spawner.get(), theirs = sv[1]] {
+    void* stack = mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack != MAP_FAILED) {
+      sigset_t all, old;
+      sigfillset(&all);
+      pthread_sigmask(SIG_SETMASK, &all, &old);
+      clone(SpawnerMain, static_cast<char*>(stack) + kChildStackBytes,
+            CLONE_VM | CLONE_VFORK | SIGCHLD, spawner->area_);
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      munmap(stack, kChildStackBytes);
+    }
+    close(theirs);  // the executor's copy: EOF for the executor once the spawner's is gone too
+    spawner->release_.WaitForNotification();
+  });
   struct pollfd ready = {spawner->socket_, POLLIN, 0};
   char byte = 0;
   int r;
@@ -344,15 +368,18 @@ absl::StatusOr<std::unique_ptr<Spawner>> Spawner::Start(int cgroup_procs_fd) {
     r = poll(&ready, 1, 10000);
   } while (r < 0 && errno == EINTR);
   if (r != 1 || read(spawner->socket_, &byte, 1) != 1 || byte != 'R') {
-    return absl::InternalError("a spawner could not join its cgroup");
+    return absl::InternalError("a spawner could not be started in its cgroup");
   }
+  spawner->pid_ = area->pid;
   return spawner;
 }
 
 Spawner::~Spawner() {
-  if (socket_ >= 0) close(socket_);
+  if (socket_ >= 0) close(socket_);  // an unused spawner exits on EOF
+  if (!used_ && pid_ > 0) kill(pid_, SIGKILL);
+  release_.Notify();
+  if (holder_.joinable()) holder_.join();  // returns once the spawner executed or exited
   if (!used_ && pid_ > 0) {
-    kill(pid_, SIGKILL);
     int status;
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }

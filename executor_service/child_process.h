@@ -7,9 +7,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 
 namespace rein {
@@ -65,19 +67,21 @@ struct ChildOutcome {
 
 struct SpawnerArea;
 
-// A process forked ahead of time that waits to become one command's process: it has already
+// A process started ahead of time that waits to become one command's process: it has already
 // joined its cgroup (a task migration that takes the kernel milliseconds on cgroup v1) when the
-// command arrives, so the command's start does not wait for it. At command time it receives the
-// command's descriptors over a socket (SCM_RIGHTS) and its argv, environment and limits through
-// memory shared with the executor, and executes the command itself: the command is the
-// executor's child, waited for, killed and limited exactly as one started by clone. After the
-// fork it makes system calls only (no allocation, no locks). Used for exactly one command.
+// command arrives, so the command's start does not wait for it. It shares the executor's memory
+// (like vfork, so executing the command is as cheap as from a vfork child, and a thread of its
+// own stays suspended for it meanwhile). At command time it receives the command's descriptors
+// over a socket (SCM_RIGHTS) and reads its argv, environment and limits prepared in memory,
+// and executes the command itself: the command is the executor's child, waited for, killed and
+// limited exactly as one started by clone. It makes system calls only (no allocation, no
+// locks). Used for exactly one command.
 class Spawner {
  public:
-  // Forks the spawner; it joins the cgroup whose cgroup.procs is open for writing as
+  // Starts the spawner; it joins the cgroup whose cgroup.procs is open for writing as
   // `cgroup_procs_fd` (-1 = none) and closes every other descriptor. Returns once it is ready
-  // (or INTERNAL/RESOURCE_EXHAUSTED saying why it is not). Call from a thread that outlives the
-  // spawner: it dies (SIGKILL) when that thread ends, until it executes a command.
+  // (or INTERNAL/RESOURCE_EXHAUSTED saying why it is not). `cgroup_procs_fd` must stay open
+  // until then.
   static absl::StatusOr<std::unique_ptr<Spawner>> Start(int cgroup_procs_fd);
   // An unused spawner is killed and reaped; a used one is the command's, reaped by RunChild.
   ~Spawner();
@@ -93,8 +97,10 @@ class Spawner {
 
   int pid_ = -1;
   int socket_ = -1;
-  SpawnerArea* area_ = nullptr;  // shared with the spawner (MAP_SHARED)
+  SpawnerArea* area_ = nullptr;  // read by the spawner
   bool used_ = false;
+  std::thread holder_;  // started it; suspended until it executed, then waits for release_
+  absl::Notification release_;
 };
 
 // Starts `spec` and reads its output until it exits and the pipe reaches EOF, or until

@@ -245,7 +245,6 @@ void PidsCgroupParent::Background() {
     mu_.Unlock();
     absl::StatusOr<std::unique_ptr<PidsCgroup>> fresh = Create(max_pids);
     if (fresh.ok() && spawner) {
-      // Forked by this thread, which lives as long as the pool: a spawner dies with it.
       absl::StatusOr<std::unique_ptr<Spawner>> started = Spawner::Start((*fresh)->procs_fd());
       // Without one (the machine is short of processes now) it is still a fresh cgroup.
       if (started.ok()) (*fresh)->set_spawner(*std::move(started));
