@@ -376,8 +376,6 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   absl::StatusOr<ProtectedMountLease> mounts =
       protect ? protected_mounts_.Acquire(workspace) : ProtectedMountLease();
   if (!mounts.ok()) return mounts.status();
-  absl::StatusOr<std::unique_ptr<PidsCgroup>> cgroup = TakeCgroup();
-  if (!cgroup.ok()) return cgroup.status();
   absl::StatusOr<UniqueFd> seccomp = SandboxSeccompProgramFd(request.share_network);
   if (!seccomp.ok()) return seccomp.status();
   int status_fds[2];
@@ -417,6 +415,9 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   BwrapInvocation invocation =
       BuildBwrapInvocation(staged_etc ? static_args_ : per_entry_etc_args_, command);
 
+  // Taken last: from here every path retires it (the pool counts it in flight until then).
+  absl::StatusOr<std::unique_ptr<PidsCgroup>> cgroup = TakeCgroup();
+  if (!cgroup.ok()) return cgroup.status();
   ChildSpec spec;
   spec.path = options_.bwrap_path;
   spec.argv = std::move(invocation.argv);
