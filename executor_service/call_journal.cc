@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -90,12 +91,42 @@ absl::Status WriteRecord(const std::string& path, const std::string& data, bool 
   return absl::OkStatus();
 }
 
-// The whole file; NOT_FOUND when it does not exist.
-absl::StatusOr<std::string> ReadRecordFile(const std::string& path) {
+// Writes `data` into the empty reply file at `path` (made by the claim) and fdatasyncs it.
+absl::Status WriteReply(const std::string& path, const std::string& data) {
+  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (fd.get() < 0) {
+    if (errno == ENOENT)
+      return absl::NotFoundError(absl::StrCat("call journal: ", path, " is gone"));
+    return ErrnoError("open", path, errno);
+  }
+  if (flock(fd.get(), LOCK_EX) != 0) return ErrnoError("flock", path, errno);
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) return ErrnoError("stat", path, errno);
+  if (st.st_size != 0)
+    return absl::InternalError(absl::StrCat("call journal: ", path, " was written already"));
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = write(fd.get(), data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ErrnoError("write", path, n < 0 ? errno : EIO);
+    off += static_cast<size_t>(n);
+  }
+  if (fdatasync(fd.get()) != 0) return ErrnoError("fdatasync", path, errno);
+  return absl::OkStatus();
+}
+
+// The whole file; NOT_FOUND when it does not exist. A reply record (`reply`) is also NOT_FOUND
+// while it is empty (made by the claim, not yet written) or being written (Finish holds an
+// exclusive flock on it meanwhile; this reads under a shared one).
+absl::StatusOr<std::string> ReadRecordFile(const std::string& path, bool reply = false) {
   UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (fd.get() < 0) {
     if (errno == ENOENT) return absl::NotFoundError(path);
     return ErrnoError("open", path, errno);
+  }
+  if (reply && flock(fd.get(), LOCK_SH | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) return absl::NotFoundError(absl::StrCat(path, " being written"));
+    return ErrnoError("flock", path, errno);
   }
   std::string data;
   char buf[65536];
@@ -107,6 +138,7 @@ absl::StatusOr<std::string> ReadRecordFile(const std::string& path) {
     data.append(buf, static_cast<size_t>(n));
     if (data.size() > kMaxRecordBytes) return absl::DataLossError("record too large");
   }
+  if (reply && data.empty()) return absl::NotFoundError(absl::StrCat(path, " not yet written"));
   return data;
 }
 
@@ -311,7 +343,7 @@ absl::StatusOr<JournalVerdict> CallJournal::TryClaim(const JournalCall& call) {
   const std::string reply_path = CallPath(call, kReply);
   const std::string started_path = CallPath(call, kStarted);
   auto read_reply = [&]() -> absl::StatusOr<JournalVerdict> {
-    absl::StatusOr<std::string> data = ReadRecordFile(reply_path);
+    absl::StatusOr<std::string> data = ReadRecordFile(reply_path, /*reply=*/true);
     if (!data.ok()) return data.status();
     JournalVerdict v;
     absl::StatusOr<nlohmann::json> j = ParseRecord(*data, "reply", call);
@@ -390,6 +422,15 @@ absl::StatusOr<JournalVerdict> CallJournal::TryClaim(const JournalCall& call) {
         running_.erase(started_path);
       }
       if (rc == 0) {
+        // The reply's file, empty ("not yet"), is made now so that the directory's fsync
+        // below makes its name durable with the claim: Finish then only writes and
+        // fdatasyncs it.
+        UniqueFd reply(open(reply_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+        if (reply.get() < 0) {
+          const int open_errno = errno;
+          Abandon(call);
+          return ErrnoError("create", reply_path, open_errno);
+        }
         SyncDir(run_dir);
         JournalVerdict v;
         v.kind = JournalVerdict::Kind::kRun;
@@ -495,20 +536,13 @@ absl::Status CallJournal::Finish(const JournalCall& call, const JournalReply& re
                              {"error_message", SanitizeUtf8(r.error_message)},
                              {"exit_code", r.exit_code},
                              {"timed_out", r.timed_out}}}};
-  const std::string run_dir = RunDir(call.run_id);
-  const std::string temp = TempPath(run_dir);
-  // The reply is acknowledged once this returns: its content and its name are both durable.
+  // Written in place into the file the claim made (its name is already durable), under an
+  // exclusive flock so that a reader never takes a half-written reply for a corrupt one, and
+  // fdatasynced: one flush. A reply that could not be written completely reads as corrupt (an
+  // unknown outcome), never as another reply.
   absl::Status status =
-      WriteRecord(temp, record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                  /*sync=*/true);
-  if (status.ok()) {
-    if (rename(temp.c_str(), CallPath(call, kReply).c_str()) != 0) {
-      status = ErrnoError("rename", temp, errno);
-      unlink(temp.c_str());
-    } else {
-      SyncDir(run_dir);
-    }
-  }
+      WriteReply(CallPath(call, kReply),
+                 record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   absl::MutexLock lock(&mu_);
   running_.erase(started_path);
   return status;
@@ -516,6 +550,7 @@ absl::Status CallJournal::Finish(const JournalCall& call, const JournalReply& re
 
 void CallJournal::Abandon(const JournalCall& call) {
   const std::string started_path = CallPath(call, kStarted);
+  unlink(CallPath(call, kReply).c_str());  // still empty: nothing was run
   unlink(started_path.c_str());
   absl::MutexLock lock(&mu_);
   running_.erase(started_path);
