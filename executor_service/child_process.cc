@@ -353,8 +353,8 @@ absl::StatusOr<std::unique_ptr<Spawner>> Spawner::Start(int cgroup_procs_fd) {
       sigset_t all, old;
       sigfillset(&all);
       pthread_sigmask(SIG_SETMASK, &all, &old);
-      clone(SpawnerMain, static_cast<char*>(stack) + kChildStackBytes,
-            CLONE_VM | CLONE_VFORK | SIGCHLD, spawner->area_);
+      spawner->cloned_pid_ = clone(SpawnerMain, static_cast<char*>(stack) + kChildStackBytes,
+                                   CLONE_VM | CLONE_VFORK | SIGCHLD, spawner->area_);
       pthread_sigmask(SIG_SETMASK, &old, nullptr);
       munmap(stack, kChildStackBytes);
     }
@@ -379,9 +379,11 @@ Spawner::~Spawner() {
   if (!used_ && pid_ > 0) kill(pid_, SIGKILL);
   release_.Notify();
   if (holder_.joinable()) holder_.join();  // returns once the spawner executed or exited
-  if (!used_ && pid_ > 0) {
+  // Known from clone even when the spawner never said it was ready.
+  const int pid = pid_ > 0 ? pid_ : cloned_pid_;
+  if (!used_ && pid > 0) {
     int status;
-    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
   }
   if (area_ != nullptr) munmap(area_, kSpawnerAreaBytes);

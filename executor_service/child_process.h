@@ -96,6 +96,7 @@ class Spawner {
   Spawner() = default;
 
   int pid_ = -1;
+  int cloned_pid_ = -1;  // clone's answer, set by holder_ (read after joining it)
   int socket_ = -1;
   SpawnerArea* area_ = nullptr;  // read by the spawner
   bool used_ = false;
