@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -62,8 +63,9 @@ void SyncDir(const std::string& path) {
   if (fd.get() >= 0) fsync(fd.get());
 }
 
-// Writes `data` to a new file at `path` and makes it durable before returning.
-absl::Status WriteDurably(const std::string& path, const std::string& data) {
+// Writes `data` to a new file at `path`; with `sync`, makes its content durable (fdatasync)
+// before returning. The caller makes its name durable (SyncDir).
+absl::Status WriteRecord(const std::string& path, const std::string& data, bool sync) {
   UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (fd.get() < 0) {
     if (errno == ENOENT)
@@ -81,20 +83,50 @@ absl::Status WriteDurably(const std::string& path, const std::string& data) {
     }
     off += static_cast<size_t>(n);
   }
-  if (fsync(fd.get()) != 0) {
+  if (sync && fdatasync(fd.get()) != 0) {
     const int err = errno;
     unlink(path.c_str());
-    return ErrnoError("fsync", path, err);
+    return ErrnoError("fdatasync", path, err);
   }
   return absl::OkStatus();
 }
 
-// The whole file; NOT_FOUND when it does not exist.
-absl::StatusOr<std::string> ReadRecordFile(const std::string& path) {
+// Writes `data` into the empty reply file at `path` (made by the claim) and fdatasyncs it.
+absl::Status WriteReply(const std::string& path, const std::string& data) {
+  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (fd.get() < 0) {
+    if (errno == ENOENT)
+      return absl::NotFoundError(absl::StrCat("call journal: ", path, " is gone"));
+    return ErrnoError("open", path, errno);
+  }
+  if (flock(fd.get(), LOCK_EX) != 0) return ErrnoError("flock", path, errno);
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) return ErrnoError("stat", path, errno);
+  if (st.st_size != 0)
+    return absl::InternalError(absl::StrCat("call journal: ", path, " was written already"));
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = write(fd.get(), data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ErrnoError("write", path, n < 0 ? errno : EIO);
+    off += static_cast<size_t>(n);
+  }
+  if (fdatasync(fd.get()) != 0) return ErrnoError("fdatasync", path, errno);
+  return absl::OkStatus();
+}
+
+// The whole file; NOT_FOUND when it does not exist. A reply record (`reply`) is also NOT_FOUND
+// while it is empty (made by the claim, not yet written) or being written (Finish holds an
+// exclusive flock on it meanwhile; this reads under a shared one).
+absl::StatusOr<std::string> ReadRecordFile(const std::string& path, bool reply = false) {
   UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (fd.get() < 0) {
     if (errno == ENOENT) return absl::NotFoundError(path);
     return ErrnoError("open", path, errno);
+  }
+  if (reply && flock(fd.get(), LOCK_SH | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) return absl::NotFoundError(absl::StrCat(path, " being written"));
+    return ErrnoError("flock", path, errno);
   }
   std::string data;
   char buf[65536];
@@ -106,6 +138,7 @@ absl::StatusOr<std::string> ReadRecordFile(const std::string& path) {
     data.append(buf, static_cast<size_t>(n));
     if (data.size() > kMaxRecordBytes) return absl::DataLossError("record too large");
   }
+  if (reply && data.empty()) return absl::NotFoundError(absl::StrCat(path, " not yet written"));
   return data;
 }
 
@@ -310,7 +343,7 @@ absl::StatusOr<JournalVerdict> CallJournal::TryClaim(const JournalCall& call) {
   const std::string reply_path = CallPath(call, kReply);
   const std::string started_path = CallPath(call, kStarted);
   auto read_reply = [&]() -> absl::StatusOr<JournalVerdict> {
-    absl::StatusOr<std::string> data = ReadRecordFile(reply_path);
+    absl::StatusOr<std::string> data = ReadRecordFile(reply_path, /*reply=*/true);
     if (!data.ok()) return data.status();
     JournalVerdict v;
     absl::StatusOr<nlohmann::json> j = ParseRecord(*data, "reply", call);
@@ -349,8 +382,12 @@ absl::StatusOr<JournalVerdict> CallJournal::TryClaim(const JournalCall& call) {
     struct stat existing;
     if (lstat(started_path.c_str(), &existing) != 0) {
       const std::string temp = TempPath(run_dir);
-      absl::Status written = WriteDurably(
-          temp, started.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      // Only the record's name must survive a crash of the machine, and the directory's fsync
+      // below makes it durable: a record whose content was lost reads as corrupt, which is an
+      // unknown outcome (never run again), exactly what a crash mid-call is anyway.
+      absl::Status written =
+          WriteRecord(temp, started.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                      /*sync=*/false);
       if (!written.ok()) {
         if (absl::IsNotFound(written)) continue;  // the run's directory was just removed
         return written;
@@ -385,6 +422,15 @@ absl::StatusOr<JournalVerdict> CallJournal::TryClaim(const JournalCall& call) {
         running_.erase(started_path);
       }
       if (rc == 0) {
+        // The reply's file, empty ("not yet"), is made now so that the directory's fsync
+        // below makes its name durable with the claim: Finish then only writes and
+        // fdatasyncs it.
+        UniqueFd reply(open(reply_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+        if (reply.get() < 0) {
+          const int open_errno = errno;
+          Abandon(call);
+          return ErrnoError("create", reply_path, open_errno);
+        }
         SyncDir(run_dir);
         JournalVerdict v;
         v.kind = JournalVerdict::Kind::kRun;
@@ -490,18 +536,13 @@ absl::Status CallJournal::Finish(const JournalCall& call, const JournalReply& re
                              {"error_message", SanitizeUtf8(r.error_message)},
                              {"exit_code", r.exit_code},
                              {"timed_out", r.timed_out}}}};
-  const std::string run_dir = RunDir(call.run_id);
-  const std::string temp = TempPath(run_dir);
+  // Written in place into the file the claim made (its name is already durable), under an
+  // exclusive flock so that a reader never takes a half-written reply for a corrupt one, and
+  // fdatasynced: one flush. A reply that could not be written completely reads as corrupt (an
+  // unknown outcome), never as another reply.
   absl::Status status =
-      WriteDurably(temp, record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  if (status.ok()) {
-    if (rename(temp.c_str(), CallPath(call, kReply).c_str()) != 0) {
-      status = ErrnoError("rename", temp, errno);
-      unlink(temp.c_str());
-    } else {
-      SyncDir(run_dir);
-    }
-  }
+      WriteReply(CallPath(call, kReply),
+                 record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   absl::MutexLock lock(&mu_);
   running_.erase(started_path);
   return status;
@@ -509,6 +550,7 @@ absl::Status CallJournal::Finish(const JournalCall& call, const JournalReply& re
 
 void CallJournal::Abandon(const JournalCall& call) {
   const std::string started_path = CallPath(call, kStarted);
+  unlink(CallPath(call, kReply).c_str());  // still empty: nothing was run
   unlink(started_path.c_str());
   absl::MutexLock lock(&mu_);
   running_.erase(started_path);
@@ -521,7 +563,8 @@ absl::StatusOr<int> CallJournal::ForgetRun(const std::string& run_id) {
   const std::string ended = EndedPath(run_id);
   struct stat tomb;
   if (lstat(ended.c_str(), &tomb) != 0) {
-    absl::Status written = WriteDurably(ended, "ended\n");
+    absl::Status written = WriteRecord(ended, "ended\n", /*sync=*/true);
+    if (written.ok()) SyncDir(absl::StrCat(dir_, "/runs"));
     // Another executor may have written it just now (ForgetRun goes to any of them).
     if (!written.ok() && lstat(ended.c_str(), &tomb) != 0) return written;
   }

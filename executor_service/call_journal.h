@@ -72,7 +72,13 @@ struct JournalVerdict {
 // One executor's view of the shared journal. Layout under <root>/.rein-journal/:
 //   live/<instance>                 this process's heartbeat (instance: random, per start)
 //   runs/<run>/<call>.started       who started the call, created atomically with link()
-//   runs/<run>/<call>.reply         the reply, written to a temporary file, fsynced, renamed
+//   runs/<run>/<call>.reply         the reply: created empty by the claim ("not yet"), then
+//                                   written in place under an exclusive flock and fdatasynced
+//                                   before the reply is sent
+// One flush before the call runs (the directory's fsync after the claim makes both names
+// durable; a started record whose content a crash lost reads as corrupt: an unknown outcome,
+// never run again) and one after (the reply's fdatasync). A reply that is empty or locked is
+// not there yet; one that does not parse is corrupt (unknown outcome).
 // File names are the ids with every byte outside [A-Za-z0-9_-] escaped as %XX (long ids
 // hashed); each record also holds the id itself, checked on reading.
 // Thread-safe; a background thread keeps the heartbeat and sweeps old runs.

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -236,6 +237,29 @@ TEST_F(CallJournalTest, CorruptReplyRecordIsUnknown) {
   absl::StatusOr<JournalVerdict> v = b->Begin(Call(), absl::Now());
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->kind, Kind::kUnknown);
+}
+
+TEST_F(CallJournalTest, AReplyBeingWrittenIsRunningAndAHalfWrittenOneIsUnknown) {
+  auto a = Open("exec-a");
+  auto b = Open("exec-b");
+  ASSERT_EQ(a->Begin(Call(), absl::Now())->kind, Kind::kRun);
+  std::string path = StartedPath(Call());
+  path.replace(path.size() - std::string(".started").size(), std::string::npos, ".reply");
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << "the claim makes the reply's file";
+  EXPECT_EQ(b->Begin(Call(), absl::Now())->kind, Kind::kRunning);  // empty: not yet
+  // Finish's writer holds an exclusive lock while it writes: a reader that sees part of it
+  // waits, it does not call it corrupt.
+  ASSERT_EQ(flock(fd, LOCK_EX), 0);
+  const std::string part = "{\"format\": 1, \"record\": \"rep";
+  ASSERT_EQ(write(fd, part.data(), part.size()), static_cast<ssize_t>(part.size()));
+  EXPECT_EQ(b->Begin(Call(), absl::Now())->kind, Kind::kRunning);
+  // A writer gone half-way leaves a corrupt reply: unknown, never run again.
+  close(fd);
+  absl::StatusOr<JournalVerdict> v = b->Begin(Call(), absl::Now());
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->kind, Kind::kUnknown);
+  EXPECT_NE(v->detail.find("corrupt"), std::string::npos) << v->detail;
 }
 
 TEST_F(CallJournalTest, OlderFormatRecordIsUnknown) {

@@ -43,6 +43,9 @@ ABSL_FLAG(std::string, bwrap, "/usr/bin/bwrap", "The bubblewrap binary");
 ABSL_FLAG(std::string, sandbox_cgroup, "",
           "cgroup directory (v1 pids or delegated v2 with +pids) for per-command cgroups; "
           "empty = detect a writable v1 pids hierarchy; off = none");
+ABSL_FLAG(bool, sandbox_prefork, true,
+          "Fork each pooled per-command cgroup's process ahead of time, already inside it, so "
+          "that a command does not wait for the kernel to move it there");
 ABSL_FLAG(int64_t, sandbox_max_memory_bytes, int64_t{4} << 30,
           "RLIMIT_AS of every sandboxed process");
 ABSL_FLAG(int64_t, sandbox_max_file_bytes, int64_t{1} << 30,
@@ -153,6 +156,7 @@ int main(int argc, char** argv) {
   sandbox.protected_paths = absl::GetFlag(FLAGS_protected_paths);
   sandbox.bwrap_path = absl::GetFlag(FLAGS_bwrap);
   sandbox.cgroup = absl::GetFlag(FLAGS_sandbox_cgroup);
+  sandbox.prefork = absl::GetFlag(FLAGS_sandbox_prefork);
   const std::pair<const char*, int64_t> limits[] = {
       {"sandbox_max_memory_bytes", absl::GetFlag(FLAGS_sandbox_max_memory_bytes)},
       {"sandbox_max_file_bytes", absl::GetFlag(FLAGS_sandbox_max_file_bytes)},

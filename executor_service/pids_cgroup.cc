@@ -1,6 +1,7 @@
 // Per-command pids cgroups.
 #include "executor_service/pids_cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <sstream>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -37,12 +39,27 @@ std::vector<int> ReadPids(const std::string& path) {
 
 std::atomic<uint64_t> next_instance{0};
 
+// Retired cgroups removed even while commands are in flight, once this many wait.
+constexpr size_t kMaxRetiring = 32;
+
+// Removes the cgroup `path` if it holds no process; false when it stays.
+bool RemoveIfEmpty(const std::string& path) {
+  if (!ReadPids(path + "/cgroup.procs").empty()) return false;
+  return rmdir(path.c_str()) == 0 || errno == ENOENT;
+}
+
 }  // namespace
+
+uint64_t PidNamespace() {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
 
 PidsCgroupParent::PidsCgroupParent(std::string path, bool owned)
     : path_(std::move(path)), owned_(owned), instance_(next_instance.fetch_add(1)) {}
 
 PidsCgroup::~PidsCgroup() {
+  spawner_.reset();  // an unused one is killed and reaped here
   KillAll();
   procs_.Reset();
   const absl::Time until = absl::Now() + absl::Seconds(2);
@@ -91,7 +108,9 @@ absl::StatusOr<std::unique_ptr<PidsCgroupParent>> PidsCgroupParent::Detect() {
         "no cgroup v1 pids hierarchy (give a delegated cgroup with --sandbox_cgroup)");
   }
   const std::string base = absl::StrCat("/sys/fs/cgroup/pids", own == "/" ? "" : own);
-  const std::string path = absl::StrCat(base, "/rein-executor-", getpid());
+  const uint64_t pid_namespace = PidNamespace();
+  RemoveStaleCgroups(base, pid_namespace);
+  const std::string path = absl::StrCat(base, "/rein-executor-", pid_namespace, "-", getpid());
   if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot create ", path, ": ", strerror(errno)));
@@ -100,6 +119,42 @@ absl::StatusOr<std::unique_ptr<PidsCgroupParent>> PidsCgroupParent::Detect() {
   absl::StatusOr<std::unique_ptr<PidsCgroup>> probe = parent->Create(/*max_pids=*/1);
   if (!probe.ok()) return probe.status();
   return parent;
+}
+
+int PidsCgroupParent::RemoveStaleCgroups(const std::string& dir, uint64_t pid_namespace) {
+  if (pid_namespace == 0) return 0;
+  const std::string prefix = absl::StrCat("rein-executor-", pid_namespace, "-");
+  std::vector<std::string> stale;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (struct dirent* e = readdir(d)) {
+      const absl::string_view name = e->d_name;
+      int pid = 0;
+      if (!absl::StartsWith(name, prefix) || !absl::SimpleAtoi(name.substr(prefix.size()), &pid) ||
+          pid <= 0 || pid == getpid()) {
+        continue;
+      }
+      if (kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to ask)
+      stale.emplace_back(name);
+    }
+    closedir(d);
+  }
+  int removed = 0;
+  for (const std::string& name : stale) {
+    const std::string path = absl::StrCat(dir, "/", name);
+    if (DIR* d = opendir(path.c_str())) {
+      std::vector<std::string> children;
+      while (struct dirent* e = readdir(d)) {
+        if (absl::StartsWith(e->d_name, "cmd-") && e->d_type == DT_DIR) {
+          children.push_back(e->d_name);
+        }
+      }
+      closedir(d);
+      // A command that outlived its executor keeps its cgroup (and so the parent).
+      for (const std::string& child : children) RemoveIfEmpty(absl::StrCat(path, "/", child));
+    }
+    if (RemoveIfEmpty(path)) ++removed;
+  }
+  return removed;
 }
 
 PidsCgroupParent::~PidsCgroupParent() {
@@ -115,31 +170,39 @@ PidsCgroupParent::~PidsCgroupParent() {
   if (owned_) rmdir(path_.c_str());
 }
 
-absl::StatusOr<std::unique_ptr<PidsCgroup>> PidsCgroupParent::Take(uint64_t max_pids,
-                                                                   int pool_size) {
+absl::StatusOr<std::unique_ptr<PidsCgroup>> PidsCgroupParent::Take(uint64_t max_pids, int pool_size,
+                                                                   bool spawners) {
   {
     absl::MutexLock lock(&mu_);
     if (!thread_.joinable()) thread_ = std::thread([this] { Background(); });
     pool_size_ = static_cast<size_t>(std::max(pool_size, 0));
-    if (pool_max_pids_ != max_pids) {
-      // A different limit: the pooled ones do not fit (retire them, they were never used).
+    if (pool_max_pids_ != max_pids || pool_spawners_ != spawners) {
+      // A different kind: the pooled ones do not fit (retire them, they were never used).
       for (auto& unused : pool_) retired_.push_back(std::move(unused));
       pool_.clear();
       pool_max_pids_ = max_pids;
+      pool_spawners_ = spawners;
     }
+    ++in_flight_;
     if (!pool_.empty()) {
       std::unique_ptr<PidsCgroup> cgroup = std::move(pool_.front());
       pool_.pop_front();
-      return cgroup;  // the background thread sees the pool below its size and refills it
+      return cgroup;  // the background thread refills the pool once no command is in flight
     }
   }
-  return Create(max_pids);
+  absl::StatusOr<std::unique_ptr<PidsCgroup>> made = Create(max_pids);
+  if (!made.ok()) {
+    absl::MutexLock lock(&mu_);
+    --in_flight_;
+  }
+  return made;
 }
 
 void PidsCgroupParent::Retire(std::unique_ptr<PidsCgroup> cgroup) {
   if (cgroup == nullptr) return;
   {
     absl::MutexLock lock(&mu_);
+    if (in_flight_ > 0) --in_flight_;
     if (thread_.joinable()) {
       retired_.push_back(std::move(cgroup));
       return;
@@ -154,8 +217,14 @@ size_t PidsCgroupParent::retiring() const {
 }
 
 void PidsCgroupParent::Background() {
+  // Making a cgroup (and moving a spawner into it) and removing one take the kernel's cgroup
+  // locks, which a starting command's fork, execve and exit wait for too: that work waits
+  // while a command is in flight, unless the pool ran dry or too much awaits removal.
   auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return stop_ || !retired_.empty() || pool_.size() < pool_size_;
+    if (stop_) return true;
+    const bool quiet = in_flight_ == 0;
+    return (!retired_.empty() && (quiet || retired_.size() >= kMaxRetiring)) ||
+           (pool_.size() < pool_size_ && (quiet || pool_.empty()));
   };
   absl::MutexLock lock(&mu_);
   while (true) {
@@ -172,15 +241,21 @@ void PidsCgroupParent::Background() {
       continue;
     }
     const uint64_t max_pids = pool_max_pids_;
+    const bool spawner = pool_spawners_;
     mu_.Unlock();
     absl::StatusOr<std::unique_ptr<PidsCgroup>> fresh = Create(max_pids);
+    if (fresh.ok() && spawner) {
+      absl::StatusOr<std::unique_ptr<Spawner>> started = Spawner::Start((*fresh)->procs_fd());
+      // Without one (the machine is short of processes now) it is still a fresh cgroup.
+      if (started.ok()) (*fresh)->set_spawner(*std::move(started));
+    }
     mu_.Lock();
     if (!fresh.ok()) {
       // The hierarchy refuses now: stop filling; Take creates on demand (and says why).
       pool_size_ = 0;
       continue;
     }
-    if (max_pids == pool_max_pids_) {
+    if (max_pids == pool_max_pids_ && spawner == pool_spawners_) {
       pool_.push_back(*std::move(fresh));
     } else {
       retired_.push_back(*std::move(fresh));

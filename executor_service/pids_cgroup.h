@@ -14,12 +14,17 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "executor_service/child_process.h"
 #include "executor_service/unique_fd.h"
 
 namespace rein {
 
-// One cgroup holding one command's processes. Destruction kills them all and removes it.
-// Not thread-safe.
+// The inode of this process's pid namespace (0 when unknown): pids in names of things an
+// executor leaves behind are compared only within one.
+uint64_t PidNamespace();
+
+// One cgroup holding one command's processes, and possibly a spawner already inside it.
+// Destruction kills them all and removes it. Not thread-safe.
 class PidsCgroup {
  public:
   PidsCgroup(std::string path, UniqueFd procs) : path_(std::move(path)), procs_(std::move(procs)) {}
@@ -30,6 +35,10 @@ class PidsCgroup {
   const std::string& path() const { return path_; }
   // cgroup.procs opened for writing: a process joins by writing "0" to it.
   int procs_fd() const { return procs_.get(); }
+  // A process forked ahead of time that has joined this cgroup and waits for the command
+  // (ChildSpec::spawner), or null.
+  Spawner* spawner() const { return spawner_.get(); }
+  void set_spawner(std::unique_ptr<Spawner> spawner) { spawner_ = std::move(spawner); }
 
   // SIGKILLs every process in the cgroup, repeatedly, until its cgroup.procs is empty
   // (bounded to ~2 s): on return no process of it runs any more. Removing the empty cgroup
@@ -39,6 +48,7 @@ class PidsCgroup {
  private:
   std::string path_;
   UniqueFd procs_;
+  std::unique_ptr<Spawner> spawner_;
 };
 
 // A directory of a cgroup hierarchy with the pids controller, where the executor makes one
@@ -53,8 +63,16 @@ class PidsCgroupParent {
   static absl::StatusOr<std::unique_ptr<PidsCgroupParent>> Open(const std::string& path);
 
   // Finds the executor's own cgroup in a writable cgroup v1 pids hierarchy mounted at
-  // /sys/fs/cgroup/pids and makes "rein-executor-<pid>" beneath it (removed on destruction).
+  // /sys/fs/cgroup/pids and makes "rein-executor-<pid namespace>-<pid>" beneath it (removed on
+  // destruction). First removes what executors of this pid namespace that are gone (killed
+  // before they could) left there: RemoveStaleCgroups.
   static absl::StatusOr<std::unique_ptr<PidsCgroupParent>> Detect();
+
+  // In `dir`, removes the directories "rein-executor-<pid_namespace>-<pid>" whose process is
+  // gone, with their "cmd-*" children, but only cgroups that hold no process (the kernel
+  // refuses to remove any other); never one of a live process or of another pid namespace.
+  // Returns how many executor directories were removed.
+  static int RemoveStaleCgroups(const std::string& dir, uint64_t pid_namespace);
 
   // Removes the cgroups still pooled or retiring (waiting for the last of them), then the
   // parent when Detect made it.
@@ -66,12 +84,16 @@ class PidsCgroupParent {
   absl::StatusOr<std::unique_ptr<PidsCgroup>> Create(uint64_t max_pids);
 
   // A fresh child cgroup limited to `max_pids`: a pooled one when there is one, else made now.
-  // The first call starts the background thread that keeps `pool_size` of them ready.
-  absl::StatusOr<std::unique_ptr<PidsCgroup>> Take(uint64_t max_pids, int pool_size = 4);
+  // The first call starts the background thread that keeps `pool_size` of them ready. With
+  // `spawners`, each pooled cgroup also holds a Spawner (forked by that thread) that has
+  // already joined it; one made now has none.
+  absl::StatusOr<std::unique_ptr<PidsCgroup>> Take(uint64_t max_pids, int pool_size = 4,
+                                                   bool spawners = false);
 
   // Hands a used cgroup over for removal in the background: the caller must already have
   // killed its processes (PidsCgroup::KillAll); the background thread kills again whatever
-  // is left and removes the directory.
+  // is left and removes the directory. The pool is refilled and retired cgroups removed while
+  // no taken cgroup is in flight (or when the pool is empty, or 32 wait for removal).
   void Retire(std::unique_ptr<PidsCgroup> cgroup);
 
   // Cgroups retired and not yet removed (for tests).
@@ -91,6 +113,8 @@ class PidsCgroupParent {
   std::vector<std::unique_ptr<PidsCgroup>> retired_ ABSL_GUARDED_BY(mu_);
   size_t removing_ ABSL_GUARDED_BY(mu_) = 0;  // taken from retired_, being removed
   uint64_t pool_max_pids_ ABSL_GUARDED_BY(mu_) = 0;
+  bool pool_spawners_ ABSL_GUARDED_BY(mu_) = false;
+  size_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // taken and not yet retired
   size_t pool_size_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;  // started by the first Take

@@ -102,12 +102,6 @@ bool WriteFile(const std::filesystem::path& path, absl::string_view data) {
   return true;
 }
 
-// The inode of this process's pid namespace: pids are compared only within one.
-uint64_t PidNamespace() {
-  struct stat st;
-  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
-}
-
 // Removes the staged /etc directories ("rein-sandbox-etc-<pid namespace>-<pid>-*") in `parent`
 // of executors of this pid namespace that are gone (killed before they could remove their own);
 // never one of a live process, nor one of another pid namespace.
@@ -360,7 +354,8 @@ absl::StatusOr<CommandOutcome> Sandbox::Run(const Workspace& workspace,
 
 absl::StatusOr<std::unique_ptr<PidsCgroup>> Sandbox::TakeCgroup() const {
   if (!cgroups_) return std::unique_ptr<PidsCgroup>();
-  return cgroups_->Take(options_.max_pids, /*pool_size=*/std::min(options_.max_concurrent, 8));
+  return cgroups_->Take(options_.max_pids, /*pool_size=*/std::min(options_.max_concurrent, 8),
+                        /*spawners=*/options_.prefork);
 }
 
 void Sandbox::RetireCgroup(std::unique_ptr<PidsCgroup> cgroup) const {
@@ -381,8 +376,6 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   absl::StatusOr<ProtectedMountLease> mounts =
       protect ? protected_mounts_.Acquire(workspace) : ProtectedMountLease();
   if (!mounts.ok()) return mounts.status();
-  absl::StatusOr<std::unique_ptr<PidsCgroup>> cgroup = TakeCgroup();
-  if (!cgroup.ok()) return cgroup.status();
   absl::StatusOr<UniqueFd> seccomp = SandboxSeccompProgramFd(request.share_network);
   if (!seccomp.ok()) return seccomp.status();
   int status_fds[2];
@@ -422,6 +415,9 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   BwrapInvocation invocation =
       BuildBwrapInvocation(staged_etc ? static_args_ : per_entry_etc_args_, command);
 
+  // Taken last: from here every path retires it (the pool counts it in flight until then).
+  absl::StatusOr<std::unique_ptr<PidsCgroup>> cgroup = TakeCgroup();
+  if (!cgroup.ok()) return cgroup.status();
   ChildSpec spec;
   spec.path = options_.bwrap_path;
   spec.argv = std::move(invocation.argv);
@@ -430,6 +426,7 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   spec.env.insert(spec.env.end(), request.env.begin(), request.env.end());
   spec.limits = options_.limits;
   spec.cgroup_procs_fd = *cgroup ? (*cgroup)->procs_fd() : -1;
+  spec.spawner = *cgroup ? (*cgroup)->spawner() : nullptr;
   spec.new_session = true;
   spec.stdin_fd = request.stdin_fd;
   spec.stdout_fd = request.stdout_fd;
@@ -489,6 +486,7 @@ absl::StatusOr<CommandOutcome> Sandbox::RunUnsandboxed(const Workspace& workspac
   absl::StatusOr<std::unique_ptr<PidsCgroup>> cgroup = TakeCgroup();
   if (!cgroup.ok()) return cgroup.status();
   spec.cgroup_procs_fd = *cgroup ? (*cgroup)->procs_fd() : -1;
+  spec.spawner = *cgroup ? (*cgroup)->spawner() : nullptr;
   absl::StatusOr<ChildOutcome> child =
       RunChild(spec, request.deadline, request.max_output_bytes, [&](int pid) {
         kill(-pid, SIGKILL);  // its process group (it called setsid)
