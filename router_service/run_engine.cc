@@ -49,16 +49,17 @@ std::string NewRunId() {
   return absl::StrFormat("run-%016x", absl::Uniform<uint64_t>(*gen));
 }
 
-const char* KindName(Effect::Kind kind) {
-  switch (kind) {
-    case Effect::Kind::kListTools: return "ListTools";
-    case Effect::Kind::kPlan: return "Plan";
-    case Effect::Kind::kDecide: return "Decide";
-    case Effect::Kind::kExecute: return "Execute";
-    case Effect::Kind::kEvaluate: return "Evaluate";
-    case Effect::Kind::kNone: break;
-  }
-  return "none";
+// The `call` label of a call's metrics (built once: every reply records two).
+const std::string& CallLabel(Effect::Kind kind) {
+  static const auto* labels = new std::map<Effect::Kind, std::string>{
+      {Effect::Kind::kListTools, R"(call="ListTools")"},
+      {Effect::Kind::kPlan, R"(call="Plan")"},
+      {Effect::Kind::kDecide, R"(call="Decide")"},
+      {Effect::Kind::kExecute, R"(call="Execute")"},
+      {Effect::Kind::kEvaluate, R"(call="Evaluate")"},
+      {Effect::Kind::kNone, R"(call="none")"},
+  };
+  return labels->at(kind);
 }
 
 // The calls a stage makes one after another (INITIALIZING: ListTools, then the workspace
@@ -598,13 +599,12 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
   in_flight_.fetch_add(1);
   std::weak_ptr<Entry> weak = entry;
   const auto sent = std::chrono::steady_clock::now();  // latency metrics: real time
-  const char* kind = KindName(effect.kind);
-  auto finish = [this, weak, sent, kind](std::function<Transition(const Run&, absl::Time)> apply) {
+  const std::string* label = &CallLabel(effect.kind);
+  auto finish = [this, weak, sent, label](std::function<Transition(const Run&, absl::Time)> apply) {
     const auto replied = std::chrono::steady_clock::now();
     Metrics::Global().Observe("rein_router_call_seconds",
-                              std::chrono::duration<double>(replied - sent).count(),
-                              absl::StrCat("call=\"", kind, "\""));
-    Metrics::Global().Add("rein_router_calls_total", 1, absl::StrCat("call=\"", kind, "\""));
+                              std::chrono::duration<double>(replied - sent).count(), *label);
+    Metrics::Global().Add("rein_router_calls_total", 1, *label);
     if (BeginInline()) {
       // Applied here, on the thread that received the reply: no hand-off to a worker (the
       // thread hop and its futex wake-up were the largest cost of an iteration). Not when the
