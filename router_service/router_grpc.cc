@@ -109,15 +109,8 @@ grpc::Status RouterGrpcService::WatchRun(grpc::ServerContext* context,
     absl::StatusOr<std::vector<rein::v1::RunEvent>> events =
         engine_->WaitEvents(request->run_id(), after, absl::Milliseconds(500), &ended);
     if (!events.ok()) return ToGrpcStatus(events.status());
-    for (size_t i = 0; i < events->size(); ++i) {
-      const rein::v1::RunEvent& event = (*events)[i];
-      // The events of one read go out in one write to the socket: each but the last is
-      // buffered, and the last flushes them all.
-      grpc::WriteOptions options;
-      if (i + 1 < events->size()) options.set_buffer_hint();
-      if (!writer->Write(event, options)) {
-        return grpc::Status(grpc::StatusCode::CANCELLED, "client gone");
-      }
+    for (const rein::v1::RunEvent& event : *events) {
+      if (!writer->Write(event)) return grpc::Status(grpc::StatusCode::CANCELLED, "client gone");
       after = event.seq();
       if (event.has_finished()) return grpc::Status::OK;
     }
