@@ -49,16 +49,17 @@ std::string NewRunId() {
   return absl::StrFormat("run-%016x", absl::Uniform<uint64_t>(*gen));
 }
 
-const char* KindName(Effect::Kind kind) {
-  switch (kind) {
-    case Effect::Kind::kListTools: return "ListTools";
-    case Effect::Kind::kPlan: return "Plan";
-    case Effect::Kind::kDecide: return "Decide";
-    case Effect::Kind::kExecute: return "Execute";
-    case Effect::Kind::kEvaluate: return "Evaluate";
-    case Effect::Kind::kNone: break;
-  }
-  return "none";
+// The `call` label of a call's metrics (built once: every reply records two).
+const std::string& CallLabel(Effect::Kind kind) {
+  static const auto* labels = new std::map<Effect::Kind, std::string>{
+      {Effect::Kind::kListTools, R"(call="ListTools")"},
+      {Effect::Kind::kPlan, R"(call="Plan")"},
+      {Effect::Kind::kDecide, R"(call="Decide")"},
+      {Effect::Kind::kExecute, R"(call="Execute")"},
+      {Effect::Kind::kEvaluate, R"(call="Evaluate")"},
+      {Effect::Kind::kNone, R"(call="none")"},
+  };
+  return labels->at(kind);
 }
 
 // The calls a stage makes one after another (INITIALIZING: ListTools, then the workspace
@@ -501,6 +502,22 @@ void RunEngine::Post(std::function<void()> work) {
   queue_.push_back(std::move(work));
 }
 
+bool RunEngine::BeginInline() {
+  if (options_.inline_replies <= 0) return false;
+  {
+    absl::MutexLock lock(&queue_mu_);
+    // Work queued before this reply goes first (the workers have it); so does shutdown.
+    if (stopping_ || !queue_.empty() || inline_active_ >= options_.inline_replies) return false;
+    ++inline_active_;
+  }
+  return true;
+}
+
+void RunEngine::EndInline() {
+  absl::MutexLock lock(&queue_mu_);
+  --inline_active_;
+}
+
 void RunEngine::WorkerLoop() {
   while (true) {
     std::function<void()> work;
@@ -582,13 +599,26 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
   in_flight_.fetch_add(1);
   std::weak_ptr<Entry> weak = entry;
   const auto sent = std::chrono::steady_clock::now();  // latency metrics: real time
-  const char* kind = KindName(effect.kind);
-  auto finish = [this, weak, sent, kind](std::function<Transition(const Run&, absl::Time)> apply) {
+  const std::string* label = &CallLabel(effect.kind);
+  auto finish = [this, weak, sent, label](std::function<Transition(const Run&, absl::Time)> apply) {
     const auto replied = std::chrono::steady_clock::now();
     Metrics::Global().Observe("rein_router_call_seconds",
-                              std::chrono::duration<double>(replied - sent).count(),
-                              absl::StrCat("call=\"", kind, "\""));
-    Metrics::Global().Add("rein_router_calls_total", 1, absl::StrCat("call=\"", kind, "\""));
+                              std::chrono::duration<double>(replied - sent).count(), *label);
+    Metrics::Global().Add("rein_router_calls_total", 1, *label);
+    if (BeginInline()) {
+      // Applied here, on the thread that received the reply: no hand-off to a worker (the
+      // thread hop and its futex wake-up were the largest cost of an iteration). Not when the
+      // run's mutex is taken: this thread may be the one holding it (a client that runs the
+      // callback inside Dispatch or Cancel), or another is busy with the run.
+      std::shared_ptr<Entry> e = weak.lock();
+      const bool applied = e == nullptr || Complete(e, apply, /*only_if_free=*/true);
+      EndInline();
+      if (applied) {
+        Metrics::Global().Observe("rein_router_queue_seconds", SecondsSince(replied));
+        CallDone();
+        return;
+      }
+    }
     Post([this, weak, replied, apply = std::move(apply)] {
       Metrics::Global().Observe("rein_router_queue_seconds", SecondsSince(replied));
       if (std::shared_ptr<Entry> e = weak.lock()) Complete(e, apply);
@@ -664,35 +694,46 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
   }
 }
 
-void RunEngine::Complete(const std::shared_ptr<Entry>& entry,
-                         std::function<Transition(const Run&, absl::Time)> apply) {
-  {
-    absl::MutexLock lock(&entry->mu);
-    entry->in_flight = false;
-    entry->call.reset();
-    if (entry->dropped) return;  // another router drives the run now
-    absl::Time now = clock_->Now();
-    Transition t = apply(entry->run, now);
-    bool spent = FailedCall(t);
-    if (!dispatching_ && spent && !entry->run.state().cancel_requested()) {
-      // Shutting down: a call we cancelled is not the run's failure; it runs again later.
-      return;
-    }
-    absl::Status status = CommitLocked(*entry, std::move(t));
-    if (entry->dropped) return;
-    if (!status.ok()) {
-      entry->not_before = now + absl::Seconds(1);
-    } else if (spent) {
-      entry->failed_attempts++;
-      entry->not_before =
-          now + std::min(options_.max_retry_backoff,
-                         options_.retry_backoff * (1 << std::min(entry->failed_attempts - 1, 10)));
-    } else {
-      entry->failed_attempts = 0;
-      entry->not_before = absl::InfinitePast();
-    }
+bool RunEngine::Complete(const std::shared_ptr<Entry>& entry,
+                         const std::function<Transition(const Run&, absl::Time)>& apply,
+                         bool only_if_free) {
+  if (only_if_free) {
+    if (!entry->mu.TryLock()) return false;
+  } else {
+    entry->mu.Lock();
   }
-  Advance(entry);
+  const bool advance = ApplyLocked(*entry, apply);
+  entry->mu.Unlock();
+  if (advance) Advance(entry);
+  return true;
+}
+
+bool RunEngine::ApplyLocked(Entry& entry,
+                            const std::function<Transition(const Run&, absl::Time)>& apply) {
+  entry.in_flight = false;
+  entry.call.reset();
+  if (entry.dropped) return false;  // another router drives the run now
+  absl::Time now = clock_->Now();
+  Transition t = apply(entry.run, now);
+  bool spent = FailedCall(t);
+  if (!dispatching_ && spent && !entry.run.state().cancel_requested()) {
+    // Shutting down: a call we cancelled is not the run's failure; it runs again later.
+    return false;
+  }
+  absl::Status status = CommitLocked(entry, std::move(t));
+  if (entry.dropped) return false;
+  if (!status.ok()) {
+    entry.not_before = now + absl::Seconds(1);
+  } else if (spent) {
+    entry.failed_attempts++;
+    entry.not_before =
+        now + std::min(options_.max_retry_backoff,
+                       options_.retry_backoff * (1 << std::min(entry.failed_attempts - 1, 10)));
+  } else {
+    entry.failed_attempts = 0;
+    entry.not_before = absl::InfinitePast();
+  }
+  return true;
 }
 
 absl::StatusOr<std::vector<rein::v1::ToolSpec>> RunEngine::KnownTools() {

@@ -31,6 +31,11 @@ struct RunEngineOptions {
   // the others of its group, so this also bounds how many runs' transitions one group commit
   // can carry.
   int workers = 4;
+  // A planner or executor reply is applied (and committed, and the next call sent) on the
+  // thread that received it, instead of being handed to a worker, when no work is queued and
+  // fewer than this many replies are being applied that way at once (0 = always hand off).
+  // Such a thread then waits for the commit, as a worker would.
+  int inline_replies = 1;
   // Group commit (--group_commit_max, --group_commit_delay): the transitions of runs that are
   // ready together are committed in one store batch; each run moves on only after it.
   GroupCommitOptions group_commit;
@@ -48,7 +53,8 @@ struct RunEngineOptions {
 
 // Owns the in-memory view of every unfinished run and moves each one forward as its calls
 // complete. A run waiting on the planner or an executor holds no thread: calls are
-// asynchronous, and their results are applied by a small fixed pool of workers. Every
+// asynchronous, and a result is applied on the thread that received it when the engine is
+// otherwise idle (RunEngineOptions.inline_replies), else by a small fixed pool of workers. Every
 // transition is committed to the store before anything else sees it. Every wait and timer
 // (retry backoff, pause deadlines, shutdown grace, cancel wait, event waits, the tools cache)
 // is on the injected Clock. Thread-safe.
@@ -146,11 +152,20 @@ class RunEngine {
   void Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effect);
   // Drops an ended run from memory.
   void Forget(const std::string& run_id);
-  // Applies a call's result (on a worker) and moves on.
-  void Complete(const std::shared_ptr<Entry>& entry,
-                std::function<Transition(const rein::v1::Run&, absl::Time)> apply);
+  // Applies a call's result and moves on. With `only_if_free`, does nothing and returns false
+  // when the run's mutex is taken (by this thread, or another).
+  bool Complete(const std::shared_ptr<Entry>& entry,
+                const std::function<Transition(const rein::v1::Run&, absl::Time)>& apply,
+                bool only_if_free = false);
+  // Complete's work under entry.mu: applies and commits; returns whether to Advance.
+  bool ApplyLocked(Entry& entry,
+                   const std::function<Transition(const rein::v1::Run&, absl::Time)>& apply);
   absl::Status CommitLocked(Entry& entry, Transition transition);
   void Post(std::function<void()> work);
+  // Whether a reply may be applied on the calling thread now (see inline_replies); if so,
+  // EndInline must follow once it is applied.
+  bool BeginInline();
+  void EndInline();
   void Wake(const std::string& run_id);
   // A call's callback has been applied (or dropped): one call fewer in flight.
   void CallDone();
@@ -177,6 +192,7 @@ class RunEngine {
   absl::Mutex queue_mu_;
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(queue_mu_);
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
+  int inline_active_ ABSL_GUARDED_BY(queue_mu_) = 0;  // replies being applied inline
   std::vector<std::thread> workers_;
 
   Scheduler scheduler_;

@@ -1,6 +1,7 @@
 // What the RunStore implementations share: timestamps and ListRuns page tokens.
 #include "router_service/store/store_codec.h"
 
+#include <climits>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -9,6 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/proto_time.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/wire_format_lite.h"
 
 namespace rein {
 namespace {
@@ -121,12 +125,31 @@ absl::StatusOr<StoredRunParts> SplitRun(const rein::v1::Run& run) {
 
 absl::StatusOr<std::string> StateTail(const rein::v1::RunState& state,
                                       const google::protobuf::Timestamp& updated_at) {
-  rein::v1::Run tail;
-  *tail.mutable_state() = state;
-  *tail.mutable_updated_at() = updated_at;
-  std::string out;
-  if (!tail.SerializeToString(&out)) {
+  // The bytes of a Run holding only `state` (field 4) and `updated_at` (field 6), as
+  // Run::SerializeToString writes them, without copying the state into a Run first (this runs
+  // on every commit).
+  using google::protobuf::internal::WireFormatLite;
+  const size_t state_size = state.ByteSizeLong();
+  const size_t time_size = updated_at.ByteSizeLong();
+  if (state_size > static_cast<size_t>(INT_MAX / 2)) {
     return absl::InvalidArgumentError("the run's state cannot be serialized (too large)");
+  }
+  std::string out;
+  out.reserve(state_size + time_size + 16);
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    WireFormatLite::WriteTag(rein::v1::Run::kStateFieldNumber,
+                             WireFormatLite::WIRETYPE_LENGTH_DELIMITED, &coded);
+    coded.WriteVarint32(static_cast<uint32_t>(state_size));
+    state.SerializeWithCachedSizes(&coded);
+    WireFormatLite::WriteTag(rein::v1::Run::kUpdatedAtFieldNumber,
+                             WireFormatLite::WIRETYPE_LENGTH_DELIMITED, &coded);
+    coded.WriteVarint32(static_cast<uint32_t>(time_size));
+    updated_at.SerializeWithCachedSizes(&coded);
+    if (coded.HadError()) {
+      return absl::InvalidArgumentError("the run's state cannot be serialized");
+    }
   }
   return out;
 }
