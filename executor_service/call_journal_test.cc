@@ -262,6 +262,28 @@ TEST_F(CallJournalTest, AReplyBeingWrittenIsRunningAndAHalfWrittenOneIsUnknown) 
   EXPECT_NE(v->detail.find("corrupt"), std::string::npos) << v->detail;
 }
 
+// A process cloned from the executor while Finish held the reply's lock keeps a copy of that
+// lock until it closes its descriptors. A retry of the finished call on the same executor then
+// waits for it and replays the reply; it never calls a durable reply unknown.
+TEST_F(CallJournalTest, ALockOutlivingFinishIsWaitedForNotCalledUnknown) {
+  auto a = Open("exec-a");
+  ASSERT_EQ(a->Begin(Call(), absl::Now())->kind, Kind::kRun);
+  ASSERT_TRUE(a->Finish(Call(), Reply("exec-a", "done")).ok());
+  std::string path = StartedPath(Call());
+  path.replace(path.size() - std::string(".started").size(), std::string::npos, ".reply");
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX), 0);
+  std::thread release([fd] {
+    absl::SleepFor(absl::Milliseconds(300));
+    close(fd);
+  });
+  absl::StatusOr<JournalVerdict> v = a->Begin(Call(), absl::Now());
+  release.join();
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->kind, Kind::kReplay) << v->detail;
+}
+
 TEST_F(CallJournalTest, OlderFormatRecordIsUnknown) {
   auto a = Open("exec-a");
   ASSERT_EQ(a->Begin(Call(), absl::Now())->kind, Kind::kRun);

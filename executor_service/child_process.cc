@@ -182,12 +182,18 @@ int SpawnerMain(void* arg) {
   ResetSignalHandlers();
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // while unused, it dies with the thread waiting for it
   if (getppid() != area->parent) _exit(1);
+  // Nothing of the executor's stays open here (another command's pipe would never see EOF, and
+  // a copy of a journal record's lock would outlive Finish), closed before the slow part.
+  const unsigned lo = static_cast<unsigned>(procs_fd >= 0 ? std::min(sock, procs_fd) : sock);
+  const unsigned hi = static_cast<unsigned>(procs_fd >= 0 ? std::max(sock, procs_fd) : sock);
+  if (lo > 0) syscall(SYS_close_range, 0u, lo - 1, 0);
+  if (hi > lo + 1) syscall(SYS_close_range, lo + 1, hi - 1, 0);
+  syscall(SYS_close_range, hi + 1, ~0u, 0);
   // The slow part (a task migration on cgroup v1), done before any command waits for it.
-  if (procs_fd >= 0 && write(procs_fd, "0", 1) != 1) _exit(1);
-  // Nothing of the executor's stays open here (another command's pipe would never see EOF).
-  const unsigned s = static_cast<unsigned>(sock);
-  if (s > 0) syscall(SYS_close_range, 0u, s - 1, 0);
-  syscall(SYS_close_range, s + 1, ~0u, 0);
+  if (procs_fd >= 0) {
+    if (write(procs_fd, "0", 1) != 1) _exit(1);
+    close(procs_fd);
+  }
   area->pid = static_cast<pid_t>(syscall(SYS_getpid));
   const char ready = 'R';
   if (write(sock, &ready, 1) != 1) _exit(1);

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -21,8 +20,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
 #include "executor_service/unique_fd.h"
 #include "executor_service/workspace.h"
 
@@ -211,89 +208,6 @@ absl::StatusOr<CopyStats> CopyAtomically(const std::string& from, const std::str
   return stats;
 }
 
-// Two FNV-1a hashes with different bases: 128 bits of fingerprint.
-struct Hasher {
-  uint64_t a = 14695981039346656037ull;
-  uint64_t b = 0x6c62272e07bb0142ull;
-  void Add(const void* data, size_t n) {
-    const unsigned char* p = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < n; ++i) {
-      a = (a ^ p[i]) * 1099511628211ull;
-      b = (b ^ p[i]) * 1099511628211ull;
-    }
-  }
-  void AddStat(const struct stat& st) {
-    const int64_t fields[] = {st.st_mode,         static_cast<int64_t>(st.st_ino),
-                              st.st_size,         st.st_mtim.tv_sec,
-                              st.st_mtim.tv_nsec, st.st_ctim.tv_sec,
-                              st.st_ctim.tv_nsec};
-    Add(fields, sizeof(fields));
-  }
-};
-
-absl::Time Newest(const struct stat& st, absl::Time newest) {
-  return std::max({newest, absl::TimeFromTimespec(st.st_mtim), absl::TimeFromTimespec(st.st_ctim)});
-}
-
-// Hashes the lstat of every entry beneath the open directory `dir_fd`, in directory order.
-absl::Status HashDir(int dir_fd, const std::string& path, Hasher* hasher, absl::Time* newest) {
-  absl::StatusOr<std::vector<std::string>> names = ListNames(dir_fd, path);
-  if (!names.ok()) return names.status();
-  for (const std::string& name : *names) {
-    struct stat st;
-    if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      return Errno(errno, "stat", absl::StrCat(path, "/", name));
-    }
-    hasher->Add(name.c_str(), name.size() + 1);
-    hasher->AddStat(st);
-    *newest = Newest(st, *newest);
-    if (S_ISDIR(st.st_mode)) {
-      UniqueFd sub(openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (sub.get() < 0) return Errno(errno, "open", absl::StrCat(path, "/", name));
-      if (absl::Status s = HashDir(sub.get(), absl::StrCat(path, "/", name), hasher, newest);
-          !s.ok()) {
-        return s;
-      }
-      hasher->Add("/", 1);  // the end of this directory
-    }
-  }
-  return absl::OkStatus();
-}
-
-// The fingerprint of the tree at `path`, or "" when it cannot be trusted: an entry changed
-// less than kSnapshotSettleMillis before now (or it cannot be read).
-std::string SettledFingerprint(const std::string& path) {
-  const absl::Time now = absl::Now();
-  UniqueFd root(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  struct stat st;
-  if (root.get() < 0 || fstat(root.get(), &st) != 0) return "";
-  Hasher hasher;
-  hasher.AddStat(st);
-  absl::Time newest = Newest(st, absl::InfinitePast());
-  if (!HashDir(root.get(), path, &hasher, &newest).ok()) return "";
-  if (newest > now - absl::Milliseconds(kSnapshotSettleMillis)) return "";
-  return absl::StrCat(absl::Hex(hasher.a, absl::kZeroPad16), absl::Hex(hasher.b, absl::kZeroPad16));
-}
-
-// The snapshot directory `name` in `run_dir` stands for: itself, or the directory its symbolic
-// link names (a name beside it). "" when there is none.
-std::string SnapshotDir(const std::string& run_dir, const std::string& name) {
-  const std::string path = absl::StrCat(run_dir, "/", name);
-  struct stat st;
-  if (lstat(path.c_str(), &st) != 0) return "";
-  if (S_ISDIR(st.st_mode)) return name;
-  if (!S_ISLNK(st.st_mode)) return "";
-  char target[512];
-  const ssize_t n = readlink(path.c_str(), target, sizeof(target) - 1);
-  if (n <= 0) return "";
-  const std::string dir(target, static_cast<size_t>(n));
-  if (CheckName("snapshot link", dir).ok() &&
-      lstat(absl::StrCat(run_dir, "/", dir).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    return dir;
-  }
-  return "";
-}
-
 }  // namespace
 
 absl::StatusOr<CopyStats> CopyTree(const std::string& from, const std::string& to) {
@@ -333,47 +247,15 @@ absl::StatusOr<CopyStats> WorkspaceHistory::SnapshotBeforeCall(absl::string_view
   const std::string run_dir = absl::StrCat(history, "/runs/", run_id);
   const std::string snapshot = absl::StrCat(run_dir, "/", call_id);
   struct stat st;
-  if (lstat(snapshot.c_str(), &st) == 0) return CopyStats{};  // a repeated call
+  if (stat(snapshot.c_str(), &st) == 0) return CopyStats{};  // a repeated call
   if (absl::Status s = MakeDirs(run_dir); !s.ok()) return s;
-  const std::string key = absl::StrCat(run_id, std::string(1, '\0'), workspace);
-  const std::string from = absl::StrCat(root_, "/", workspace);
-  const std::string before = SettledFingerprint(from);
-  if (!before.empty()) {
-    std::string same;
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = copied_.find(key);
-      if (it != copied_.end() && it->second.fingerprint == before) same = it->second.dir;
-    }
-    // Unchanged since that snapshot: a link to it instead of a copy.
-    if (!same.empty() && SnapshotDir(run_dir, same) == same &&
-        symlink(same.c_str(), snapshot.c_str()) == 0) {
-      ApplyRetention(run_dir, key);
-      return CopyStats{};
-    }
-  }
-  absl::StatusOr<CopyStats> stats = CopyAtomically(from, absl::StrCat(history, "/tmp"), snapshot);
+  absl::StatusOr<CopyStats> stats =
+      CopyAtomically(absl::StrCat(root_, "/", workspace), absl::StrCat(history, "/tmp"), snapshot);
   if (!stats.ok()) {
     if (stats.status().code() == absl::StatusCode::kAlreadyExists) return CopyStats{};
     return stats.status();
   }
-  // Trusted for the next snapshot only when nothing changed while copying.
-  const std::string after = before.empty() ? "" : SettledFingerprint(from);
-  {
-    absl::MutexLock lock(&mu_);
-    if (!after.empty() && after == before) {
-      if (copied_.size() >= 10000) copied_.clear();  // bounded: forgetting only costs a copy
-      copied_[key] = Copied{std::string(call_id), after};
-    } else {
-      copied_.erase(key);
-    }
-  }
-  ApplyRetention(run_dir, key);
-  return stats;
-}
-
-void WorkspaceHistory::ApplyRetention(const std::string& run_dir, const std::string& key) const {
-  // Keep the newest `retention_` snapshots of the run by call number.
+  // Retention: keep the newest `retention_` snapshots of the run by call number.
   std::vector<std::pair<int64_t, std::string>> taken;
   if (DIR* dir = opendir(run_dir.c_str())) {
     while (struct dirent* entry = readdir(dir)) {
@@ -384,38 +266,9 @@ void WorkspaceHistory::ApplyRetention(const std::string& run_dir, const std::str
   }
   std::sort(taken.begin(), taken.end());
   for (size_t i = 0; i + retention_ < taken.size(); ++i) {
-    const std::string& name = taken[i].second;
-    const std::string path = absl::StrCat(run_dir, "/", name);
-    // The later snapshots that are links to this one (always newer than their directory).
-    std::vector<std::string> links;
-    for (size_t j = i + 1; j < taken.size(); ++j) {
-      if (taken[j].second != name && SnapshotDir(run_dir, taken[j].second) == name) {
-        struct stat st;
-        if (lstat(absl::StrCat(run_dir, "/", taken[j].second).c_str(), &st) == 0 &&
-            S_ISLNK(st.st_mode)) {
-          links.push_back(taken[j].second);
-        }
-      }
-    }
-    if (links.empty()) {
-      (void)RemoveTree(path);
-      continue;
-    }
-    // The oldest link becomes the directory (atomically swapped), the others point at it.
-    const std::string heir = absl::StrCat(run_dir, "/", links[0]);
-    if (renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, heir.c_str(), RENAME_EXCHANGE) != 0) continue;
-    for (size_t k = 1; k < links.size(); ++k) {
-      const std::string temp = absl::StrCat(run_dir, "/.link-", TempName());
-      if (symlink(links[0].c_str(), temp.c_str()) != 0) continue;
-      if (rename(temp.c_str(), absl::StrCat(run_dir, "/", links[k]).c_str()) != 0) {
-        unlink(temp.c_str());
-      }
-    }
-    unlink(path.c_str());  // now the link
-    absl::MutexLock lock(&mu_);
-    auto it = copied_.find(key);
-    if (it != copied_.end() && it->second.dir == name) it->second.dir = links[0];
+    (void)RemoveTree(absl::StrCat(run_dir, "/", taken[i].second));
   }
+  return stats;
 }
 
 absl::StatusOr<CopyStats> WorkspaceHistory::Copy(absl::string_view workspace,
@@ -431,10 +284,7 @@ absl::StatusOr<CopyStats> WorkspaceHistory::Copy(absl::string_view workspace,
   if (!before_call.empty()) {
     if (absl::Status s = CheckName("run_id", run_id); !s.ok()) return s;
     if (absl::Status s = CheckName("before_call", before_call); !s.ok()) return s;
-    const std::string run_dir = absl::StrCat(history, "/runs/", run_id);
-    // A snapshot that did not need a copy is a link to the one it equals.
-    const std::string dir = SnapshotDir(run_dir, std::string(before_call));
-    from = absl::StrCat(run_dir, "/", dir.empty() ? std::string(before_call) : dir);
+    from = absl::StrCat(history, "/runs/", run_id, "/", before_call);
   }
   struct stat st;
   if (lstat(from.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {

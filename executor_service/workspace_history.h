@@ -5,13 +5,11 @@
 #define REIN_EXECUTOR_SERVICE_WORKSPACE_HISTORY_H_
 
 #include <cstdint>
-#include <map>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 
 namespace rein {
 
@@ -34,14 +32,6 @@ struct CopyStats {
 // sharing blocks until either side writes), never hard links: a tool that rewrites a file in
 // place cannot change a snapshot. Regular files, directories and symlinks (as links, never
 // followed) are copied with their mode and modification time; other file types are skipped.
-// A snapshot of a workspace that did not change since the run's previous snapshot taken by
-// this executor is not copied again: runs/<run_id>/<call_id> is then a symbolic link to the
-// snapshot directory beside it that holds the same content (retention moves that directory to
-// the oldest link that still needs it before dropping it). "Did not change" is judged from
-// lstat of every entry (type, mode, inode, size, mtime and ctime, which no process can set)
-// and trusted only when every timestamp was older than kSnapshotSettle when the earlier
-// snapshot was taken, so that a change within one tick of the file system's clock cannot
-// hide.
 // Thread-safe (the file system serializes; a name that races is ALREADY_EXISTS).
 class WorkspaceHistory {
  public:
@@ -70,25 +60,9 @@ class WorkspaceHistory {
   absl::Status Delete(absl::string_view name) const;
 
  private:
-  // The run's newest snapshot directory this executor copied, and the workspace's fingerprint
-  // then (only when it was settled).
-  struct Copied {
-    std::string dir;  // a name in runs/<run_id>/
-    std::string fingerprint;
-  };
-  // Drops the run's oldest snapshots beyond the retention.
-  void ApplyRetention(const std::string& run_dir, const std::string& key) const;
-
   std::string root_;
   int retention_;
-  mutable absl::Mutex mu_;
-  // By run_id and workspace.
-  mutable std::map<std::string, Copied> copied_ ABSL_GUARDED_BY(mu_);
 };
-
-// How old every timestamp in a workspace must be for its fingerprint to be trusted (well above
-// the file system clock's tick, 1-10 ms).
-inline constexpr int kSnapshotSettleMillis = 50;
 
 // Copies the tree at `from` to the new directory `to` (see WorkspaceHistory for what is
 // copied and how). Exposed for the benchmark.

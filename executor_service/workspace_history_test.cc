@@ -10,7 +10,6 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "executor_service/testing/temp_workspace.h"
 #include "executor_service/workspace.h"
 #include "gtest/gtest.h"
@@ -85,67 +84,6 @@ TEST(WorkspaceHistoryTest, RetentionDropsTheOldestSnapshotsAndSaysSo) {
   EXPECT_EQ(gone.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(gone.message().find("before_call"), std::string::npos) << gone;
   EXPECT_FALSE(Exists(ws.root() + "/t9"));
-}
-
-bool IsLink(const std::string& path) {
-  struct stat st;
-  return lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
-}
-
-// Lets every timestamp in the workspace age past the point where its fingerprint is trusted.
-void Settle() { absl::SleepFor(absl::Milliseconds(2 * kSnapshotSettleMillis)); }
-
-TEST(WorkspaceHistoryTest, AnUnchangedWorkspaceIsLinkedNotCopiedAndForksAsItWas) {
-  testing::TempWorkspace ws;
-  ws.WriteFile("notes/a.txt", "before");
-  WorkspaceHistory history(ws.root(), /*retention=*/8);
-  const std::string runs = ws.root() + "/.rein-history/runs/run-1/";
-  Settle();
-  absl::StatusOr<CopyStats> first = history.SnapshotBeforeCall("run-1", "ws", "run-1-1");
-  ASSERT_TRUE(first.ok()) << first.status();
-  EXPECT_EQ(first->files, 1);
-  absl::StatusOr<CopyStats> second = history.SnapshotBeforeCall("run-1", "ws", "run-1-2");
-  ASSERT_TRUE(second.ok()) << second.status();
-  EXPECT_EQ(second->files, 0);  // nothing copied
-  EXPECT_TRUE(IsLink(runs + "run-1-2"));
-  // Changed in place, same size, right after: copied, never taken for the earlier content.
-  RewriteInPlace(ws.Path("notes/a.txt"), "after!");
-  ASSERT_TRUE(history.SnapshotBeforeCall("run-1", "ws", "run-1-3").ok());
-  EXPECT_FALSE(IsLink(runs + "run-1-3"));
-  ASSERT_TRUE(history.Copy("ws", "run-1", "run-1-2", "f2").ok());
-  EXPECT_EQ(Read(ws.root() + "/f2/notes/a.txt"), "before");
-  ASSERT_TRUE(history.Copy("ws", "run-1", "run-1-3", "f3").ok());
-  EXPECT_EQ(Read(ws.root() + "/f3/notes/a.txt"), "after!");
-  // Not settled when copied: the next snapshot is a copy too, with the same content.
-  ASSERT_TRUE(history.SnapshotBeforeCall("run-1", "ws", "run-1-4").ok());
-  EXPECT_FALSE(IsLink(runs + "run-1-4"));
-  ASSERT_TRUE(history.Copy("ws", "run-1", "run-1-4", "f4").ok());
-  EXPECT_EQ(Read(ws.root() + "/f4/notes/a.txt"), "after!");
-}
-
-TEST(WorkspaceHistoryTest, RetentionHandsALinkedSnapshotToItsOldestLink) {
-  testing::TempWorkspace ws;
-  ws.WriteFile("a.txt", "same");
-  WorkspaceHistory history(ws.root(), /*retention=*/2);
-  const std::string runs = ws.root() + "/.rein-history/runs/run-1/";
-  Settle();
-  for (int n = 1; n <= 5; ++n) {
-    ASSERT_TRUE(history.SnapshotBeforeCall("run-1", "ws", absl::StrCat("run-1-", n)).ok());
-  }
-  for (int n = 1; n <= 3; ++n) EXPECT_FALSE(Exists(runs + absl::StrCat("run-1-", n))) << n;
-  EXPECT_FALSE(IsLink(runs + "run-1-4"));
-  EXPECT_TRUE(IsLink(runs + "run-1-5"));
-  for (const char* call : {"run-1-4", "run-1-5"}) {
-    const std::string target = absl::StrCat("t-", call);
-    ASSERT_TRUE(history.Copy("ws", "run-1", call, target).ok()) << call;
-    EXPECT_EQ(Read(absl::StrCat(ws.root(), "/", target, "/a.txt")), "same");
-  }
-  // Still linked to the directory after it moved.
-  ASSERT_TRUE(history.SnapshotBeforeCall("run-1", "ws", "run-1-6").ok());
-  EXPECT_TRUE(IsLink(runs + "run-1-6"));
-  EXPECT_FALSE(IsLink(runs + "run-1-5"));
-  ASSERT_TRUE(history.Copy("ws", "run-1", "run-1-6", "t6").ok());
-  EXPECT_EQ(Read(ws.root() + "/t6/a.txt"), "same");
 }
 
 TEST(WorkspaceHistoryTest, RepeatedCallKeepsTheFirstSnapshot) {

@@ -381,6 +381,11 @@ void RunEngine::Shutdown(absl::Duration grace) {
   {
     absl::MutexLock lock(&queue_mu_);
     stopping_ = true;
+    // A reply being applied on a gRPC thread is waited for like the workers' work below (no new
+    // one starts once stopping_ is set).
+    auto no_inline = [this]()
+                         ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) { return inline_active_ == 0; };
+    queue_mu_.Await(absl::Condition(&no_inline));
   }
   const bool started = !workers_.empty();
   for (std::thread& worker : workers_) worker.join();
