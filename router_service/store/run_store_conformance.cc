@@ -830,6 +830,52 @@ TEST_P(RunStoreConformanceTest, ListRunsSeesCommittedStageAndOutcome) {
   EXPECT_THAT(none->runs, IsEmpty());
 }
 
+// The stage and the outcome's reason are each written on their own: a commit may change one,
+// the other, both or neither, and the filters follow every step.
+TEST_P(RunStoreConformanceTest, ListRunsFollowsStageAndReasonChangedOneAtATime) {
+  const rein::v1::Run run = MakeRun("run-1");
+  ASSERT_TRUE(store().CreateRun(run, {}).ok());
+  auto ids_with = [this](rein::v1::Stage stage, rein::v1::TerminationReason reason) {
+    RunFilter filter;
+    filter.stage = stage;
+    filter.outcome = reason;
+    absl::StatusOr<RunPage> page = store().ListRuns(filter, 10, "");
+    EXPECT_TRUE(page.ok()) << page.status();
+    return page.ok() ? Ids(page->runs) : std::vector<std::string>{"error"};
+  };
+  const std::vector<std::string> run_1 = {"run-1"};
+  const std::vector<std::string> none;
+
+  rein::v1::RunState state = Next(run.state(), rein::v1::PLANNING);  // the stage only
+  ASSERT_TRUE(store().Commit("run-1", 1, state, {}, std::nullopt, At(kEpoch + 1)).ok());
+  EXPECT_EQ(ids_with(rein::v1::PLANNING, rein::v1::TERMINATION_REASON_UNSPECIFIED), run_1);
+  EXPECT_EQ(ids_with(rein::v1::INITIALIZING, rein::v1::TERMINATION_REASON_UNSPECIFIED), none);
+
+  state = Next(state, rein::v1::PLANNING);  // neither
+  ASSERT_TRUE(store().Commit("run-1", 2, state, {}, std::nullopt, At(kEpoch + 2)).ok());
+  EXPECT_EQ(ids_with(rein::v1::PLANNING, rein::v1::TERMINATION_REASON_UNSPECIFIED), run_1);
+
+  state = Next(state, rein::v1::PLANNING);  // the reason only
+  state.mutable_outcome()->set_reason(rein::v1::STAGNATION);
+  ASSERT_TRUE(store().Commit("run-1", 3, state, {}, std::nullopt, At(kEpoch + 3)).ok());
+  EXPECT_EQ(ids_with(rein::v1::PLANNING, rein::v1::STAGNATION), run_1);
+  EXPECT_EQ(ids_with(rein::v1::STAGE_UNSPECIFIED, rein::v1::STAGNATION), run_1);
+
+  state = Next(state, rein::v1::FAILED);  // both
+  state.mutable_outcome()->set_status(rein::v1::FAILED);
+  state.mutable_outcome()->set_reason(rein::v1::MAX_ITERATIONS);
+  ASSERT_TRUE(store().Commit("run-1", 4, state, {}, std::nullopt, At(kEpoch + 4)).ok());
+  EXPECT_EQ(ids_with(rein::v1::FAILED, rein::v1::MAX_ITERATIONS), run_1);
+  EXPECT_EQ(ids_with(rein::v1::PLANNING, rein::v1::TERMINATION_REASON_UNSPECIFIED), none);
+  EXPECT_EQ(ids_with(rein::v1::STAGE_UNSPECIFIED, rein::v1::STAGNATION), none);
+  absl::StatusOr<rein::v1::Run> stored = store().GetRun("run-1");
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_THAT(stored->state(), EqualsProto(state));
+  absl::StatusOr<std::vector<std::string>> unfinished = store().ListUnfinishedRunIds();
+  ASSERT_TRUE(unfinished.ok()) << unfinished.status();
+  EXPECT_THAT(*unfinished, IsEmpty());
+}
+
 TEST_P(RunStoreConformanceTest, ListRunsPagingVisitsEveryRunOnce) {
   std::vector<std::pair<int64_t, std::string>> expected;  // (created, id)
   for (int i = 0; i < 23; ++i) {

@@ -49,7 +49,10 @@ std::string NewDatabasePath() {
   return dir + "/runs.db";
 }
 
-void BM_Commit(benchmark::State& bench, SqliteRunStore::Synchronous synchronous) {
+// `cycle_stages`: each commit moves the run to the next of three stages, as a run's iteration
+// does (deciding, executing, evaluating); otherwise the stage stays the same.
+void BM_Commit(benchmark::State& bench, SqliteRunStore::Synchronous synchronous,
+               bool cycle_stages) {
   const std::string path = NewDatabasePath();
   if (path.empty()) {
     bench.SkipWithError("mkdtemp failed");
@@ -76,8 +79,11 @@ void BM_Commit(benchmark::State& bench, SqliteRunStore::Synchronous synchronous)
   const std::vector<rein::v1::RunEvent> events = {event, event};
   bench.counters["state_bytes"] = static_cast<double>(state.ByteSizeLong());
 
+  constexpr rein::v1::Stage kCycle[] = {rein::v1::DECIDING, rein::v1::EXECUTING,
+                                        rein::v1::EVALUATING};
   for (auto _ : bench) {
     state.set_version(state.version() + 1);
+    if (cycle_stages) state.set_stage(kCycle[state.version() % 3]);
     absl::StatusOr<std::vector<rein::v1::RunEvent>> stored =
         (*store)->Commit("run-bench", state.version() - 1, state, events, std::nullopt,
                          absl::FromUnixSeconds(1700000000 + state.version()));
@@ -92,10 +98,14 @@ void BM_Commit(benchmark::State& bench, SqliteRunStore::Synchronous synchronous)
   std::filesystem::remove_all(std::filesystem::path(path).parent_path(), ignored);
 }
 
-BENCHMARK_CAPTURE(BM_Commit, synchronous_normal, SqliteRunStore::Synchronous::kNormal)
+BENCHMARK_CAPTURE(BM_Commit, synchronous_normal, SqliteRunStore::Synchronous::kNormal, false)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
-BENCHMARK_CAPTURE(BM_Commit, synchronous_full, SqliteRunStore::Synchronous::kFull)
+BENCHMARK_CAPTURE(BM_Commit, synchronous_normal_stage_changes, SqliteRunStore::Synchronous::kNormal,
+                  true)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Commit, synchronous_full, SqliteRunStore::Synchronous::kFull, false)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

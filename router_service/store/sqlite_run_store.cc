@@ -213,7 +213,8 @@ absl::StatusOr<SqliteRunStore::RunRow> SqliteRunStore::ReadRun(const std::string
 
 absl::StatusOr<SqliteRunStore::RunRow> SqliteRunStore::ReadVersion(const std::string& run_id) {
   ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
-                   db_->Prepare("SELECT version, last_seq FROM runs WHERE run_id = ?"));
+                   db_->Prepare("SELECT version, last_seq, stage, reason FROM runs "
+                                "WHERE run_id = ?"));
   stmt.BindText(1, run_id);
   const int rc = stmt.Step();
   if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("no run ", run_id));
@@ -221,6 +222,8 @@ absl::StatusOr<SqliteRunStore::RunRow> SqliteRunStore::ReadVersion(const std::st
   RunRow row;
   row.version = stmt.ColumnInt(0);
   row.last_seq = stmt.ColumnInt(1);
+  row.stage = stmt.ColumnInt(2);
+  row.reason = stmt.ColumnInt(3);
   return row;
 }
 
@@ -391,17 +394,30 @@ absl::Status SqliteRunStore::CommitInTransaction(const std::string& run_id,
   ASSIGN_OR_RETURN(const std::string blob, StateTail(new_state, updated_at));
   const int64_t last_seq = row.last_seq + static_cast<int64_t>(events.size());
   {
-    ASSIGN_OR_RETURN(
-        SqliteDb::Statement stmt,
-        db_->Prepare("UPDATE runs SET stage = ?, reason = ?, version = ?, last_seq = ?, "
-                     "updated_us = ?, state = ? WHERE run_id = ?"));
-    stmt.BindInt(1, new_state.stage());
-    stmt.BindInt(2, new_state.outcome().reason());
-    stmt.BindInt(3, new_state.version());
-    stmt.BindInt(4, last_seq);
-    stmt.BindInt(5, updated_us);
-    stmt.BindBlob(6, blob);
-    stmt.BindText(7, run_id);
+    // `stage` and `reason` are indexed: writing one rewrites its index entry (one more page in
+    // the WAL per commit) even when the value is the same, so each is written only when it
+    // changes. One SQL text per combination, each prepared once.
+    static const std::string* const kUpdates = new std::string[4]{
+        "UPDATE runs SET version = ?1, last_seq = ?2, updated_us = ?3, state = ?4 "
+        "WHERE run_id = ?5",
+        "UPDATE runs SET version = ?1, last_seq = ?2, updated_us = ?3, state = ?4, stage = ?6 "
+        "WHERE run_id = ?5",
+        "UPDATE runs SET version = ?1, last_seq = ?2, updated_us = ?3, state = ?4, reason = ?7 "
+        "WHERE run_id = ?5",
+        "UPDATE runs SET version = ?1, last_seq = ?2, updated_us = ?3, state = ?4, stage = ?6, "
+        "reason = ?7 WHERE run_id = ?5",
+    };
+    const bool stage_changed = row.stage != new_state.stage();
+    const bool reason_changed = row.reason != new_state.outcome().reason();
+    ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                     db_->Prepare(kUpdates[(stage_changed ? 1 : 0) + (reason_changed ? 2 : 0)]));
+    stmt.BindInt(1, new_state.version());
+    stmt.BindInt(2, last_seq);
+    stmt.BindInt(3, updated_us);
+    stmt.BindBlob(4, blob);
+    stmt.BindText(5, run_id);
+    if (stage_changed) stmt.BindInt(6, new_state.stage());
+    if (reason_changed) stmt.BindInt(7, new_state.outcome().reason());
     const int rc = stmt.Step();
     if (rc != SQLITE_DONE) return db_->Error(rc, absl::StrCat("updating run ", run_id));
   }

@@ -113,9 +113,11 @@ class SqliteRunStore final : public RunStore {
     rein::v1::Run run;
     int64_t version = 0;
     int64_t last_seq = 0;
+    int64_t stage = 0;  // the indexed columns, set by ReadVersion only
+    int64_t reason = 0;
   };
   absl::StatusOr<RunRow> ReadRun(const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Just the version and last_seq (run left empty): what Commit needs.
+  // Just the version, last_seq, stage and reason (run left empty): what Commit needs.
   absl::StatusOr<RunRow> ReadVersion(const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ParseStoredRun(absl::string_view base, absl::string_view tail,
                               const std::string& run_id, rein::v1::Run* run) const
