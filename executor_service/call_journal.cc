@@ -19,7 +19,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "executor_service/output_buffer.h"
 #include "executor_service/unique_fd.h"
@@ -116,31 +115,20 @@ absl::Status WriteReply(const std::string& path, const std::string& data) {
   return absl::OkStatus();
 }
 
-// How long a reader waits for the exclusive lock on a reply record to go. Finish holds it only
-// while it writes and syncs; a process cloned from the executor at that moment holds a copy of
-// it until it closes its descriptors (a spawner joining its cgroup: milliseconds).
-constexpr absl::Duration kReplyLockWait = absl::Seconds(2);
-
 // The whole file; NOT_FOUND when it does not exist. A reply record (`reply`) is also NOT_FOUND
-// while it is empty (made by the claim, not yet written), and UNAVAILABLE while it is still
-// being written after kReplyLockWait (Finish holds an exclusive flock on it meanwhile; this
-// reads under a shared one): never read as a torn or missing reply.
+// while it is empty (made by the claim, not yet written), and UNAVAILABLE while someone holds
+// its exclusive flock: Finish while it writes and syncs, or a process cloned from the executor
+// at that moment until it closes its descriptors. This reads under a shared lock, so a reply is
+// never read torn; Begin polls an UNAVAILABLE one like a call still running.
 absl::StatusOr<std::string> ReadRecordFile(const std::string& path, bool reply = false) {
   UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (fd.get() < 0) {
     if (errno == ENOENT) return absl::NotFoundError(path);
     return ErrnoError("open", path, errno);
   }
-  if (reply) {
-    const absl::Time give_up = absl::Now() + kReplyLockWait;
-    while (flock(fd.get(), LOCK_SH | LOCK_NB) != 0) {
-      if (errno == EINTR) continue;
-      if (errno != EWOULDBLOCK) return ErrnoError("flock", path, errno);
-      if (absl::Now() >= give_up) {
-        return absl::UnavailableError(absl::StrCat(path, " is being written"));
-      }
-      absl::SleepFor(absl::Milliseconds(1));
-    }
+  if (reply && flock(fd.get(), LOCK_SH | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) return absl::UnavailableError(absl::StrCat(path, " being written"));
+    return ErrnoError("flock", path, errno);
   }
   std::string data;
   char buf[65536];

@@ -263,8 +263,9 @@ TEST_F(CallJournalTest, AReplyBeingWrittenIsRunningAndAHalfWrittenOneIsUnknown) 
 }
 
 // A process cloned from the executor while Finish held the reply's lock keeps a copy of that
-// lock until it closes its descriptors. A retry of the finished call on the same executor then
-// waits for it and replays the reply; it never calls a durable reply unknown.
+// lock until it closes its descriptors. A retry of the finished call on the same executor sees
+// it as running, and polling until the lock goes replays the reply; it never calls a durable
+// reply unknown.
 TEST_F(CallJournalTest, ALockOutlivingFinishIsWaitedForNotCalledUnknown) {
   auto a = Open("exec-a");
   ASSERT_EQ(a->Begin(Call(), absl::Now())->kind, Kind::kRun);
@@ -278,7 +279,10 @@ TEST_F(CallJournalTest, ALockOutlivingFinishIsWaitedForNotCalledUnknown) {
     absl::SleepFor(absl::Milliseconds(300));
     close(fd);
   });
-  absl::StatusOr<JournalVerdict> v = a->Begin(Call(), absl::Now());
+  absl::StatusOr<JournalVerdict> running = a->Begin(Call(), absl::Now());
+  ASSERT_TRUE(running.ok()) << running.status();
+  EXPECT_EQ(running->kind, Kind::kRunning) << running->detail;
+  absl::StatusOr<JournalVerdict> v = a->Begin(Call(), absl::Now() + absl::Seconds(10));
   release.join();
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_EQ(v->kind, Kind::kReplay) << v->detail;

@@ -116,6 +116,20 @@ const json kPlan = {
       {{"id", "p1-count"}, {"description", "Count"}, {"allowed_tools", json::array()}}}},
     {"goal_achieved", false}};
 
+// The replies of the prompt-cache tests: read a file; the subtask needs more work.
+const json kReadDecision = {{"reasoning", "read"},
+                            {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "a.txt"}}}}}};
+const json kNeedsMoreWork = {{"reasoning", "ok"},
+                             {"status", "NEEDS_MORE_WORK"},
+                             {"summary", "more"},
+                             {"goal_achieved", false}};
+
+// At least 80% of the request's run-constant prefix was read from the prompt cache.
+void ExpectPrefixMostlyRead(const FakeRequest& r) {
+  EXPECT_GE(r.cache_read_input_tokens * 10, r.prefix_tokens * 8)
+      << r.cache_read_input_tokens << " of " << r.prefix_tokens << " prefix tokens read";
+}
+
 TEST_F(AnthropicBackendTest, FullRunThroughPlanDecideAndEvaluate) {
   server_.Enqueue(ToolUseReply("submit_plan", kPlan));
   server_.Enqueue(
@@ -518,16 +532,10 @@ TEST_F(AnthropicBackendTest, RunConstantPrefixIsReadFromThePromptCacheFromTheSec
   }
   *decide.add_run_tools() = Tool("read_file");
   rein::v1::EvaluateRequest evaluate = EvaluateRequest();
-  const json decision = {{"reasoning", "read"},
-                         {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "a.txt"}}}}}};
-  const json verdict = {{"reasoning", "ok"},
-                        {"status", "NEEDS_MORE_WORK"},
-                        {"summary", "more"},
-                        {"goal_achieved", false}};
   for (int i = 0; i < 4; ++i) {
     server_.Enqueue(ToolUseReply("submit_plan", kPlan));
-    server_.Enqueue(ToolUseReply("submit_decision", decision));
-    server_.Enqueue(ToolUseReply("submit_evaluation", verdict));
+    server_.Enqueue(ToolUseReply("submit_decision", kReadDecision));
+    server_.Enqueue(ToolUseReply("submit_evaluation", kNeedsMoreWork));
     // What changes from call to call: the iteration, the actions, the observation.
     plan.set_iteration(1 + 3 * i);
     plan.set_latest_observation(absl::StrCat("observation ", i, std::string(200 * i, 'x')));
@@ -566,8 +574,7 @@ TEST_F(AnthropicBackendTest, RunConstantPrefixIsReadFromThePromptCacheFromTheSec
       EXPECT_EQ(r.cache_read_input_tokens, 0);
       EXPECT_GT(r.cache_creation_input_tokens, 0) << "the first call of each stage writes it";
     } else {
-      EXPECT_GE(r.cache_read_input_tokens * 10, r.prefix_tokens * 8)
-          << r.cache_read_input_tokens << " of " << r.prefix_tokens << " prefix tokens read";
+      ExpectPrefixMostlyRead(r);
     }
   }
 }
@@ -590,16 +597,10 @@ TEST_F(AnthropicBackendTest, SmallestRunIsCachedAtTheRealMinimum) {
   rein::v1::EvaluateRequest evaluate = EvaluateRequest();
   evaluate.set_goal(plan.goal());
   *evaluate.add_run_tools() = read_file;
-  const json decision = {{"reasoning", "read"},
-                         {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "a.txt"}}}}}};
-  const json verdict = {{"reasoning", "ok"},
-                        {"status", "NEEDS_MORE_WORK"},
-                        {"summary", "more"},
-                        {"goal_achieved", false}};
   for (int i = 0; i < 3; ++i) {
     server_.Enqueue(ToolUseReply("submit_plan", kPlan));
-    server_.Enqueue(ToolUseReply("submit_decision", decision));
-    server_.Enqueue(ToolUseReply("submit_evaluation", verdict));
+    server_.Enqueue(ToolUseReply("submit_decision", kReadDecision));
+    server_.Enqueue(ToolUseReply("submit_evaluation", kNeedsMoreWork));
     plan.set_iteration(1 + 3 * i);
     plan.set_latest_observation(absl::StrCat("observation ", i));
     decide.set_iteration(2 + 3 * i);
@@ -624,10 +625,7 @@ TEST_F(AnthropicBackendTest, SmallestRunIsCachedAtTheRealMinimum) {
     } else {
       EXPECT_GE(r.cache_read_input_tokens, 1024) << "the shared tools and system prompt";
     }
-    if (i >= 3) {
-      EXPECT_GE(r.cache_read_input_tokens * 10, r.prefix_tokens * 8)
-          << r.cache_read_input_tokens << " of " << r.prefix_tokens << " prefix tokens read";
-    }
+    if (i >= 3) ExpectPrefixMostlyRead(r);
   }
 }
 
@@ -665,16 +663,10 @@ TEST_F(AnthropicBackendTest, CompactLayoutSendsOneToolAndIsReadFromTheSecondCall
   *decide.add_run_tools() = Tool("list_files");
   rein::v1::EvaluateRequest evaluate = EvaluateRequest();
   *evaluate.mutable_run_tools() = decide.run_tools();
-  const json decision = {{"reasoning", "read"},
-                         {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "a.txt"}}}}}};
-  const json verdict = {{"reasoning", "ok"},
-                        {"status", "NEEDS_MORE_WORK"},
-                        {"summary", "more"},
-                        {"goal_achieved", false}};
   for (int i = 0; i < 3; ++i) {
     server_.Enqueue(ToolUseReply("submit_plan", kPlan));
-    server_.Enqueue(ToolUseReply("submit_decision", decision));
-    server_.Enqueue(ToolUseReply("submit_evaluation", verdict));
+    server_.Enqueue(ToolUseReply("submit_decision", kReadDecision));
+    server_.Enqueue(ToolUseReply("submit_evaluation", kNeedsMoreWork));
     plan.set_iteration(1 + 3 * i);
     decide.set_iteration(2 + 3 * i);
     evaluate.set_iteration(3 + 3 * i);
@@ -697,8 +689,7 @@ TEST_F(AnthropicBackendTest, CompactLayoutSendsOneToolAndIsReadFromTheSecondCall
       EXPECT_EQ(r.cache_read_input_tokens, 0);
       EXPECT_GE(r.cache_creation_input_tokens, 256);
     } else {
-      EXPECT_GE(r.cache_read_input_tokens * 10, r.prefix_tokens * 8)
-          << r.cache_read_input_tokens << " of " << r.prefix_tokens << " prefix tokens read";
+      ExpectPrefixMostlyRead(r);
     }
   }
 }

@@ -21,6 +21,20 @@ using json = nlohmann::json;
 
 constexpr char kKey[] = "sk-ant-api03-REIN-E2E-SECRET-7f3a9c1d";
 
+// The model's replies for a one-subtask run that reads README.md.
+const json kReadmePlan = {
+    {"reasoning", "one step"},
+    {"subtasks",
+     {{{"id", "p1-read"}, {"description", "read README.md"}, {"allowed_tools", {"read_file"}}}}},
+    {"goal_achieved", false}};
+const json kReadReadme = {
+    {"reasoning", "read it"},
+    {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "README.md"}}}}}};
+const json kReadmeSaysHello = {{"reasoning", "it says hello"},
+                               {"status", "COMPLETED"},
+                               {"summary", "README says hello"},
+                               {"goal_achieved", true}};
+
 class AnthropicEndToEndTest : public ::testing::Test {
  protected:
   void Boot(std::vector<std::string> router_flags = {}) {
@@ -78,20 +92,9 @@ class AnthropicEndToEndTest : public ::testing::Test {
 
 TEST_F(AnthropicEndToEndTest, FullRunOnClaudeKeepsTheKeySecret) {
   Boot();
-  api_.Enqueue(ToolUseReply(
-      "submit_plan",
-      {{"reasoning", "one step"},
-       {"subtasks",
-        {{{"id", "p1-read"}, {"description", "read README.md"}, {"allowed_tools", {"read_file"}}}}},
-       {"goal_achieved", false}}));
-  api_.Enqueue(
-      ToolUseReply("submit_decision",
-                   {{"reasoning", "read it"},
-                    {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "README.md"}}}}}}));
-  api_.Enqueue(ToolUseReply("submit_evaluation", {{"reasoning", "it says hello"},
-                                                  {"status", "COMPLETED"},
-                                                  {"summary", "README says hello"},
-                                                  {"goal_achieved", true}}));
+  api_.Enqueue(ToolUseReply("submit_plan", kReadmePlan));
+  api_.Enqueue(ToolUseReply("submit_decision", kReadReadme));
+  api_.Enqueue(ToolUseReply("submit_evaluation", kReadmeSaysHello));
   absl::StatusOr<rein::v1::Run> run = cluster_->StartRun(Spec());
   ASSERT_TRUE(run.ok()) << run.status();
   std::vector<rein::v1::RunEvent> events;
@@ -127,8 +130,7 @@ TEST_F(AnthropicEndToEndTest, CombinedEvaluationSavesADecideRequestForTheSameOut
                         {"description", "read README.md, then NOTES.md"},
                         {"allowed_tools", {"read_file"}}}}},
                      {"goal_achieved", false}};
-  const json first = {{"reasoning", "read it"},
-                      {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "README.md"}}}}}};
+  const json& first = kReadReadme;
   const json second = {{"reasoning", "then the notes"},
                        {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "NOTES.md"}}}}}};
   const json more = {{"reasoning", "README read; NOTES.md next"},
@@ -153,7 +155,7 @@ TEST_F(AnthropicEndToEndTest, CombinedEvaluationSavesADecideRequestForTheSameOut
     api_.Enqueue(ToolUseReply("submit_evaluation", more));
     // An opted-out run drops the proposal (not asked for) and asks Decide.
     if (!combine) api_.Enqueue(ToolUseReply("submit_decision", second));
-    api_.Enqueue(ToolUseReply("submit_evaluation", done));
+    api_.Enqueue(ToolUseReply("submit_evaluation", kReadmeSaysHello));
     rein::v1::RunSpec spec = Spec();
     if (!combine) spec.set_combine_evaluate_decide(false);
     absl::StatusOr<rein::v1::Run> run = cluster_->StartRun(spec);
@@ -202,20 +204,12 @@ TEST_F(AnthropicEndToEndTest, CombinedEvaluationSavesADecideRequestForTheSameOut
 // and Decide is asked; the run ends the same way.
 TEST_F(AnthropicEndToEndTest, PlanCarriesTheFirstCallAndABadOneIsDroppedWithItsReason) {
   Boot();
-  const json read = {{"tool", "read_file"}, {"args", {{"path", "README.md"}}}};
+  const json read = kReadReadme["tool_call"];
   auto plan = [](const json& first_call) {
-    return json{{"reasoning", "one step"},
-                {"subtasks",
-                 {{{"id", "p1-read"},
-                   {"description", "read README.md"},
-                   {"allowed_tools", {"read_file"}}}}},
-                {"goal_achieved", false},
-                {"first_tool_call", first_call}};
+    json reply = kReadmePlan;
+    reply["first_tool_call"] = first_call;
+    return reply;
   };
-  const json done = {{"reasoning", "it says hello"},
-                     {"status", "COMPLETED"},
-                     {"summary", "README says hello"},
-                     {"goal_achieved", true}};
   struct Result {
     std::vector<std::string> calls;
     int from_plan = 0;
@@ -226,10 +220,8 @@ TEST_F(AnthropicEndToEndTest, PlanCarriesTheFirstCallAndABadOneIsDroppedWithItsR
   auto run_once = [&](const json& first_call, bool decide_asked) {
     const size_t before = api_.requests().size();
     api_.Enqueue(ToolUseReply("submit_plan", plan(first_call)));
-    if (decide_asked)
-      api_.Enqueue(
-          ToolUseReply("submit_decision", {{"reasoning", "read it"}, {"tool_call", read}}));
-    api_.Enqueue(ToolUseReply("submit_evaluation", done));
+    if (decide_asked) api_.Enqueue(ToolUseReply("submit_decision", kReadReadme));
+    api_.Enqueue(ToolUseReply("submit_evaluation", kReadmeSaysHello));
     Result result;
     absl::StatusOr<rein::v1::Run> run = cluster_->StartRun(Spec());
     EXPECT_TRUE(run.ok()) << run.status();
@@ -309,16 +301,8 @@ TEST_F(AnthropicEndToEndTest, TinyCostBudgetEndsTheRunWithUsageAndCostInEventSho
   // The shipped example table prices claude-sonnet-5 at $2 / $10 / $0.20 / $2.50 per million
   // tokens of input / output / cache read / cache write.
   Boot({absl::StrCat("--price_table=", RunfilePath("examples/price_table.txt"))});
-  api_.Enqueue(ToolUseReply(
-      "submit_plan",
-      {{"reasoning", "one step"},
-       {"subtasks",
-        {{{"id", "p1-read"}, {"description", "read README.md"}, {"allowed_tools", {"read_file"}}}}},
-       {"goal_achieved", false}}));
-  api_.Enqueue(
-      ToolUseReply("submit_decision",
-                   {{"reasoning", "read it"},
-                    {"tool_call", {{"tool", "read_file"}, {"args", {{"path", "README.md"}}}}}}));
+  api_.Enqueue(ToolUseReply("submit_plan", kReadmePlan));
+  api_.Enqueue(ToolUseReply("submit_decision", kReadReadme));
   rein::v1::RunSpec spec = Spec();
   // Each fake reply uses 120 input, 40 output, 90 cache read and 10 cache write tokens:
   // $0.000683. The plan stays under $0.001; the decision goes over it.
