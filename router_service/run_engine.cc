@@ -1093,10 +1093,31 @@ absl::StatusOr<std::vector<Snapshot>> RunEngine::ListSnapshots(const std::string
 absl::StatusOr<std::vector<RunEvent>> RunEngine::WaitEvents(const std::string& run_id,
                                                             int64_t after_seq,
                                                             absl::Duration max_wait, bool* ended) {
+  return EventsUntil(run_id, after_seq, clock_->Now() + max_wait, ended);
+}
+
+absl::StatusOr<std::vector<RunEvent>> RunEngine::ReadEventsNow(const std::string& run_id,
+                                                               int64_t after_seq, bool* ended) {
+  // A deadline already past: every wait below returns at once.
+  return EventsUntil(run_id, after_seq, absl::InfinitePast(), ended);
+}
+
+uint64_t RunEngine::SubscribeEvents(const std::string& run_id, int64_t after_seq,
+                                    std::function<void()> wake, bool* recheck) {
+  *recheck = shared_ && !Find(run_id);
+  return tail_.Subscribe(run_id, after_seq, std::move(wake));
+}
+
+void RunEngine::UnsubscribeEvents(const std::string& run_id, uint64_t id) {
+  tail_.Unsubscribe(run_id, id);
+}
+
+absl::StatusOr<std::vector<RunEvent>> RunEngine::EventsUntil(const std::string& run_id,
+                                                             int64_t after_seq, absl::Time until,
+                                                             bool* ended) {
   *ended = false;
   RETURN_IF_ERROR(CheckRunId(run_id));
   if (after_seq < 0) return absl::InvalidArgumentError("after_seq: must be >= 0");
-  absl::Time until = clock_->Now() + max_wait;
   while (true) {
     // Live watchers of a run this router drives are served from the tail in memory when it
     // reaches back far enough. Another router's run is read from the store, and the wait
