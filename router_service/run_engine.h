@@ -123,6 +123,8 @@ class RunEngine {
   uint64_t SubscribeEvents(const std::string& run_id, int64_t after_seq, std::function<void()> wake,
                            bool* recheck);
   void UnsubscribeEvents(const std::string& run_id, uint64_t id);
+  // Subscriptions waiting for a commit (tests: a watcher that went away leaves none behind).
+  size_t event_subscriptions() { return tail_.subscriptions(); }
 
   // Called by the store for a commit another router made (RunStore::SubscribeCommits).
   void OnCommitNotice(const CommitNotice& notice);
