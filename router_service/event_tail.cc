@@ -46,9 +46,10 @@ void EventTail::NoteEndedLocked(const std::string& run_id, Wakes* wakes) {
 }
 
 void EventTail::Append(const std::string& run_id, const std::vector<rein::v1::RunEvent>& events,
-                       bool ended) {
+                       bool ended, Wakes* deferred) {
   if (events.empty()) return;
-  Wakes wakes;
+  Wakes own;
+  Wakes& wakes = deferred != nullptr ? *deferred : own;
   {
     absl::MutexLock lock(&mu_);
     std::shared_ptr<Tail>& slot = tails_[run_id];
@@ -71,7 +72,7 @@ void EventTail::Append(const std::string& run_id, const std::vector<rein::v1::Ru
     }
     if (newly_ended) NoteEndedLocked(run_id, &wakes);
   }
-  Fire(wakes);
+  Fire(own);
 }
 
 void EventTail::NoteRemote(const std::string& run_id, int64_t last_seq, bool ended) {
@@ -163,7 +164,10 @@ EventTail::Read EventTail::ReadAfter(const std::string& run_id, int64_t after_se
     auto newer = [t, after_seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(t->mu) {
       return t->forgotten || t->last_seq > after_seq;
     };
-    if (!clock_->AwaitWithDeadline(&t->mu, absl::Condition(&newer), until)) {
+    // InfinitePast: a read that never waits (not even one futex call, as a wait whose
+    // deadline has passed still makes in absl::Mutex).
+    if (until == absl::InfinitePast() ||
+        !clock_->AwaitWithDeadline(&t->mu, absl::Condition(&newer), until)) {
       read.kind = Read::Kind::kTimedOut;
       return read;
     }
@@ -179,6 +183,7 @@ EventTail::Read EventTail::ReadAfter(const std::string& run_id, int64_t after_se
 }
 
 bool EventTail::AwaitNewer(const std::string& run_id, int64_t after_seq, absl::Time until) {
+  if (until == absl::InfinitePast()) return false;  // a read that never waits
   if (std::shared_ptr<Tail> tail = Find(run_id)) {
     Tail* t = tail.get();
     absl::MutexLock lock(&t->mu);

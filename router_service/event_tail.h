@@ -30,7 +30,10 @@ class EventTail {
   explicit EventTail(Clock* clock) : clock_(clock) {}
 
   // Records events just committed for `run_id` (in seq order); `ended` when the run ended.
-  void Append(const std::string& run_id, const std::vector<rein::v1::RunEvent>& events, bool ended);
+  // The subscribers' wake-ups (Subscribe) run before it returns, or, with `wakes`, are added
+  // there for the caller to run once it has done what must not wait for them.
+  void Append(const std::string& run_id, const std::vector<rein::v1::RunEvent>& events, bool ended,
+              std::vector<std::function<void()>>* wakes = nullptr);
 
   // Another router committed `run_id` up to `last_seq` (a notice): waiters wake, and readers
   // of seqs the tail does not hold go to the store. `ended` when that commit ended the run.
@@ -51,10 +54,11 @@ class EventTail {
   };
 
   // The events of `run_id` after `after_seq`, waiting until `until` (on the clock) when the
-  // tail has none yet and the run has not ended.
+  // tail has none yet and the run has not ended (absl::InfinitePast(): never waits).
   Read ReadAfter(const std::string& run_id, int64_t after_seq, absl::Time until);
 
-  // Waits until a commit of `run_id` past `after_seq` or `until`; returns whether one came.
+  // Waits until a commit of `run_id` past `after_seq` or `until`; returns whether one came
+  // (at once false for absl::InfinitePast()).
   bool AwaitNewer(const std::string& run_id, int64_t after_seq, absl::Time until);
 
   // A one-shot wake-up for a watcher that holds no thread (the router's WatchRun): `wake` is

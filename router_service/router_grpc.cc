@@ -148,24 +148,32 @@ class RunWatch final : public grpc::ServerWriteReactor<rein::v1::RunEvent> {
     std::weak_ptr<RunWatch> weak = self_weak();
     bool recheck = false;
     const uint64_t id = engine_->SubscribeEvents(
-        run_id_, after_, [weak] { Wake(weak); }, &recheck);
+        run_id_, after_, [weak, next = next_id_++] { Wake(weak, next); }, &recheck);
     absl::MutexLock lock(&mu_);
     if (id == 0) {
       again_ = true;  // it came meanwhile: read again
       return;
     }
     subscription_ = id;
+    subscription_tag_ = next_id_ - 1;
     if (recheck) {
       alarm_ = std::make_unique<grpc::Alarm>();
       alarm_->Set(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(kRecheck),
                   [weak](bool ok) {
-                    if (ok) Wake(weak);
+                    if (ok) Wake(weak, 0);
                   });
     }
   }
 
-  static void Wake(const std::weak_ptr<RunWatch>& weak) {
-    if (std::shared_ptr<RunWatch> watch = weak.lock()) watch->Drive();
+  // `tag` names the subscription that fired (0: the alarm), which needs no unsubscribing.
+  static void Wake(const std::weak_ptr<RunWatch>& weak, uint64_t tag) {
+    std::shared_ptr<RunWatch> watch = weak.lock();
+    if (watch == nullptr) return;
+    if (tag != 0) {
+      absl::MutexLock lock(&watch->mu_);
+      if (watch->subscription_tag_ == tag) watch->subscription_ = 0;
+    }
+    watch->Drive();
   }
 
   std::weak_ptr<RunWatch> self_weak() {
@@ -196,8 +204,10 @@ class RunWatch final : public grpc::ServerWriteReactor<rein::v1::RunEvent> {
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish called (or gRPC is done)
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-  bool gone_ ABSL_GUARDED_BY(mu_) = false;  // a write failed: the client went away
-  uint64_t subscription_ ABSL_GUARDED_BY(mu_) = 0;
+  bool gone_ ABSL_GUARDED_BY(mu_) = false;              // a write failed: the client went away
+  uint64_t subscription_ ABSL_GUARDED_BY(mu_) = 0;      // armed, not fired: Step unsubscribes
+  uint64_t subscription_tag_ ABSL_GUARDED_BY(mu_) = 0;  // this stream's own name for it
+  uint64_t next_id_ = 1;                                // Step's own
   std::shared_ptr<RunWatch> self_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -36,6 +36,32 @@ struct RunEngine::Entry {
 
 namespace {
 
+// The watchers' wake-ups (EventTail::Subscribe) of the commits a thread makes inside a
+// DeferredWakes scope; null outside one.
+thread_local std::vector<std::function<void()>>* t_deferred_wakes = nullptr;
+
+// While one lives on a thread, the wake-ups of live watchers (WatchRun streams) that this
+// thread's commits cause wait until it ends: a reply's commit, then the run's next call, then
+// its watchers, so that writing to watchers never delays the run they watch. Scopes nest (the
+// outermost runs them).
+class DeferredWakes {
+ public:
+  DeferredWakes() : outer_(t_deferred_wakes != nullptr) {
+    if (!outer_) t_deferred_wakes = &wakes_;
+  }
+  ~DeferredWakes() {
+    if (outer_) return;
+    t_deferred_wakes = nullptr;
+    for (std::function<void()>& wake : wakes_) wake();
+  }
+  DeferredWakes(const DeferredWakes&) = delete;
+  DeferredWakes& operator=(const DeferredWakes&) = delete;
+
+ private:
+  const bool outer_;
+  std::vector<std::function<void()>> wakes_;
+};
+
 // Records who caused a transition (RunEvent.principal) on each of its events.
 void SetPrincipal(const std::string& principal, Transition* t) {
   if (principal.empty()) return;
@@ -498,7 +524,8 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
                                           {"error", event.error().message()}});
     }
   }
-  tail_.Append(run.run_id(), *stored, StageRouter::IsTerminal(run.state().stage()));
+  tail_.Append(run.run_id(), *stored, StageRouter::IsTerminal(run.state().stage()),
+               t_deferred_wakes);
   return absl::OkStatus();
 }
 
@@ -707,6 +734,8 @@ bool RunEngine::Complete(const std::shared_ptr<Entry>& entry,
   } else {
     entry->mu.Lock();
   }
+  // The run's watchers are woken once its next call is on its way, not before.
+  DeferredWakes defer;
   const bool advance = ApplyLocked(*entry, apply);
   entry->mu.Unlock();
   if (advance) Advance(entry);
