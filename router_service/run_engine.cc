@@ -539,7 +539,11 @@ bool RunEngine::BeginInline() {
   {
     absl::MutexLock lock(&queue_mu_);
     // Work queued before this reply goes first (the workers have it); so does shutdown.
-    if (stopping_ || !queue_.empty() || inline_active_ >= options_.inline_replies) return false;
+    if (stopping_ || !queue_.empty() || inline_active_ >= options_.inline_replies) {
+      Metrics::Global().Add("rein_router_replies_queued_total", 1,
+                            !queue_.empty() ? "why=\"queued\"" : "why=\"busy\"");
+      return false;
+    }
     ++inline_active_;
   }
   return true;
@@ -637,6 +641,10 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
     Metrics::Global().Observe("rein_router_call_seconds",
                               std::chrono::duration<double>(replied - sent).count(), *label);
     Metrics::Global().Add("rein_router_calls_total", 1, *label);
+    // Declared first, so the watchers are woken after EndInline: the run's next reply, which
+    // may arrive on another callback thread while they are being written to, is applied there
+    // and then, not handed to a worker because this thread still counted as applying one.
+    DeferredWakes defer;
     if (BeginInline()) {
       // Applied here, on the thread that received the reply: no hand-off to a worker (the
       // thread hop and its futex wake-up were the largest cost of an iteration). Not when the
@@ -645,6 +653,7 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
       std::shared_ptr<Entry> e = weak.lock();
       const bool applied = e == nullptr || Complete(e, apply, /*only_if_free=*/true);
       EndInline();
+      if (!applied) Metrics::Global().Add("rein_router_replies_queued_total", 1, "why=\"locked\"");
       if (applied) {
         Metrics::Global().Observe("rein_router_queue_seconds", SecondsSince(replied));
         CallDone();
