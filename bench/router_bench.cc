@@ -24,6 +24,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "bench/bench_util.h"
 #include "common/proto_time.h"
@@ -42,6 +43,10 @@ ABSL_FLAG(int, concurrent_runs, 100, "runs of the first concurrent measurement (
 ABSL_FLAG(int, concurrent_iterations, -1, "iterations per run there (-1: 30, quick 8)");
 ABSL_FLAG(int, large_runs, 1000, "runs of the second concurrent measurement (0: skip)");
 ABSL_FLAG(int, large_iterations, -1, "iterations per run there (-1: 10, quick 3)");
+ABSL_FLAG(int, watchers, -1,
+          "runs of the live-watcher measurement, each followed by its own WatchRun stream from "
+          "start to end (-1: 1000, quick 100; 0: skip); keys <section>.watch<N>.*");
+ABSL_FLAG(int, watch_iterations, -1, "iterations per run there (-1: 5, quick 3)");
 ABSL_FLAG(int, memory_runs, 1000, "runs held in flight / paused for the memory figures (0: skip)");
 ABSL_FLAG(std::string, synchronous, "NORMAL", "SQLite synchronous mode of the router");
 ABSL_FLAG(int, phase_timeout_seconds, 180, "a phase running longer ends the benchmark");
@@ -175,6 +180,72 @@ class FakeExecutor final : public rein::v1::Executor::CallbackService {
   Payloads* const payloads_;
 };
 
+// A run's iteration times from its events: the gaps between its entries into DECIDING from
+// EVALUATING (one iteration each), the bytes of its events and the time of the last one.
+struct IterationGaps {
+  std::vector<double> us;
+  int64_t last = -1;
+  size_t event_bytes = 0;
+  absl::Time last_time = absl::InfinitePast();
+
+  void Add(const std::string& run_id, const rein::v1::RunEvent& e) {
+    event_bytes += e.ByteSizeLong();
+    last_time = rein::FromProtoTime(e.time());
+    if (e.has_stage_changed() && e.stage_changed().to() == rein::v1::DECIDING) {
+      int64_t t = absl::ToUnixMicros(rein::FromProtoTime(e.time()));
+      if (last >= 0 && e.stage_changed().from() == rein::v1::EVALUATING) {
+        us.push_back(static_cast<double>(t - last));
+      }
+      last = t;
+    }
+    if (e.has_finished() && e.finished().outcome().reason() != rein::v1::GOAL_ACHIEVED) {
+      fprintf(stderr, "run %s ended %s: %s\n", run_id.c_str(),
+              rein::v1::TerminationReason_Name(e.finished().outcome().reason()).c_str(),
+              e.finished().outcome().message().c_str());
+    }
+  }
+};
+
+// One live WatchRun stream on gRPC's callback API (a thousand of them need no thread each in
+// the benchmark either), from the run's start to its end.
+class LiveWatch final : public grpc::ClientReadReactor<rein::v1::RunEvent> {
+ public:
+  LiveWatch(rein::v1::Router::Stub* stub, std::string run_id, absl::Time deadline)
+      : run_id_(std::move(run_id)) {
+    request_.set_run_id(run_id_);
+    context_.set_deadline(absl::ToChronoTime(deadline));
+    stub->async()->WatchRun(&context_, &request_, this);
+    StartRead(&event_);
+    StartCall();
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    gaps_.Add(run_id_, event_);
+    StartRead(&event_);
+  }
+  void OnDone(const grpc::Status& s) override {
+    if (!s.ok()) fprintf(stderr, "WatchRun %s: %s\n", run_id_.c_str(), s.error_message().c_str());
+    done_.Notify();
+  }
+  // Waits for the stream's end (up to `until`); the gaps once it ended, else none.
+  const IterationGaps* Wait(absl::Time until) {
+    if (!done_.WaitForNotificationWithDeadline(until)) {
+      context_.TryCancel();
+      done_.WaitForNotification();  // a cancelled stream ends at once
+      return nullptr;
+    }
+    return &gaps_;
+  }
+
+ private:
+  const std::string run_id_;
+  grpc::ClientContext context_;
+  rein::v1::WatchRunRequest request_;
+  rein::v1::RunEvent event_;
+  IterationGaps gaps_;
+  absl::Notification done_;
+};
+
 int FreePort() {
   grpc::ServerBuilder probe;
   int port = 0;
@@ -276,34 +347,25 @@ class Bench {
   std::vector<double> IterationTimesUs(const std::string& run_id, absl::Duration limit,
                                        size_t* event_bytes = nullptr,
                                        absl::Time* last_time = nullptr) {
-    std::vector<double> out;
-    if (run_id.empty()) return out;
+    if (run_id.empty()) return {};
     rein::v1::WatchRunRequest req;
     req.set_run_id(run_id);
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + limit));
     auto reader = stub_->WatchRun(&ctx, req);
     rein::v1::RunEvent e;
-    int64_t last = -1;
-    while (reader->Read(&e)) {
-      if (event_bytes != nullptr) *event_bytes += e.ByteSizeLong();
-      if (last_time != nullptr) *last_time = rein::FromProtoTime(e.time());
-      if (e.has_stage_changed() && e.stage_changed().to() == rein::v1::DECIDING) {
-        int64_t t = absl::ToUnixMicros(rein::FromProtoTime(e.time()));
-        if (last >= 0 && e.stage_changed().from() == rein::v1::EVALUATING) {
-          out.push_back(static_cast<double>(t - last));
-        }
-        last = t;
-      }
-      if (e.has_finished() && e.finished().outcome().reason() != rein::v1::GOAL_ACHIEVED) {
-        fprintf(stderr, "run %s ended %s: %s\n", run_id.c_str(),
-                rein::v1::TerminationReason_Name(e.finished().outcome().reason()).c_str(),
-                e.finished().outcome().message().c_str());
-      }
-    }
+    IterationGaps gaps;
+    while (reader->Read(&e)) gaps.Add(run_id, e);
     grpc::Status s = reader->Finish();
     if (!s.ok()) fprintf(stderr, "WatchRun %s: %s\n", run_id.c_str(), s.error_message().c_str());
-    return out;
+    if (event_bytes != nullptr) *event_bytes += gaps.event_bytes;
+    if (last_time != nullptr && gaps.last_time != absl::InfinitePast()) *last_time = gaps.last_time;
+    return std::move(gaps.us);
+  }
+
+  // A live watcher of the run (callback API), from its first event.
+  std::unique_ptr<LiveWatch> Watch(const std::string& run_id, absl::Time deadline) {
+    return std::make_unique<LiveWatch>(stub_.get(), run_id, deadline);
   }
 
   // Whether the run reached a terminal stage (false also when GetRun fails).
@@ -383,34 +445,51 @@ void ParallelFor(int n, int threads, Fn work) {
 }
 
 // Starts `runs` runs of `per_run` iterations at once and prints throughput, per-run iteration
-// time and the router's CPU time per iteration. No live watcher is attached while they run (a
-// thousand watching clients would measure the event stream, not the loop): the benchmark polls
-// GetRun until every run ended, then reads each run's events back, and times come from the
-// router's event timestamps.
+// time and the router's CPU time per iteration. Without `watch`, no live watcher is attached
+// while they run (that measures the loop alone): the benchmark polls GetRun until every run
+// ended, then reads each run's events back. With `watch`, every run has its own live WatchRun
+// stream from its start to its end (what a UI following every run costs the router). Times come
+// from the router's event timestamps either way.
 void MeasureLoad(Bench& bench, const std::string& prefix, const std::string& label, int runs,
-                 int per_run, absl::Duration limit) {
+                 int per_run, absl::Duration limit, bool watch = false) {
   bench.planner().set_target(per_run);
   const absl::Duration cpu0 = rein::bench::CpuTime(bench.pid());
   const absl::Time start = absl::Now();
-  std::vector<std::string> ids(runs);
-  ParallelFor(runs, 16, [&](int i) { ids[i] = bench.StartRun(per_run, false); });
   const absl::Time until = start + limit;
-  for (const std::string& id : ids) {
-    while (!id.empty() && !bench.Ended(id) && absl::Now() < until) {
-      absl::SleepFor(absl::Milliseconds(5));
-    }
-  }
-  const absl::Duration cpu = rein::bench::CpuTime(bench.pid()) - cpu0;
+  std::vector<std::string> ids(runs);
+  std::vector<std::unique_ptr<LiveWatch>> watches(runs);
+  ParallelFor(runs, 16, [&](int i) {
+    ids[i] = bench.StartRun(per_run, false);
+    if (watch && !ids[i].empty()) watches[i] = bench.Watch(ids[i], until);
+  });
   std::vector<double> all;
   std::mutex mu;
   absl::Time last_event = start;
-  ParallelFor(runs, 8, [&](int i) {
-    absl::Time last = start;
-    auto times = bench.IterationTimesUs(ids[i], limit, nullptr, &last);
+  auto add = [&](const std::vector<double>& times, absl::Time last) {
     std::lock_guard<std::mutex> lock(mu);
     all.insert(all.end(), times.begin(), times.end());
     last_event = std::max(last_event, last);
-  });
+  };
+  absl::Duration cpu;
+  if (watch) {
+    for (const std::unique_ptr<LiveWatch>& w : watches) {
+      const IterationGaps* gaps = w ? w->Wait(until) : nullptr;
+      if (gaps != nullptr) add(gaps->us, gaps->last_time);
+    }
+    cpu = rein::bench::CpuTime(bench.pid()) - cpu0;
+  } else {
+    for (const std::string& id : ids) {
+      while (!id.empty() && !bench.Ended(id) && absl::Now() < until) {
+        absl::SleepFor(absl::Milliseconds(5));
+      }
+    }
+    cpu = rein::bench::CpuTime(bench.pid()) - cpu0;
+    ParallelFor(runs, 8, [&](int i) {
+      absl::Time last = start;
+      auto times = bench.IterationTimesUs(ids[i], limit, nullptr, &last);
+      add(times, last);
+    });
+  }
   const absl::Duration wall = last_event - start;
   // Iterations that completed: one per gap, plus each run's first (its PLANNING..DECIDING).
   const double iterations = static_cast<double>(all.size() + runs);
@@ -440,11 +519,13 @@ int main(int argc, char** argv) {
   const int iterations = pick(absl::GetFlag(FLAGS_iterations), 300, 100);
   const int concurrent_iterations = pick(absl::GetFlag(FLAGS_concurrent_iterations), 30, 8);
   const int large_iterations = pick(absl::GetFlag(FLAGS_large_iterations), 10, 3);
-  if (iterations < 1 || concurrent_iterations < 1 || large_iterations < 1) {
+  const int watchers = pick(absl::GetFlag(FLAGS_watchers), 1000, 100);
+  const int watch_iterations = pick(absl::GetFlag(FLAGS_watch_iterations), 5, 3);
+  if (iterations < 1 || concurrent_iterations < 1 || large_iterations < 1 || watch_iterations < 1) {
     // The figures are per iteration (0 used to stop the benchmark with a division by zero).
     fprintf(stderr,
-            "router_bench: --iterations, --concurrent_iterations and --large_iterations "
-            "must be at least 1\n");
+            "router_bench: --iterations, --concurrent_iterations, --large_iterations and "
+            "--watch_iterations must be at least 1\n");
     return 2;
   }
   const absl::Duration limit = absl::Seconds(absl::GetFlag(FLAGS_phase_timeout_seconds));
@@ -522,6 +603,12 @@ int main(int argc, char** argv) {
       watchdog.Enter(absl::StrCat(runs, " runs"), limit);
       MeasureLoad(bench, absl::StrCat(section, ".c", runs), absl::StrCat(runs, " concurrent runs:"),
                   runs, per, limit);
+    }
+    if (watchers > 0) {
+      watchdog.Enter(absl::StrCat(watchers, " watched runs"), limit);
+      MeasureLoad(bench, absl::StrCat(section, ".watch", watchers),
+                  absl::StrCat(watchers, " runs, each watched:"), watchers, watch_iterations, limit,
+                  /*watch=*/true);
     }
   }
   const int memory_runs = absl::GetFlag(FLAGS_memory_runs);

@@ -103,5 +103,71 @@ TEST(EventTailTest, EndedRunsAreForgottenLater) {
   EXPECT_EQ(tail.ReadAfter("run-0", 0, clock.Now()).kind, Kind::kEvents);
 }
 
+TEST(EventTailTest, SubscriptionFiresOnceOnTheNextCommit) {
+  FakeClock clock;
+  EventTail tail(&clock);
+  tail.Append("run-a", Events(1, 2), false);
+  int fired = 0;
+  uint64_t id = tail.Subscribe("run-a", 2, [&] { ++fired; });
+  ASSERT_NE(id, 0u);
+  EXPECT_EQ(tail.subscriptions(), 1u);
+  tail.Append("run-b", Events(1, 1), false);  // another run: no wake-up
+  EXPECT_EQ(fired, 0);
+  tail.Append("run-a", Events(3, 3), false);
+  EXPECT_EQ(fired, 1);
+  tail.Append("run-a", Events(4, 4), false);  // one-shot
+  EXPECT_EQ(fired, 1);
+  EXPECT_EQ(tail.subscriptions(), 0u);
+  tail.Unsubscribe("run-a", id);  // after it fired: nothing
+}
+
+TEST(EventTailTest, SubscribingBehindTheTailSaysReadAgain) {
+  FakeClock clock;
+  EventTail tail(&clock);
+  tail.Append("run-a", Events(1, 3), false);
+  bool fired = false;
+  EXPECT_EQ(tail.Subscribe("run-a", 2, [&] { fired = true; }), 0u);
+  EXPECT_FALSE(fired);
+  EXPECT_EQ(tail.subscriptions(), 0u);
+}
+
+TEST(EventTailTest, SubscriptionOnAnUnknownRunWakesOnANotice) {
+  FakeClock clock;
+  EventTail tail(&clock);
+  bool fired = false;
+  ASSERT_NE(tail.Subscribe("run-r", 4, [&] { fired = true; }), 0u);
+  // The placeholder holds nothing: readers still go to the store.
+  EXPECT_EQ(tail.ReadAfter("run-r", 0, clock.Now()).kind, Kind::kMiss);
+  tail.NoteRemote("run-r", 4, false);  // not past what the watcher has
+  EXPECT_FALSE(fired);
+  tail.NoteRemote("run-r", 5, false);
+  EXPECT_TRUE(fired);
+}
+
+TEST(EventTailTest, ForgettingARunWakesItsSubscribers) {
+  FakeClock clock;
+  EventTail tail(&clock);
+  tail.Append("run-a", Events(1, 1), false);
+  bool fired = false;
+  ASSERT_NE(tail.Subscribe("run-a", 1, [&] { fired = true; }), 0u);
+  tail.Forget("run-a");
+  EXPECT_TRUE(fired);
+  EXPECT_EQ(tail.subscriptions(), 0u);
+}
+
+TEST(EventTailTest, UnsubscribeCancelsAndDropsAnEmptyPlaceholder) {
+  FakeClock clock;
+  EventTail tail(&clock);
+  bool fired = false;
+  uint64_t id = tail.Subscribe("run-p", 0, [&] { fired = true; });
+  ASSERT_NE(id, 0u);
+  tail.Unsubscribe("run-p", id);
+  EXPECT_EQ(tail.subscriptions(), 0u);
+  // The placeholder went with it: a later commit is recorded normally, with no wake-up.
+  tail.Append("run-p", Events(1, 2), false);
+  EXPECT_FALSE(fired);
+  EXPECT_EQ(tail.ReadAfter("run-p", 0, clock.Now()).kind, Kind::kEvents);
+}
+
 }  // namespace
 }  // namespace rein

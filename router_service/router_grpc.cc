@@ -1,9 +1,13 @@
 // The rein.v1.Router gRPC service.
 #include "router_service/router_grpc.h"
 
+#include <deque>
+#include <memory>
+
 #include "common/grpc_status.h"
 #include "common/metrics.h"
 #include "google/protobuf/util/json_util.h"
+#include "grpcpp/alarm.h"
 
 namespace rein {
 namespace {
@@ -18,9 +22,198 @@ grpc::Status Reply(const absl::StatusOr<T>& result, T* response, const char* met
   return grpc::Status::OK;
 }
 
+// A WatchRun refused before it started (auth, a bad request, an unknown run).
+class RefusedWatch final : public grpc::ServerWriteReactor<rein::v1::RunEvent> {
+ public:
+  explicit RefusedWatch(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+// One WatchRun stream, holding no thread between events. Whatever wakes it (the start, gRPC
+// taking a write, the run's next commit, a cancel, the recheck alarm) calls Drive; one thread at
+// a time does the stream's work (Step) and the others only leave word for it (again_), so no
+// lock of the stream is held across a call into the engine or gRPC, and a commit's wake-up
+// costs the committing thread one short lock when the stream is busy. Owns itself (self_)
+// until gRPC's OnDone; wake-ups hold it through a weak_ptr.
+class RunWatch final : public grpc::ServerWriteReactor<rein::v1::RunEvent> {
+ public:
+  // How often a stream on a run another router drives reads again even when no commit notice
+  // came (a notice can be lost; the store is the truth).
+  static constexpr absl::Duration kRecheck = absl::Milliseconds(500);
+
+  static RunWatch* Begin(RunEngine* engine, std::string run_id, int64_t after_seq) {
+    auto watch = std::shared_ptr<RunWatch>(new RunWatch(engine, std::move(run_id), after_seq));
+    watch->self_ = watch;
+    watch->Drive();
+    return watch.get();
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      absl::MutexLock lock(&mu_);
+      writing_ = false;
+      if (!ok) gone_ = true;
+    }
+    Drive();
+  }
+
+  void OnCancel() override {
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+    }
+    Drive();
+  }
+
+  void OnDone() override {
+    std::shared_ptr<RunWatch> self;
+    uint64_t subscription;
+    {
+      absl::MutexLock lock(&mu_);
+      finished_ = true;
+      subscription = std::exchange(subscription_, 0);
+      self = std::move(self_);
+    }
+    engine_->UnsubscribeEvents(run_id_, subscription);
+    alarm_.reset();
+    // `self` goes last: a wake-up running now holds its own reference.
+  }
+
+ private:
+  RunWatch(RunEngine* engine, std::string run_id, int64_t after_seq)
+      : engine_(engine), run_id_(std::move(run_id)), after_(after_seq) {}
+
+  void Drive() {
+    std::shared_ptr<RunWatch> keep;  // alive until this returns, even if gRPC is done meanwhile
+    {
+      absl::MutexLock lock(&mu_);
+      again_ = true;
+      if (busy_ || self_ == nullptr) return;
+      busy_ = true;
+      keep = self_;
+    }
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (!again_ || writing_ || finished_) {
+          busy_ = false;
+          return;
+        }
+        again_ = false;
+      }
+      Step();
+    }
+  }
+
+  // The stream's work; run by one thread at a time (Drive).
+  void Step() {
+    uint64_t armed;
+    bool stop;
+    bool gone;
+    {
+      absl::MutexLock lock(&mu_);
+      armed = std::exchange(subscription_, 0);
+      stop = cancelled_;
+      gone = gone_;
+    }
+    // A subscription still armed here was not what woke us (the alarm did, or a cancel).
+    engine_->UnsubscribeEvents(run_id_, armed);
+    if (gone) return End(grpc::Status(grpc::StatusCode::CANCELLED, "client gone"));
+    if (stop) return End(grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled"));
+    if (pending_.empty() && !ended_) {
+      bool ended = false;
+      absl::StatusOr<std::vector<rein::v1::RunEvent>> events =
+          engine_->ReadEventsNow(run_id_, after_, &ended);
+      if (!events.ok()) return End(ToGrpcStatus(events.status()));
+      for (rein::v1::RunEvent& event : *events) pending_.push_back(std::move(event));
+      ended_ = ended;
+    }
+    if (!pending_.empty()) {
+      current_ = std::move(pending_.front());
+      pending_.pop_front();
+      after_ = current_.seq();
+      if (current_.has_finished()) {
+        ended_ = true;  // the terminal event is the last
+        pending_.clear();
+      }
+      {
+        absl::MutexLock lock(&mu_);
+        writing_ = true;
+      }
+      StartWrite(&current_);
+      return;
+    }
+    if (ended_) return End(grpc::Status::OK);
+    // Nothing new: wait for the run's next commit.
+    std::weak_ptr<RunWatch> weak = self_weak();
+    bool recheck = false;
+    const uint64_t id = engine_->SubscribeEvents(
+        run_id_, after_, [weak, next = next_id_++] { Wake(weak, next); }, &recheck);
+    absl::MutexLock lock(&mu_);
+    if (id == 0) {
+      again_ = true;  // it came meanwhile: read again
+      return;
+    }
+    subscription_ = id;
+    subscription_tag_ = next_id_ - 1;
+    if (recheck) {
+      alarm_ = std::make_unique<grpc::Alarm>();
+      alarm_->Set(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(kRecheck),
+                  [weak](bool ok) {
+                    if (ok) Wake(weak, 0);
+                  });
+    }
+  }
+
+  // `tag` names the subscription that fired (0: the alarm), which needs no unsubscribing.
+  static void Wake(const std::weak_ptr<RunWatch>& weak, uint64_t tag) {
+    std::shared_ptr<RunWatch> watch = weak.lock();
+    if (watch == nullptr) return;
+    if (tag != 0) {
+      absl::MutexLock lock(&watch->mu_);
+      if (watch->subscription_tag_ == tag) watch->subscription_ = 0;
+    }
+    watch->Drive();
+  }
+
+  std::weak_ptr<RunWatch> self_weak() {
+    absl::MutexLock lock(&mu_);
+    return self_;
+  }
+
+  void End(const grpc::Status& status) {
+    {
+      absl::MutexLock lock(&mu_);
+      finished_ = true;
+    }
+    Finish(status);
+  }
+
+  RunEngine* const engine_;
+  const std::string run_id_;
+  // Step's own (one thread at a time).
+  int64_t after_;
+  std::deque<rein::v1::RunEvent> pending_;  // read, not yet written: at most one read's worth
+  rein::v1::RunEvent current_;              // the write in flight
+  bool ended_ = false;                      // nothing follows pending_
+  std::unique_ptr<grpc::Alarm> alarm_;
+
+  absl::Mutex mu_;
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;   // a thread is in Drive's loop
+  bool again_ ABSL_GUARDED_BY(mu_) = false;  // something happened: Step once more
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish called (or gRPC is done)
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool gone_ ABSL_GUARDED_BY(mu_) = false;              // a write failed: the client went away
+  uint64_t subscription_ ABSL_GUARDED_BY(mu_) = 0;      // armed, not fired: Step unsubscribes
+  uint64_t subscription_tag_ ABSL_GUARDED_BY(mu_) = 0;  // this stream's own name for it
+  uint64_t next_id_ = 1;                                // Step's own
+  std::shared_ptr<RunWatch> self_ ABSL_GUARDED_BY(mu_);
+};
+
 }  // namespace
 
-grpc::Status RouterGrpcService::Authorize(grpc::ServerContext* context, const char* method,
+grpc::Status RouterGrpcService::Authorize(grpc::ServerContextBase* context, const char* method,
                                           std::string* principal) {
   if (auth_ == nullptr) return grpc::Status::OK;
   const auto& metadata = context->client_metadata();
@@ -95,28 +288,21 @@ grpc::Status RouterGrpcService::ForkRun(grpc::ServerContext* context,
   return Reply(engine_->ForkRun(*request, principal), response, "ForkRun");
 }
 
-grpc::Status RouterGrpcService::WatchRun(grpc::ServerContext* context,
-                                         const rein::v1::WatchRunRequest* request,
-                                         grpc::ServerWriter<rein::v1::RunEvent>* writer) {
-  REIN_AUTHORIZE("WatchRun");
-  int64_t after = request->after_seq();
-  // Fail fast on a bad request or an unknown run.
-  absl::StatusOr<rein::v1::Run> run = engine_->GetRun(request->run_id());
-  if (!run.ok()) return ToGrpcStatus(run.status());
-  if (after < 0) return ToGrpcStatus(absl::InvalidArgumentError("after_seq: must be >= 0"));
-  while (!context->IsCancelled()) {
-    bool ended = false;
-    absl::StatusOr<std::vector<rein::v1::RunEvent>> events =
-        engine_->WaitEvents(request->run_id(), after, absl::Milliseconds(500), &ended);
-    if (!events.ok()) return ToGrpcStatus(events.status());
-    for (const rein::v1::RunEvent& event : *events) {
-      if (!writer->Write(event)) return grpc::Status(grpc::StatusCode::CANCELLED, "client gone");
-      after = event.seq();
-      if (event.has_finished()) return grpc::Status::OK;
+grpc::ServerWriteReactor<rein::v1::RunEvent>* RouterGrpcService::WatchRun(
+    grpc::CallbackServerContext* context, const rein::v1::WatchRunRequest* request) {
+  std::string principal;
+  grpc::Status refused = Authorize(context, "WatchRun", &principal);
+  if (refused.ok()) {
+    // Fail fast on a bad request or an unknown run.
+    absl::StatusOr<rein::v1::Run> run = engine_->GetRun(request->run_id());
+    if (!run.ok()) {
+      refused = ToGrpcStatus(run.status());
+    } else if (request->after_seq() < 0) {
+      refused = ToGrpcStatus(absl::InvalidArgumentError("after_seq: must be >= 0"));
     }
-    if (ended) return grpc::Status::OK;
   }
-  return grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled");
+  if (!refused.ok()) return new RefusedWatch(refused);
+  return RunWatch::Begin(engine_, request->run_id(), request->after_seq());
 }
 
 grpc::Status RouterGrpcService::ExportRun(grpc::ServerContext* context,

@@ -8,7 +8,13 @@
 
 namespace rein {
 
-class RouterGrpcService final : public rein::v1::Router::Service {
+// WatchRun is on gRPC's callback API: a stream holds no thread while it waits. It is woken by
+// the run's next commit (RunEngine::SubscribeEvents), writes one event at a time (the next
+// only once gRPC has taken the previous one), and so buffers at most one read's events (the
+// 12 the engine keeps in memory, or a page of 256 from the store) however slowly its client
+// reads. The other methods are synchronous.
+class RouterGrpcService final
+    : public rein::v1::Router::WithCallbackMethod_WatchRun<rein::v1::Router::Service> {
  public:
   // With `auth` (not owned; null = no auth), every call must carry a bearer token whose roles
   // allow it (router_service/auth.h).
@@ -23,8 +29,8 @@ class RouterGrpcService final : public rein::v1::Router::Service {
                         rein::v1::ListRunsResponse* response) override;
   grpc::Status CancelRun(grpc::ServerContext* context, const rein::v1::CancelRunRequest* request,
                          rein::v1::Run* response) override;
-  grpc::Status WatchRun(grpc::ServerContext* context, const rein::v1::WatchRunRequest* request,
-                        grpc::ServerWriter<rein::v1::RunEvent>* writer) override;
+  grpc::ServerWriteReactor<rein::v1::RunEvent>* WatchRun(
+      grpc::CallbackServerContext* context, const rein::v1::WatchRunRequest* request) override;
   grpc::Status ResumeRun(grpc::ServerContext* context, const rein::v1::ResumeRunRequest* request,
                          rein::v1::Run* response) override;
   grpc::Status ForkRun(grpc::ServerContext* context, const rein::v1::ForkRunRequest* request,
@@ -35,7 +41,8 @@ class RouterGrpcService final : public rein::v1::Router::Service {
  private:
   // OK with the caller's principal in `principal` ("" without auth), or the call's refusal.
   // Every handler calls it first with its own method name.
-  grpc::Status Authorize(grpc::ServerContext* context, const char* method, std::string* principal);
+  grpc::Status Authorize(grpc::ServerContextBase* context, const char* method,
+                         std::string* principal);
 
   RunEngine* engine_;
   Authenticator* auth_;

@@ -14,6 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -383,6 +384,175 @@ TEST_F(RouterServiceTest, ManyWatchersSeeTheSameLog) {
   ASSERT_FALSE(seen[5].empty());
   EXPECT_EQ(seen[5].front().seq(), 4);  // replay after after_seq
   EXPECT_EQ(seen[5].size() + 3, seen[0].size());
+}
+
+// Waits until the engine holds exactly `n` watch subscriptions (a stream that is idle on a
+// live run holds one; one that ended holds none).
+bool AwaitSubscriptions(RunEngine* engine, size_t n) {
+  for (int i = 0; i < 1000; ++i) {
+    if (engine->event_subscriptions() == n) return true;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return engine->event_subscriptions() == n;
+}
+
+TEST_F(RouterServiceTest, SlowReaderGetsEveryEventInOrder) {
+  ScriptThreeSteps(planner_, 12);  // far more events than the engine keeps in memory
+  RunMsg run;
+  ASSERT_TRUE(Start(Spec(), &run).ok());
+  rein::v1::WatchRunRequest request;
+  request.set_run_id(run.run_id());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto reader = stub_->WatchRun(&context, request);
+  std::vector<rein::v1::RunEvent> events(1);
+  ASSERT_TRUE(reader->Read(&events[0]));
+  // The reader stalls until the run has ended: the stream must neither drop nor repeat.
+  EXPECT_EQ(WaitFor(run.run_id(), rein::v1::FINISHED).state().stage(), rein::v1::FINISHED);
+  rein::v1::RunEvent event;
+  while (reader->Read(&event)) {
+    events.push_back(event);
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_TRUE(reader->Finish().ok());
+  ASSERT_GT(events.size(), 2 * EventTail::kEvents);
+  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].seq(), int64_t(i) + 1);
+  EXPECT_TRUE(events.back().has_finished());
+  EXPECT_EQ(engine_->event_subscriptions(), 0u);
+}
+
+// A WatchRun read on gRPC's callback API (no client thread per stream): keeps every seq.
+class WatchCollector final : public grpc::ClientReadReactor<rein::v1::RunEvent> {
+ public:
+  WatchCollector(rein::v1::Router::Stub* stub, const std::string& run_id, int64_t after) {
+    request_.set_run_id(run_id);
+    request_.set_after_seq(after);
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    stub->async()->WatchRun(&context, &request_, this);
+    StartRead(&event_);
+    StartCall();
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    seqs.push_back(event_.seq());
+    StartRead(&event_);
+  }
+  void OnDone(const grpc::Status& s) override {
+    status = s;
+    done.Notify();
+  }
+
+  grpc::ClientContext context;
+  std::vector<int64_t> seqs;  // read once `done` has been notified
+  grpc::Status status;
+  absl::Notification done;
+
+ private:
+  rein::v1::WatchRunRequest request_;
+  rein::v1::RunEvent event_;
+};
+
+TEST_F(RouterServiceTest, CancelMidStreamEndsTheWatch) {
+  planner_.hold = true;
+  RunMsg run;
+  ASSERT_TRUE(Start(Spec(), &run).ok());
+  planner_.held.AwaitAtLeast(1);
+  WatchCollector watch(stub_.get(), run.run_id(), 0);
+  ASSERT_TRUE(AwaitSubscriptions(engine_.get(), 1));  // all read; waiting for the next commit
+  watch.context.TryCancel();
+  watch.done.WaitForNotification();
+  EXPECT_EQ(watch.status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_FALSE(watch.seqs.empty());
+  EXPECT_TRUE(AwaitSubscriptions(engine_.get(), 0));  // nothing left behind
+  planner_.hold = false;
+  planner_.held.ReleaseAll();
+  EXPECT_TRUE(Watch(run.run_id()).back().has_finished());  // the run went on
+}
+
+TEST_F(RouterServiceTest, WatchDeadlineEndsAnIdleStream) {
+  planner_.hold = true;
+  RunMsg run;
+  ASSERT_TRUE(Start(Spec(), &run).ok());
+  planner_.held.AwaitAtLeast(1);
+  rein::v1::WatchRunRequest request;
+  request.set_run_id(run.run_id());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+  auto reader = stub_->WatchRun(&context, request);
+  rein::v1::RunEvent event;
+  int read = 0;
+  while (reader->Read(&event)) ++read;
+  EXPECT_GT(read, 0);
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_TRUE(AwaitSubscriptions(engine_.get(), 0));
+  planner_.hold = false;
+  planner_.held.ReleaseAll();
+}
+
+TEST_F(RouterServiceTest, HundredWatchersOfOneRunShareNoThreads) {
+  planner_.hold = true;
+  RunMsg run;
+  ASSERT_TRUE(Start(Spec(), &run).ok());
+  planner_.held.AwaitAtLeast(1);
+  const int threads_before = ThreadCount();
+  constexpr int kWatchers = 100;
+  std::vector<std::unique_ptr<WatchCollector>> watches;
+  for (int i = 0; i < kWatchers; ++i) {
+    // Resumed from different points.
+    watches.push_back(std::make_unique<WatchCollector>(stub_.get(), run.run_id(), i % 3));
+  }
+  // Every stream waits on the run's next commit, none on a thread of its own.
+  ASSERT_TRUE(AwaitSubscriptions(engine_.get(), kWatchers));
+  EXPECT_LT(ThreadCount(), threads_before + kWatchers / 4);
+  planner_.hold = false;
+  planner_.held.ReleaseAll();
+  for (int i = 0; i < kWatchers; ++i) {
+    watches[i]->done.WaitForNotification();
+    const std::vector<int64_t>& seqs = watches[i]->seqs;
+    EXPECT_TRUE(watches[i]->status.ok()) << watches[i]->status.error_message();
+    ASSERT_FALSE(seqs.empty());
+    EXPECT_EQ(seqs.front(), i % 3 + 1);
+    for (size_t k = 1; k < seqs.size(); ++k) EXPECT_EQ(seqs[k], seqs[k - 1] + 1);
+    EXPECT_EQ(seqs.back(), watches[0]->seqs.back());
+  }
+  EXPECT_EQ(engine_->event_subscriptions(), 0u);
+}
+
+TEST_F(RouterServiceTest, WatchResumesAfterAnySeqOfAnEndedRun) {
+  RunMsg run;
+  ASSERT_TRUE(Start(Spec(), &run).ok());
+  std::vector<rein::v1::RunEvent> all = Watch(run.run_id());
+  ASSERT_GT(all.size(), 3u);
+  const int64_t last = all.back().seq();
+  for (int64_t after : {int64_t{1}, last / 2, last - 1}) {
+    std::vector<rein::v1::RunEvent> rest = Watch(run.run_id(), after);
+    ASSERT_EQ(rest.size(), size_t(last - after)) << after;
+    EXPECT_EQ(rest.front().seq(), after + 1);
+    EXPECT_TRUE(rest.back().has_finished());
+  }
+  grpc::Status status;
+  EXPECT_TRUE(Watch(run.run_id(), last, &status).empty());  // nothing follows: ends at once
+  EXPECT_TRUE(status.ok());
+  Watch(run.run_id(), -1, &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(RouterServiceTest, ShutdownEndsOpenWatches) {
+  planner_.hold = true;
+  RunMsg run;
+  ASSERT_TRUE(Start(Spec(), &run).ok());
+  planner_.held.AwaitAtLeast(1);
+  grpc::Status status;
+  std::thread watcher([&] { Watch(run.run_id(), 0, &status); });
+  ASSERT_TRUE(AwaitSubscriptions(engine_.get(), 1));
+  const absl::Time started = absl::Now();
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  watcher.join();
+  EXPECT_LT(absl::Now() - started, absl::Seconds(10));
+  EXPECT_FALSE(status.ok());
+  EXPECT_EQ(engine_->event_subscriptions(), 0u);
+  planner_.hold = false;
+  planner_.held.ReleaseAll();
 }
 
 TEST_F(RouterServiceTest, ExportRunStreamsSnapshots) {

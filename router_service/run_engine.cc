@@ -36,6 +36,32 @@ struct RunEngine::Entry {
 
 namespace {
 
+// The watchers' wake-ups (EventTail::Subscribe) of the commits a thread makes inside a
+// DeferredWakes scope; null outside one.
+thread_local std::vector<std::function<void()>>* t_deferred_wakes = nullptr;
+
+// While one lives on a thread, the wake-ups of live watchers (WatchRun streams) that this
+// thread's commits cause wait until it ends: a reply's commit, then the run's next call, then
+// its watchers, so that writing to watchers never delays the run they watch. Scopes nest (the
+// outermost runs them).
+class DeferredWakes {
+ public:
+  DeferredWakes() : outer_(t_deferred_wakes != nullptr) {
+    if (!outer_) t_deferred_wakes = &wakes_;
+  }
+  ~DeferredWakes() {
+    if (outer_) return;
+    t_deferred_wakes = nullptr;
+    for (std::function<void()>& wake : wakes_) wake();
+  }
+  DeferredWakes(const DeferredWakes&) = delete;
+  DeferredWakes& operator=(const DeferredWakes&) = delete;
+
+ private:
+  const bool outer_;
+  std::vector<std::function<void()>> wakes_;
+};
+
 // Records who caused a transition (RunEvent.principal) on each of its events.
 void SetPrincipal(const std::string& principal, Transition* t) {
   if (principal.empty()) return;
@@ -498,7 +524,8 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
                                           {"error", event.error().message()}});
     }
   }
-  tail_.Append(run.run_id(), *stored, StageRouter::IsTerminal(run.state().stage()));
+  tail_.Append(run.run_id(), *stored, StageRouter::IsTerminal(run.state().stage()),
+               t_deferred_wakes);
   return absl::OkStatus();
 }
 
@@ -512,7 +539,11 @@ bool RunEngine::BeginInline() {
   {
     absl::MutexLock lock(&queue_mu_);
     // Work queued before this reply goes first (the workers have it); so does shutdown.
-    if (stopping_ || !queue_.empty() || inline_active_ >= options_.inline_replies) return false;
+    if (stopping_ || !queue_.empty() || inline_active_ >= options_.inline_replies) {
+      Metrics::Global().Add("rein_router_replies_queued_total", 1,
+                            !queue_.empty() ? "why=\"queued\"" : "why=\"busy\"");
+      return false;
+    }
     ++inline_active_;
   }
   return true;
@@ -610,6 +641,10 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
     Metrics::Global().Observe("rein_router_call_seconds",
                               std::chrono::duration<double>(replied - sent).count(), *label);
     Metrics::Global().Add("rein_router_calls_total", 1, *label);
+    // Declared first, so the watchers are woken after EndInline: the run's next reply, which
+    // may arrive on another callback thread while they are being written to, is applied there
+    // and then, not handed to a worker because this thread still counted as applying one.
+    DeferredWakes defer;
     if (BeginInline()) {
       // Applied here, on the thread that received the reply: no hand-off to a worker (the
       // thread hop and its futex wake-up were the largest cost of an iteration). Not when the
@@ -618,6 +653,7 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
       std::shared_ptr<Entry> e = weak.lock();
       const bool applied = e == nullptr || Complete(e, apply, /*only_if_free=*/true);
       EndInline();
+      if (!applied) Metrics::Global().Add("rein_router_replies_queued_total", 1, "why=\"locked\"");
       if (applied) {
         Metrics::Global().Observe("rein_router_queue_seconds", SecondsSince(replied));
         CallDone();
@@ -707,6 +743,8 @@ bool RunEngine::Complete(const std::shared_ptr<Entry>& entry,
   } else {
     entry->mu.Lock();
   }
+  // The run's watchers are woken once its next call is on its way, not before.
+  DeferredWakes defer;
   const bool advance = ApplyLocked(*entry, apply);
   entry->mu.Unlock();
   if (advance) Advance(entry);
@@ -1093,10 +1131,31 @@ absl::StatusOr<std::vector<Snapshot>> RunEngine::ListSnapshots(const std::string
 absl::StatusOr<std::vector<RunEvent>> RunEngine::WaitEvents(const std::string& run_id,
                                                             int64_t after_seq,
                                                             absl::Duration max_wait, bool* ended) {
+  return EventsUntil(run_id, after_seq, clock_->Now() + max_wait, ended);
+}
+
+absl::StatusOr<std::vector<RunEvent>> RunEngine::ReadEventsNow(const std::string& run_id,
+                                                               int64_t after_seq, bool* ended) {
+  // A deadline already past: every wait below returns at once.
+  return EventsUntil(run_id, after_seq, absl::InfinitePast(), ended);
+}
+
+uint64_t RunEngine::SubscribeEvents(const std::string& run_id, int64_t after_seq,
+                                    std::function<void()> wake, bool* recheck) {
+  *recheck = shared_ && !Find(run_id);
+  return tail_.Subscribe(run_id, after_seq, std::move(wake));
+}
+
+void RunEngine::UnsubscribeEvents(const std::string& run_id, uint64_t id) {
+  tail_.Unsubscribe(run_id, id);
+}
+
+absl::StatusOr<std::vector<RunEvent>> RunEngine::EventsUntil(const std::string& run_id,
+                                                             int64_t after_seq, absl::Time until,
+                                                             bool* ended) {
   *ended = false;
   RETURN_IF_ERROR(CheckRunId(run_id));
   if (after_seq < 0) return absl::InvalidArgumentError("after_seq: must be >= 0");
-  absl::Time until = clock_->Now() + max_wait;
   while (true) {
     // Live watchers of a run this router drives are served from the tail in memory when it
     // reaches back far enough. Another router's run is read from the store, and the wait

@@ -111,6 +111,21 @@ class RunEngine {
                                                              int64_t after_seq,
                                                              absl::Duration max_wait, bool* ended);
 
+  // WatchRun's read, which never waits: the events after `after_seq` now (from memory, else
+  // the store); empty when there are none yet. `ended` as for WaitEvents.
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> ReadEventsNow(const std::string& run_id,
+                                                                int64_t after_seq, bool* ended);
+  // A one-shot wake-up for a watcher holding no thread (EventTail::Subscribe): `wake` runs
+  // once, on the committing thread, when the run gets an event past `after_seq` (or its
+  // events move to the store only). Returns 0 and never calls `wake` when one is already
+  // there: read again. `*recheck` is set when the run is another router's (or none's), whose
+  // commits reach this router as notices that may be lost: read again after a while anyway.
+  uint64_t SubscribeEvents(const std::string& run_id, int64_t after_seq, std::function<void()> wake,
+                           bool* recheck);
+  void UnsubscribeEvents(const std::string& run_id, uint64_t id);
+  // Subscriptions waiting for a commit (tests: a watcher that went away leaves none behind).
+  size_t event_subscriptions() { return tail_.subscriptions(); }
+
   // Called by the store for a commit another router made (RunStore::SubscribeCommits).
   void OnCommitNotice(const CommitNotice& notice);
 
@@ -122,6 +137,10 @@ class RunEngine {
   struct Entry;
 
   std::shared_ptr<Entry> Find(const std::string& run_id);
+  // WaitEvents' and ReadEventsNow's work: waits until `until` for an event.
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> EventsUntil(const std::string& run_id,
+                                                              int64_t after_seq, absl::Time until,
+                                                              bool* ended);
   std::shared_ptr<Entry> Track(const rein::v1::Run& run);
   // Takes on a run found unfinished in the store (start, takeover, rejoin): the restart
   // recovery rules (StageRouter::OnRecovery), then Advance.
