@@ -93,7 +93,7 @@ PHASES = [
     Phase("floor", lambda root, quick, f: [os.path.join(root, "bench/floor_bench")] + floor_args(f) + (
         ["--quick"] if quick else []), "bench/floor_bench", (120, 60)),
     Phase("router_pg", lambda root, quick, f: [
-        os.path.join(root, "bench/router_bench"), "--store=postgres", "--memory_runs=0",
+        os.path.join(root, "bench/router_bench"), "--store=postgres", "--memory_runs=0", "--watchers=0",
         "--router_binary=" + os.path.join(root, "router_service/rein-router")] + (
             ["--quick", "--large_runs=0"] if quick else []), "bench/router_bench", (300, 90)),
     Phase("langgraph", node_loop(1, 300, 50), None, (120, 60), prepare_langgraph),
@@ -355,7 +355,9 @@ NOTES = """\
   last event). Router CPU per iteration = the router process's utime + stime over the phase
   (`/proc/<pid>/stat`) / iterations. RSS from `/proc/<pid>/status` (VmRSS): idle, with 1,000
   runs each holding a Decide call open at the fake planner, and with 1,000 runs paused
-  (AFTER_PLAN).
+  (AFTER_PLAN). `router.watch1000.*`: 1,000 runs started at once, each with its own live
+  WatchRun stream (the callback client API) read to its end: throughput, per-run iteration time
+  and router CPU per iteration with every run watched.
 - **router_pg**: the same on PostgreSQL, a private server started by the bench (the tests'
   helper, `fsync=off`, so its figures leave out the disk).
 - **langgraph** (`bench/langgraph/loop.mjs`, LangGraph.js 1.7.3 with its SQLite checkpointer,
