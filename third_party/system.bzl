@@ -21,6 +21,8 @@ _LIBRARIES = {
     "prometheus": (["prometheus-cpp-core", "prometheus-cpp-pull"], []),
     "seccomp": (["libseccomp"], []),
     "libcrypto": (["libcrypto"], []),
+    # gperftools' tcmalloc (the allocator only, no profiler): rein-router's malloc.
+    "tcmalloc": (["libtcmalloc_minimal"], []),
 }
 
 def _system_libraries_impl(ctx):
