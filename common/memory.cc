@@ -10,6 +10,7 @@
 #include <malloc.h>
 
 #include <cstdint>
+#include <cstdlib>
 
 namespace rein {
 namespace {
@@ -90,7 +91,9 @@ void ConfigureAllocator(const MemoryOptions& options) {
       }
       break;
     case Allocator::kTcmalloc:
-      if (options.max_thread_cache_bytes > 0) {
+      // An explicit TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES in the environment wins.
+      if (options.max_thread_cache_bytes > 0 &&
+          getenv("TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES") == nullptr) {
         Api().tc_set("tcmalloc.max_total_thread_cache_bytes", options.max_thread_cache_bytes);
       }
       break;

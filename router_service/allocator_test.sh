@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# rein-router is linked with tcmalloc (BUILD): the built binary must run on it. Its "serving"
-# log line names the allocator the process found in use (common/memory.h), so a build that
-# dropped the library, or an environment that replaced it, fails here.
-#   allocator_test.sh ROUTER_BINARY
+# The built rein-router runs on the allocator it is meant to (BUILD says which and why). Its
+# "serving" log line names the allocator the process found in use (common/memory.h), so a build
+# that links another one, or drops the one meant, fails here.
+#   allocator_test.sh ROUTER_BINARY ALLOCATOR   (glibc, tcmalloc or jemalloc)
 set -euo pipefail
 
 router="$1"
+want="$2"
 dir="$(mktemp -d "${TEST_TMPDIR:-/tmp}/allocator.XXXXXX")"
 log="$dir/router.log"
 # Planner and executor are never called: the router only has to start.
@@ -25,8 +26,8 @@ if [ -z "$line" ]; then
   cat "$log" >&2
   exit 1
 fi
-if ! grep -q '"allocator":"tcmalloc"' <<<"$line"; then
-  echo "FAIL: rein-router does not run on tcmalloc: $line" >&2
+if ! grep -q "\"allocator\":\"$want\"" <<<"$line"; then
+  echo "FAIL: rein-router does not run on $want: $line" >&2
   exit 1
 fi
 echo "PASS: $line"
