@@ -48,6 +48,10 @@ ABSL_FLAG(std::string, service_env, "",
           "space-separated NAME=VALUE pairs added to the services' environment");
 ABSL_FLAG(std::vector<std::string>, service_flags, {},
           "flags added to all three services' command lines");
+ABSL_FLAG(std::string, router_binary, "",
+          "rein-router to run instead of the built one (e.g. another build or a wrapper script)");
+ABSL_FLAG(std::string, planner_binary, "", "rein-planner to run instead of the built one");
+ABSL_FLAG(std::string, executor_binary, "", "rein-executor to run instead of the built one");
 ABSL_FLAG(std::string, dir, "", "scratch directory (default: a new one under /tmp)");
 
 namespace {
@@ -146,8 +150,10 @@ class Service {
   pid_t pid_ = -1;
 };
 
-// The command line of a service: `env` with the extra environment, then the binary and flags.
-std::vector<std::string> CommandLine(const std::string& binary, std::vector<std::string> flags) {
+// The command line of a service: `env` with the extra environment, then the binary (`binary`
+// if set, else the built one at runfile path `runfile`) and flags.
+std::vector<std::string> CommandLine(const std::string& runfile, const std::string& binary,
+                                     std::vector<std::string> flags) {
   std::vector<std::string> argv = {"/usr/bin/env"};
   if (!absl::GetFlag(FLAGS_preload).empty()) {
     argv.push_back("LD_PRELOAD=" + absl::GetFlag(FLAGS_preload));
@@ -156,7 +162,7 @@ std::vector<std::string> CommandLine(const std::string& binary, std::vector<std:
        absl::StrSplit(absl::GetFlag(FLAGS_service_env), ' ', absl::SkipEmpty())) {
     argv.emplace_back(pair);
   }
-  argv.push_back(RunfilePath(binary));
+  argv.push_back(binary.empty() ? RunfilePath(runfile) : binary);
   for (std::string& flag : flags) argv.push_back(std::move(flag));
   for (const std::string& flag : absl::GetFlag(FLAGS_service_flags)) argv.push_back(flag);
   return argv;
@@ -400,20 +406,21 @@ int main(int argc, char** argv) {
 
   const int router_port = FreePort(), planner_port = FreePort(), executor_port = FreePort();
   auto target = [](int port) { return absl::StrCat("127.0.0.1:", port); };
-  Service executor(2, "executor",
-                   CommandLine("executor_service/rein-executor",
-                               {absl::StrCat("--listen=", target(executor_port)),
-                                absl::StrCat("--workspace_root=", dir, "/workspaces"),
-                                "--sandbox=none", "--allow_unsandboxed"}),
-                   dir + "/executor.log");
+  Service executor(
+      2, "executor",
+      CommandLine("executor_service/rein-executor", absl::GetFlag(FLAGS_executor_binary),
+                  {absl::StrCat("--listen=", target(executor_port)),
+                   absl::StrCat("--workspace_root=", dir, "/workspaces"), "--sandbox=none",
+                   "--allow_unsandboxed"}),
+      dir + "/executor.log");
   Service planner(
       1, "planner",
-      CommandLine("planner_service/rein-planner",
+      CommandLine("planner_service/rein-planner", absl::GetFlag(FLAGS_planner_binary),
                   {absl::StrCat("--listen=", target(planner_port)), "--backend=scripted",
                    absl::StrCat("--script=", dir, "/script.json")}),
       dir + "/planner.log");
   Service router(0, "router",
-                 CommandLine("router_service/rein-router",
+                 CommandLine("router_service/rein-router", absl::GetFlag(FLAGS_router_binary),
                              {absl::StrCat("--listen=", target(router_port)),
                               absl::StrCat("--store=sqlite:", dir, "/rein.db"),
                               absl::StrCat("--planner_target=", target(planner_port)),

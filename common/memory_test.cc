@@ -13,9 +13,18 @@
 namespace rein {
 namespace {
 
-// Under AddressSanitizer the sanitizer's allocator replaces glibc's, which these tests are about.
+// The test is built once per allocator (BUILD: memory_test with glibc's malloc,
+// memory_tcmalloc_test linked with tcmalloc like rein-router); REIN_EXPECTED_ALLOCATOR names it.
+#ifndef REIN_EXPECTED_ALLOCATOR
+#define REIN_EXPECTED_ALLOCATOR glibc
+#endif
+#define REIN_STRINGIFY_(x) #x
+#define REIN_STRINGIFY(x) REIN_STRINGIFY_(x)
+
+// Under AddressSanitizer the sanitizer's allocator replaces the real one, which these tests are
+// about.
 #if defined(__SANITIZE_ADDRESS__)
-#define SKIP_UNDER_SANITIZER() GTEST_SKIP() << "glibc malloc is replaced by the sanitizer's"
+#define SKIP_UNDER_SANITIZER() GTEST_SKIP() << "malloc is replaced by the sanitizer's"
 #else
 #define SKIP_UNDER_SANITIZER() (void)0
 #endif
@@ -42,6 +51,11 @@ void* FragmentHeap() {
   }
   for (size_t i = 0; i + 1 < blocks.size(); ++i) free(blocks[i]);
   return blocks.back();
+}
+
+TEST(MemoryTest, FindsTheAllocatorThisBinaryIsLinkedWith) {
+  SKIP_UNDER_SANITIZER();
+  EXPECT_STREQ(AllocatorName(ActiveAllocator()), REIN_STRINGIFY(REIN_EXPECTED_ALLOCATOR));
 }
 
 TEST(MemoryTest, ReleaseFreeMemoryReturnsFreedHeapToTheSystem) {

@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/memory.h"
 #include "common/server.h"
 #include "common/tls.h"
 #include "router_service/auth.h"
@@ -190,6 +191,7 @@ int main(int argc, char** argv) {
                             {"router_id", engine_options.router_id},
                             {"tls", tls.enabled() ? "on" : "off"},
                             {"auth", auth ? "tokens" : "none"},
+                            {"allocator", rein::AllocatorName(rein::ActiveAllocator())},
                             {"price_table", absl::GetFlag(FLAGS_price_table).empty()
                                                 ? "none"
                                                 : absl::GetFlag(FLAGS_price_table)}});
