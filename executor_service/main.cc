@@ -186,8 +186,8 @@ int main(int argc, char** argv) {
     if (sandbox.init_binary.empty()) sandbox.init_binary = NextToExecutable("rein-sandbox-init");
     if (sandbox.init_binary.empty() || sandbox.init_binary[0] != '/' ||
         access(sandbox.init_binary.c_str(), X_OK) != 0) {
-      Die(absl::StrCat("--sandbox_resident: rein-sandbox-init not found (\"",
-                       sandbox.init_binary, "\"); give its absolute path with --sandbox_init"));
+      Die(absl::StrCat("--sandbox_resident: rein-sandbox-init not found (\"", sandbox.init_binary,
+                       "\"); give its absolute path with --sandbox_init"));
     }
     if (sandbox.resident_idle <= absl::ZeroDuration()) {
       Die("--sandbox_resident_idle must be positive");

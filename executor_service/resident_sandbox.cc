@@ -121,9 +121,9 @@ absl::StatusOr<std::unique_ptr<ResidentSandbox>> ResidentSandbox::Start(
     Reap(resident->bwrap_pid_);
     resident->reaped_ = true;
     const std::string said = ReadAvailable(resident->output_.get());
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the resident sandbox could not be set up",
-        timed_out ? " in time" : "", said.empty() ? "" : ": ", said.substr(0, 1024)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the resident sandbox could not be set up", timed_out ? " in time" : "",
+                     said.empty() ? "" : ": ", said.substr(0, 1024)));
   }
   resident->init_pid_ = BwrapChildPid(ReadAvailable(resident->status_.get()));
   // Held from now on: a signal through it never reaches a process that reused the pid.

@@ -73,6 +73,8 @@ class ResidentSandbox {
 
   bool alive() const { return !killed_; }
   const std::string& plan() const { return holdings_.plan; }
+  void set_plan(std::string plan) { holdings_.plan = std::move(plan); }
+  const ResidentHoldings& holdings() const { return holdings_; }
   // The host pid of init (pid 1 inside), or 0.
   int init_pid() const { return init_pid_; }
 

@@ -21,10 +21,10 @@ ToolResult RunSandboxedCommand(const Sandbox& sandbox, const ToolContext& contex
   if (outcome->outcome_unknown) {
     // Handed to the run's resident sandbox, which then died: never run again.
     ToolResult lost = ToolResult::Failure(
-        "OUTCOME_UNKNOWN", absl::StrCat(tool, ": the sandbox ended while the command ran (",
-                                        outcome->error,
-                                        "); whether it took effect is unknown, and it is not "
-                                        "run again"));
+        "OUTCOME_UNKNOWN",
+        absl::StrCat(tool, ": the sandbox ended while the command ran (", outcome->error,
+                     "); whether it took effect is unknown, and it is not "
+                     "run again"));
     lost.outcome_unknown = true;
     size_t kept = 0;
     lost.output = EscapeCommandOutput(child.output, context.max_output_bytes, &kept);

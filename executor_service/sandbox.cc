@@ -172,10 +172,25 @@ absl::StatusOr<std::string> MountPlan(const Workspace& workspace,
   std::string plan = absl::StrCat(st.st_dev, ":", st.st_ino);
   for (const ProtectedMount& mount : mounts) {
     absl::StrAppend(&plan, "|", static_cast<int>(mount.kind), " ", mount.path);
-    if (mount.fd.valid()) {
-      if (fstat(mount.fd.get(), &st) != 0) return Errno("fstat protected path");
-      absl::StrAppend(&plan, " ", st.st_dev, ":", st.st_ino, ":", st.st_mode);
+    // A placeholder has no descriptor; the directory Acquire made for it on the host has an
+    // identity all the same: one removed and made again (its mount inside a resident sandbox
+    // is then gone) is a different plan.
+    // (bubblewrap makes it when it mounts the first sandbox with it: "missing" until then).
+    UniqueFd placeholder;
+    if (!mount.fd.valid()) {
+      absl::StatusOr<UniqueFd> opened = workspace.Open(mount.path, O_PATH | O_NOFOLLOW);
+      if (!opened.ok() && opened.status().code() != absl::StatusCode::kNotFound) {
+        return opened.status();
+      }
+      if (!opened.ok()) {
+        absl::StrAppend(&plan, " missing");
+        continue;
+      }
+      placeholder = *std::move(opened);
     }
+    const int fd = mount.fd.valid() ? mount.fd.get() : placeholder.get();
+    if (fstat(fd, &st) != 0) return Errno("fstat protected path");
+    absl::StrAppend(&plan, " ", st.st_dev, ":", st.st_ino, ":", st.st_mode);
   }
   return plan;
 }
@@ -396,9 +411,9 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options)
     if (sandbox->options_.resident && !sandbox->options_.init_binary.empty() &&
         !sandbox->etc_dir_.empty()) {
       if (access(sandbox->options_.init_binary.c_str(), X_OK) != 0) {
-        return absl::InvalidArgumentError(absl::StrCat("sandbox_init: ",
-                                                       sandbox->options_.init_binary,
-                                                       " is not an executable: ", strerror(errno)));
+        return absl::InvalidArgumentError(
+            absl::StrCat("sandbox_init: ", sandbox->options_.init_binary,
+                         " is not an executable: ", strerror(errno)));
       }
       sandbox->residents_.reset(
           new Residents(sandbox->options_.resident_idle, sandbox->options_.max_residents));
@@ -510,9 +525,7 @@ void Sandbox::ForgetRun(const std::string& run_id) const {
   if (residents_ != nullptr) residents_->Forget(run_id);
 }
 
-size_t Sandbox::ResidentCount() const {
-  return residents_ != nullptr ? residents_->alive() : 0;
-}
+size_t Sandbox::ResidentCount() const { return residents_ != nullptr ? residents_->alive() : 0; }
 
 absl::StatusOr<std::unique_ptr<PidsCgroup>> Sandbox::TakeCgroup() const {
   if (!cgroups_) return std::unique_ptr<PidsCgroup>();
@@ -536,8 +549,7 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
     if (!relative->empty()) cwd = absl::StrCat(kSandboxWorkspace, "/", *relative);
   }
   if (protect && residents_ != nullptr && ResidentEligible(request)) {
-    std::optional<absl::StatusOr<CommandOutcome>> resident =
-        RunResident(workspace, request, cwd);
+    std::optional<absl::StatusOr<CommandOutcome>> resident = RunResident(workspace, request, cwd);
     if (resident.has_value()) return *std::move(resident);
   }
   absl::StatusOr<ProtectedMountLease> mounts =
@@ -620,8 +632,9 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   return outcome;
 }
 
-std::optional<absl::StatusOr<CommandOutcome>> Sandbox::RunResident(
-    const Workspace& workspace, const CommandRequest& request, const std::string& cwd) const {
+std::optional<absl::StatusOr<CommandOutcome>> Sandbox::RunResident(const Workspace& workspace,
+                                                                   const CommandRequest& request,
+                                                                   const std::string& cwd) const {
   absl::StatusOr<ProtectedMountLease> mounts = protected_mounts_.Acquire(workspace);
   if (!mounts.ok()) return absl::StatusOr<CommandOutcome>(mounts.status());
   absl::StatusOr<std::string> plan = MountPlan(workspace, mounts->mounts());
@@ -630,8 +643,8 @@ std::optional<absl::StatusOr<CommandOutcome>> Sandbox::RunResident(
   std::unique_ptr<ResidentSandbox> resident = residents_->Take(request.run_id, *plan, &cold);
   if (cold) return std::nullopt;
   if (resident == nullptr) {
-    absl::StatusOr<std::unique_ptr<ResidentSandbox>> started =
-        StartResident(workspace, *plan, std::min(request.deadline, absl::Now() + absl::Seconds(20)));
+    absl::StatusOr<std::unique_ptr<ResidentSandbox>> started = StartResident(
+        workspace, *plan, std::min(request.deadline, absl::Now() + absl::Seconds(20)));
     if (!started.ok()) {
       residents_->Put(request.run_id, nullptr);
       LogError("resident sandbox not started; the command runs in a sandbox of its own",
@@ -658,8 +671,9 @@ std::optional<absl::StatusOr<CommandOutcome>> Sandbox::RunResident(
   return absl::StatusOr<CommandOutcome>(std::move(outcome));
 }
 
-absl::StatusOr<std::unique_ptr<ResidentSandbox>> Sandbox::StartResident(
-    const Workspace& workspace, const std::string& plan, absl::Time deadline) const {
+absl::StatusOr<std::unique_ptr<ResidentSandbox>> Sandbox::StartResident(const Workspace& workspace,
+                                                                        const std::string& plan,
+                                                                        absl::Time deadline) const {
   ResidentHoldings holdings;
   UniqueFd dir(fcntl(workspace.dir_fd(), F_DUPFD_CLOEXEC, 0));
   if (!dir.valid()) return Errno("dup");
@@ -709,9 +723,16 @@ absl::StatusOr<std::unique_ptr<ResidentSandbox>> Sandbox::StartResident(
   spec.env = Environment(kSandboxWorkspace);
   spec.limits = options_.limits;
   spec.new_session = true;
-  return ResidentSandbox::Start(std::move(spec), std::move(ours), std::move(theirs),
-                                std::move(status_read), std::move(status_write),
-                                std::move(holdings), deadline);
+  absl::StatusOr<std::unique_ptr<ResidentSandbox>> resident = ResidentSandbox::Start(
+      std::move(spec), std::move(ours), std::move(theirs), std::move(status_read),
+      std::move(status_write), std::move(holdings), deadline);
+  if (!resident.ok()) return resident.status();
+  // Its placeholders exist now: the plan the next commands will compute.
+  const ResidentHoldings& held = (*resident)->holdings();
+  absl::StatusOr<std::string> built = MountPlan(*held.workspace, held.mounts->mounts());
+  if (!built.ok()) return built.status();
+  (*resident)->set_plan(*std::move(built));
+  return resident;
 }
 
 absl::StatusOr<CommandOutcome> Sandbox::RunUnsandboxed(const Workspace& workspace,
