@@ -235,8 +235,8 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> resident_flags = absl::GetFlag(FLAGS_executor_flags);
   resident_flags.push_back("--sandbox_resident");
-  Executor resident = StartExecutor(executor_binary, root, "resident", resident_flags,
-                                    &resident_pgid);
+  Executor resident =
+      StartExecutor(executor_binary, root, "resident", resident_flags, &resident_pgid);
   resident.workspace = "ws-resident";
 
   const std::string bwrap_path = absl::GetFlag(FLAGS_bwrap);
@@ -274,9 +274,10 @@ int main(int argc, char** argv) {
 
   const Figures t = Percentiles(tool), b = Percentiles(bare), f = Percentiles(forkexec);
   const Figures r = Percentiles(resident_tool);
-  std::printf("%d calls of each kind, interleaved, /bin/true; every call of an executor in one "
-              "run\n",
-              calls);
+  std::printf(
+      "%d calls of each kind, interleaved, /bin/true; every call of an executor in one "
+      "run\n",
+      calls);
   std::printf("%-52s %9s %9s\n", "", "p50 ms", "p99 ms");
   std::printf("%-52s %9.2f %9.2f\n", "run_command (rein-executor over gRPC, full sandbox)",
               t.p50_ms, t.p99_ms);

@@ -617,6 +617,26 @@ TEST_P(ResidentTest, TmpShmAndIpcAreEmptyForTheNextCommand) {
   EXPECT_EQ(next.output, "/dev/shm:\n\n/tmp:\n0\n");
 }
 
+TEST_P(ResidentTest, DevIsAsBubblewrapMadeItForTheNextCommand) {
+  const std::string look =
+      "for f in /dev/* /dev/.[!.]*; do [ -e \"$f\" ] || [ -L \"$f\" ] && "
+      "echo \"$f $(stat -c %F:%a \"$f\") $(readlink \"$f\")\"; done; "
+      "stat -c '%n %a' /dev /tmp /dev/shm";
+  ToolResult before = Shell(look);
+  ASSERT_TRUE(before.ok) << before.output;
+  ToolResult change = Shell(
+      "rm /dev/stdout && ln -s /tmp/x /dev/stdout && rm /dev/fd && mkdir /dev/fd && "
+      "touch /dev/extra && mkdir -p /dev/d/e && chmod 700 /dev/shm /tmp /dev && echo changed");
+  ASSERT_TRUE(change.ok) << change.output;
+  ASSERT_EQ(change.output, "changed\n");
+  ToolResult after = Shell(look);
+  ASSERT_TRUE(after.ok) << after.output;
+  EXPECT_EQ(after.output, before.output);
+  EXPECT_TRUE(absl::StrContains(before.output, "/dev/stdout symbolic link:777 /proc/self/fd/1"))
+      << before.output;
+  EXPECT_EQ(PidNamespace("run-1"), PidNamespace("run-1"));  // the same resident sandbox
+}
+
 TEST_P(ResidentTest, TimeoutKillsTheTreeAndTheNextCommandGetsAFreshSandbox) {
   const std::string before = PidNamespace("run-1");
   const std::string a = UniqueSleep();

@@ -126,6 +126,104 @@ void EmptyPath(const char* path) {
   if (fd >= 0) EmptyDirectory(fd, 0);
 }
 
+// /dev as bubblewrap made it (its own tmpfs, writable by the command's uid): the device nodes are
+// bind mounts a command cannot remove or replace, but it can add entries, replace the symbolic
+// links (/dev/stdout, /dev/fd, ...) and change modes. Recorded at start, restored after each
+// command.
+struct DevEntry {
+  char name[64];
+  mode_t mode;
+  bool link;
+  char target[256];
+};
+constexpr int kMaxDevEntries = 64;
+DevEntry dev_entries[kMaxDevEntries];
+int dev_count = 0;
+mode_t dev_mode = 0, tmp_mode = 0;
+
+mode_t ModeOf(const char* path) {
+  struct stat st;
+  return lstat(path, &st) == 0 ? st.st_mode : 0;
+}
+
+void RecordDev() {
+  dev_mode = ModeOf("/dev");
+  tmp_mode = ModeOf("/tmp");
+  DIR* dir = opendir("/dev");
+  if (dir == nullptr) return;
+  while (struct dirent* entry = readdir(dir)) {
+    if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
+    if (dev_count == kMaxDevEntries || strlen(entry->d_name) >= sizeof(DevEntry::name)) continue;
+    DevEntry& e = dev_entries[dev_count];
+    struct stat st;
+    if (fstatat(dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    strcpy(e.name, entry->d_name);
+    e.mode = st.st_mode;
+    e.link = S_ISLNK(st.st_mode);
+    e.target[0] = '\0';
+    if (e.link) {
+      const ssize_t n = readlinkat(dirfd(dir), e.name, e.target, sizeof(e.target) - 1);
+      if (n <= 0) continue;
+      e.target[n] = '\0';
+    }
+    ++dev_count;
+  }
+  closedir(dir);
+}
+
+const DevEntry* Recorded(const char* name) {
+  for (int i = 0; i < dev_count; ++i) {
+    if (strcmp(dev_entries[i].name, name) == 0) return &dev_entries[i];
+  }
+  return nullptr;
+}
+
+void RemoveAt(int dir_fd, const char* name) {
+  if (unlinkat(dir_fd, name, 0) == 0) return;
+  if (errno == EISDIR || errno == EPERM) {
+    fchmodat(dir_fd, name, 0700, 0);
+    const int sub = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub >= 0) EmptyDirectory(sub, 0);
+    unlinkat(dir_fd, name, AT_REMOVEDIR);
+  }
+}
+
+void RestoreDev() {
+  const int dev = open("/dev", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dev < 0) return;
+  if (dev_mode != 0) fchmod(dev, dev_mode & 07777);
+  DIR* dir = fdopendir(dup(dev));
+  if (dir != nullptr) {
+    while (struct dirent* entry = readdir(dir)) {
+      if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
+      if (Recorded(entry->d_name) == nullptr) RemoveAt(dev, entry->d_name);
+    }
+    closedir(dir);
+  }
+  for (int i = 0; i < dev_count; ++i) {
+    const DevEntry& e = dev_entries[i];
+    struct stat st;
+    const bool present = fstatat(dev, e.name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (e.link) {
+      char target[sizeof(e.target)];
+      ssize_t n =
+          present && S_ISLNK(st.st_mode) ? readlinkat(dev, e.name, target, sizeof(target) - 1) : -1;
+      if (n >= 0) target[n] = '\0';
+      if (n < 0 || strcmp(target, e.target) != 0) {
+        if (present) RemoveAt(dev, e.name);
+        symlinkat(e.target, dev, e.name);
+      }
+      continue;
+    }
+    if (!present && S_ISDIR(e.mode)) mkdirat(dev, e.name, e.mode & 07777);
+    if (present && (st.st_mode & 07777) != (e.mode & 07777)) {
+      fchmodat(dev, e.name, e.mode & 07777, 0);
+    }
+  }
+  close(dev);
+  if (tmp_mode != 0) chmod("/tmp", tmp_mode & 07777);
+}
+
 // Removes the System V IPC objects of this IPC namespace (the sandbox's own): the ids are in
 // /proc/sysvipc/{shm,sem,msg}, second column.
 void RemoveIpcObjects() {
@@ -248,6 +346,7 @@ int main(int argc, char** argv) {
     dup2(null_fd, 2);
     if (null_fd > 2) close(null_fd);
   }
+  RecordDev();
   WriteAll(sock, "R", 1);
 
   for (;;) {
@@ -290,6 +389,7 @@ int main(int argc, char** argv) {
     KillTheRest();
     EmptyPath("/tmp");
     EmptyPath("/dev/shm");
+    RestoreDev();
     RemoveIpcObjects();
     char reply[5] = {'X'};
     const int32_t value = status;
