@@ -480,7 +480,12 @@ std::string Sandbox::Description() const {
                           ", no capabilities, seccomp, read-only system, writable workspace "
                           "(protected: ",
                           absl::StrJoin(protected_.paths(), ", "), "), processes: ", processes,
-                          ", max_concurrent ", options_.max_concurrent);
+                          ", max_concurrent ", options_.max_concurrent,
+                          residents_ != nullptr
+                              ? absl::StrCat(", resident sandbox per run (idle ",
+                                             absl::FormatDuration(options_.resident_idle),
+                                             ", at most ", options_.max_residents, ")")
+                              : "");
     case State::kUnsandboxed:
       return "none (unsandboxed: --sandbox=none --allow_unsandboxed; commands run as the "
              "executor's user with its view of the machine)";
