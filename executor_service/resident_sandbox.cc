@@ -253,7 +253,10 @@ ResidentSandbox::Result ResidentSandbox::Run(const std::vector<std::string>& arg
       char reply[8];
       const ssize_t got = recv(socket_.get(), reply, sizeof(reply), MSG_DONTWAIT);
       if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-      if (got == 5 && reply[0] == 'X') {
+      if (got == 5 && (reply[0] == 'X' || reply[0] == 'D')) {
+        // 'D': the command is over, but something it left could not be reset: this sandbox
+        // serves no other command (torn down off the reply's path).
+        if (reply[0] == 'D') retired_ = true;
         int32_t value;
         memcpy(&value, reply + 1, sizeof(value));
         status = value;

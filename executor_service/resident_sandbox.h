@@ -71,7 +71,8 @@ class ResidentSandbox {
   Result Run(const std::vector<std::string>& argv, const std::vector<std::string>& env,
              const std::string& cwd, absl::Time deadline, size_t max_output_bytes);
 
-  bool alive() const { return !killed_; }
+  // False once killed, or retired (init could not reset what a command left).
+  bool alive() const { return !killed_ && !retired_; }
   const std::string& plan() const { return holdings_.plan; }
   void set_plan(std::string plan) { holdings_.plan = std::move(plan); }
   const ResidentHoldings& holdings() const { return holdings_; }
@@ -97,6 +98,7 @@ class ResidentSandbox {
   UniqueFd output_;  // bubblewrap's own stdout and stderr
   UniqueFd status_;  // bubblewrap's --json-status-fd
   bool killed_ = false;
+  bool retired_ = false;
   bool reaped_ = false;
 };
 

@@ -617,6 +617,20 @@ TEST_P(ResidentTest, TmpShmAndIpcAreEmptyForTheNextCommand) {
   EXPECT_EQ(next.output, "/dev/shm:\n\n/tmp:\n0\n");
 }
 
+TEST_P(ResidentTest, WhatCannotBeResetRetiresTheSandbox) {
+  const std::string before = PidNamespace("run-1");
+  // Nested deeper than init's walk goes: /tmp cannot be emptied, so the sandbox is not reused.
+  ToolResult deep = Shell(
+      "cd /tmp && for i in $(seq 300); do mkdir d && cd d || exit 1; done && echo x > f && "
+      "echo deep");
+  ASSERT_TRUE(deep.ok) << deep.output;
+  ToolResult next = Shell("ls -A /tmp; readlink /proc/self/ns/pid");
+  ASSERT_TRUE(next.ok) << next.output;
+  // A fresh sandbox: an empty /tmp (ls printed nothing) and another pid namespace.
+  EXPECT_EQ(next.output.rfind("pid:[", 0), 0u) << next.output;
+  EXPECT_NE(next.output, before);
+}
+
 TEST_P(ResidentTest, DevIsAsBubblewrapMadeItForTheNextCommand) {
   const std::string look =
       "for f in /dev/* /dev/.[!.]*; do [ -e \"$f\" ] || [ -L \"$f\" ] && "

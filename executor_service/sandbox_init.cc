@@ -12,6 +12,8 @@
 //   init -> executor  "R"                          ready
 //   executor -> init  u32 argc, u32 envc, cwd\0, argv[i]\0..., env[i]\0...  + 3 descriptors
 //   init -> executor  "X" + int32 wait status      the command and everything else are gone
+//                     "D" + int32 wait status      the same, but a leftover could not be
+//                                                  removed: the sandbox is not used again
 // Any protocol error or EOF makes init exit; pid 1 exiting kills the whole namespace.
 //
 // Plain C++ on system calls only, no dependencies: it runs in the sandbox's minimal root.
@@ -95,28 +97,27 @@ void Say(int fd, const char* a, const char* b, const char* c, const char* d = ""
 // Removes everything inside the directory `dir_fd` (not the directory itself). The command ran as
 // this uid, so whatever it made is ours to remove; a directory it made unreadable is opened up.
 void EmptyDirectory(int dir_fd, int depth) {
-  if (depth > 256) return;
+  if (depth > 256) {
+    close(dir_fd);
+    return;
+  }
   DIR* dir = fdopendir(dir_fd);
   if (dir == nullptr) {
     close(dir_fd);
     return;
   }
-  for (int pass = 0; pass < 2; ++pass) {
-    rewinddir(dir);
-    bool left = false;
-    while (struct dirent* entry = readdir(dir)) {
-      const char* name = entry->d_name;
-      if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) continue;
-      if (unlinkat(dirfd(dir), name, 0) == 0) continue;
-      if (errno == EISDIR || errno == EPERM) {
-        fchmodat(dirfd(dir), name, 0700, 0);
-        const int sub = openat(dirfd(dir), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (sub >= 0) EmptyDirectory(sub, depth + 1);
-        if (unlinkat(dirfd(dir), name, AT_REMOVEDIR) == 0) continue;
-      }
-      left = true;
+  // One pass (what cannot be removed stays, and the caller sees /tmp is not empty): a second
+  // pass per level would make a deep tree cost exponential time.
+  while (struct dirent* entry = readdir(dir)) {
+    const char* name = entry->d_name;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) continue;
+    if (unlinkat(dirfd(dir), name, 0) == 0) continue;
+    if (errno == EISDIR || errno == EPERM) {
+      fchmodat(dirfd(dir), name, 0700, 0);
+      const int sub = openat(dirfd(dir), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub >= 0) EmptyDirectory(sub, depth + 1);
+      unlinkat(dirfd(dir), name, AT_REMOVEDIR);
     }
-    if (!left) break;
   }
   closedir(dir);
 }
@@ -222,6 +223,45 @@ void RestoreDev() {
   }
   close(dev);
   if (tmp_mode != 0) chmod("/tmp", tmp_mode & 07777);
+}
+
+// True when the directory `path` is empty (or absent).
+bool IsEmpty(const char* path) {
+  DIR* dir = opendir(path);
+  if (dir == nullptr) return errno == ENOENT;
+  bool empty = true;
+  while (struct dirent* entry = readdir(dir)) {
+    if (strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0) empty = false;
+  }
+  closedir(dir);
+  return empty;
+}
+
+// True when /dev has exactly the recorded entries, links pointing where they did.
+bool DevAsRecorded() {
+  DIR* dir = opendir("/dev");
+  if (dir == nullptr) return false;
+  int seen = 0;
+  bool same = true;
+  while (struct dirent* entry = readdir(dir)) {
+    if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
+    const DevEntry* e = Recorded(entry->d_name);
+    if (e == nullptr) {
+      same = false;
+      break;
+    }
+    ++seen;
+    if (e->link) {
+      char target[sizeof(e->target)];
+      const ssize_t n = readlinkat(dirfd(dir), e->name, target, sizeof(target) - 1);
+      if (n < 0 || static_cast<size_t>(n) != strlen(e->target) ||
+          memcmp(target, e->target, static_cast<size_t>(n)) != 0) {
+        same = false;
+      }
+    }
+  }
+  closedir(dir);
+  return same && seen == dev_count;
 }
 
 // Removes the System V IPC objects of this IPC namespace (the sandbox's own): the ids are in
@@ -391,7 +431,10 @@ int main(int argc, char** argv) {
     EmptyPath("/dev/shm");
     RestoreDev();
     RemoveIpcObjects();
-    char reply[5] = {'X'};
+    // 'D' (dirty): something could not be reset (a directory nested deeper than the walk
+    // goes, say); the executor then retires this sandbox after the reply.
+    const bool clean = IsEmpty("/tmp") && IsEmpty("/dev/shm") && DevAsRecorded();
+    char reply[5] = {clean ? 'X' : 'D'};
     const int32_t value = status;
     memcpy(reply + 1, &value, 4);
     ssize_t sent;
