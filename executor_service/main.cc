@@ -46,12 +46,15 @@ ABSL_FLAG(std::string, sandbox_cgroup, "",
 ABSL_FLAG(bool, sandbox_prefork, true,
           "Fork each pooled per-command cgroup's process ahead of time, already inside it, so "
           "that a command does not wait for the kernel to move it there");
-ABSL_FLAG(bool, sandbox_resident, false,
+ABSL_FLAG(bool, sandbox_resident, true,
           "Resident sandboxes (executor_service/SANDBOX.md): the commands of one run start "
           "inside one sandbox set up by its first command, each as a fresh process that is "
-          "killed with everything it started before the reply; never shared between runs");
+          "killed with everything it started before the reply; never shared between runs. "
+          "Without rein-sandbox-init next to the executor (and no --sandbox_init), every "
+          "command gets a sandbox of its own, with a warning");
 ABSL_FLAG(std::string, sandbox_init, "",
-          "rein-sandbox-init, pid 1 of a resident sandbox; default: next to this executable");
+          "rein-sandbox-init, pid 1 of a resident sandbox; default: next to this executable "
+          "(given, it must be an executable)");
 ABSL_FLAG(absl::Duration, sandbox_resident_idle, absl::Seconds(60),
           "A resident sandbox unused this long is removed");
 ABSL_FLAG(int, sandbox_max_residents, 16,
@@ -183,11 +186,24 @@ int main(int argc, char** argv) {
   sandbox.max_residents = absl::GetFlag(FLAGS_sandbox_max_residents);
   if (sandbox.resident) {
     sandbox.init_binary = absl::GetFlag(FLAGS_sandbox_init);
-    if (sandbox.init_binary.empty()) sandbox.init_binary = NextToExecutable("rein-sandbox-init");
-    if (sandbox.init_binary.empty() || sandbox.init_binary[0] != '/' ||
-        access(sandbox.init_binary.c_str(), X_OK) != 0) {
-      Die(absl::StrCat("--sandbox_resident: rein-sandbox-init not found (\"", sandbox.init_binary,
-                       "\"); give its absolute path with --sandbox_init"));
+    if (!sandbox.init_binary.empty()) {
+      if (sandbox.init_binary[0] != '/' || access(sandbox.init_binary.c_str(), X_OK) != 0) {
+        Die(absl::StrCat("--sandbox_init: \"", sandbox.init_binary,
+                         "\" is not an executable given by its absolute path"));
+      }
+    } else {
+      const std::string next_to_us = NextToExecutable("rein-sandbox-init");
+      if (!next_to_us.empty() && access(next_to_us.c_str(), X_OK) == 0) {
+        sandbox.init_binary = next_to_us;
+      } else {
+        // A sandbox per command, as without the flag: slower, not less safe.
+        rein::LogError(
+            "rein-sandbox-init not found next to the executable: no resident "
+            "sandboxes (--sandbox_init=PATH names it; --nosandbox_resident silences "
+            "this)",
+            {{"looked_for", next_to_us}});
+        sandbox.resident = false;
+      }
     }
     if (sandbox.resident_idle <= absl::ZeroDuration()) {
       Die("--sandbox_resident_idle must be positive");
