@@ -152,6 +152,8 @@ RATIOS = [
     ("run_command p99 / its p50", "sandbox.run_command.p99", "sandbox.run_command.p50", "<=", 2.0),
     ("run_command p50 / fork+exec p50", "sandbox.run_command.p50", "sandbox.forkexec.p50", None,
      None),
+    ("run_command --nosandbox_resident (cold) p50 / bare bwrap p50",
+     "sandbox.run_command_cold.p50", "sandbox.bwrap.p50", None, None),
     ("decide prompt tokens, iteration 50 / iteration 2", "prompt.decide.growth_2_50", 1.0, "<=",
      1.2),
     ("plan prompt tokens, iteration 50 / iteration 2", "prompt.plan.growth_2_50", 1.0, "<=", 1.05),

@@ -122,11 +122,21 @@ BwrapInvocation BuildBwrapInvocation(const std::vector<std::string>& static_args
   if (command.share_network) {
     a.insert(a.end(), {"--share-net", "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"});
   }
+  std::string init_socket;
+  if (!command.init_binary.empty()) {
+    init_socket = absl::StrCat(3 + out.pass_fds.size());
+    out.pass_fds.push_back(command.init_socket_fd);
+    a.insert(a.end(), {"--as-pid-1", "--ro-bind", command.init_binary, kSandboxInitPath});
+  }
   // The root (where /etc and the mount points live) becomes read-only too.
   a.insert(a.end(),
            {"--remount-ro", "/", "--chdir", command.cwd, "--seccomp", absl::StrCat(kSeccompChildFd),
             "--json-status-fd", absl::StrCat(kStatusChildFd), "--"});
-  a.insert(a.end(), command.argv.begin(), command.argv.end());
+  if (!command.init_binary.empty()) {
+    a.insert(a.end(), {kSandboxInitPath, init_socket});
+  } else {
+    a.insert(a.end(), command.argv.begin(), command.argv.end());
+  }
   return out;
 }
 

@@ -12,6 +12,9 @@ namespace rein {
 // Where the workspace appears inside the sandbox (and the commands' HOME).
 inline constexpr const char* kSandboxWorkspace = "/workspace";
 
+// Where a resident sandbox's init program (rein-sandbox-init) appears inside it.
+inline constexpr const char* kSandboxInitPath = "/.rein-sandbox-init";
+
 // A top-level system directory of the host (/bin, /lib64, ...), mirrored read-only.
 struct SystemDir {
   std::string path;            // absolute, e.g. "/lib64"
@@ -64,6 +67,11 @@ struct BwrapCommand {
   std::vector<std::string> argv;        // the command
   bool share_network = false;           // --share-net (and /etc/resolv.conf) instead of none
   std::vector<std::string> read_only_paths;  // absolute host paths bound read-only, same place
+  // A resident sandbox (SANDBOX.md): when set, this host file is bound read-only at
+  // kSandboxInitPath and runs as the sandbox's pid 1 (--as-pid-1) instead of `argv`, with
+  // `init_socket_fd` passed to it and its number as its argument.
+  std::string init_binary;
+  int init_socket_fd = -1;
 };
 
 // What to start: `argv` names each descriptor by its number in the child, which is 3 + its

@@ -395,18 +395,11 @@ Spawner::~Spawner() {
   if (area_ != nullptr) munmap(area_, kSpawnerAreaBytes);
 }
 
-absl::StatusOr<ChildOutcome> RunChild(const ChildSpec& spec, absl::Time deadline,
-                                      size_t max_output_bytes,
-                                      const std::function<void(int pid)>& kill_rest) {
+absl::StatusOr<int> StartChild(const ChildSpec& spec, int output_fd) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("argv must not be empty");
   if (spec.pass_fds.size() > kMaxPassFds) {
     return absl::InvalidArgumentError(absl::StrCat("at most ", kMaxPassFds, " fds are passed"));
   }
-  const absl::Time start = absl::Now();
-  int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return ErrnoStatus(errno, "pipe");
-  UniqueFd read_end(pipe_fds[0]);
-  UniqueFd write_end(pipe_fds[1]);
   UniqueFd dev_null(open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!dev_null.valid()) return ErrnoStatus(errno, "/dev/null");
 
@@ -418,8 +411,8 @@ absl::StatusOr<ChildOutcome> RunChild(const ChildSpec& spec, absl::Time deadline
   args.argv = argv.data();
   args.envp = envp.data();
   args.stdin_fd = spec.stdin_fd >= 0 ? spec.stdin_fd : dev_null.get();
-  args.out_fd = write_end.get();
-  args.stdout_fd = spec.stdout_fd >= 0 ? spec.stdout_fd : write_end.get();
+  args.out_fd = output_fd;
+  args.stdout_fd = spec.stdout_fd >= 0 ? spec.stdout_fd : output_fd;
   args.pass_count = spec.pass_fds.size();
   std::copy(spec.pass_fds.begin(), spec.pass_fds.end(), args.pass_fds);
   args.cwd_fd = spec.cwd_fd;
@@ -458,7 +451,6 @@ absl::StatusOr<ChildOutcome> RunChild(const ChildSpec& spec, absl::Time deadline
     if (pid < 0) return ErrnoStatus(clone_errno, "clone");
     started = &args;
   }
-  write_end.Reset();
   if (started->error != 0) {
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -466,6 +458,21 @@ absl::StatusOr<ChildOutcome> RunChild(const ChildSpec& spec, absl::Time deadline
     return ErrnoStatus(started->error,
                        absl::StrCat("cannot start ", spec.path, " (", started->step, ")"));
   }
+  return pid;
+}
+
+absl::StatusOr<ChildOutcome> RunChild(const ChildSpec& spec, absl::Time deadline,
+                                      size_t max_output_bytes,
+                                      const std::function<void(int pid)>& kill_rest) {
+  const absl::Time start = absl::Now();
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return ErrnoStatus(errno, "pipe");
+  UniqueFd read_end(pipe_fds[0]);
+  UniqueFd write_end(pipe_fds[1]);
+  absl::StatusOr<int> started = StartChild(spec, write_end.get());
+  if (!started.ok()) return started.status();
+  const int pid = *started;
+  write_end.Reset();
 
   ChildOutcome outcome;
   UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));

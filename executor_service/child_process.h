@@ -104,6 +104,11 @@ class Spawner {
   absl::Notification release_;
 };
 
+// Starts `spec` with its stdout (unless ChildSpec::stdout_fd) and stderr on `output_fd` (not
+// owned; the caller closes its copy) and returns its pid once it has executed; the caller waits
+// for it (waitpid) and kills it. Errors as RunChild's.
+absl::StatusOr<int> StartChild(const ChildSpec& spec, int output_fd);
+
 // Starts `spec` and reads its output until it exits and the pipe reaches EOF, or until
 // `deadline` (or ChildSpec::stop_fd fires), when it is killed with SIGKILL. The pipe is always
 // drained (bytes past `max_output_bytes` are counted and dropped), so a flood never blocks the

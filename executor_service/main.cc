@@ -46,6 +46,19 @@ ABSL_FLAG(std::string, sandbox_cgroup, "",
 ABSL_FLAG(bool, sandbox_prefork, true,
           "Fork each pooled per-command cgroup's process ahead of time, already inside it, so "
           "that a command does not wait for the kernel to move it there");
+ABSL_FLAG(bool, sandbox_resident, true,
+          "Resident sandboxes (executor_service/SANDBOX.md): the commands of one run start "
+          "inside one sandbox set up by its first command, each as a fresh process that is "
+          "killed with everything it started before the reply; never shared between runs. "
+          "Without rein-sandbox-init next to the executor (and no --sandbox_init), every "
+          "command gets a sandbox of its own, with a warning");
+ABSL_FLAG(std::string, sandbox_init, "",
+          "rein-sandbox-init, pid 1 of a resident sandbox; default: next to this executable "
+          "(given, it must be an executable)");
+ABSL_FLAG(absl::Duration, sandbox_resident_idle, absl::Seconds(60),
+          "A resident sandbox unused this long is removed");
+ABSL_FLAG(int, sandbox_max_residents, 16,
+          "Resident sandboxes at most (one per run); past it the least recently used is removed");
 ABSL_FLAG(int64_t, sandbox_max_memory_bytes, int64_t{4} << 30,
           "RLIMIT_AS of every sandboxed process");
 ABSL_FLAG(int64_t, sandbox_max_file_bytes, int64_t{1} << 30,
@@ -127,6 +140,17 @@ void CheckFlags(int argc, char** argv) {
   }
 }
 
+// `name` in the directory of this executable (symbolic links resolved), or "".
+std::string NextToExecutable(const std::string& name) {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return "";
+  std::string path(self, static_cast<size_t>(n));
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return "";
+  return absl::StrCat(path.substr(0, slash + 1), name);
+}
+
 std::string DefaultExecutorId() {
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
@@ -157,6 +181,37 @@ int main(int argc, char** argv) {
   sandbox.bwrap_path = absl::GetFlag(FLAGS_bwrap);
   sandbox.cgroup = absl::GetFlag(FLAGS_sandbox_cgroup);
   sandbox.prefork = absl::GetFlag(FLAGS_sandbox_prefork);
+  sandbox.resident = absl::GetFlag(FLAGS_sandbox_resident);
+  sandbox.resident_idle = absl::GetFlag(FLAGS_sandbox_resident_idle);
+  sandbox.max_residents = absl::GetFlag(FLAGS_sandbox_max_residents);
+  if (sandbox.resident) {
+    sandbox.init_binary = absl::GetFlag(FLAGS_sandbox_init);
+    if (!sandbox.init_binary.empty()) {
+      if (sandbox.init_binary[0] != '/' || access(sandbox.init_binary.c_str(), X_OK) != 0) {
+        Die(absl::StrCat("--sandbox_init: \"", sandbox.init_binary,
+                         "\" is not an executable given by its absolute path"));
+      }
+    } else {
+      const std::string next_to_us = NextToExecutable("rein-sandbox-init");
+      if (!next_to_us.empty() && access(next_to_us.c_str(), X_OK) == 0) {
+        sandbox.init_binary = next_to_us;
+      } else {
+        // A sandbox per command, as without the flag: slower, not less safe.
+        rein::LogError(
+            "rein-sandbox-init not found next to the executable: no resident "
+            "sandboxes (--sandbox_init=PATH names it; --nosandbox_resident silences "
+            "this)",
+            {{"looked_for", next_to_us}});
+        sandbox.resident = false;
+      }
+    }
+    if (sandbox.resident_idle <= absl::ZeroDuration()) {
+      Die("--sandbox_resident_idle must be positive");
+    }
+    if (sandbox.max_residents < 1) {
+      Die(absl::StrCat("--sandbox_max_residents must be at least 1, got ", sandbox.max_residents));
+    }
+  }
   const std::pair<const char*, int64_t> limits[] = {
       {"sandbox_max_memory_bytes", absl::GetFlag(FLAGS_sandbox_max_memory_bytes)},
       {"sandbox_max_file_bytes", absl::GetFlag(FLAGS_sandbox_max_file_bytes)},

@@ -13,10 +13,23 @@ namespace rein {
 ToolResult RunSandboxedCommand(const Sandbox& sandbox, const ToolContext& context,
                                CommandRequest request, absl::string_view tool) {
   request.max_output_bytes = context.max_output_bytes;
+  request.run_id = context.run_id;
 
   absl::StatusOr<CommandOutcome> outcome = sandbox.Run(*context.workspace, request);
   if (!outcome.ok()) return ToolResult::Failure(outcome.status());
   const ChildOutcome& child = outcome->child;
+  if (outcome->outcome_unknown) {
+    // Handed to the run's resident sandbox, which then died: never run again.
+    ToolResult lost = ToolResult::Failure(
+        "OUTCOME_UNKNOWN",
+        absl::StrCat(tool, ": the sandbox ended while the command ran (", outcome->error,
+                     "); whether it took effect is unknown, and it is not "
+                     "run again"));
+    lost.outcome_unknown = true;
+    size_t kept = 0;
+    lost.output = EscapeCommandOutput(child.output, context.max_output_bytes, &kept);
+    return lost;
+  }
 
   size_t consumed = 0;
   ToolResult result;

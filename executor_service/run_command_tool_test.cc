@@ -6,11 +6,13 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
@@ -34,6 +36,10 @@ namespace rein {
 namespace {
 
 using ::rein::testing::TempWorkspace;
+
+std::string InitPath() {
+  return absl::StrCat(std::getenv("TEST_SRCDIR"), "/rein/executor_service/rein-sandbox-init");
+}
 
 std::string ProbePath() {
   return absl::StrCat(std::getenv("TEST_SRCDIR"), "/rein/executor_service/testing/sandbox_probe");
@@ -60,11 +66,32 @@ std::string UniqueSleep() {
   return absl::StrCat("1000.", random() % 1000000 + 1000000);
 }
 
-class RunCommandTest : public ::testing::Test {
+// Every test runs twice: each command in a sandbox of its own (cold), and the commands of the
+// run in its resident sandbox (SANDBOX.md, "Resident sandbox"), which must hold the same.
+class RunCommandTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override { executor_ = MakeExecutor(SandboxOptions()); }
 
+  bool resident() const { return GetParam(); }
+
+  // A resident sandbox keeps its placeholders in the workspace while it lives: the run ends
+  // here, and this waits until it is gone.
+  void EndRun() {
+    if (!resident()) return;
+    ASSERT_TRUE(executor_->ForgetRun("run-1").ok());
+    const absl::Time until = absl::Now() + absl::Seconds(10);
+    while (executor_->sandbox().ResidentCount() > 0 && absl::Now() < until) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    ASSERT_EQ(executor_->sandbox().ResidentCount(), 0u);
+    absl::SleepFor(absl::Milliseconds(50));  // its teardown ends just after it is counted out
+  }
+
   std::unique_ptr<ToolExecutor> MakeExecutor(SandboxOptions sandbox) {
+    if (resident()) {
+      sandbox.resident = true;
+      sandbox.init_binary = InitPath();
+    }
     ExecutorOptions options;
     options.workspace_root = temp_.root();
     options.executor_id = "test-executor";
@@ -78,9 +105,10 @@ class RunCommandTest : public ::testing::Test {
   }
 
   ToolResult Run(const nlohmann::json& args, ToolExecutor* executor = nullptr,
-                 int64_t max_output_bytes = 0) {
+                 int64_t max_output_bytes = 0, const std::string& run_id = "run-1") {
     ExecuteCall call;
-    call.call_id = "call-1";
+    call.call_id = absl::StrCat("call-", ++calls_);
+    call.run_id = run_id;
     call.workspace = TempWorkspace::kName;
     call.tool = args.contains("path") ? "write_file" : "run_command";
     call.args_json = args.dump();
@@ -104,10 +132,16 @@ class RunCommandTest : public ::testing::Test {
   }
 
   TempWorkspace temp_;
+  std::atomic<int> calls_{0};
   std::unique_ptr<ToolExecutor> executor_;
 };
 
-TEST_F(RunCommandTest, ArgvRunsInTheWorkspaceAsAnUnprivilegedUser) {
+INSTANTIATE_TEST_SUITE_P(ColdAndResident, RunCommandTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Resident" : "Cold";
+                         });
+
+TEST_P(RunCommandTest, ArgvRunsInTheWorkspaceAsAnUnprivilegedUser) {
   temp_.WriteFile("hello.txt", "hi\n");
   ToolResult result = Run({{"argv", {"sh", "-c", "cat hello.txt; pwd; id -u; echo $HOME"}}});
   ASSERT_TRUE(result.ok) << result.error_message << result.output;
@@ -115,7 +149,7 @@ TEST_F(RunCommandTest, ArgvRunsInTheWorkspaceAsAnUnprivilegedUser) {
   EXPECT_EQ(result.exit_code, 0);
 }
 
-TEST_F(RunCommandTest, CwdIsResolvedInsideTheWorkspace) {
+TEST_P(RunCommandTest, CwdIsResolvedInsideTheWorkspace) {
   temp_.MakeDir("sub/dir");
   EXPECT_EQ(Run({{"shell", "pwd"}, {"cwd", "sub/dir"}}).output, "/workspace/sub/dir\n");
   EXPECT_EQ(Run({{"shell", "pwd"}, {"cwd", "../ws2"}}).error_code, "PERMISSION_DENIED");
@@ -123,13 +157,13 @@ TEST_F(RunCommandTest, CwdIsResolvedInsideTheWorkspace) {
   EXPECT_EQ(Run({{"shell", "pwd"}, {"cwd", "missing"}}).error_code, "NOT_FOUND");
 }
 
-TEST_F(RunCommandTest, ArgvAndShellAreExclusive) {
+TEST_P(RunCommandTest, ArgvAndShellAreExclusive) {
   EXPECT_EQ(Run({{"argv", {"true"}}, {"shell", "true"}}).error_code, "INVALID_ARGUMENT");
   EXPECT_EQ(Run(nlohmann::json::object()).error_code, "INVALID_ARGUMENT");
   EXPECT_EQ(Run({{"shell", "true"}, {"timeout_seconds", 601}}).error_code, "INVALID_ARGUMENT");
 }
 
-TEST_F(RunCommandTest, ArgumentsPastTheKernelsLimitAreInvalidNotInternal) {
+TEST_P(RunCommandTest, ArgumentsPastTheKernelsLimitAreInvalidNotInternal) {
   // The kernel refuses one argument of 131072 bytes or more (E2BIG).
   ToolResult result = Run({{"argv", {"true", std::string(131072, 'x')}}});
   EXPECT_EQ(result.error_code, "INVALID_ARGUMENT");
@@ -149,7 +183,7 @@ TEST_F(RunCommandTest, ArgumentsPastTheKernelsLimitAreInvalidNotInternal) {
   EXPECT_EQ(result.output, "131071\n");
 }
 
-TEST_F(RunCommandTest, NonZeroExitIsNotATimeout) {
+TEST_P(RunCommandTest, NonZeroExitIsNotATimeout) {
   ToolResult result = Shell("echo out; echo err >&2; exit 3");
   EXPECT_FALSE(result.ok);
   EXPECT_FALSE(result.timed_out);
@@ -158,7 +192,7 @@ TEST_F(RunCommandTest, NonZeroExitIsNotATimeout) {
   EXPECT_EQ(result.output, "out\nerr\n[exit status 3]\n");
 }
 
-TEST_F(RunCommandTest, InfiniteLoopIsKilledAtTheTimeout) {
+TEST_P(RunCommandTest, InfiniteLoopIsKilledAtTheTimeout) {
   const absl::Time start = absl::Now();
   ToolResult result = Shell("while :; do :; done", /*timeout_seconds=*/1);
   EXPECT_TRUE(result.timed_out);
@@ -166,7 +200,7 @@ TEST_F(RunCommandTest, InfiniteLoopIsKilledAtTheTimeout) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 }
 
-TEST_F(RunCommandTest, BackgroundProcessesDieWithTheCall) {
+TEST_P(RunCommandTest, BackgroundProcessesDieWithTheCall) {
   const std::string a = UniqueSleep(), b = UniqueSleep(), c = UniqueSleep();
   ToolResult result =
       Shell(absl::StrCat("sleep ", a, " & setsid nohup sleep ", b,
@@ -178,7 +212,7 @@ TEST_F(RunCommandTest, BackgroundProcessesDieWithTheCall) {
   EXPECT_FALSE(HostProcessWithCmdline(c));
 }
 
-TEST_F(RunCommandTest, DetachedProcessesDieAtTheTimeout) {
+TEST_P(RunCommandTest, DetachedProcessesDieAtTheTimeout) {
   const std::string a = UniqueSleep(), b = UniqueSleep();
   ToolResult result =
       Shell(absl::StrCat("setsid nohup sleep ", a, " >/dev/null 2>&1 & (sh -c 'sleep ", b,
@@ -189,7 +223,7 @@ TEST_F(RunCommandTest, DetachedProcessesDieAtTheTimeout) {
   EXPECT_FALSE(HostProcessWithCmdline(b));
 }
 
-TEST_F(RunCommandTest, ForkBombIsContainedAndTheExecutorStaysHealthy) {
+TEST_P(RunCommandTest, ForkBombIsContainedAndTheExecutorStaysHealthy) {
   SandboxOptions options;
   options.max_pids = 64;
   options.limits.processes = 64;
@@ -210,7 +244,7 @@ TEST_F(RunCommandTest, ForkBombIsContainedAndTheExecutorStaysHealthy) {
   EXPECT_EQ(after.output, "alive\n");
 }
 
-TEST_F(RunCommandTest, NetworkIsUnreachable) {
+TEST_P(RunCommandTest, NetworkIsUnreachable) {
   // A listening port on the host's loopback.
   ::rein::testing::LoopbackListener listener;
   ASSERT_NE(listener.port(), 0);
@@ -231,7 +265,7 @@ TEST_F(RunCommandTest, NetworkIsUnreachable) {
   EXPECT_EQ(Run({{"argv", {"./probe", "unix"}}}).output.rfind("socket_unix: ok", 0), 0u);
 }
 
-TEST_F(RunCommandTest, ProcShowsOnlyTheSandboxAndNothingOfTheExecutor) {
+TEST_P(RunCommandTest, ProcShowsOnlyTheSandboxAndNothingOfTheExecutor) {
   setenv("REIN_EXECUTOR_SECRET", "hunter2", 1);
   ToolResult result = Shell("ls /proc | grep -c '^[0-9]'; tr '\\0' '\\n' < /proc/1/environ; env");
   unsetenv("REIN_EXECUTOR_SECRET");
@@ -244,7 +278,7 @@ TEST_F(RunCommandTest, ProcShowsOnlyTheSandboxAndNothingOfTheExecutor) {
   EXPECT_LE(count, 5);
 }
 
-TEST_F(RunCommandTest, NoExecutorDescriptorIsVisible) {
+TEST_P(RunCommandTest, NoExecutorDescriptorIsVisible) {
   // Even a descriptor opened without O_CLOEXEC stays outside.
   const int leaky = open(temp_.Path("").c_str(), O_RDONLY);
   ASSERT_GE(leaky, 0);
@@ -254,7 +288,7 @@ TEST_F(RunCommandTest, NoExecutorDescriptorIsVisible) {
   EXPECT_EQ(result.output, "0\n1\n2\n3\n");
 }
 
-TEST_F(RunCommandTest, SeccompDeniesPtraceVmReadvTiocstiAndIoUring) {
+TEST_P(RunCommandTest, SeccompDeniesPtraceVmReadvTiocstiAndIoUring) {
   CopyProbe();
   EXPECT_EQ(Run({{"argv", {"./probe", "ptrace"}}}).output.rfind("ptrace: errno 1", 0), 0u);
   EXPECT_EQ(Run({{"argv", {"./probe", "vm_readv"}}}).output.rfind("process_vm_readv: errno 1", 0),
@@ -266,7 +300,7 @@ TEST_F(RunCommandTest, SeccompDeniesPtraceVmReadvTiocstiAndIoUring) {
             0u);
 }
 
-TEST_F(RunCommandTest, SetuidBinaryGainsNothingAndCannotBeMade) {
+TEST_P(RunCommandTest, SetuidBinaryGainsNothingAndCannotBeMade) {
   CopyProbe();
   ASSERT_EQ(chmod(temp_.Path("probe").c_str(), 04755), 0);  // set-user-ID root, by the host
   EXPECT_EQ(Run({{"argv", {"./probe", "euid"}}}).output, "euid 65534 uid 65534\n");
@@ -284,7 +318,7 @@ TEST_F(RunCommandTest, SetuidBinaryGainsNothingAndCannotBeMade) {
   EXPECT_EQ(st.st_mode & 06000, 0u);
 }
 
-TEST_F(RunCommandTest, GigabyteOfOutputIsCappedWithBoundedMemory) {
+TEST_P(RunCommandTest, GigabyteOfOutputIsCappedWithBoundedMemory) {
   struct rusage before;
   getrusage(RUSAGE_SELF, &before);
   const absl::Time start = absl::Now();
@@ -301,14 +335,14 @@ TEST_F(RunCommandTest, GigabyteOfOutputIsCappedWithBoundedMemory) {
   EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 << 10);  // KiB: < 64 MiB more
 }
 
-TEST_F(RunCommandTest, SmallOutputCapIsHonoured) {
+TEST_P(RunCommandTest, SmallOutputCapIsHonoured) {
   ToolResult result = Run({{"shell", "seq 1 100000"}}, nullptr, /*max_output_bytes=*/100);
   EXPECT_TRUE(result.truncated);
   EXPECT_EQ(result.output.substr(0, 8), "1\n2\n3\n4\n");
   EXPECT_TRUE(absl::StrContains(result.output, "[output truncated: "));
 }
 
-TEST_F(RunCommandTest, BinaryNulAndInvalidUtf8AreEscaped) {
+TEST_P(RunCommandTest, BinaryNulAndInvalidUtf8AreEscaped) {
   ToolResult result = Shell("printf 'a\\000b\\377c\\033[31m\\303\\251\\n'");
   EXPECT_EQ(result.output, "a\\x00b\\xffc\\x1b[31m\xc3\xa9\n");
   temp_.WriteFile(std::string("bad\xff"
@@ -317,7 +351,7 @@ TEST_F(RunCommandTest, BinaryNulAndInvalidUtf8AreEscaped) {
   EXPECT_EQ(Shell("ls bad*").output, "bad\\xffname\n");
 }
 
-TEST_F(RunCommandTest, ReadingDevZeroFifoAndSparseFilesIsBounded) {
+TEST_P(RunCommandTest, ReadingDevZeroFifoAndSparseFilesIsBounded) {
   temp_.MakeFifo("fifo");
   ToolResult fifo = Shell("cat fifo", /*timeout_seconds=*/1);
   EXPECT_TRUE(fifo.timed_out);
@@ -329,7 +363,7 @@ TEST_F(RunCommandTest, ReadingDevZeroFifoAndSparseFilesIsBounded) {
   EXPECT_TRUE(sparse.truncated);
 }
 
-TEST_F(RunCommandTest, AllocationOverTheAddressSpaceLimitIsStopped) {
+TEST_P(RunCommandTest, AllocationOverTheAddressSpaceLimitIsStopped) {
   SandboxOptions options;
   options.limits.address_space_bytes = 128 << 20;
   std::unique_ptr<ToolExecutor> small = MakeExecutor(options);
@@ -342,7 +376,7 @@ TEST_F(RunCommandTest, AllocationOverTheAddressSpaceLimitIsStopped) {
   EXPECT_EQ(Run({{"argv", {"./probe", "alloc", "32"}}}, small.get()).output, "alloc: ok\n");
 }
 
-TEST_F(RunCommandTest, DiskFillIsStoppedByTheFileSizeLimit) {
+TEST_P(RunCommandTest, DiskFillIsStoppedByTheFileSizeLimit) {
   SandboxOptions options;
   options.limits.file_size_bytes = 1 << 20;
   std::unique_ptr<ToolExecutor> small = MakeExecutor(options);
@@ -355,7 +389,7 @@ TEST_F(RunCommandTest, DiskFillIsStoppedByTheFileSizeLimit) {
   EXPECT_EQ(st.st_size, 1 << 20);
 }
 
-TEST_F(RunCommandTest, SystemIsReadOnlyAndTmpIsPrivate) {
+TEST_P(RunCommandTest, SystemIsReadOnlyAndTmpIsPrivate) {
   const std::string marker = absl::StrCat("/tmp/rein-host-", getpid());
   ToolResult result = Shell(absl::StrCat(
       "echo x > ", marker, " && echo tmp-ok; ", "{ echo x > /x; } 2>/dev/null || echo root-ro; ",
@@ -366,7 +400,7 @@ TEST_F(RunCommandTest, SystemIsReadOnlyAndTmpIsPrivate) {
   EXPECT_NE(access(marker.c_str(), F_OK), 0);
 }
 
-TEST_F(RunCommandTest, GitHooksAndConfigAreReadOnly) {
+TEST_P(RunCommandTest, GitHooksAndConfigAreReadOnly) {
   temp_.WriteFile(".git/config", "[core]\n");
   temp_.WriteFile(".git/hooks/pre-commit.sample", "#!/bin/sh\n");
   temp_.WriteFile(".git/HEAD", "ref: refs/heads/main\n");
@@ -384,23 +418,25 @@ TEST_F(RunCommandTest, GitHooksAndConfigAreReadOnly) {
   EXPECT_EQ(text.str(), "[core]\n");
 }
 
-TEST_F(RunCommandTest, MissingGitHooksAndConfigCannotBeCreated) {
+TEST_P(RunCommandTest, MissingGitHooksAndConfigCannotBeCreated) {
   ToolResult result = Shell(
       "mkdir -p .git/hooks 2>/dev/null || echo no-git; "
       "git init -q . 2>/dev/null || echo no-init; ls -a");
   EXPECT_EQ(result.output, "no-git\nno-init\n.\n..\n.git\n");
   // The read-only placeholder is gone afterwards.
+  EndRun();
   EXPECT_NE(access(temp_.Path(".git").c_str(), F_OK), 0);
   temp_.MakeDir(".git");
   result = Shell(
       "{ echo x > .git/config; } 2>/dev/null || echo config-ro; "
       "mkdir .git/hooks 2>/dev/null || echo hooks-ro");
   EXPECT_EQ(result.output, "config-ro\nhooks-ro\n");
+  EndRun();
   EXPECT_NE(access(temp_.Path(".git/config").c_str(), F_OK), 0);
   EXPECT_NE(access(temp_.Path(".git/hooks").c_str(), F_OK), 0);
 }
 
-TEST_F(RunCommandTest, GitCommondirCannotBeCreatedAndGitStillWorks) {
+TEST_P(RunCommandTest, GitCommondirCannotBeCreatedAndGitStillWorks) {
   // .git/commondir would make the host's git read its config from a directory the command
   // controls (core.fsmonitor, core.hooksPath): it must not be creatable.
   temp_.WriteFile(".git/HEAD", "ref: refs/heads/main\n");
@@ -414,10 +450,11 @@ TEST_F(RunCommandTest, GitCommondirCannotBeCreatedAndGitStillWorks) {
   // git sees the placeholder "." as the git directory itself.
   EXPECT_EQ(result.output, "commondir-ro\nno-rm\n/workspace/.git\n");
   // The placeholder is gone afterwards.
+  EndRun();
   EXPECT_NE(access(temp_.Path(".git/commondir").c_str(), F_OK), 0);
 }
 
-TEST_F(RunCommandTest, ConcurrentCommandsInOneWorkspaceAllSucceed) {
+TEST_P(RunCommandTest, ConcurrentCommandsInOneWorkspaceAllSucceed) {
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
@@ -429,10 +466,15 @@ TEST_F(RunCommandTest, ConcurrentCommandsInOneWorkspaceAllSucceed) {
   }
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(failures.load(), 0);
+  EndRun();
+  const absl::Time until = absl::Now() + absl::Seconds(10);
+  while (access(temp_.Path(".git").c_str(), F_OK) == 0 && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
   EXPECT_NE(access(temp_.Path(".git").c_str(), F_OK), 0);  // the shared placeholder is gone
 }
 
-TEST_F(RunCommandTest, MaxConcurrentIsResourceExhausted) {
+TEST_P(RunCommandTest, MaxConcurrentIsResourceExhausted) {
   SandboxOptions options;
   options.max_concurrent = 1;
   std::unique_ptr<ToolExecutor> one = MakeExecutor(options);
@@ -456,7 +498,7 @@ TEST_F(RunCommandTest, MaxConcurrentIsResourceExhausted) {
   EXPECT_TRUE(one->Execute(call).ok());
 }
 
-TEST_F(RunCommandTest, UnavailableBwrapRefusesMutatingToolsWithAFix) {
+TEST_P(RunCommandTest, UnavailableBwrapRefusesMutatingToolsWithAFix) {
   SandboxOptions options;
   options.bwrap_path = "/nonexistent/bwrap";
   ExecutorOptions executor_options;
@@ -474,7 +516,7 @@ TEST_F(RunCommandTest, UnavailableBwrapRefusesMutatingToolsWithAFix) {
   EXPECT_NE(access(temp_.Path("f").c_str(), F_OK), 0);
 }
 
-TEST_F(RunCommandTest, UnsandboxedModeSaysSoInEveryMutatingReply) {
+TEST_P(RunCommandTest, UnsandboxedModeSaysSoInEveryMutatingReply) {
   SandboxOptions options;
   options.mode = SandboxMode::kNone;
   EXPECT_FALSE(Sandbox::Create(options).ok());  // not without allow_unsandboxed
@@ -494,6 +536,212 @@ TEST_F(RunCommandTest, UnsandboxedModeSaysSoInEveryMutatingReply) {
                executor->get());
   EXPECT_TRUE(result.timed_out);
   EXPECT_FALSE(HostProcessWithCmdline(marker));
+}
+
+// Host pids of the processes in the pid namespace `ns` ("pid:[N]\n", as readlink prints it).
+std::vector<int> HostPidsInPidNamespace(const std::string& ns) {
+  std::vector<int> pids;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return pids;
+  while (struct dirent* entry = readdir(proc)) {
+    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+    char link[256];
+    const ssize_t n =
+        readlink(absl::StrCat("/proc/", entry->d_name, "/ns/pid").c_str(), link, sizeof(link));
+    if (n > 0 && absl::StrCat(std::string(link, static_cast<size_t>(n)), "\n") == ns) {
+      pids.push_back(std::atoi(entry->d_name));
+    }
+  }
+  closedir(proc);
+  return pids;
+}
+
+std::string ReadHostFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The resident sandbox's own guarantees (only with residents on).
+class ResidentTest : public RunCommandTest {
+ protected:
+  void SetUp() override {
+    if (!resident()) GTEST_SKIP() << "resident sandboxes only";
+    RunCommandTest::SetUp();
+  }
+
+  // The pid namespace a command of `run` sees.
+  std::string PidNamespace(const std::string& run, ToolExecutor* executor = nullptr) {
+    ToolResult result = Run({{"shell", "readlink /proc/self/ns/pid"}}, executor, 0, run);
+    EXPECT_TRUE(result.ok) << result.error_message << result.output;
+    return result.output;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Resident, ResidentTest, ::testing::Values(true),
+                         [](const ::testing::TestParamInfo<bool>&) { return "Resident"; });
+
+TEST_P(ResidentTest, CommandsOfOneRunShareItAndTwoRunsNever) {
+  const std::string a1 = PidNamespace("run-a");
+  const std::string a2 = PidNamespace("run-a");
+  const std::string b = PidNamespace("run-b");
+  EXPECT_EQ(a1, a2);  // the run's resident sandbox, reused
+  EXPECT_NE(a1, b);
+  EXPECT_NE(PidNamespace(""), a1);  // no run: a sandbox of its own
+  EXPECT_EQ(executor_->sandbox().ResidentCount(), 2u);
+}
+
+TEST_P(ResidentTest, LeftoverProcessesAreKilledBeforeTheReplyAndUnseenByTheNextCommand) {
+  const std::string a = UniqueSleep(), b = UniqueSleep();
+  ToolResult first = Shell(
+      absl::StrCat("sleep ", a, " & setsid nohup sleep ", b, " >/dev/null 2>&1 & echo started"));
+  ASSERT_TRUE(first.ok) << first.output;
+  EXPECT_FALSE(HostProcessWithCmdline(a));
+  EXPECT_FALSE(HostProcessWithCmdline(b));
+  // Pid 1 (init) and the command's own shell and cat are all there is.
+  ToolResult next = Shell("for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done");
+  ASSERT_TRUE(next.ok) << next.output;
+  EXPECT_FALSE(absl::StrContains(next.output, a)) << next.output;
+  EXPECT_FALSE(absl::StrContains(next.output, "sleep")) << next.output;
+  EXPECT_EQ(PidNamespace("run-1"), PidNamespace("run-1"));  // still the same sandbox
+}
+
+TEST_P(ResidentTest, TmpShmAndIpcAreEmptyForTheNextCommand) {
+  ToolResult first = Shell(
+      "echo x > /tmp/a; mkdir -p /tmp/d/e; touch /tmp/d/e/f; chmod 000 /tmp/d; "
+      "echo y > /dev/shm/s; echo done");
+  ASSERT_TRUE(first.ok) << first.output;
+  ToolResult next = Shell("ls -A /tmp /dev/shm; tail -n +2 /proc/sysvipc/shm | wc -l");
+  ASSERT_TRUE(next.ok) << next.output;
+  EXPECT_EQ(next.output, "/dev/shm:\n\n/tmp:\n0\n");
+}
+
+TEST_P(ResidentTest, WhatCannotBeResetRetiresTheSandbox) {
+  const std::string before = PidNamespace("run-1");
+  // Nested deeper than init's walk goes: /tmp cannot be emptied, so the sandbox is not reused.
+  ToolResult deep = Shell(
+      "cd /tmp && for i in $(seq 300); do mkdir d && cd d || exit 1; done && echo x > f && "
+      "echo deep");
+  ASSERT_TRUE(deep.ok) << deep.output;
+  ToolResult next = Shell("ls -A /tmp; readlink /proc/self/ns/pid");
+  ASSERT_TRUE(next.ok) << next.output;
+  // A fresh sandbox: an empty /tmp (ls printed nothing) and another pid namespace.
+  EXPECT_EQ(next.output.rfind("pid:[", 0), 0u) << next.output;
+  EXPECT_NE(next.output, before);
+}
+
+TEST_P(ResidentTest, DevIsAsBubblewrapMadeItForTheNextCommand) {
+  const std::string look =
+      "for f in /dev/* /dev/.[!.]*; do [ -e \"$f\" ] || [ -L \"$f\" ] && "
+      "echo \"$f $(stat -c %F:%a \"$f\") $(readlink \"$f\")\"; done; "
+      "stat -c '%n %a' /dev /tmp /dev/shm";
+  ToolResult before = Shell(look);
+  ASSERT_TRUE(before.ok) << before.output;
+  ToolResult change = Shell(
+      "rm /dev/stdout && ln -s /tmp/x /dev/stdout && rm /dev/fd && mkdir /dev/fd && "
+      "touch /dev/extra && mkdir -p /dev/d/e && chmod 700 /dev/shm /tmp /dev && echo changed");
+  ASSERT_TRUE(change.ok) << change.output;
+  ASSERT_EQ(change.output, "changed\n");
+  ToolResult after = Shell(look);
+  ASSERT_TRUE(after.ok) << after.output;
+  EXPECT_EQ(after.output, before.output);
+  EXPECT_TRUE(absl::StrContains(before.output, "/dev/stdout symbolic link:777 /proc/self/fd/1"))
+      << before.output;
+  EXPECT_EQ(PidNamespace("run-1"), PidNamespace("run-1"));  // the same resident sandbox
+}
+
+TEST_P(ResidentTest, TimeoutKillsTheTreeAndTheNextCommandGetsAFreshSandbox) {
+  const std::string before = PidNamespace("run-1");
+  const std::string a = UniqueSleep();
+  ToolResult result = Shell(absl::StrCat("setsid nohup sleep ", a, " >/dev/null 2>&1 & sleep 100"),
+                            /*timeout_seconds=*/1);
+  EXPECT_TRUE(result.timed_out);
+  EXPECT_EQ(result.error_code, "TIMEOUT");
+  EXPECT_FALSE(HostProcessWithCmdline(a));
+  EXPECT_NE(PidNamespace("run-1"), before);
+}
+
+TEST_P(ResidentTest, GitCreatedBetweenCommandsStaysProtected) {
+  // The first command's sandbox has a placeholder for the missing .git.
+  ASSERT_TRUE(Shell("true").ok);
+  // On the host, .git appears with a config (a new mount plan).
+  ASSERT_EQ(mkdir(temp_.Path(".git").c_str(), 0755) == 0 || errno == EEXIST, true);
+  temp_.WriteFile(".git/config", "[core]\n");
+  ToolResult write = Shell("echo evil > .git/config");
+  EXPECT_FALSE(write.ok);
+  ToolResult hook = Shell("mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit");
+  EXPECT_FALSE(hook.ok);
+  EXPECT_EQ(ReadHostFile(temp_.Path(".git/config")), "[core]\n");
+  EXPECT_NE(access(temp_.Path(".git/hooks/pre-commit").c_str(), F_OK), 0);
+}
+
+TEST_P(RunCommandTest, EachCommandHasThePidsAllowanceOfAColdOne) {
+  SandboxOptions options;
+  options.max_pids = 64;
+  std::unique_ptr<ToolExecutor> small = MakeExecutor(options);
+  ASSERT_NE(small, nullptr);
+  if (!absl::StrContains(small->SandboxDescription(), "pids cgroup")) {
+    GTEST_SKIP() << "no pids cgroup here: " << small->SandboxDescription();
+  }
+  // How many background processes one command can start before a fork fails (dash gives up
+  // the subshell at the first failure; the rest uses builtins only).
+  const std::string fill =
+      "n=0; ( while [ $n -lt 200 ] && { sleep 30 & }; do n=$((n+1)); echo $n > /tmp/n; done ) "
+      "2>/dev/null; read n < /tmp/n; echo $n";
+  ToolResult first = Run({{"shell", fill}}, small.get());
+  ToolResult second = Run({{"shell", fill}}, small.get());
+  EXPECT_TRUE(first.ok) << first.output;
+  EXPECT_EQ(first.output, second.output);  // nothing of the first counts against the second
+  EXPECT_LE(std::atoi(first.output.c_str()), 64) << first.output;
+  EXPECT_GE(std::atoi(first.output.c_str()), 40) << first.output;
+}
+
+TEST_P(ResidentTest, InitKilledFromOutsideIsAnUnknownOutcomeNeverRunAgain) {
+  const std::string ns = PidNamespace("run-1");  // the resident sandbox exists
+  const std::string marker = UniqueSleep();
+  std::thread killer([&] {
+    const absl::Time until = absl::Now() + absl::Seconds(10);
+    while (!HostProcessWithCmdline(marker) && absl::Now() < until) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    // Init, the oldest process of the sandbox's pid namespace (the lowest pid, barring wrap).
+    std::vector<int> pids = HostPidsInPidNamespace(ns);
+    ASSERT_FALSE(pids.empty());
+    const int init = *std::min_element(pids.begin(), pids.end());
+    ASSERT_TRUE(absl::StrContains(ReadHostFile(absl::StrCat("/proc/", init, "/cmdline")),
+                                  "rein-sandbox-init"));
+    kill(init, SIGKILL);
+  });
+  ToolResult result = Shell(absl::StrCat("echo ran >> count; sleep ", marker));
+  killer.join();
+  EXPECT_FALSE(result.ok);
+  EXPECT_EQ(result.error_code, "OUTCOME_UNKNOWN") << result.error_message;
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(ReadHostFile(temp_.Path("count")), "ran\n");  // once, not again on another path
+  EXPECT_FALSE(HostProcessWithCmdline(marker));
+  ToolResult next = Shell("echo alive");
+  EXPECT_TRUE(next.ok) << next.error_message;
+  EXPECT_EQ(next.output, "alive\n");
+}
+
+TEST_P(ResidentTest, IdleResidentsAreRemovedAndCapped) {
+  SandboxOptions options;
+  options.resident_idle = absl::Milliseconds(300);
+  options.max_residents = 2;
+  std::unique_ptr<ToolExecutor> executor = MakeExecutor(options);
+  ASSERT_NE(executor, nullptr);
+  const std::string namespaces[] = {PidNamespace("r1", executor.get()),
+                                    PidNamespace("r2", executor.get()),
+                                    PidNamespace("r3", executor.get())};
+  EXPECT_LE(executor->sandbox().ResidentCount(), 2u);
+  const absl::Time until = absl::Now() + absl::Seconds(10);
+  while (executor->sandbox().ResidentCount() > 0 && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(executor->sandbox().ResidentCount(), 0u);
+  executor.reset();
+  for (const std::string& ns : namespaces) EXPECT_TRUE(HostPidsInPidNamespace(ns).empty()) << ns;
 }
 
 }  // namespace

@@ -7,13 +7,17 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -21,7 +25,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/log.h"
 #include "executor_service/seccomp_filter.h"
 
 namespace rein {
@@ -44,43 +50,6 @@ absl::StatusOr<UniqueFd> DataPipe(absl::string_view data) {
     data.remove_prefix(static_cast<size_t>(n));
   }
   return read_end;
-}
-
-// Reads what is in `fd` now (non-blocking), up to 64 KiB.
-std::string ReadAvailable(int fd) {
-  fcntl(fd, F_SETFL, O_NONBLOCK);
-  std::string out;
-  char buf[4096];
-  while (out.size() < (64 << 10)) {
-    const ssize_t n = read(fd, buf, sizeof(buf));
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
-}
-
-// The "child-pid" bwrap reported on its --json-status-fd, or 0.
-int ChildPid(const std::string& status) {
-  const size_t at = status.find("\"child-pid\"");
-  if (at == std::string::npos) return 0;
-  size_t i = status.find(':', at);
-  if (i == std::string::npos) return 0;
-  ++i;
-  while (i < status.size() && status[i] == ' ') ++i;
-  int pid = 0;
-  while (i < status.size() && status[i] >= '0' && status[i] <= '9' && pid < (1 << 26)) {
-    pid = pid * 10 + (status[i++] - '0');
-  }
-  return pid;
-}
-
-// Waits until process `pid` (not necessarily our child) has exited, for at most `limit`.
-void WaitForExit(int pid, absl::Duration limit) {
-  if (pid <= 1) return;
-  UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
-  if (!pidfd.valid()) return;  // already gone
-  struct pollfd fd = {pidfd.get(), POLLIN, 0};
-  poll(&fd, 1, static_cast<int>(absl::ToInt64Milliseconds(limit)));
 }
 
 // The passwd and group files of the sandbox: root and the command's user.
@@ -181,7 +150,196 @@ bool AnyUnderEtc(const std::vector<std::string>& paths) {
   return false;
 }
 
+// The protected mounts as bubblewrap mounts.
+void AddProtectedMounts(const std::vector<ProtectedMount>& mounts, BwrapCommand* command) {
+  for (const ProtectedMount& mount : mounts) {
+    // A file placeholder is read-only like a protected file.
+    const BwrapMount::Kind kind = mount.kind == ProtectedMount::kPin ? BwrapMount::Kind::kBind
+                                  : mount.kind == ProtectedMount::kPlaceholder
+                                      ? BwrapMount::Kind::kReadOnlyTmpfs
+                                      : BwrapMount::Kind::kReadOnlyBind;
+    command->mounts.push_back({kind, mount.path, mount.fd.get()});
+  }
+}
+
+// What a sandbox of `workspace` with `mounts` mounts, as a string: the workspace directory's
+// identity and, per protected mount, its kind, path and the identity of what it binds. Two
+// commands with equal plans see the same mounts.
+absl::StatusOr<std::string> MountPlan(const Workspace& workspace,
+                                      const std::vector<ProtectedMount>& mounts) {
+  struct stat st;
+  if (fstat(workspace.dir_fd(), &st) != 0) return Errno("fstat workspace");
+  std::string plan = absl::StrCat(st.st_dev, ":", st.st_ino);
+  for (const ProtectedMount& mount : mounts) {
+    absl::StrAppend(&plan, "|", static_cast<int>(mount.kind), " ", mount.path);
+    // A placeholder has no descriptor; the directory Acquire made for it on the host has an
+    // identity all the same: one removed and made again (its mount inside a resident sandbox
+    // is then gone) is a different plan.
+    // (bubblewrap makes it when it mounts the first sandbox with it: "missing" until then).
+    UniqueFd placeholder;
+    if (!mount.fd.valid()) {
+      absl::StatusOr<UniqueFd> opened = workspace.Open(mount.path, O_PATH | O_NOFOLLOW);
+      if (!opened.ok() && opened.status().code() != absl::StatusCode::kNotFound) {
+        return opened.status();
+      }
+      if (!opened.ok()) {
+        absl::StrAppend(&plan, " missing");
+        continue;
+      }
+      placeholder = *std::move(opened);
+    }
+    const int fd = mount.fd.valid() ? mount.fd.get() : placeholder.get();
+    if (fstat(fd, &st) != 0) return Errno("fstat protected path");
+    absl::StrAppend(&plan, " ", st.st_dev, ":", st.st_ino, ":", st.st_mode);
+  }
+  return plan;
+}
+
+// True when `request` may run in its run's resident sandbox: a plain command of a run (no
+// server over stdin/stdout, no network, no extra binds).
+bool ResidentEligible(const CommandRequest& request) {
+  if (request.run_id.empty() || request.stdin_fd >= 0 || request.stdout_fd >= 0 ||
+      request.stop_fd >= 0 || request.share_network || !request.read_only_paths.empty()) {
+    return false;
+  }
+  size_t bytes = request.cwd.size() + 4096;  // the environment's fixed part, generously
+  for (const std::string& arg : request.argv) bytes += arg.size() + 1;
+  for (const std::string& var : request.env) bytes += var.size() + 1;
+  return bytes <= ResidentSandbox::kMaxCommandBytes;
+}
+
 }  // namespace
+
+// The resident sandboxes: idle ones by run id, the runs whose one is running a command, and a
+// thread that removes idle ones past their time and tears down dead ones off the commands' path.
+class Sandbox::Residents {
+ public:
+  Residents(absl::Duration idle, int max) : idle_limit_(idle), max_(static_cast<size_t>(max)) {
+    thread_ = std::thread([this] { Janitor(); });
+  }
+  ~Residents() {
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    thread_.join();
+  }
+
+  // For a command of `run` whose sandbox would have `plan`: the run's idle resident when it has
+  // that plan (another plan: it is discarded). Null with *cold when the command must not use
+  // one (the run's resident is busy with another command, or all are busy); null otherwise
+  // means "start one" (a place is reserved: Put gives it back).
+  std::unique_ptr<ResidentSandbox> Take(const std::string& run, const std::string& plan,
+                                        bool* cold) {
+    absl::MutexLock lock(&mu_);
+    *cold = false;
+    if (stop_ || busy_.count(run) > 0) {
+      *cold = true;
+      return nullptr;
+    }
+    auto it = idle_.find(run);
+    if (it != idle_.end()) {
+      std::unique_ptr<ResidentSandbox> resident = std::move(it->second.sandbox);
+      idle_.erase(it);
+      if (resident->alive() && resident->plan() == plan) {
+        busy_.insert(run);
+        return resident;
+      }
+      dead_.push_back(std::move(resident));
+      --alive_;
+    }
+    if (alive_ >= max_ && !idle_.empty()) {
+      auto oldest = idle_.begin();
+      for (auto i = idle_.begin(); i != idle_.end(); ++i) {
+        if (i->second.since < oldest->second.since) oldest = i;
+      }
+      dead_.push_back(std::move(oldest->second.sandbox));
+      idle_.erase(oldest);
+      --alive_;
+    }
+    if (alive_ >= max_) {
+      *cold = true;
+      return nullptr;
+    }
+    ++alive_;
+    busy_.insert(run);
+    return nullptr;
+  }
+
+  // Gives `run`'s place back, with its resident (null: none was started).
+  void Put(const std::string& run, std::unique_ptr<ResidentSandbox> resident) {
+    absl::MutexLock lock(&mu_);
+    busy_.erase(run);
+    if (resident != nullptr && resident->alive() && !stop_) {
+      idle_[run] = {std::move(resident), absl::Now()};
+      return;
+    }
+    if (resident != nullptr) dead_.push_back(std::move(resident));
+    --alive_;
+  }
+
+  void Forget(const std::string& run) {
+    absl::MutexLock lock(&mu_);
+    auto it = idle_.find(run);
+    if (it == idle_.end()) return;
+    dead_.push_back(std::move(it->second.sandbox));
+    idle_.erase(it);
+    --alive_;
+  }
+
+  size_t alive() const {
+    absl::MutexLock lock(&mu_);
+    return alive_;
+  }
+
+ private:
+  struct Idle {
+    std::unique_ptr<ResidentSandbox> sandbox;
+    absl::Time since;
+  };
+
+  void Janitor() {
+    const absl::Duration tick =
+        std::max(absl::Milliseconds(50), std::min(absl::Seconds(1), idle_limit_ / 4));
+    for (;;) {
+      std::vector<std::unique_ptr<ResidentSandbox>> gone;
+      bool stopping;
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.AwaitWithTimeout(absl::Condition(this, &Residents::HasWork), tick);
+        stopping = stop_;
+        const absl::Time now = absl::Now();
+        for (auto it = idle_.begin(); it != idle_.end();) {
+          if (stopping || now - it->second.since >= idle_limit_) {
+            gone.push_back(std::move(it->second.sandbox));
+            it = idle_.erase(it);
+            --alive_;
+          } else {
+            ++it;
+          }
+        }
+        for (auto& dead : dead_) gone.push_back(std::move(dead));
+        dead_.clear();
+      }
+      gone.clear();  // kills what is still alive, reaps, removes cgroups and placeholders
+      if (stopping) return;
+    }
+  }
+
+  bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !dead_.empty(); }
+
+  const absl::Duration idle_limit_;
+  const size_t max_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, Idle> idle_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> busy_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<ResidentSandbox>> dead_ ABSL_GUARDED_BY(mu_);
+  size_t alive_ ABSL_GUARDED_BY(mu_) = 0;  // idle + busy
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+void Sandbox::ResidentsDeleter::operator()(Residents* residents) const { delete residents; }
 
 std::string LookUpProgram(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
@@ -250,6 +408,16 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options)
   }
   if (probe.ok()) {
     sandbox->state_ = State::kBwrap;
+    if (sandbox->options_.resident && !sandbox->options_.init_binary.empty() &&
+        !sandbox->etc_dir_.empty()) {
+      if (access(sandbox->options_.init_binary.c_str(), X_OK) != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("sandbox_init: ", sandbox->options_.init_binary,
+                         " is not an executable: ", strerror(errno)));
+      }
+      sandbox->residents_.reset(
+          new Residents(sandbox->options_.resident_idle, sandbox->options_.max_residents));
+    }
   } else {
     sandbox->state_ = State::kUnavailable;
     sandbox->unavailable_reason_ = std::string(probe.message());
@@ -258,6 +426,7 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options)
 }
 
 Sandbox::~Sandbox() {
+  residents_.reset();
   if (!etc_dir_.empty()) {
     std::error_code ignored;
     std::filesystem::remove_all(etc_dir_, ignored);
@@ -311,7 +480,12 @@ std::string Sandbox::Description() const {
                           ", no capabilities, seccomp, read-only system, writable workspace "
                           "(protected: ",
                           absl::StrJoin(protected_.paths(), ", "), "), processes: ", processes,
-                          ", max_concurrent ", options_.max_concurrent);
+                          ", max_concurrent ", options_.max_concurrent,
+                          residents_ != nullptr
+                              ? absl::StrCat(", resident sandbox per run (idle ",
+                                             absl::FormatDuration(options_.resident_idle),
+                                             ", at most ", options_.max_residents, ")")
+                              : "");
     case State::kUnsandboxed:
       return "none (unsandboxed: --sandbox=none --allow_unsandboxed; commands run as the "
              "executor's user with its view of the machine)";
@@ -352,6 +526,12 @@ absl::StatusOr<CommandOutcome> Sandbox::Run(const Workspace& workspace,
   return CheckMutationAllowed();
 }
 
+void Sandbox::ForgetRun(const std::string& run_id) const {
+  if (residents_ != nullptr) residents_->Forget(run_id);
+}
+
+size_t Sandbox::ResidentCount() const { return residents_ != nullptr ? residents_->alive() : 0; }
+
 absl::StatusOr<std::unique_ptr<PidsCgroup>> Sandbox::TakeCgroup() const {
   if (!cgroups_) return std::unique_ptr<PidsCgroup>();
   return cgroups_->Take(options_.max_pids, /*pool_size=*/std::min(options_.max_concurrent, 8),
@@ -372,6 +552,10 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
     absl::StatusOr<std::string> relative = workspace.RelativePathOf(dir->get());
     if (!relative.ok()) return relative.status();
     if (!relative->empty()) cwd = absl::StrCat(kSandboxWorkspace, "/", *relative);
+  }
+  if (protect && residents_ != nullptr && ResidentEligible(request)) {
+    std::optional<absl::StatusOr<CommandOutcome>> resident = RunResident(workspace, request, cwd);
+    if (resident.has_value()) return *std::move(resident);
   }
   absl::StatusOr<ProtectedMountLease> mounts =
       protect ? protected_mounts_.Acquire(workspace) : ProtectedMountLease();
@@ -400,14 +584,7 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   command.workspace_fd = workspace.dir_fd();
   command.passwd_fd = passwd.get();
   command.group_fd = group.get();
-  for (const ProtectedMount& mount : mounts->mounts()) {
-    // A file placeholder is read-only like a protected file.
-    const BwrapMount::Kind kind = mount.kind == ProtectedMount::kPin ? BwrapMount::Kind::kBind
-                                  : mount.kind == ProtectedMount::kPlaceholder
-                                      ? BwrapMount::Kind::kReadOnlyTmpfs
-                                      : BwrapMount::Kind::kReadOnlyBind;
-    command.mounts.push_back({kind, mount.path, mount.fd.get()});
-  }
+  AddProtectedMounts(mounts->mounts(), &command);
   command.cwd = cwd;
   command.argv = request.argv;
   command.share_network = request.share_network;
@@ -439,7 +616,7 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
         // its pid namespace before pid 1 is gone: wait for that, so that nothing of the
         // command outlives the call. The cgroup catches anything still running.
         status += ReadAvailable(status_read.get());
-        WaitForExit(ChildPid(status), absl::Seconds(2));
+        WaitForExit(BwrapChildPid(status), absl::Seconds(2));
         if (*cgroup) (*cgroup)->KillAll();
       });
   status_write.Reset();
@@ -458,6 +635,109 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   outcome.child = *std::move(child);
   outcome.sandboxed = true;
   return outcome;
+}
+
+std::optional<absl::StatusOr<CommandOutcome>> Sandbox::RunResident(const Workspace& workspace,
+                                                                   const CommandRequest& request,
+                                                                   const std::string& cwd) const {
+  absl::StatusOr<ProtectedMountLease> mounts = protected_mounts_.Acquire(workspace);
+  if (!mounts.ok()) return absl::StatusOr<CommandOutcome>(mounts.status());
+  absl::StatusOr<std::string> plan = MountPlan(workspace, mounts->mounts());
+  if (!plan.ok()) return std::nullopt;
+  bool cold = false;
+  std::unique_ptr<ResidentSandbox> resident = residents_->Take(request.run_id, *plan, &cold);
+  if (cold) return std::nullopt;
+  if (resident == nullptr) {
+    absl::StatusOr<std::unique_ptr<ResidentSandbox>> started = StartResident(
+        workspace, *plan, std::min(request.deadline, absl::Now() + absl::Seconds(20)));
+    if (!started.ok()) {
+      residents_->Put(request.run_id, nullptr);
+      LogError("resident sandbox not started; the command runs in a sandbox of its own",
+               {{"run_id", request.run_id}, {"error", started.status().message()}});
+      return std::nullopt;
+    }
+    resident = *std::move(started);
+  }
+  std::vector<std::string> env = Environment(kSandboxWorkspace);
+  env.insert(env.end(), request.env.begin(), request.env.end());
+  ResidentSandbox::Result result =
+      resident->Run(request.argv, env, cwd, request.deadline, request.max_output_bytes);
+  // A resident that timed out or broke down is dead: Put hands it to be torn down.
+  residents_->Put(request.run_id, std::move(resident));
+  mounts->Release();
+  if (!result.handed_off) return std::nullopt;  // nothing ran: the cold path runs it
+  CommandOutcome outcome;
+  outcome.child = std::move(result.outcome);
+  outcome.sandboxed = true;
+  if (result.lost) {
+    outcome.outcome_unknown = true;
+    outcome.error = result.error;
+  }
+  return absl::StatusOr<CommandOutcome>(std::move(outcome));
+}
+
+absl::StatusOr<std::unique_ptr<ResidentSandbox>> Sandbox::StartResident(const Workspace& workspace,
+                                                                        const std::string& plan,
+                                                                        absl::Time deadline) const {
+  ResidentHoldings holdings;
+  UniqueFd dir(fcntl(workspace.dir_fd(), F_DUPFD_CLOEXEC, 0));
+  if (!dir.valid()) return Errno("dup");
+  holdings.workspace = std::make_unique<Workspace>(workspace.name(), std::move(dir));
+  absl::StatusOr<ProtectedMountLease> lease = protected_mounts_.Acquire(*holdings.workspace);
+  if (!lease.ok()) return lease.status();
+  holdings.mounts = std::make_unique<ProtectedMountLease>(*std::move(lease));
+  absl::StatusOr<std::string> own_plan = MountPlan(*holdings.workspace, holdings.mounts->mounts());
+  if (!own_plan.ok()) return own_plan.status();
+  if (*own_plan != plan) return absl::AbortedError("the workspace changed meanwhile");
+  holdings.plan = plan;
+  if (cgroups_) {
+    // The command's allowance is unchanged: bubblewrap's two processes (its monitor and pid 1,
+    // here init) are counted as on the cold path, where pid 1 is bubblewrap's own reaper.
+    absl::StatusOr<std::unique_ptr<PidsCgroup>> cgroup = cgroups_->Create(options_.max_pids);
+    if (!cgroup.ok()) return cgroup.status();
+    holdings.cgroup = *std::move(cgroup);
+  }
+  absl::StatusOr<UniqueFd> seccomp = SandboxSeccompProgramFd(/*share_network=*/false);
+  if (!seccomp.ok()) return seccomp.status();
+  int status_fds[2];
+  if (pipe2(status_fds, O_CLOEXEC) != 0) return Errno("pipe");
+  UniqueFd status_read(status_fds[0]);
+  UniqueFd status_write(status_fds[1]);
+  int sockets[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockets) != 0) {
+    return Errno("socketpair");
+  }
+  UniqueFd ours(sockets[0]);
+  UniqueFd theirs(sockets[1]);
+  const int buffer = static_cast<int>(2 * ResidentSandbox::kMaxCommandBytes);
+  setsockopt(ours.get(), SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer));
+  setsockopt(theirs.get(), SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer));
+
+  BwrapCommand command;
+  command.seccomp_fd = seccomp->get();
+  command.status_fd = status_write.get();
+  command.workspace_fd = holdings.workspace->dir_fd();
+  AddProtectedMounts(holdings.mounts->mounts(), &command);
+  command.init_binary = options_.init_binary;
+  command.init_socket_fd = theirs.get();
+  BwrapInvocation invocation = BuildBwrapInvocation(static_args_, command);
+  ChildSpec spec;
+  spec.path = options_.bwrap_path;
+  spec.argv = std::move(invocation.argv);
+  spec.pass_fds = std::move(invocation.pass_fds);
+  spec.env = Environment(kSandboxWorkspace);
+  spec.limits = options_.limits;
+  spec.new_session = true;
+  absl::StatusOr<std::unique_ptr<ResidentSandbox>> resident = ResidentSandbox::Start(
+      std::move(spec), std::move(ours), std::move(theirs), std::move(status_read),
+      std::move(status_write), std::move(holdings), deadline);
+  if (!resident.ok()) return resident.status();
+  // Its placeholders exist now: the plan the next commands will compute.
+  const ResidentHoldings& held = (*resident)->holdings();
+  absl::StatusOr<std::string> built = MountPlan(*held.workspace, held.mounts->mounts());
+  if (!built.ok()) return built.status();
+  (*resident)->set_plan(*std::move(built));
+  return resident;
 }
 
 absl::StatusOr<CommandOutcome> Sandbox::RunUnsandboxed(const Workspace& workspace,

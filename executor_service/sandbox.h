@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "executor_service/pids_cgroup.h"
 #include "executor_service/protected_mounts.h"
 #include "executor_service/protected_paths.h"
+#include "executor_service/resident_sandbox.h"
 #include "executor_service/sandbox_mode.h"
 #include "executor_service/workspace.h"
 
@@ -50,6 +52,13 @@ struct SandboxOptions {
   bool prefork = true;
   std::vector<std::string> protected_paths;  // in addition to kDefaultProtectedPaths
   int max_concurrent = 8;                    // commands at once; more are RESOURCE_EXHAUSTED
+  // Resident sandboxes (SANDBOX.md, "Resident sandbox"): the commands of one run start inside
+  // one sandbox set up by its first command, each as a fresh process of rein-sandbox-init that
+  // kills everything the command left before the reply. Never shared between runs.
+  bool resident = false;
+  std::string init_binary;  // rein-sandbox-init, absolute; "" = residents off
+  absl::Duration resident_idle = absl::Seconds(60);  // an idle resident is removed after this
+  int max_residents = 16;  // at most this many at once; the least recently used goes first
 
   static ResourceLimits DefaultLimits() {
     ResourceLimits limits;
@@ -76,12 +85,19 @@ struct CommandRequest {
   bool share_network = false;                // keep the host's network (granted per server)
   std::vector<std::string> read_only_paths;  // absolute host paths bound read-only, same place
   std::vector<std::string> env;              // "NAME=value", added to the environment
+  // The run the command belongs to: its commands may share the run's resident sandbox. "" =
+  // none (always a sandbox of its own).
+  std::string run_id;
 };
 
 // How a command went.
 struct CommandOutcome {
   ChildOutcome child;
   bool sandboxed = false;
+  // The command was handed to a resident sandbox that then died or broke down before it
+  // answered: whether and how the command ran is unknown (`error` says why). Never run again.
+  bool outcome_unknown = false;
+  std::string error;
 };
 
 // A slot among --max_concurrent; released on destruction.
@@ -107,7 +123,7 @@ class Sandbox {
   // allow_unsandboxed) and probes bubblewrap by running /bin/true in a full sandbox. A failed
   // probe is not an error: the sandbox is then kUnavailable and says why.
   static absl::StatusOr<std::unique_ptr<Sandbox>> Create(SandboxOptions options);
-  // Removes the staged /etc.
+  // Kills every resident sandbox and removes the staged /etc.
   ~Sandbox();
 
   State state() const { return state_; }
@@ -130,6 +146,11 @@ class Sandbox {
   absl::StatusOr<CommandOutcome> Run(const Workspace& workspace,
                                      const CommandRequest& request) const;
 
+  // The run ended: its resident sandbox (if idle) is removed now.
+  void ForgetRun(const std::string& run_id) const;
+  // Resident sandboxes alive now (idle or running a command), for tests.
+  size_t ResidentCount() const;
+
  private:
   Sandbox(SandboxOptions options, ProtectedPaths protected_paths)
       : options_(std::move(options)),
@@ -140,6 +161,14 @@ class Sandbox {
   // `protect` = false only for the probe, whose "workspace" is / and must not be touched.
   absl::StatusOr<CommandOutcome> RunBwrap(const Workspace& workspace, const CommandRequest& request,
                                           bool protect) const;
+  // The command in the run's resident sandbox; nullopt when it did not run there (not
+  // eligible, or nothing ran: the cold path runs it).
+  std::optional<absl::StatusOr<CommandOutcome>> RunResident(const Workspace& workspace,
+                                                            const CommandRequest& request,
+                                                            const std::string& cwd) const;
+  absl::StatusOr<std::unique_ptr<ResidentSandbox>> StartResident(const Workspace& workspace,
+                                                                 const std::string& plan,
+                                                                 absl::Time deadline) const;
   absl::StatusOr<CommandOutcome> RunUnsandboxed(const Workspace& workspace,
                                                 const CommandRequest& request) const;
   std::vector<std::string> Environment(const std::string& home) const;
@@ -160,6 +189,11 @@ class Sandbox {
   std::vector<std::string> per_entry_etc_args_;
   std::atomic<int> in_use_{0};
   mutable ProtectedMounts protected_mounts_;  // counts placeholders across const Run calls
+  class Residents;
+  struct ResidentsDeleter {
+    void operator()(Residents* residents) const;  // where Residents is complete
+  };
+  std::unique_ptr<Residents, ResidentsDeleter> residents_;  // null when residents are off
 };
 
 }  // namespace rein

@@ -56,6 +56,7 @@ struct ToolResult {
 // What one call runs against. The workspace outlives the call.
 struct ToolContext {
   const Workspace* workspace = nullptr;
+  std::string run_id;  // the call's run ("" = none): its commands may share a resident sandbox
   absl::Time deadline = absl::InfiniteFuture();
   size_t max_output_bytes = kDefaultMaxOutputBytes;
 

@@ -100,6 +100,7 @@ absl::StatusOr<int> ToolExecutor::ForgetRun(const std::string& run_id) const {
   absl::Status status = CheckId(run_id, "run_id", /*required=*/true);
   if (!status.ok()) return status;
   if (journal_ == nullptr) return 0;
+  sandbox_->ForgetRun(run_id);
   return journal_->ForgetRun(run_id);
 }
 
@@ -219,6 +220,7 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::RunClaimed(const ExecuteCall& call,
 
   ToolContext context;
   context.workspace = workspace->get();
+  context.run_id = call.run_id;
   const absl::Duration timeout = std::min(
       call.timeout > absl::ZeroDuration() ? call.timeout : spec.default_timeout, kMaxToolTimeout);
   context.deadline = std::min(absl::Now() + timeout, call.deadline);
