@@ -400,6 +400,46 @@ TEST_P(RunCommandTest, SystemIsReadOnlyAndTmpIsPrivate) {
   EXPECT_NE(access(marker.c_str(), F_OK), 0);
 }
 
+// bubblewrap's --dev binds the host's /dev/null, /dev/zero, ... and maps the command's uid to the
+// executor's host uid: when that uid owns them (root), the executor binds nodes of its own over
+// them (SANDBOX.md, "/dev"). Whatever the executor's uid, a command cannot change the host's.
+TEST_P(RunCommandTest, HostDeviceNodesCannotBeChanged) {
+  const std::vector<std::string> host = {"/dev/null",     "/dev/zero",    "/dev/full",
+                                         "/dev/random",   "/dev/urandom", "/dev/tty",
+                                         "/dev/pts/ptmx", "/dev/ptmx",    "/dev/shm"};
+  std::vector<struct stat> before(host.size());
+  for (size_t i = 0; i < host.size(); ++i) {
+    ASSERT_EQ(stat(host[i].c_str(), &before[i]), 0) << host[i];
+  }
+  ToolResult result = Shell(
+      "for n in null zero full random urandom tty; do "
+      "for m in 000 600 666; do chmod $m /dev/$n 2>/dev/null && echo chmod-$m-$n; done; "
+      "chown 0:0 /dev/$n 2>/dev/null && echo chown-$n; "
+      "touch -d 2000-01-01 /dev/$n 2>/dev/null && echo touch-$n; done; "
+      "chmod 000 /dev/pts/ptmx /dev/shm 2>/dev/null; chmod 777 /dev/ptmx 2>/dev/null; "
+      "echo x > /dev/null && head -c 3 /dev/zero | wc -c && head -c 3 /dev/urandom | wc -c && "
+      "{ echo x > /dev/full; } 2>/dev/null || echo full");
+  for (size_t i = 0; i < host.size(); ++i) {
+    struct stat after;
+    ASSERT_EQ(stat(host[i].c_str(), &after), 0) << host[i];
+    EXPECT_EQ(after.st_mode, before[i].st_mode) << host[i];
+    EXPECT_EQ(after.st_uid, before[i].st_uid) << host[i];
+    EXPECT_EQ(after.st_gid, before[i].st_gid) << host[i];
+    // Puts the host back if the sandbox did change it.
+    if (after.st_mode != before[i].st_mode) chmod(host[i].c_str(), before[i].st_mode & 07777);
+  }
+  EXPECT_EQ(result.output, "3\n3\nfull\n");
+  // The next command (in the resident sandbox: the same one) finds them as they were.
+  ToolResult next = Shell(
+      "stat -c '%n %a %F %t:%T' /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty");
+  EXPECT_EQ(next.output,
+            "/dev/null 666 character special file 1:3\n/dev/zero 666 character special file 1:5\n"
+            "/dev/full 666 character special file 1:7\n"
+            "/dev/random 666 character special file 1:8\n"
+            "/dev/urandom 666 character special file 1:9\n"
+            "/dev/tty 666 character special file 5:0\n");
+}
+
 TEST_P(RunCommandTest, GitHooksAndConfigAreReadOnly) {
   temp_.WriteFile(".git/config", "[core]\n");
   temp_.WriteFile(".git/hooks/pre-commit.sample", "#!/bin/sh\n");
