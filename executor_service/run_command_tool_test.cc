@@ -440,6 +440,31 @@ TEST_P(RunCommandTest, HostDeviceNodesCannotBeChanged) {
             "/dev/tty 666 character special file 5:0\n");
 }
 
+// The other host inodes a command can reach (the staged /etc, the system, the resident's init
+// binary, the root and the workspace's parent) are behind read-only mounts: owning them through
+// the uid mapping (a root executor) lets a command change none of them.
+TEST_P(RunCommandTest, HostInodesOutsideTheWorkspaceCannotBeChanged) {
+  const std::vector<std::string> host = {"/etc/ld.so.cache", "/usr/bin/env", "/usr", "/bin",
+                                         InitPath()};
+  std::vector<struct stat> before(host.size());
+  for (size_t i = 0; i < host.size(); ++i) {
+    ASSERT_EQ(stat(host[i].c_str(), &before[i]), 0) << host[i];
+  }
+  ToolResult result = Shell(
+      "for p in /etc/ld.so.cache /etc/passwd /etc /usr/bin/env /usr /bin / /workspace/.. "
+      "/.rein-sandbox-init; do [ -e $p ] || continue; "
+      "chmod 700 $p 2>/dev/null && echo chmod-$p; chown 65534:65534 $p 2>/dev/null && "
+      "echo chown-$p; touch -d 2000-01-01 $p 2>/dev/null && echo touch-$p; done; echo done");
+  EXPECT_EQ(result.output, "done\n");
+  for (size_t i = 0; i < host.size(); ++i) {
+    struct stat after;
+    ASSERT_EQ(stat(host[i].c_str(), &after), 0) << host[i];
+    EXPECT_EQ(after.st_mode, before[i].st_mode) << host[i];
+    EXPECT_EQ(after.st_uid, before[i].st_uid) << host[i];
+    EXPECT_EQ(after.st_mtim.tv_sec, before[i].st_mtim.tv_sec) << host[i];
+  }
+}
+
 TEST_P(RunCommandTest, GitHooksAndConfigAreReadOnly) {
   temp_.WriteFile(".git/config", "[core]\n");
   temp_.WriteFile(".git/hooks/pre-commit.sample", "#!/bin/sh\n");

@@ -547,7 +547,9 @@ absl::Status Sandbox::Probe() {
   if (!root.valid()) return Errno("open /");
   Workspace probe("probe", std::move(root));
   CommandRequest request;
-  request.argv = {"true"};
+  // With the staged device nodes, the probe opens one: they work, or the sandbox is unavailable.
+  request.argv = dev_dir_.empty() ? std::vector<std::string>{"true"}
+                                  : std::vector<std::string>{"sh", "-c", ": </dev/null >/dev/null"};
   request.deadline = absl::Now() + absl::Seconds(20);
   request.max_output_bytes = 4096;
   absl::StatusOr<CommandOutcome> outcome = RunBwrap(probe, request, /*protect=*/false);
@@ -571,8 +573,11 @@ std::string Sandbox::Description() const {
       return absl::StrCat("bwrap: user/pid/net/ipc/uts/cgroup namespaces, uid ", options_.uid,
                           ", no capabilities, seccomp, read-only system, writable workspace "
                           "(protected: ",
-                          absl::StrJoin(protected_.paths(), ", "), "), processes: ", processes,
-                          ", max_concurrent ", options_.max_concurrent,
+                          absl::StrJoin(protected_.paths(), ", "), "), ",
+                          dev_dir_.empty() ? ""
+                                           : "own device nodes (the host's belong to the "
+                                             "executor's uid), ",
+                          "processes: ", processes, ", max_concurrent ", options_.max_concurrent,
                           residents_ != nullptr
                               ? absl::StrCat(", resident sandbox per run (idle ",
                                              absl::FormatDuration(options_.resident_idle),

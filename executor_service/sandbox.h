@@ -120,8 +120,9 @@ class Sandbox {
   enum class State { kBwrap, kUnsandboxed, kUnavailable };
 
   // Checks `options` (INVALID_ARGUMENT for bad ones, e.g. mode kNone without
-  // allow_unsandboxed) and probes bubblewrap by running /bin/true in a full sandbox. A failed
-  // probe is not an error: the sandbox is then kUnavailable and says why.
+  // allow_unsandboxed) and probes bubblewrap by running /bin/true in a full sandbox (see
+  // SANDBOX.md, "/dev", for a root executor). A failed probe is not an error: the sandbox is then
+  // kUnavailable and says why.
   static absl::StatusOr<std::unique_ptr<Sandbox>> Create(SandboxOptions options);
   // Kills every resident sandbox and removes the staged /etc and device nodes.
   ~Sandbox();
