@@ -22,6 +22,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -60,6 +61,39 @@ bool HostProcessWithCmdline(const std::string& needle) {
   closedir(proc);
   return found;
 }
+
+// The owner, group, mode and (but for devices, which host processes use) modification time of
+// host paths, taken at construction. Changed() names those that differ now and puts a changed
+// mode back, so that a failing test leaves the host as it was.
+class HostInodes {
+ public:
+  explicit HostInodes(std::vector<std::string> paths) : paths_(std::move(paths)) {
+    for (const std::string& path : paths_) {
+      struct stat st;
+      EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
+      before_.push_back(st);
+    }
+  }
+
+  std::string Changed() const {
+    std::string changed;
+    for (size_t i = 0; i < paths_.size(); ++i) {
+      const struct stat& was = before_[i];
+      struct stat now;
+      if (stat(paths_[i].c_str(), &now) != 0 || now.st_mode != was.st_mode ||
+          now.st_uid != was.st_uid || now.st_gid != was.st_gid ||
+          (!S_ISCHR(was.st_mode) && now.st_mtim.tv_sec != was.st_mtim.tv_sec)) {
+        absl::StrAppend(&changed, paths_[i], " ");
+        if (now.st_mode != was.st_mode) chmod(paths_[i].c_str(), was.st_mode & 07777);
+      }
+    }
+    return changed;
+  }
+
+ private:
+  std::vector<std::string> paths_;
+  std::vector<struct stat> before_;
+};
 
 std::string UniqueSleep() {
   std::random_device random;
@@ -404,13 +438,8 @@ TEST_P(RunCommandTest, SystemIsReadOnlyAndTmpIsPrivate) {
 // executor's host uid: when that uid owns them (root), the executor binds nodes of its own over
 // them (SANDBOX.md, "/dev"). Whatever the executor's uid, a command cannot change the host's.
 TEST_P(RunCommandTest, HostDeviceNodesCannotBeChanged) {
-  const std::vector<std::string> host = {"/dev/null",     "/dev/zero",    "/dev/full",
-                                         "/dev/random",   "/dev/urandom", "/dev/tty",
-                                         "/dev/pts/ptmx", "/dev/ptmx",    "/dev/shm"};
-  std::vector<struct stat> before(host.size());
-  for (size_t i = 0; i < host.size(); ++i) {
-    ASSERT_EQ(stat(host[i].c_str(), &before[i]), 0) << host[i];
-  }
+  const HostInodes host({"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+                         "/dev/tty", "/dev/pts/ptmx", "/dev/ptmx", "/dev/shm"});
   ToolResult result = Shell(
       "for n in null zero full random urandom tty; do "
       "for m in 000 600 666; do chmod $m /dev/$n 2>/dev/null && echo chmod-$m-$n; done; "
@@ -419,15 +448,7 @@ TEST_P(RunCommandTest, HostDeviceNodesCannotBeChanged) {
       "chmod 000 /dev/pts/ptmx /dev/shm 2>/dev/null; chmod 777 /dev/ptmx 2>/dev/null; "
       "echo x > /dev/null && head -c 3 /dev/zero | wc -c && head -c 3 /dev/urandom | wc -c && "
       "{ echo x > /dev/full; } 2>/dev/null || echo full");
-  for (size_t i = 0; i < host.size(); ++i) {
-    struct stat after;
-    ASSERT_EQ(stat(host[i].c_str(), &after), 0) << host[i];
-    EXPECT_EQ(after.st_mode, before[i].st_mode) << host[i];
-    EXPECT_EQ(after.st_uid, before[i].st_uid) << host[i];
-    EXPECT_EQ(after.st_gid, before[i].st_gid) << host[i];
-    // Puts the host back if the sandbox did change it.
-    if (after.st_mode != before[i].st_mode) chmod(host[i].c_str(), before[i].st_mode & 07777);
-  }
+  EXPECT_EQ(host.Changed(), "");
   EXPECT_EQ(result.output, "3\n3\nfull\n");
   // The next command (in the resident sandbox: the same one) finds them as they were.
   ToolResult next = Shell(
@@ -444,25 +465,14 @@ TEST_P(RunCommandTest, HostDeviceNodesCannotBeChanged) {
 // binary, the root and the workspace's parent) are behind read-only mounts: owning them through
 // the uid mapping (a root executor) lets a command change none of them.
 TEST_P(RunCommandTest, HostInodesOutsideTheWorkspaceCannotBeChanged) {
-  const std::vector<std::string> host = {"/etc/ld.so.cache", "/usr/bin/env", "/usr", "/bin",
-                                         InitPath()};
-  std::vector<struct stat> before(host.size());
-  for (size_t i = 0; i < host.size(); ++i) {
-    ASSERT_EQ(stat(host[i].c_str(), &before[i]), 0) << host[i];
-  }
+  const HostInodes host({"/etc/ld.so.cache", "/usr/bin/env", "/usr", "/bin", InitPath()});
   ToolResult result = Shell(
       "for p in /etc/ld.so.cache /etc/passwd /etc /usr/bin/env /usr /bin / /workspace/.. "
       "/.rein-sandbox-init; do [ -e $p ] || continue; "
       "chmod 700 $p 2>/dev/null && echo chmod-$p; chown 65534:65534 $p 2>/dev/null && "
       "echo chown-$p; touch -d 2000-01-01 $p 2>/dev/null && echo touch-$p; done; echo done");
   EXPECT_EQ(result.output, "done\n");
-  for (size_t i = 0; i < host.size(); ++i) {
-    struct stat after;
-    ASSERT_EQ(stat(host[i].c_str(), &after), 0) << host[i];
-    EXPECT_EQ(after.st_mode, before[i].st_mode) << host[i];
-    EXPECT_EQ(after.st_uid, before[i].st_uid) << host[i];
-    EXPECT_EQ(after.st_mtim.tv_sec, before[i].st_mtim.tv_sec) << host[i];
-  }
+  EXPECT_EQ(host.Changed(), "");
 }
 
 TEST_P(RunCommandTest, GitHooksAndConfigAreReadOnly) {
