@@ -5,11 +5,14 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -817,6 +820,39 @@ TEST_P(ResidentTest, IdleResidentsAreRemovedAndCapped) {
   EXPECT_EQ(executor->sandbox().ResidentCount(), 0u);
   executor.reset();
   for (const std::string& ns : namespaces) EXPECT_TRUE(HostPidsInPidNamespace(ns).empty()) << ns;
+}
+
+// A root executor that cannot make its own device nodes refuses mutating tools, rather than run
+// commands that could chmod the host's /dev/null (SANDBOX.md, "/dev"), and says how to fix it.
+TEST(DevStagingTest, RootExecutorWithoutMknodIsUnavailableAndSaysHowToFix) {
+  if (geteuid() != 0) GTEST_SKIP() << "only a root executor owns the host's device nodes";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // In a child: without CAP_MKNOD in its effective set, as in a container that drops it.
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &header, data) != 0) _exit(10);
+    data[CAP_MKNOD / 32].effective &= ~(1u << (CAP_MKNOD % 32));
+    if (syscall(SYS_capset, &header, data) != 0) _exit(11);
+    SandboxOptions options;
+    options.cgroup = "off";
+    absl::StatusOr<std::unique_ptr<Sandbox>> sandbox = Sandbox::Create(options);
+    if (!sandbox.ok()) _exit(12);
+    if ((*sandbox)->state() != Sandbox::State::kUnavailable) _exit(13);
+    if (!absl::StrContains((*sandbox)->Description(), "device nodes")) _exit(14);
+    const absl::Status refused = (*sandbox)->CheckMutationAllowed();
+    if (refused.code() != absl::StatusCode::kFailedPrecondition ||
+        !absl::StrContains(refused.message(), "CAP_MKNOD")) {
+      _exit(15);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10 capget, 11 capset, 12 Create failed, 13 not "
+                                       "unavailable, 14 Description, 15 CheckMutationAllowed";
 }
 
 }  // namespace
