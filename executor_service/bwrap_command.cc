@@ -21,6 +21,11 @@ constexpr const char* kEtcEntries[] = {
     "debian_version", "bash.bashrc",   "profile",    "inputrc",         "gitconfig",
     "environment",
 };
+// SandboxDevNodes: what bubblewrap's --dev binds (its devnodes[]), with the kernel's numbers.
+constexpr SandboxDevNode kDevNodes[] = {
+    {"null", 1, 3},   {"zero", 1, 5},    {"full", 1, 7},
+    {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0},
+};
 // Top-level system directories (or symlinks to /usr) mirrored read-only.
 constexpr const char* kSystemDirs[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
 
@@ -35,6 +40,10 @@ constexpr int kGroupChildFd = 7;
 
 std::vector<std::string> SandboxEtcEntries() {
   return std::vector<std::string>(std::begin(kEtcEntries), std::end(kEtcEntries));
+}
+
+std::vector<SandboxDevNode> SandboxDevNodes() {
+  return std::vector<SandboxDevNode>(std::begin(kDevNodes), std::end(kDevNodes));
 }
 
 std::vector<SystemDir> HostSystemDirs() {
@@ -80,8 +89,14 @@ std::vector<std::string> BwrapStaticArgs(const BwrapConfig& config) {
       a.insert(a.end(), {"--ro-bind-try", path, path});
     }
   }
-  a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--size",
-                     absl::StrCat(config.tmp_size_bytes), "--tmpfs", "/tmp"});
+  a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev"});
+  if (!config.dev_dir.empty()) {
+    for (const SandboxDevNode& node : kDevNodes) {
+      a.insert(a.end(), {"--dev-bind", absl::StrCat(config.dev_dir, "/", node.name),
+                         absl::StrCat("/dev/", node.name)});
+    }
+  }
+  a.insert(a.end(), {"--size", absl::StrCat(config.tmp_size_bytes), "--tmpfs", "/tmp"});
   return a;
 }
 

@@ -30,6 +30,17 @@ std::vector<SystemDir> HostSystemDirs();
 // (the command's host uid may be root, which reads root-only files).
 std::vector<std::string> SandboxEtcEntries();
 
+// A device node bubblewrap's --dev binds from the host's /dev.
+struct SandboxDevNode {
+  const char* name;  // in /dev: "null", "zero", "full", "random", "urandom", "tty"
+  unsigned major;
+  unsigned minor;
+};
+// The nodes --dev binds. bubblewrap maps the sandbox's uid to the executor's host uid, so when
+// that uid owns the host's nodes (root), a command could chmod them: Sandbox then binds its own
+// copies over them (BwrapConfig::dev_dir; SANDBOX.md, "/dev").
+std::vector<SandboxDevNode> SandboxDevNodes();
+
 // What is the same for every command.
 struct BwrapConfig {
   std::string bwrap_path = "/usr/bin/bwrap";
@@ -41,6 +52,10 @@ struct BwrapConfig {
   // empty resolv.conf as a mount point) bound read-only as /etc in one mount; "" = a
   // read-only bind per entry of the host's /etc, and passwd and group per command.
   std::string etc_dir;
+  // A directory prepared once (Sandbox) holding a node per SandboxDevNodes, owned by a host uid
+  // the sandbox does not map: each is bound (--dev-bind) over the host's node --dev bound, so
+  // that a command cannot chmod the host's. "" = --dev's binds of the host's nodes as they are.
+  std::string dev_dir;
 };
 
 // A mount inside the workspace (for the protected paths).
@@ -84,7 +99,8 @@ struct BwrapInvocation {
 // The arguments every command shares: bwrap itself, every namespace (the user one explicitly,
 // so that a root executor does not run commands as root with capabilities), the uid and gid,
 // no capabilities, death with the executor, a new session, and the read-only system (/usr,
-// the system directories, a short list of /etc files, /proc, /dev and a private /tmp).
+// the system directories, a short list of /etc files, /proc, /dev with dev_dir's nodes over
+// the host's, and a private /tmp).
 std::vector<std::string> BwrapStaticArgs(const BwrapConfig& config);
 
 // `static_args` (from BwrapStaticArgs) followed by what is particular to `command`: the

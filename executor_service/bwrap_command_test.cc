@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace rein {
@@ -75,6 +76,25 @@ TEST(BwrapCommandTest, StaticArgsMirrorTheSystemReadOnly) {
   EXPECT_TRUE(HasRun(args, {"--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"}));
   EXPECT_TRUE(HasRun(args, {"--proc", "/proc", "--dev", "/dev"}));
   EXPECT_TRUE(HasRun(args, {"--size", "1048576", "--tmpfs", "/tmp"}));
+}
+
+TEST(BwrapCommandTest, StagedDeviceNodesAreBoundOverTheHostsAfterDev) {
+  BwrapConfig config = Config();
+  config.dev_dir = "/tmp/rein-sandbox-dev-1";
+  const Args args = BwrapStaticArgs(config);
+  const size_t dev = IndexOf(args, "--dev");
+  ASSERT_LT(dev, args.size());
+  for (const char* name : {"null", "zero", "full", "random", "urandom", "tty"}) {
+    const Args bind = {"--dev-bind", absl::StrCat("/tmp/rein-sandbox-dev-1/", name),
+                       absl::StrCat("/dev/", name)};
+    const size_t at = static_cast<size_t>(
+        std::search(args.begin(), args.end(), bind.begin(), bind.end()) - args.begin());
+    EXPECT_LT(at, args.size()) << name;
+    EXPECT_GT(at, dev) << name << " must be bound after --dev makes /dev";
+  }
+  std::vector<std::string> names;
+  for (const SandboxDevNode& node : SandboxDevNodes()) names.push_back(node.name);
+  EXPECT_EQ(names, Args({"null", "zero", "full", "random", "urandom", "tty"}));
 }
 
 TEST(BwrapCommandTest, InvocationBindsTheWorkspaceAndTheSeccompProgramByDescriptor) {

@@ -5,11 +5,14 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +25,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -60,6 +64,39 @@ bool HostProcessWithCmdline(const std::string& needle) {
   closedir(proc);
   return found;
 }
+
+// The owner, group, mode and (but for devices, which host processes use) modification time of
+// host paths, taken at construction. Changed() names those that differ now and puts a changed
+// mode back, so that a failing test leaves the host as it was.
+class HostInodes {
+ public:
+  explicit HostInodes(std::vector<std::string> paths) : paths_(std::move(paths)) {
+    for (const std::string& path : paths_) {
+      struct stat st;
+      EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
+      before_.push_back(st);
+    }
+  }
+
+  std::string Changed() const {
+    std::string changed;
+    for (size_t i = 0; i < paths_.size(); ++i) {
+      const struct stat& was = before_[i];
+      struct stat now;
+      if (stat(paths_[i].c_str(), &now) != 0 || now.st_mode != was.st_mode ||
+          now.st_uid != was.st_uid || now.st_gid != was.st_gid ||
+          (!S_ISCHR(was.st_mode) && now.st_mtim.tv_sec != was.st_mtim.tv_sec)) {
+        absl::StrAppend(&changed, paths_[i], " ");
+        if (now.st_mode != was.st_mode) chmod(paths_[i].c_str(), was.st_mode & 07777);
+      }
+    }
+    return changed;
+  }
+
+ private:
+  std::vector<std::string> paths_;
+  std::vector<struct stat> before_;
+};
 
 std::string UniqueSleep() {
   std::random_device random;
@@ -398,6 +435,47 @@ TEST_P(RunCommandTest, SystemIsReadOnlyAndTmpIsPrivate) {
       "ls ../ws2 2>/dev/null || echo no-sibling"));
   EXPECT_EQ(result.output, "tmp-ok\nroot-ro\nusr-ro\netc-ro\nno-shadow\nno-sibling\n");
   EXPECT_NE(access(marker.c_str(), F_OK), 0);
+}
+
+// bubblewrap's --dev binds the host's /dev/null, /dev/zero, ... and maps the command's uid to the
+// executor's host uid: when that uid owns them (root), the executor binds nodes of its own over
+// them (SANDBOX.md, "/dev"). Whatever the executor's uid, a command cannot change the host's.
+TEST_P(RunCommandTest, HostDeviceNodesCannotBeChanged) {
+  const HostInodes host({"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+                         "/dev/tty", "/dev/pts/ptmx", "/dev/ptmx", "/dev/shm"});
+  ToolResult result = Shell(
+      "for n in null zero full random urandom tty; do "
+      "for m in 000 600 666; do chmod $m /dev/$n 2>/dev/null && echo chmod-$m-$n; done; "
+      "chown 0:0 /dev/$n 2>/dev/null && echo chown-$n; "
+      "touch -d 2000-01-01 /dev/$n 2>/dev/null && echo touch-$n; done; "
+      "chmod 000 /dev/pts/ptmx /dev/shm 2>/dev/null; chmod 777 /dev/ptmx 2>/dev/null; "
+      "echo x > /dev/null && head -c 3 /dev/zero | wc -c && head -c 3 /dev/urandom | wc -c && "
+      "{ echo x > /dev/full; } 2>/dev/null || echo full");
+  EXPECT_EQ(host.Changed(), "");
+  EXPECT_EQ(result.output, "3\n3\nfull\n");
+  // The next command (in the resident sandbox: the same one) finds them as they were.
+  ToolResult next = Shell(
+      "stat -c '%n %a %F %t:%T' /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty");
+  EXPECT_EQ(next.output,
+            "/dev/null 666 character special file 1:3\n/dev/zero 666 character special file 1:5\n"
+            "/dev/full 666 character special file 1:7\n"
+            "/dev/random 666 character special file 1:8\n"
+            "/dev/urandom 666 character special file 1:9\n"
+            "/dev/tty 666 character special file 5:0\n");
+}
+
+// The other host inodes a command can reach (the staged /etc, the system, the resident's init
+// binary, the root and the workspace's parent) are behind read-only mounts: owning them through
+// the uid mapping (a root executor) lets a command change none of them.
+TEST_P(RunCommandTest, HostInodesOutsideTheWorkspaceCannotBeChanged) {
+  const HostInodes host({"/etc/ld.so.cache", "/usr/bin/env", "/usr", "/bin", InitPath()});
+  ToolResult result = Shell(
+      "for p in /etc/ld.so.cache /etc/passwd /etc /usr/bin/env /usr /bin / /workspace/.. "
+      "/.rein-sandbox-init; do [ -e $p ] || continue; "
+      "chmod 700 $p 2>/dev/null && echo chmod-$p; chown 65534:65534 $p 2>/dev/null && "
+      "echo chown-$p; touch -d 2000-01-01 $p 2>/dev/null && echo touch-$p; done; echo done");
+  EXPECT_EQ(result.output, "done\n");
+  EXPECT_EQ(host.Changed(), "");
 }
 
 TEST_P(RunCommandTest, GitHooksAndConfigAreReadOnly) {
@@ -742,6 +820,39 @@ TEST_P(ResidentTest, IdleResidentsAreRemovedAndCapped) {
   EXPECT_EQ(executor->sandbox().ResidentCount(), 0u);
   executor.reset();
   for (const std::string& ns : namespaces) EXPECT_TRUE(HostPidsInPidNamespace(ns).empty()) << ns;
+}
+
+// A root executor that cannot make its own device nodes refuses mutating tools, rather than run
+// commands that could chmod the host's /dev/null (SANDBOX.md, "/dev"), and says how to fix it.
+TEST(DevStagingTest, RootExecutorWithoutMknodIsUnavailableAndSaysHowToFix) {
+  if (geteuid() != 0) GTEST_SKIP() << "only a root executor owns the host's device nodes";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // In a child: without CAP_MKNOD in its effective set, as in a container that drops it.
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &header, data) != 0) _exit(10);
+    data[CAP_MKNOD / 32].effective &= ~(1u << (CAP_MKNOD % 32));
+    if (syscall(SYS_capset, &header, data) != 0) _exit(11);
+    SandboxOptions options;
+    options.cgroup = "off";
+    absl::StatusOr<std::unique_ptr<Sandbox>> sandbox = Sandbox::Create(options);
+    if (!sandbox.ok()) _exit(12);
+    if ((*sandbox)->state() != Sandbox::State::kUnavailable) _exit(13);
+    if (!absl::StrContains((*sandbox)->Description(), "device nodes")) _exit(14);
+    const absl::Status refused = (*sandbox)->CheckMutationAllowed();
+    if (refused.code() != absl::StatusCode::kFailedPrecondition ||
+        !absl::StrContains(refused.message(), "CAP_MKNOD")) {
+      _exit(15);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10 capget, 11 capset, 12 Create failed, 13 not "
+                                       "unavailable, 14 Description, 15 CheckMutationAllowed";
 }
 
 }  // namespace

@@ -9,7 +9,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -71,12 +73,18 @@ bool WriteFile(const std::filesystem::path& path, absl::string_view data) {
   return true;
 }
 
-// Removes the staged /etc directories ("rein-sandbox-etc-<pid namespace>-<pid>-*") in `parent`
-// of executors of this pid namespace that are gone (killed before they could remove their own);
-// never one of a live process, nor one of another pid namespace.
-void RemoveStaleEtcDirs(const std::string& parent, uint64_t pid_namespace) {
+// The directory TMPDIR names, or /tmp.
+std::string TempParent() {
+  const char* tmpdir = getenv("TMPDIR");
+  return tmpdir != nullptr && tmpdir[0] == '/' ? tmpdir : "/tmp";
+}
+
+// Removes the staged directories ("rein-sandbox-<what>-<pid namespace>-<pid>-*", what being etc
+// or dev) in `parent` of executors of this pid namespace that are gone (killed before they could
+// remove their own); never one of a live process, nor one of another pid namespace.
+void RemoveStaleDirs(const std::string& parent, absl::string_view what, uint64_t pid_namespace) {
   namespace fs = std::filesystem;
-  const std::string prefix = absl::StrCat("rein-sandbox-etc-", pid_namespace, "-");
+  const std::string prefix = absl::StrCat("rein-sandbox-", what, "-", pid_namespace, "-");
   std::error_code error;
   for (auto it = fs::directory_iterator(parent, error); !error && it != fs::directory_iterator();
        it.increment(error)) {
@@ -99,10 +107,9 @@ void RemoveStaleEtcDirs(const std::string& parent, uint64_t pid_namespace) {
 // of the host's /etc is seen by commands after the executor restarts.
 absl::StatusOr<std::string> StageEtc(uint32_t uid, uint32_t gid) {
   namespace fs = std::filesystem;
-  const char* tmpdir = getenv("TMPDIR");
-  const std::string parent = tmpdir != nullptr && tmpdir[0] == '/' ? tmpdir : "/tmp";
+  const std::string parent = TempParent();
   const uint64_t pid_namespace = PidNamespace();
-  RemoveStaleEtcDirs(parent, pid_namespace);
+  RemoveStaleDirs(parent, "etc", pid_namespace);
   std::string dir =
       absl::StrCat(parent, "/rein-sandbox-etc-", pid_namespace, "-", getpid(), "-XXXXXX");
   if (mkdtemp(dir.data()) == nullptr) return Errno(absl::StrCat("mkdtemp ", dir));
@@ -139,6 +146,70 @@ absl::StatusOr<std::string> StageEtc(uint32_t uid, uint32_t gid) {
     return fail(strerror(errno));
   }
   return dir;
+}
+
+// True when a command could chmod (or chown, utime, setfacl) a host device node that bubblewrap's
+// --dev binds: bubblewrap maps the sandbox's uid to the executor's real uid, and an inode that
+// uid owns belongs to the command inside, no capability needed. So it is when the executor is
+// root (or whoever owns the host's /dev/null, in a container's own /dev).
+bool HostDevNodesMapped() {
+  for (const SandboxDevNode& node : SandboxDevNodes()) {
+    struct stat st;
+    if (stat(absl::StrCat("/dev/", node.name).c_str(), &st) == 0 && st.st_uid == getuid()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Makes the sandbox's own device nodes once (SandboxDevNodes, mode 0666), owned by a host uid
+// and gid bubblewrap does not map (65534, nobody; a command sees the overflow uid and can change
+// nothing of them), in a private directory ("rein-sandbox-dev-*") of the first of TMPDIR (or
+// /tmp), /var/tmp and /dev on a writable file system mounted without nodev (a bind of a node
+// from a nodev mount cannot be opened). Needs CAP_MKNOD and CAP_CHOWN; says why when it fails.
+absl::StatusOr<std::string> StageDev(uint32_t sandbox_host_uid) {
+  const uint32_t owner = sandbox_host_uid != 65534 ? 65534 : 65533;
+  const uint64_t pid_namespace = PidNamespace();
+  std::vector<std::string> tried;
+  for (const std::string& parent : {TempParent(), std::string("/var/tmp"), std::string("/dev")}) {
+    struct statvfs fs_info;
+    if (statvfs(parent.c_str(), &fs_info) != 0) {
+      tried.push_back(absl::StrCat(parent, ": ", strerror(errno)));
+      continue;
+    }
+    if ((fs_info.f_flag & (ST_NODEV | ST_RDONLY)) != 0) {
+      tried.push_back(absl::StrCat(parent, ": mounted nodev or read-only"));
+      continue;
+    }
+    RemoveStaleDirs(parent, "dev", pid_namespace);
+    std::string dir =
+        absl::StrCat(parent, "/rein-sandbox-dev-", pid_namespace, "-", getpid(), "-XXXXXX");
+    if (mkdtemp(dir.data()) == nullptr) {
+      tried.push_back(absl::StrCat(parent, ": mkdtemp: ", strerror(errno)));
+      continue;
+    }
+    std::string failed;
+    if (chmod(dir.c_str(), 0755) != 0) failed = absl::StrCat("chmod: ", strerror(errno));
+    for (const SandboxDevNode& node : SandboxDevNodes()) {
+      if (!failed.empty()) break;
+      const std::string path = absl::StrCat(dir, "/", node.name);
+      struct stat st;
+      if (mknod(path.c_str(), S_IFCHR | 0666, makedev(node.major, node.minor)) != 0) {
+        failed = absl::StrCat("mknod ", node.name, ": ", strerror(errno));
+      } else if (chmod(path.c_str(), 0666) != 0 || chown(path.c_str(), owner, owner) != 0) {
+        failed = absl::StrCat(node.name, ": ", strerror(errno));
+      } else if (lstat(path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode) || st.st_uid != owner ||
+                 st.st_rdev != makedev(node.major, node.minor)) {
+        failed = absl::StrCat(node.name, ": not the node made");
+      }
+    }
+    if (failed.empty()) return dir;
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+    tried.push_back(absl::StrCat(parent, ": ", failed));
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("the sandbox's /dev cannot be staged (", absl::StrJoin(tried, "; "), ")"));
 }
 
 // True when a path bound for the command lies in /etc (its mount point cannot be made in the
@@ -387,6 +458,26 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options)
   bwrap.gid = sandbox->options_.gid;
   bwrap.tmp_size_bytes = sandbox->options_.tmp_size_bytes;
   bwrap.system_dirs = HostSystemDirs();
+  if (HostDevNodesMapped()) {
+    absl::StatusOr<std::string> dev = StageDev(getuid());
+    if (!dev.ok()) {
+      // The safe side: no sandbox in which a command could chmod the host's /dev/null.
+      sandbox->state_ = State::kUnavailable;
+      sandbox->unavailable_reason_ = absl::StrCat(
+          "the host's device nodes (/dev/null, ...) belong to the executor's uid ", getuid(),
+          ", which the sandbox's uid maps to, so a command could chmod them, and ",
+          dev.status().message());
+      sandbox->unavailable_fix_ =
+          "Fix: give the executor CAP_MKNOD and CAP_CHOWN and a TMPDIR on a file system "
+          "mounted without nodev, or run it as a user that does not own /dev/null (the "
+          "container image runs it as uid 65532)";
+      LogError("sandbox unavailable: its /dev cannot be staged",
+               {{"error", sandbox->unavailable_reason_}});
+      return sandbox;
+    }
+    sandbox->dev_dir_ = *dev;
+    bwrap.dev_dir = *dev;
+  }
   sandbox->per_entry_etc_args_ = BwrapStaticArgs(bwrap);
   absl::StatusOr<std::string> etc = StageEtc(bwrap.uid, bwrap.gid);
   if (etc.ok()) {
@@ -427,9 +518,10 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options)
 
 Sandbox::~Sandbox() {
   residents_.reset();
-  if (!etc_dir_.empty()) {
+  for (const std::string* dir : {&etc_dir_, &dev_dir_}) {
+    if (dir->empty()) continue;
     std::error_code ignored;
-    std::filesystem::remove_all(etc_dir_, ignored);
+    std::filesystem::remove_all(*dir, ignored);
   }
 }
 
@@ -455,7 +547,9 @@ absl::Status Sandbox::Probe() {
   if (!root.valid()) return Errno("open /");
   Workspace probe("probe", std::move(root));
   CommandRequest request;
-  request.argv = {"true"};
+  // With the staged device nodes, the probe opens one: they work, or the sandbox is unavailable.
+  request.argv = dev_dir_.empty() ? std::vector<std::string>{"true"}
+                                  : std::vector<std::string>{"sh", "-c", ": </dev/null >/dev/null"};
   request.deadline = absl::Now() + absl::Seconds(20);
   request.max_output_bytes = 4096;
   absl::StatusOr<CommandOutcome> outcome = RunBwrap(probe, request, /*protect=*/false);
@@ -479,8 +573,11 @@ std::string Sandbox::Description() const {
       return absl::StrCat("bwrap: user/pid/net/ipc/uts/cgroup namespaces, uid ", options_.uid,
                           ", no capabilities, seccomp, read-only system, writable workspace "
                           "(protected: ",
-                          absl::StrJoin(protected_.paths(), ", "), "), processes: ", processes,
-                          ", max_concurrent ", options_.max_concurrent,
+                          absl::StrJoin(protected_.paths(), ", "), "), ",
+                          dev_dir_.empty() ? ""
+                                           : "own device nodes (the host's belong to the "
+                                             "executor's uid), ",
+                          "processes: ", processes, ", max_concurrent ", options_.max_concurrent,
                           residents_ != nullptr
                               ? absl::StrCat(", resident sandbox per run (idle ",
                                              absl::FormatDuration(options_.resident_idle),
@@ -497,10 +594,13 @@ std::string Sandbox::Description() const {
 absl::Status Sandbox::CheckMutationAllowed() const {
   if (state_ != State::kUnavailable) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
-      "mutating tools are refused: the sandbox is unavailable (", unavailable_reason_,
-      "). Fix: install bubblewrap and allow user namespaces (sysctl "
-      "user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1 where it exists), or "
-      "start the executor with --sandbox=none --allow_unsandboxed to run without a sandbox"));
+      "mutating tools are refused: the sandbox is unavailable (", unavailable_reason_, "). ",
+      !unavailable_fix_.empty()
+          ? unavailable_fix_
+          : "Fix: install bubblewrap and allow user namespaces (sysctl "
+            "user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1 where it exists)",
+      ", or start the executor with --sandbox=none --allow_unsandboxed to run without a "
+      "sandbox"));
 }
 
 absl::StatusOr<SandboxSlot> Sandbox::Admit() {

@@ -120,10 +120,11 @@ class Sandbox {
   enum class State { kBwrap, kUnsandboxed, kUnavailable };
 
   // Checks `options` (INVALID_ARGUMENT for bad ones, e.g. mode kNone without
-  // allow_unsandboxed) and probes bubblewrap by running /bin/true in a full sandbox. A failed
-  // probe is not an error: the sandbox is then kUnavailable and says why.
+  // allow_unsandboxed) and probes bubblewrap by running /bin/true in a full sandbox (see
+  // SANDBOX.md, "/dev", for a root executor). A failed probe is not an error: the sandbox is then
+  // kUnavailable and says why.
   static absl::StatusOr<std::unique_ptr<Sandbox>> Create(SandboxOptions options);
-  // Kills every resident sandbox and removes the staged /etc.
+  // Kills every resident sandbox and removes the staged /etc and device nodes.
   ~Sandbox();
 
   State state() const { return state_; }
@@ -181,9 +182,11 @@ class Sandbox {
   ProtectedPaths protected_;
   State state_ = State::kUnavailable;
   std::string unavailable_reason_;
+  std::string unavailable_fix_;  // "" = install bubblewrap, allow user namespaces
   std::string cgroup_note_;
   std::unique_ptr<PidsCgroupParent> cgroups_;
   std::string etc_dir_;  // the staged /etc (BwrapConfig::etc_dir), "" when staging failed
+  std::string dev_dir_;  // the staged device nodes (BwrapConfig::dev_dir), "" when not needed
   std::vector<std::string> static_args_;  // BwrapStaticArgs, the same for every command
   // BwrapStaticArgs without etc_dir: for a command that binds a path in /etc.
   std::vector<std::string> per_entry_etc_args_;
