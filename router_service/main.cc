@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
   // queue per core, 1-2 pollers each, so 2-4 here and 16-32 on 16 cores). The router's hot path is
   // the callback API (replies of its calls, WatchRun); the synchronous methods (StartRun, GetRun,
   // ...) still get a thread each while they run. Fewer idle pollers mean fewer threads woken by a
-  // socket event only to hand it on: 6.0-7.5 thread switches per transition instead of 8.9-11.5
+  // socket event only to hand it on: 6.0-8.3 thread switches per transition instead of 8.9-12.0
   // with one run (bench/ANALYSIS.md, "Fourth round").
   host_options.sync_server_cqs = 1;
   host_options.sync_server_min_pollers = 1;
