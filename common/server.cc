@@ -27,16 +27,6 @@ absl::Status ServiceHost::Start(const std::vector<grpc::Service*>& services) {
       options_.listen,
       options_.credentials ? options_.credentials : grpc::InsecureServerCredentials(), &port_);
   builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
-  using SyncOption = grpc::ServerBuilder::SyncServerOption;
-  if (options_.sync_server_cqs > 0) {
-    builder.SetSyncServerOption(SyncOption::NUM_CQS, options_.sync_server_cqs);
-  }
-  if (options_.sync_server_min_pollers > 0) {
-    builder.SetSyncServerOption(SyncOption::MIN_POLLERS, options_.sync_server_min_pollers);
-  }
-  if (options_.sync_server_max_pollers > 0) {
-    builder.SetSyncServerOption(SyncOption::MAX_POLLERS, options_.sync_server_max_pollers);
-  }
   for (grpc::Service* service : services) builder.RegisterService(service);
   server_ = builder.BuildAndStart();
   if (!server_ || port_ == 0) {

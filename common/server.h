@@ -29,14 +29,6 @@ struct ServiceHostOptions {
   MemoryOptions memory;
   // How the port is secured (MakeServerCredentials in common/tls.h); null = plaintext.
   std::shared_ptr<grpc::ServerCredentials> credentials;
-  // The synchronous methods' completion queues and idle polling threads per queue
-  // (grpc::ServerBuilder::SetSyncServerOption); 0 keeps gRPC's default (one queue per core, 1 to
-  // 2 pollers each). Every polling thread, the callback API's included, waits on the same
-  // epoll set, so each extra idle poller is one more thread a socket event can wake that then
-  // has to hand the event over to the thread that owns it.
-  int sync_server_cqs = 0;
-  int sync_server_min_pollers = 0;
-  int sync_server_max_pollers = 0;
 };
 
 // Owns one gRPC server with health checking and reflection enabled. Not thread-safe except

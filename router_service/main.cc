@@ -176,15 +176,6 @@ int main(int argc, char** argv) {
   host_options.listen = absl::GetFlag(FLAGS_listen);
   host_options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   host_options.service_name = "rein.v1.Router";
-  // One queue with 1-2 idle pollers in all for the synchronous methods (gRPC's default: one
-  // queue per core, 1-2 pollers each, so 2-4 here and 16-32 on 16 cores). The router's hot path is
-  // the callback API (replies of its calls, WatchRun); the synchronous methods (StartRun, GetRun,
-  // ...) still get a thread each while they run. Fewer idle pollers mean fewer threads woken by a
-  // socket event only to hand it on: 6.0-8.3 thread switches per transition instead of 8.9-12.0
-  // with one run (bench/ANALYSIS.md, "Fourth round").
-  host_options.sync_server_cqs = 1;
-  host_options.sync_server_min_pollers = 1;
-  host_options.sync_server_max_pollers = 2;
   host_options.credentials =
       rein::MakeServerCredentials(tls, absl::GetFlag(FLAGS_require_client_cert));
   rein::ServiceHost host(host_options);
