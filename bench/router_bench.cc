@@ -49,6 +49,9 @@ ABSL_FLAG(int, watchers, -1,
 ABSL_FLAG(int, watch_iterations, -1, "iterations per run there (-1: 5, quick 3)");
 ABSL_FLAG(int, memory_runs, 1000, "runs held in flight / paused for the memory figures (0: skip)");
 ABSL_FLAG(std::string, synchronous, "NORMAL", "SQLite synchronous mode of the router");
+ABSL_FLAG(bool, unix_sockets, false,
+          "the fake planner and executor listen on Unix-domain sockets in the bench's folder "
+          "(the router reaches them with unix: targets) instead of loopback TCP");
 ABSL_FLAG(int, phase_timeout_seconds, 180, "a phase running longer ends the benchmark");
 
 namespace {
@@ -265,14 +268,27 @@ class Bench {
         executor_(&payloads_) {}
 
   bool Start() {
+    const bool unix_sockets = absl::GetFlag(FLAGS_unix_sockets);
+    std::string planner_target = absl::StrCat("unix:", dir_, "/planner.sock");
+    std::string executor_target = absl::StrCat("unix:", dir_, "/executor.sock");
     grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &planner_port_);
+    builder.AddListeningPort(unix_sockets ? planner_target : "127.0.0.1:0",
+                             grpc::InsecureServerCredentials(), &planner_port_);
     builder.RegisterService(&planner_);
     planner_server_ = builder.BuildAndStart();
     grpc::ServerBuilder builder2;
-    builder2.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &executor_port_);
+    builder2.AddListeningPort(unix_sockets ? executor_target : "127.0.0.1:0",
+                              grpc::InsecureServerCredentials(), &executor_port_);
     builder2.RegisterService(&executor_);
     executor_server_ = builder2.BuildAndStart();
+    if (!planner_server_ || !executor_server_) {
+      fprintf(stderr, "the fake planner or executor could not listen\n");
+      return false;
+    }
+    if (!unix_sockets) {
+      planner_target = absl::StrCat("127.0.0.1:", planner_port_);
+      executor_target = absl::StrCat("127.0.0.1:", executor_port_);
+    }
     router_port_ = FreePort();
     metrics_port_ = FreePort();
     pid_ = fork();
@@ -284,8 +300,8 @@ class Bench {
       std::string bin = absl::GetFlag(FLAGS_router_binary);
       execl(bin.c_str(), bin.c_str(), absl::StrCat("--listen=127.0.0.1:", router_port_).c_str(),
             absl::StrCat("--store=", store_).c_str(),
-            absl::StrCat("--planner_target=127.0.0.1:", planner_port_).c_str(),
-            absl::StrCat("--executor_target=127.0.0.1:", executor_port_).c_str(),
+            absl::StrCat("--planner_target=", planner_target).c_str(),
+            absl::StrCat("--executor_target=", executor_target).c_str(),
             absl::StrCat("--sqlite_synchronous=", absl::GetFlag(FLAGS_synchronous)).c_str(),
             "--shutdown_grace_seconds=1", absl::StrCat("--metrics_port=", metrics_port_).c_str(),
             static_cast<char*>(nullptr));
