@@ -35,6 +35,9 @@ std::string InitPath() {
   return absl::StrCat(std::getenv("TEST_SRCDIR"), "/rein/executor_service/rein-sandbox-init");
 }
 
+constexpr const char* kWhichSandbox =
+    "echo $(readlink /proc/self/ns/pid) $(cut -d' ' -f22 /proc/1/stat)";
+
 class SandboxInitTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -62,11 +65,23 @@ class SandboxInitTest : public ::testing::Test {
     return result.ok() ? *result : ToolResult::Failure(result.status());
   }
 
-  // The pid namespace the run's next command sees ("pid:[N]\n").
+  // The sandbox the run's next command gets: its pid namespace and when its init started ("pid:[N]
+  // T\n"). Namespace numbers alone can be reused once the previous sandbox is gone.
   std::string PidNamespace() {
-    ToolResult result = Shell("readlink /proc/self/ns/pid");
+    ToolResult result = Shell(kWhichSandbox);
     EXPECT_TRUE(result.ok) << result.error_code << " " << result.error_message << result.output;
     return result.output;
+  }
+
+  // The test workspace, for running commands through the Sandbox itself.
+  std::unique_ptr<Workspace> OpenWorkspace() {
+    absl::StatusOr<std::unique_ptr<WorkspaceRoot>> root = WorkspaceRoot::Open(temp_.root());
+    EXPECT_TRUE(root.ok()) << root.status();
+    if (!root.ok()) return nullptr;
+    absl::StatusOr<std::unique_ptr<Workspace>> workspace =
+        (*root)->OpenWorkspace(TempWorkspace::kName);
+    EXPECT_TRUE(workspace.ok()) << workspace.status();
+    return workspace.ok() ? *std::move(workspace) : nullptr;
   }
 
   // Runs `change` (which must print "changed") in the run's resident sandbox, then checks the
@@ -77,7 +92,7 @@ class SandboxInitTest : public ::testing::Test {
     ToolResult changed = Shell(change);
     ASSERT_TRUE(changed.ok) << changed.error_message << changed.output;
     ASSERT_TRUE(absl::StrContains(changed.output, "changed")) << changed.output;
-    ToolResult next = Shell("echo ok; readlink /proc/self/ns/pid");
+    ToolResult next = Shell(absl::StrCat("echo ok; ", kWhichSandbox));
     EXPECT_TRUE(next.ok) << next.error_code << " " << next.error_message << next.output;
     EXPECT_EQ(next.output.rfind("ok\npid:[", 0), 0u) << next.output;
     EXPECT_NE(next.output, absl::StrCat("ok\n", before)) << change;
@@ -177,22 +192,57 @@ TEST_F(SandboxInitTest, TmpItselfCannotBeReplaced) {
 TEST_F(SandboxInitTest, FirstPathOfTheEnvironmentIsUsedAsOnTheColdPath) {
   // A later PATH= (e.g. a declared tool's) does not replace the sandbox's own, which comes
   // first, for finding the program: getenv and so the cold path's execvp take the first.
-  absl::StatusOr<std::unique_ptr<WorkspaceRoot>> root = WorkspaceRoot::Open(temp_.root());
-  ASSERT_TRUE(root.ok()) << root.status();
-  absl::StatusOr<std::unique_ptr<Workspace>> workspace =
-      (*root)->OpenWorkspace(TempWorkspace::kName);
-  ASSERT_TRUE(workspace.ok()) << workspace.status();
+  std::unique_ptr<Workspace> workspace = OpenWorkspace();
+  ASSERT_NE(workspace, nullptr);
   for (const std::string& run : {"run-path", ""}) {  // resident, then cold
     CommandRequest request;
     request.argv = {"sh", "-c", "echo ran"};
     request.env = {"PATH=/nonexistent"};
     request.run_id = run;
     request.deadline = absl::Now() + absl::Seconds(30);
-    absl::StatusOr<CommandOutcome> outcome = executor_->sandbox().Run(**workspace, request);
+    absl::StatusOr<CommandOutcome> outcome = executor_->sandbox().Run(*workspace, request);
     ASSERT_TRUE(outcome.ok()) << outcome.status();
     EXPECT_EQ(outcome->child.output, "ran\n") << (run.empty() ? "cold" : "resident");
   }
   EXPECT_EQ(executor_->sandbox().ResidentCount(), 1u);
+}
+
+TEST_F(SandboxInitTest, CommandsAtAndPastInitsStringCountRunOnce) {
+  // Init takes at most 32768 argv and environment strings together (in 128 KiB); one string
+  // more goes the cold path instead of being handed to init, which would refuse it and exit.
+  const std::string ns = PidNamespace();
+  std::unique_ptr<Workspace> workspace = OpenWorkspace();
+  ASSERT_NE(workspace, nullptr);
+  // How many environment strings a command gets (as init started the shell).
+  CommandRequest env;
+  env.argv = {"sh", "-c", "tr '\\0' '\\n' < /proc/$$/environ | wc -l"};
+  env.run_id = "run-1";
+  env.deadline = absl::Now() + absl::Seconds(30);
+  absl::StatusOr<CommandOutcome> environ = executor_->sandbox().Run(*workspace, env);
+  ASSERT_TRUE(environ.ok()) << environ.status();
+  const int env_count = std::atoi(environ->child.output.c_str());
+  ASSERT_GT(env_count, 0) << environ->child.output;
+  for (int total : {1 << 15, (1 << 15) + 1}) {
+    std::vector<std::string> argv = {"sh", "-c", absl::StrCat("echo $# $(", kWhichSandbox, ")"),
+                                     "sh"};
+    const int extra = total - env_count - static_cast<int>(argv.size());
+    argv.resize(argv.size() + static_cast<size_t>(extra), "x");
+    // Past run_command's 4096 items: straight to the sandbox, as a declared tool's could.
+    CommandRequest request;
+    request.argv = std::move(argv);
+    request.run_id = "run-1";
+    request.deadline = absl::Now() + absl::Seconds(30);
+    absl::StatusOr<CommandOutcome> outcome = executor_->sandbox().Run(*workspace, request);
+    if (total == (1 << 15)) {
+      ASSERT_TRUE(outcome.ok()) << outcome.status();
+      EXPECT_EQ(outcome->child.output, absl::StrCat(extra, " ", ns));  // in the resident
+    } else {
+      // Not handed to init (which would have refused it, leaving the outcome unknown); the
+      // cold path takes it (bubblewrap itself refuses that many arguments).
+      EXPECT_TRUE(!outcome.ok() || !outcome->outcome_unknown) << outcome->error;
+    }
+  }
+  EXPECT_EQ(PidNamespace(), ns);  // and the resident is still there
 }
 
 TEST_F(SandboxInitTest, RunForgottenWhileItsCommandRunsKeepsNoResident) {
