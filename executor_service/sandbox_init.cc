@@ -46,7 +46,8 @@
 namespace {
 
 constexpr size_t kMaxMessageBytes = 256 << 10;  // the executor sends at most 128 KiB
-constexpr size_t kMaxStrings = 1 << 15;         // ResidentSandbox::kMaxCommandStrings sends no more
+// argv and environment strings together; ResidentSandbox::kMaxCommandStrings sends no more.
+constexpr size_t kMaxStrings = 1 << 15;
 constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
 char message[kMaxMessageBytes + 1];
