@@ -160,7 +160,8 @@ ResidentSandbox::Result ResidentSandbox::Run(const std::vector<std::string>& arg
       payload.append(s).push_back('\0');
     }
   }
-  if (argv.empty() || payload.size() > kMaxCommandBytes) {
+  if (argv.empty() || payload.size() > kMaxCommandBytes ||
+      argv.size() + env.size() > kMaxCommandStrings) {
     result.error = "the command does not fit a resident sandbox's message";
     return result;
   }

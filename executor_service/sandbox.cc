@@ -337,11 +337,13 @@ class Sandbox::Residents {
     return nullptr;
   }
 
-  // Gives `run`'s place back, with its resident (null: none was started).
+  // Gives `run`'s place back, with its resident (null: none was started). A run forgotten
+  // while its command ran keeps no resident.
   void Put(const std::string& run, std::unique_ptr<ResidentSandbox> resident) {
     absl::MutexLock lock(&mu_);
     busy_.erase(run);
-    if (resident != nullptr && resident->alive() && !stop_) {
+    const bool forgotten = forgotten_.erase(run) > 0;
+    if (resident != nullptr && resident->alive() && !stop_ && !forgotten) {
       idle_[run] = {std::move(resident), absl::Now()};
       return;
     }
@@ -349,8 +351,10 @@ class Sandbox::Residents {
     --alive_;
   }
 
+  // The run's idle resident goes now; a busy one when its command ends (Put).
   void Forget(const std::string& run) {
     absl::MutexLock lock(&mu_);
+    if (busy_.count(run) > 0) forgotten_.insert(run);
     auto it = idle_.find(run);
     if (it == idle_.end()) return;
     dead_.push_back(std::move(it->second.sandbox));
@@ -404,6 +408,7 @@ class Sandbox::Residents {
   mutable absl::Mutex mu_;
   std::map<std::string, Idle> idle_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> busy_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> forgotten_ ABSL_GUARDED_BY(mu_);  // busy runs ForgetRun named
   std::vector<std::unique_ptr<ResidentSandbox>> dead_ ABSL_GUARDED_BY(mu_);
   size_t alive_ ABSL_GUARDED_BY(mu_) = 0;  // idle + busy
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

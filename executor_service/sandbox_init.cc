@@ -13,13 +13,17 @@
 //   executor -> init  u32 argc, u32 envc, cwd\0, argv[i]\0..., env[i]\0...  + 3 descriptors
 //   init -> executor  "X" + int32 wait status      the command and everything else are gone
 //                     "D" + int32 wait status      the same, but a leftover could not be
-//                                                  removed: the sandbox is not used again
+//                                                  removed, or init's own limits, priority,
+//                                                  affinity, scheduling, I/O priority or OOM
+//                                                  score were changed, or its fork failed:
+//                                                  the sandbox is not used again
 // Any protocol error or EOF makes init exit; pid 1 exiting kills the whole namespace.
 //
 // Plain C++ on system calls only, no dependencies: it runs in the sandbox's minimal root.
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +32,7 @@
 #include <sys/ipc.h>
 #include <sys/msg.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
@@ -41,11 +46,13 @@
 namespace {
 
 constexpr size_t kMaxMessageBytes = 256 << 10;  // the executor sends at most 128 KiB
+// argv and environment strings together; ResidentSandbox::kMaxCommandStrings sends no more.
 constexpr size_t kMaxStrings = 1 << 15;
 constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
 char message[kMaxMessageBytes + 1];
-char* strings[kMaxStrings + 2];
+// [cwd][argv...][NULL][env...][NULL]: at most 1 + kMaxStrings strings and two NULLs.
+char* strings[kMaxStrings + 3];
 
 void WriteAll(int fd, const char* data, size_t size) {
   while (size > 0) {
@@ -70,9 +77,13 @@ void Say(int fd, const char* a, const char* b, const char* c, const char* d = ""
     Say(2, "rein-sandbox-init: execvp ", name, ": ", strerror(errno));
     _exit(127);
   }
+  // The first PATH=, as getenv (and so bubblewrap's execvp on the cold path) takes it.
   const char* path = kDefaultPath;
   for (char** e = envp; *e != nullptr; ++e) {
-    if (strncmp(*e, "PATH=", 5) == 0) path = *e + 5;
+    if (strncmp(*e, "PATH=", 5) == 0) {
+      path = *e + 5;
+      break;
+    }
   }
   int saved = ENOENT;
   char candidate[4096];
@@ -204,7 +215,13 @@ void RestoreDev() {
   for (int i = 0; i < dev_count; ++i) {
     const DevEntry& e = dev_entries[i];
     struct stat st;
-    const bool present = fstatat(dev, e.name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    bool present = fstatat(dev, e.name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    // Another type in its place (/dev/shm replaced by a symbolic link, say) is removed, never
+    // followed, and made again.
+    if (present && (st.st_mode & S_IFMT) != (e.mode & S_IFMT)) {
+      RemoveAt(dev, e.name);
+      present = false;
+    }
     if (e.link) {
       char target[sizeof(e.target)];
       ssize_t n =
@@ -216,19 +233,31 @@ void RestoreDev() {
       }
       continue;
     }
-    if (!present && S_ISDIR(e.mode)) mkdirat(dev, e.name, e.mode & 07777);
+    if (!present && S_ISDIR(e.mode) && mkdirat(dev, e.name, 0700) == 0) {
+      fchmodat(dev, e.name, e.mode & 07777, 0);  // not through the umask
+    }
     if (present && (st.st_mode & 07777) != (e.mode & 07777)) {
-      fchmodat(dev, e.name, e.mode & 07777, 0);
+      fchmodat(dev, e.name, e.mode & 07777, 0);  // the same type, so not a link
     }
   }
   close(dev);
-  if (tmp_mode != 0) chmod("/tmp", tmp_mode & 07777);
+  // /tmp is a mount point: a command can change its mode, not replace it.
+  const int tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (tmp >= 0) {
+    if (tmp_mode != 0) fchmod(tmp, tmp_mode & 07777);
+    close(tmp);
+  }
 }
 
-// True when the directory `path` is empty (or absent).
+// True when `path` is a directory (not a symbolic link to one) and empty.
 bool IsEmpty(const char* path) {
-  DIR* dir = opendir(path);
-  if (dir == nullptr) return errno == ENOENT;
+  const int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  DIR* dir = fdopendir(fd);
+  if (dir == nullptr) {
+    close(fd);
+    return false;
+  }
   bool empty = true;
   while (struct dirent* entry = readdir(dir)) {
     if (strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0) empty = false;
@@ -237,7 +266,8 @@ bool IsEmpty(const char* path) {
   return empty;
 }
 
-// True when /dev has exactly the recorded entries, links pointing where they did.
+// True when /dev has exactly the recorded entries, each of the type it had, links pointing where
+// they did.
 bool DevAsRecorded() {
   DIR* dir = opendir("/dev");
   if (dir == nullptr) return false;
@@ -251,6 +281,12 @@ bool DevAsRecorded() {
       break;
     }
     ++seen;
+    struct stat st;
+    if (fstatat(dirfd(dir), e->name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        (st.st_mode & S_IFMT) != (e->mode & S_IFMT)) {
+      same = false;
+      break;
+    }
     if (e->link) {
       char target[sizeof(e->target)];
       const ssize_t n = readlinkat(dirfd(dir), e->name, target, sizeof(target) - 1);
@@ -265,12 +301,17 @@ bool DevAsRecorded() {
 }
 
 // Removes the System V IPC objects of this IPC namespace (the sandbox's own): the ids are in
-// /proc/sysvipc/{shm,sem,msg}, second column.
-void RemoveIpcObjects() {
+// /proc/sysvipc/{shm,sem,msg}, second column. With `remove` false, only looks. True when there
+// was none (or the kernel has no System V IPC).
+bool NoIpcObjects(bool remove) {
   const char* files[] = {"/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg"};
+  bool none = true;
   for (int kind = 0; kind < 3; ++kind) {
     FILE* f = fopen(files[kind], "re");
-    if (f == nullptr) continue;
+    if (f == nullptr) {
+      if (errno != ENOENT) none = false;
+      continue;
+    }
     char line[1024];
     bool header = true;
     while (fgets(line, sizeof(line), f) != nullptr) {
@@ -278,27 +319,112 @@ void RemoveIpcObjects() {
         header = false;
         continue;
       }
+      none = false;
       long key = 0;
       int id = -1;
-      if (sscanf(line, "%ld %d", &key, &id) != 2 || id < 0) continue;
+      if (!remove || sscanf(line, "%ld %d", &key, &id) != 2 || id < 0) continue;
       if (kind == 0) shmctl(id, IPC_RMID, nullptr);
       if (kind == 1) semctl(id, 0, IPC_RMID);
       if (kind == 2) msgctl(id, IPC_RMID, nullptr);
     }
     fclose(f);
   }
+  return none;
 }
 
+// Removes them; true when none is left (looked at again only when there were some, so the
+// usual command costs one read of each file).
+bool RemoveIpcObjects() { return NoIpcObjects(/*remove=*/true) || NoIpcObjects(/*remove=*/false); }
+
 // Kills every other process of the pid namespace (pid 1 is spared by kill(-1), and only pid 1
-// calls it) and reaps them, until none is left.
-void KillTheRest() {
+// calls it) and reaps them, until none is left. False when some are still there.
+bool KillTheRest() {
   for (int round = 0; round < 1000; ++round) {
     kill(-1, SIGKILL);
     int status;
     while (waitpid(-1, &status, __WALL) > 0 || errno == EINTR) {
     }
-    if (kill(-1, 0) != 0 && errno == ESRCH) return;
+    if (kill(-1, 0) == -1 && errno == ESRCH) return true;
   }
+  return false;
+}
+
+// What a command could change about init itself from outside (same uid, no capability):
+// its resource limits (prlimit), nice value (setpriority, also through PRIO_USER), CPU
+// affinity, scheduling attributes, I/O priority, OOM score adjustment and autogroup nice
+// (/proc/1/..., writable when the executor runs as root). Recorded at start and compared after
+// every command: any change retires the sandbox, since init cannot always put it back (a hard
+// limit once lowered stays lowered) and a later command would inherit it or break init.
+struct SchedAttr {  // struct sched_attr, SCHED_ATTR_SIZE_VER1
+  uint32_t size, policy;
+  uint64_t flags;
+  int32_t nice;
+  uint32_t priority;
+  uint64_t runtime, deadline, period;
+  uint32_t util_min, util_max;
+};
+struct InitState {
+  struct rlimit limits[RLIM_NLIMITS];
+  int nice;
+  cpu_set_t affinity;
+  SchedAttr sched;
+  long ioprio;
+  char oom_score_adj[32];
+  char autogroup[64];
+};
+InitState recorded_state;
+int oom_fd = -1, autogroup_fd = -1;  // /proc/self/{oom_score_adj,autogroup}, kept open
+
+void ReadSmallFile(int fd, char* out, size_t size) {
+  memset(out, 0, size);
+  if (fd >= 0 && pread(fd, out, size - 1, 0) < 0) strcpy(out, "?");
+}
+
+void ReadState(InitState* s) {
+  memset(s, 0, sizeof(*s));
+  for (int r = 0; r < RLIM_NLIMITS; ++r)
+    getrlimit(static_cast<__rlimit_resource>(r), &s->limits[r]);
+  errno = 0;
+  s->nice = getpriority(PRIO_PROCESS, 0);
+  if (errno != 0) s->nice = 100;
+  sched_getaffinity(0, sizeof(s->affinity), &s->affinity);
+  syscall(SYS_sched_getattr, 0, &s->sched, sizeof(s->sched), 0);
+  s->ioprio = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
+  ReadSmallFile(oom_fd, s->oom_score_adj, sizeof(s->oom_score_adj));
+  ReadSmallFile(autogroup_fd, s->autogroup, sizeof(s->autogroup));
+}
+
+void RecordState() {
+  oom_fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
+  autogroup_fd = open("/proc/self/autogroup", O_RDONLY | O_CLOEXEC);
+  ReadState(&recorded_state);
+}
+
+// Init's own CPU time (its cleanup work, summed over the run) counts against RLIMIT_CPU like
+// any process's: past the hard limit the kernel would kill init in the middle of a command.
+// Retired long before, at half the soft limit.
+bool CpuLeft(const struct rlimit& cpu) {
+  if (cpu.rlim_cur == RLIM_INFINITY) return true;
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return false;
+  const uint64_t used = static_cast<uint64_t>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + 1;
+  return used * 2 < cpu.rlim_cur;
+}
+
+bool StateAsRecorded() {
+  InitState now;
+  ReadState(&now);
+  const InitState& was = recorded_state;
+  for (int r = 0; r < RLIM_NLIMITS; ++r) {
+    if (now.limits[r].rlim_cur != was.limits[r].rlim_cur ||
+        now.limits[r].rlim_max != was.limits[r].rlim_max) {
+      return false;
+    }
+  }
+  return now.nice == was.nice && CPU_EQUAL(&now.affinity, &was.affinity) &&
+         memcmp(&now.sched, &was.sched, sizeof(SchedAttr)) == 0 && now.ioprio == was.ioprio &&
+         strcmp(now.oom_score_adj, was.oom_score_adj) == 0 &&
+         strcmp(now.autogroup, was.autogroup) == 0 && CpuLeft(now.limits[RLIMIT_CPU]);
 }
 
 // Reads one command; false on EOF or a malformed message (then init exits).
@@ -387,6 +513,7 @@ int main(int argc, char** argv) {
     if (null_fd > 2) close(null_fd);
   }
   RecordDev();
+  RecordState();
   WriteAll(sock, "R", 1);
 
   for (;;) {
@@ -426,14 +553,16 @@ int main(int argc, char** argv) {
         if (pid < 0 && errno != EINTR) break;
       }
     }
-    KillTheRest();
+    const bool all_gone = KillTheRest();
+    RestoreDev();
     EmptyPath("/tmp");
     EmptyPath("/dev/shm");
-    RestoreDev();
-    RemoveIpcObjects();
+    const bool no_ipc = RemoveIpcObjects();
     // 'D' (dirty): something could not be reset (a directory nested deeper than the walk
-    // goes, say); the executor then retires this sandbox after the reply.
-    const bool clean = IsEmpty("/tmp") && IsEmpty("/dev/shm") && DevAsRecorded();
+    // goes, say), init itself was changed, or it could not fork; the executor then retires
+    // this sandbox after the reply.
+    const bool clean = child >= 0 && all_gone && no_ipc && IsEmpty("/tmp") && IsEmpty("/dev/shm") &&
+                       DevAsRecorded() && StateAsRecorded();
     char reply[5] = {clean ? 'X' : 'D'};
     const int32_t value = status;
     memcpy(reply + 1, &value, 4);

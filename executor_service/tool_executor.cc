@@ -99,8 +99,8 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::ExecuteOnce(const ExecuteCall& call
 absl::StatusOr<int> ToolExecutor::ForgetRun(const std::string& run_id) const {
   absl::Status status = CheckId(run_id, "run_id", /*required=*/true);
   if (!status.ok()) return status;
+  sandbox_->ForgetRun(run_id);  // with or without a journal
   if (journal_ == nullptr) return 0;
-  sandbox_->ForgetRun(run_id);
   return journal_->ForgetRun(run_id);
 }
 
