@@ -655,6 +655,16 @@ class ResidentTest : public RunCommandTest {
     EXPECT_TRUE(result.ok) << result.error_message << result.output;
     return result.output;
   }
+
+  // Which sandbox a command of `run` ran in: its pid namespace and its pid 1's start time. The
+  // namespace's number alone can come back for a sandbox made after an earlier one was torn down.
+  std::string SandboxId(const std::string& run) {
+    ToolResult result = Run({{"shell", kSandboxIdCommand}}, nullptr, 0, run);
+    EXPECT_TRUE(result.ok) << result.error_message << result.output;
+    return result.output;
+  }
+  static constexpr const char* kSandboxIdCommand =
+      "echo $(readlink /proc/self/ns/pid) $(cut -d' ' -f22 /proc/1/stat)";
 };
 
 INSTANTIATE_TEST_SUITE_P(Resident, ResidentTest, ::testing::Values(true),
@@ -696,13 +706,13 @@ TEST_P(ResidentTest, TmpShmAndIpcAreEmptyForTheNextCommand) {
 }
 
 TEST_P(ResidentTest, WhatCannotBeResetRetiresTheSandbox) {
-  const std::string before = PidNamespace("run-1");
+  const std::string before = SandboxId("run-1");
   // Nested deeper than init's walk goes: /tmp cannot be emptied, so the sandbox is not reused.
   ToolResult deep = Shell(
       "cd /tmp && for i in $(seq 300); do mkdir d && cd d || exit 1; done && echo x > f && "
       "echo deep");
   ASSERT_TRUE(deep.ok) << deep.output;
-  ToolResult next = Shell("ls -A /tmp; readlink /proc/self/ns/pid");
+  ToolResult next = Shell(absl::StrCat("ls -A /tmp; ", kSandboxIdCommand));
   ASSERT_TRUE(next.ok) << next.output;
   // A fresh sandbox: an empty /tmp (ls printed nothing) and another pid namespace.
   EXPECT_EQ(next.output.rfind("pid:[", 0), 0u) << next.output;
@@ -730,14 +740,14 @@ TEST_P(ResidentTest, DevIsAsBubblewrapMadeItForTheNextCommand) {
 }
 
 TEST_P(ResidentTest, TimeoutKillsTheTreeAndTheNextCommandGetsAFreshSandbox) {
-  const std::string before = PidNamespace("run-1");
+  const std::string before = SandboxId("run-1");
   const std::string a = UniqueSleep();
   ToolResult result = Shell(absl::StrCat("setsid nohup sleep ", a, " >/dev/null 2>&1 & sleep 100"),
                             /*timeout_seconds=*/1);
   EXPECT_TRUE(result.timed_out);
   EXPECT_EQ(result.error_code, "TIMEOUT");
   EXPECT_FALSE(HostProcessWithCmdline(a));
-  EXPECT_NE(PidNamespace("run-1"), before);
+  EXPECT_NE(SandboxId("run-1"), before);
 }
 
 TEST_P(ResidentTest, GitCreatedBetweenCommandsStaysProtected) {
