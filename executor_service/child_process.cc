@@ -145,13 +145,27 @@ absl::Status ErrnoStatus(int err, absl::string_view what) {
   return absl::InternalError(message);
 }
 
+}  // namespace
+
 int PollMillis(absl::Time until) {
   const absl::Duration left = until - absl::Now();
   if (left <= absl::ZeroDuration()) return 0;
   return static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 1 << 30));
 }
 
-}  // namespace
+bool ReadAvailableOutput(int fd, std::string& chunk, size_t max_output_bytes,
+                         ChildOutcome& outcome) {
+  for (;;) {
+    const ssize_t got = read(fd, chunk.data(), chunk.size());
+    if (got > 0) {
+      outcome.output_bytes += static_cast<uint64_t>(got);
+      const size_t room = max_output_bytes - std::min(max_output_bytes, outcome.output.size());
+      outcome.output.append(chunk.data(), std::min(room, static_cast<size_t>(got)));
+      continue;
+    }
+    return got == 0;  // EAGAIN, EINTR or an error: poll again
+  }
+}
 
 // What a spawner reads and writes of the executor's memory (which it shares until it executes
 // the command): how it was started, and the command's ChildArgs, whose pointers point into
@@ -512,17 +526,7 @@ absl::StatusOr<ChildOutcome> RunChild(const ChildSpec& spec, absl::Time deadline
       break;
     }
     if (!eof && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-      for (;;) {
-        const ssize_t got = read(read_end.get(), chunk.data(), chunk.size());
-        if (got > 0) {
-          outcome.output_bytes += static_cast<uint64_t>(got);
-          const size_t room = max_output_bytes - std::min(max_output_bytes, outcome.output.size());
-          outcome.output.append(chunk.data(), std::min(room, static_cast<size_t>(got)));
-          continue;
-        }
-        if (got == 0) eof = true;
-        break;  // EAGAIN, EINTR or an error: poll again
-      }
+      eof = ReadAvailableOutput(read_end.get(), chunk, max_output_bytes, outcome);
     }
     if (!killed && spec.stop_fd >= 0 && (fds[stop_index].revents & (POLLIN | POLLHUP | POLLERR))) {
       outcome.stopped = true;

@@ -65,6 +65,14 @@ struct ChildOutcome {
   absl::Duration elapsed;
 };
 
+// Milliseconds for poll() until `until`: 0 once it has passed, rounded up, at most 2^30.
+int PollMillis(absl::Time until);
+
+// Reads what `fd` (non-blocking) holds now into `outcome`: every byte counted in output_bytes,
+// kept in output up to `max_output_bytes`; `chunk` is the caller's read buffer. True at EOF.
+bool ReadAvailableOutput(int fd, std::string& chunk, size_t max_output_bytes,
+                         ChildOutcome& outcome);
+
 struct SpawnerArea;
 
 // A process started ahead of time that waits to become one command's process: it has already

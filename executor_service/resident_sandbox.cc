@@ -23,12 +23,6 @@ namespace {
 
 constexpr absl::Duration kDrainGrace = absl::Seconds(1);
 
-int PollMillis(absl::Time until) {
-  const absl::Duration left = until - absl::Now();
-  if (left <= absl::ZeroDuration()) return 0;
-  return static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 1 << 30));
-}
-
 void Reap(int pid) {
   int status;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -238,17 +232,7 @@ ResidentSandbox::Result ResidentSandbox::Run(const std::vector<std::string>& arg
       continue;
     }
     if (!eof && (pfds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-      for (;;) {
-        const ssize_t got = read(read_end.get(), chunk.data(), chunk.size());
-        if (got > 0) {
-          outcome.output_bytes += static_cast<uint64_t>(got);
-          const size_t room = max_output_bytes - std::min(max_output_bytes, outcome.output.size());
-          outcome.output.append(chunk.data(), std::min(room, static_cast<size_t>(got)));
-          continue;
-        }
-        if (got == 0) eof = true;
-        break;
-      }
+      eof = ReadAvailableOutput(read_end.get(), chunk, max_output_bytes, outcome);
     }
     if (sock_index < n && (pfds[sock_index].revents & (POLLIN | POLLHUP | POLLERR))) {
       char reply[8];
