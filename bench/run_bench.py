@@ -322,7 +322,8 @@ def machine():
     try:
         rev = subprocess.run(["git", "-C", SOURCE_ROOT, "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", SOURCE_ROOT, "status", "--porcelain", "-uno"],
+        dirty = subprocess.run(["git", "-C", SOURCE_ROOT, "status", "--porcelain", "-uno", "--",
+                                ".", ":!BENCHMARKS.md"],  # the file this writes
                                capture_output=True, text=True, timeout=10).stdout.strip()
         if dirty:
             rev += " (with uncommitted changes)"
@@ -416,7 +417,7 @@ def report(runner, args, seconds):
     head = [
         "# rein benchmarks\n",
         "The latest table from `./dev bench%s` (%.0f s in all). Reproduce it with `./dev bench`"
-        " (about 10 minutes on 2 cores; `./dev bench --quick` is a smoke run of under 2"
+        " (about 3 minutes on 2 cores; `./dev bench --quick` is a smoke run of under 2"
         " minutes that prints the table without writing this file). The raw output of each"
         " phase is in `%s`.\n%s" % (" --quick" if args.quick else "", seconds, log_dir, busy),
         "## Machine\n",
