@@ -44,6 +44,9 @@ std::string Runfile(const std::string& rel) {
   return RealPath(absl::StrCat(std::getenv("TEST_SRCDIR"), "/rein/", rel));
 }
 std::string FakeServer() { return Runfile("executor_service/mcp/testing/fake_mcp_server.js"); }
+// An argument only this process's fake servers carry, to tell them from those of another test
+// running the same script at the same time.
+std::string Instance() { return absl::StrCat("--instance=mcp_tool_test-", getpid()); }
 std::string McpDir() { return Dir(Runfile("third_party/mcp/package.json")); }
 std::string Everything() {
   return McpDir() + "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
@@ -71,7 +74,7 @@ bool HostProcessWithCmdline(const std::string& needle) {
 }
 
 json FakeConfig(const std::string& name, std::vector<std::string> extra_args = {}) {
-  json command = {"node", FakeServer()};
+  json command = {"node", FakeServer(), Instance()};
   for (const std::string& arg : extra_args) command.push_back(arg);
   return {{"name", name},
           {"transport", "stdio"},
@@ -210,7 +213,7 @@ TEST_F(McpToolTest, HangTimesOutSendsCancelledAndLeavesNoProcess) {
   std::stringstream text;
   text << cancelled.rdbuf();
   EXPECT_TRUE(absl::StrContains(text.str(), "requestId")) << text.str();
-  EXPECT_FALSE(HostProcessWithCmdline(FakeServer()));
+  EXPECT_FALSE(HostProcessWithCmdline(Instance()));
 }
 
 TEST_F(McpToolTest, CrashMidCallIsAToolFailureAndTheNextCallGetsAFreshServer) {

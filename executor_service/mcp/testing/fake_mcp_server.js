@@ -1,7 +1,8 @@
 // A small MCP stdio server for the executor's tests: what the reference servers cannot do
 // (malformed JSON-RPC, replies to unknown ids, a 10 MB result, an unsupported protocol
 // version, a crash mid-call, a hang, a schema that changes, sandbox escape attempts).
-// Usage: node fake_mcp_server.js [--version=V] [--malformed]
+// Usage: node fake_mcp_server.js [--version=V] [--malformed] [--instance=ID]
+// (--instance is ignored: it only lets a test find its own servers among the host's processes)
 'use strict';
 const fs = require('fs');
 const net = require('net');
