@@ -27,6 +27,9 @@ absl::Status ServiceHost::Start(const std::vector<grpc::Service*>& services) {
       options_.listen,
       options_.credentials ? options_.credentials : grpc::InsecureServerCredentials(), &port_);
   builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
+  // gRPC listens with SO_REUSEPORT by default: a second server on a port already in use would
+  // start without error and take part of the first one's connections. A taken port is an error.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   for (grpc::Service* service : services) builder.RegisterService(service);
   server_ = builder.BuildAndStart();
   if (!server_ || port_ == 0) {

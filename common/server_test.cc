@@ -2,6 +2,7 @@
 #include "common/server.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/testing/http_get.h"
@@ -35,6 +36,17 @@ TEST(ServiceHostTest, MetricsPortZeroServesNoMetrics) {
   ASSERT_TRUE(host.Start({}).ok());
   EXPECT_GT(host.port(), 0);
   EXPECT_EQ(host.metrics_port(), 0);
+}
+
+TEST(ServiceHostTest, APortAlreadyInUseIsRefusedNotShared) {
+  ServiceHostOptions options;
+  ServiceHost first(options);
+  ASSERT_TRUE(first.Start({}).ok());
+  options.listen = absl::StrCat("127.0.0.1:", first.port());
+  ServiceHost second(options);
+  absl::Status status = second.Start({});
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_THAT(status.message(), HasSubstr(options.listen));
 }
 
 }  // namespace
