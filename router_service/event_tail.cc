@@ -23,6 +23,15 @@ void EventTail::TakeWakesLocked(Tail* tail, Wakes* wakes) {
   subs.resize(kept);
 }
 
+bool EventTail::PublishLocked(Tail* tail, int64_t last_seq, bool ended, Wakes* wakes) {
+  tail->last_seq = last_seq;
+  tail->published_seq = last_seq;
+  const bool newly_ended = ended && !tail->ended;
+  if (ended) tail->ended = true;
+  TakeWakesLocked(tail, wakes);
+  return newly_ended;
+}
+
 void EventTail::Fire(Wakes& wakes) {
   for (std::function<void()>& wake : wakes) wake();
 }
@@ -62,13 +71,7 @@ void EventTail::Append(const std::string& run_id, const std::vector<rein::v1::Ru
         slot->recent.push_back(event);
         if (slot->recent.size() > kEvents) slot->recent.pop_front();
       }
-      slot->last_seq = events.back().seq();
-      slot->published_seq = slot->last_seq;
-      if (ended && !slot->ended) {
-        slot->ended = true;
-        newly_ended = true;
-      }
-      TakeWakesLocked(slot.get(), &wakes);
+      newly_ended = PublishLocked(slot.get(), events.back().seq(), ended, &wakes);
     }
     if (newly_ended) NoteEndedLocked(run_id, &wakes);
   }
@@ -88,13 +91,7 @@ void EventTail::NoteRemote(const std::string& run_id, int64_t last_seq, bool end
       // The events in between are not here: what the tail held no longer reaches the end.
       slot->known = true;
       slot->recent.clear();
-      slot->last_seq = last_seq;
-      slot->published_seq = last_seq;
-      if (ended && !slot->ended) {
-        slot->ended = true;
-        newly_ended = true;
-      }
-      TakeWakesLocked(slot.get(), &wakes);
+      newly_ended = PublishLocked(slot.get(), last_seq, ended, &wakes);
     }
     if (newly_ended) NoteEndedLocked(run_id, &wakes);
   }

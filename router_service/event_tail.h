@@ -108,6 +108,10 @@ class EventTail {
   // Moves to `wakes` the wake-ups of the tail's subscribers waiting for a seq past theirs
   // (all of them when the tail is forgotten).
   void TakeWakesLocked(Tail* tail, Wakes* wakes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(tail->mu);
+  // Makes `last_seq` the tail's newest and published seq, marks it ended if `ended`, and takes
+  // its subscribers' wake-ups; true when it ended just now.
+  bool PublishLocked(Tail* tail, int64_t last_seq, bool ended, Wakes* wakes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(tail->mu);
   static void Fire(Wakes& wakes);
 
   Clock* const clock_;
