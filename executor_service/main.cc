@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/log.h"
+#include "common/malloc_tuning.h"
 #include "common/metrics.h"
 #include "common/server.h"
 #include "common/tls.h"
@@ -160,6 +161,7 @@ std::string DefaultExecutorId() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  rein::TuneMallocOrReexec(argv);  // first: it may start this binary again
   rein::BlockTerminationSignals();
   CheckFlags(argc, argv);
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);

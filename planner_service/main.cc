@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/malloc_tuning.h"
 #include "common/server.h"
 #include "common/tls.h"
 #include "planner_service/backend_factory.h"
@@ -48,6 +49,7 @@ int Fail(int exit_code, const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  rein::TuneMallocOrReexec(argv);  // first: it may start this binary again
   rein::BlockTerminationSignals();
   absl::SetProgramUsageMessage("Serves rein.v1.Planner: one model call per stage.");
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);

@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/malloc_tuning.h"
 #include "common/memory.h"
 #include "common/server.h"
 #include "common/tls.h"
@@ -32,9 +33,10 @@ ABSL_FLAG(std::string, store, "sqlite:var/rein.db",
 ABSL_FLAG(std::string, planner_target, "127.0.0.1:50052", "gRPC target of rein-planner");
 ABSL_FLAG(std::string, executor_target, "127.0.0.1:50053",
           "gRPC target of rein-executor (dns:///name:port or ipv4:a:p,b:p for several)");
-ABSL_FLAG(int, workers, 4,
+ABSL_FLAG(int, workers, 64,
           "threads that apply call results and commit transitions (a worker waits while its "
-          "commit is written with its group, so this also bounds a group commit's size)");
+          "commit is written with its group, so this also bounds a group commit's size; idle "
+          "ones cost a stack and nothing else)");
 ABSL_FLAG(int, group_commit_max, 64,
           "at most this many runs' transitions committed in one store transaction (1 = no "
           "group commit); each run moves on only after its transition is committed");
@@ -88,6 +90,7 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  rein::TuneMallocOrReexec(argv);  // first: it may start this binary again
   rein::BlockTerminationSignals();
   rein::SetLogService("rein-router");
   absl::SetProgramUsageMessage(
