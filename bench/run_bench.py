@@ -118,6 +118,8 @@ RATIOS = [
      "<=", 2.0),
     ("rein overhead per iteration p99 / floor (1 run)", "router.1run.p99", "floor.iteration.p50",
      "<=", 4.0),
+    ("same, p50 with one live WatchRun stream on the run / floor", "router.1run_watched.p50",
+     "floor.iteration.p50", None, None),
     ("rein it/s at 100 runs / LangGraph.js it/s at 100", "router.c100.it_per_s",
      "langgraph.c100.it_per_s", ">=", 10.0),
     ("rein it/s at 100 runs / LangGraph.js at synchronous=NORMAL", "router.c100.it_per_s",
@@ -125,6 +127,8 @@ RATIOS = [
     ("rein p50 / LangGraph.js p50 (1 run)", "router.1run.p50", "langgraph.1run.p50", None, None),
     ("router CPU per iteration / LangGraph.js CPU per iteration (100 runs)",
      "router.c100.cpu_per_it", "langgraph.c100.cpu_per_it", None, None),
+    ("router + the bench's fake planner, executor and client, CPU per iteration / LangGraph.js "
+     "(100 runs)", "router.c100.all_cpu_per_it", "langgraph.c100.cpu_per_it", None, None),
     ("rein it/s at 1,000 runs / at 100 runs", "router.c1000.it_per_s", "router.c100.it_per_s",
      ">=", 0.9),
     ("per-run iteration p99 / p50 at 1,000 runs", "router.c1000.p99", "router.c1000.p50", "<=",

@@ -29,7 +29,7 @@ namespace rein {
 struct RunEngineOptions {
   // Threads applying results and committing. A worker waits while its commit is written with
   // the others of its group, so this also bounds how many runs' transitions one group commit
-  // can carry.
+  // can carry. The service's default (--workers) is 64.
   int workers = 4;
   // A planner or executor reply is applied (and committed, and the next call sent) on the
   // thread that received it, instead of being handed to a worker, when no work is queued and
