@@ -407,11 +407,10 @@ void RunEngine::Shutdown(absl::Duration grace) {
   {
     absl::MutexLock lock(&queue_mu_);
     stopping_ = true;
+    queue_cv_.SignalAll();
     // A reply being applied on a gRPC thread is waited for like the workers' work below (no new
     // one starts once stopping_ is set).
-    auto no_inline = [this]()
-                         ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) { return inline_active_ == 0; };
-    queue_mu_.Await(absl::Condition(&no_inline));
+    while (inline_active_ > 0) inline_cv_.Wait(&queue_mu_);
   }
   const bool started = !workers_.empty();
   for (std::thread& worker : workers_) worker.join();
@@ -532,6 +531,7 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
 void RunEngine::Post(std::function<void()> work) {
   absl::MutexLock lock(&queue_mu_);
   queue_.push_back(std::move(work));
+  queue_cv_.Signal();
 }
 
 bool RunEngine::BeginInline() {
@@ -551,7 +551,7 @@ bool RunEngine::BeginInline() {
 
 void RunEngine::EndInline() {
   absl::MutexLock lock(&queue_mu_);
-  --inline_active_;
+  if (--inline_active_ == 0) inline_cv_.SignalAll();
 }
 
 void RunEngine::WorkerLoop() {
@@ -559,10 +559,7 @@ void RunEngine::WorkerLoop() {
     std::function<void()> work;
     {
       absl::MutexLock lock(&queue_mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) {
-        return stopping_ || !queue_.empty();
-      };
-      queue_mu_.Await(absl::Condition(&ready));
+      while (!stopping_ && queue_.empty()) queue_cv_.Wait(&queue_mu_);
       if (queue_.empty()) return;  // stopping
       work = std::move(queue_.front());
       queue_.pop_front();

@@ -208,7 +208,12 @@ class RunEngine {
   absl::Mutex runs_mu_;
   std::map<std::string, std::shared_ptr<Entry>> runs_ ABSL_GUARDED_BY(runs_mu_);
 
+  // Idle workers wait on queue_cv_, not with Mutex::Await: absl evaluates every Await
+  // condition of the waiters at each unlock, which with dozens of idle workers made every
+  // reply's BeginInline and EndInline scan them all.
   absl::Mutex queue_mu_;
+  absl::CondVar queue_cv_;   // work was queued, or stopping_
+  absl::CondVar inline_cv_;  // inline_active_ reached 0
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(queue_mu_);
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
   int inline_active_ ABSL_GUARDED_BY(queue_mu_) = 0;  // replies being applied inline
