@@ -345,26 +345,31 @@ bool RunEngine::LeaseRound(bool* lapsed) {
     LogInfo("run taken over",
             {{"run_id", run.run_id()}, {"epoch", std::to_string(run.lease_epoch())}});
     Metrics::Global().Add("rein_router_runs_claimed_total", 1);
-    Recover(run);
+    // On a worker, in the order claimed: a recovery commits, and this thread renews the lease.
+    Post([this, run] { Recover(run); });
   }
   // Commits other routers made on this router's runs (reviews, cancels) whose notice was
   // missed, and runs another router now owns.
   absl::StatusOr<std::map<std::string, int64_t>> owned = store_->OwnedRunVersions();
   if (!owned.ok()) return true;
-  std::vector<std::pair<std::string, std::shared_ptr<Entry>>> entries;
-  {
-    absl::MutexLock lock(&runs_mu_);
-    for (auto& [id, entry] : runs_) entries.emplace_back(id, entry);
-  }
-  for (auto& [id, entry] : entries) {
-    int64_t version;
+  // Compared on a worker: a run's mutex is held while its commit waits for the store, and this
+  // thread must be back in time for the next renewal however busy the store is.
+  Post([this, owned = *std::move(owned)] {
+    std::vector<std::pair<std::string, std::shared_ptr<Entry>>> entries;
     {
-      absl::MutexLock lock(&entry->mu);
-      version = entry->run.state().version();
+      absl::MutexLock lock(&runs_mu_);
+      for (auto& [id, entry] : runs_) entries.emplace_back(id, entry);
     }
-    auto it = owned->find(id);
-    if (it == owned->end() || it->second > version) Post([this, id = id] { Refresh(id); });
-  }
+    for (auto& [id, entry] : entries) {
+      int64_t version;
+      {
+        absl::MutexLock lock(&entry->mu);
+        version = entry->run.state().version();
+      }
+      auto it = owned.find(id);
+      if (it == owned.end() || it->second > version) Post([this, id = id] { Refresh(id); });
+    }
+  });
   return true;
 }
 

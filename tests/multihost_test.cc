@@ -512,7 +512,12 @@ TEST_F(MultiHostTest, KilledRoutersRunsAreTakenOverSpreadAndFinishWithoutRecover
   std::map<std::string, int> started_on;
   const auto workspaces = StartStorm(60, "b", &started_on);
   absl::SleepFor(absl::Milliseconds(700));  // mid-storm: calls in flight everywhere
-  // Router 0's runs that have not ended yet: those must be taken over.
+  fleet_.KillRouter(0);
+  // A COMMIT the server had received is still applied after its client died.
+  absl::SleepFor(absl::Milliseconds(200));
+  // Router 0's runs that had not ended when it died: those must be taken over. (Read after the
+  // kill, and well inside the lease's ttl: a run read as unfinished just before the kill could
+  // still have ended on router 0.)
   std::set<std::string> in_flight;
   for (const auto& [run_id, router] : started_on) {
     if (router != 0) continue;
@@ -523,7 +528,6 @@ TEST_F(MultiHostTest, KilledRoutersRunsAreTakenOverSpreadAndFinishWithoutRecover
       in_flight.insert(run_id);
     }
   }
-  fleet_.KillRouter(0);
   ASSERT_GE(in_flight.size(), 2u) << "the kill should land while router 0 drives runs";
   const auto settled = fleet_.WaitSettled(1, Ids(workspaces), absl::Minutes(2));
   const Tally tally = CheckRuns(fleet_, 2, workspaces, settled, /*expect_all_finished=*/true);

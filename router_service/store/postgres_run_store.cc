@@ -98,7 +98,8 @@ constexpr std::initializer_list<Oid> kRunColumnTypes = {REIN_RUN_COLUMN_TYPES};
 
 }  // namespace
 
-PostgresRunStore::PostgresRunStore(std::unique_ptr<PgPool> pool) : pool_(std::move(pool)) {}
+PostgresRunStore::PostgresRunStore(std::unique_ptr<PgPool> pool, std::unique_ptr<PgPool> lease_pool)
+    : pool_(std::move(pool)), lease_pool_(std::move(lease_pool)) {}
 
 PostgresRunStore::~PostgresRunStore() {
   {
@@ -114,7 +115,10 @@ absl::StatusOr<std::unique_ptr<PostgresRunStore>> PostgresRunStore::Open(const s
   pool_options.max_connections = options.max_connections;
   pool_options.connect_timeout = options.connect_timeout;
   ASSIGN_OR_RETURN(std::unique_ptr<PgPool> pool, PgPool::Create(url, pool_options));
-  std::unique_ptr<PostgresRunStore> store(new PostgresRunStore(std::move(pool)));
+  pool_options.max_connections = 1;
+  ASSIGN_OR_RETURN(std::unique_ptr<PgPool> lease_pool, PgPool::Create(url, pool_options));
+  std::unique_ptr<PostgresRunStore> store(
+      new PostgresRunStore(std::move(pool), std::move(lease_pool)));
   RETURN_IF_ERROR(store->Initialize());
   return store;
 }
@@ -616,7 +620,7 @@ absl::Status PostgresRunStore::RenewLease() {
     incarnation = incarnation_;
   }
   if (me.empty()) return absl::FailedPreconditionError("RenewLease before JoinFleet");
-  ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Autocommit(pool_.get()));
+  ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Autocommit(lease_pool_.get()));
   ASSIGN_OR_RETURN(PgResult renewed,
                    tx->Exec("UPDATE routers SET heartbeat = clock_timestamp() "
                             "WHERE router_id = $1 AND incarnation = $2",
@@ -638,7 +642,7 @@ absl::Status PostgresRunStore::LeaveFleet() {
     incarnation = incarnation_;
   }
   if (me.empty()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Autocommit(pool_.get()));
+  ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Autocommit(lease_pool_.get()));
   return tx
       ->Exec(
           "UPDATE routers SET heartbeat = '-infinity' "
@@ -650,7 +654,8 @@ absl::Status PostgresRunStore::LeaveFleet() {
 absl::StatusOr<std::vector<rein::v1::Run>> PostgresRunStore::ClaimRuns(bool include_mine) {
   const std::string me = router_id();
   if (me.empty()) return absl::FailedPreconditionError("ClaimRuns before JoinFleet");
-  ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Begin(pool_.get(), false));
+  ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx,
+                   PgTransaction::Begin(lease_pool_.get(), false));
   std::vector<rein::v1::Run> claimed;
   const std::string returning = absl::StrCat(" RETURNING ", kRunColumns, ", created_us");
   if (include_mine) {
@@ -703,7 +708,7 @@ absl::StatusOr<std::map<std::string, int64_t>> PostgresRunStore::OwnedRunVersion
   const std::string me = router_id();
   std::map<std::string, int64_t> versions;
   if (me.empty()) return versions;
-  ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Autocommit(pool_.get()));
+  ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Autocommit(lease_pool_.get()));
   ASSIGN_OR_RETURN(PgResult result, tx->Exec("SELECT run_id, version FROM runs "
                                              "WHERE owner = $1 AND stage NOT IN (7, 8, 9)",
                                              PgParams().Text(me), "listing owned runs"));

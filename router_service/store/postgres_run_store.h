@@ -63,7 +63,10 @@ namespace rein {
 //
 // Thread-safe: a small pool of connections (Options::max_connections); each call borrows one
 // for its transaction, so calls on different runs proceed in parallel on the server instead of
-// queueing behind one connection's round trips.
+// queueing behind one connection's round trips. The lease's calls (RenewLease, ClaimRuns,
+// OwnedRunVersions, LeaveFleet) have one more connection of their own, opened on first use: the
+// router's lease loop never waits behind the commits queued for the pool, which under load could
+// hold a renewal past the lease's ttl and hand a healthy router's runs to another.
 class PostgresRunStore final : public RunStore {
  public:
   struct Options {
@@ -127,7 +130,7 @@ class PostgresRunStore final : public RunStore {
   void SubscribeCommits(std::function<void(const CommitNotice&)> on_commit) override;
 
  private:
-  explicit PostgresRunStore(std::unique_ptr<PgPool> pool);
+  PostgresRunStore(std::unique_ptr<PgPool> pool, std::unique_ptr<PgPool> lease_pool);
 
   // Commit and CommitOwned (with `lease_epoch`), in a transaction of its own, or inside
   // `batch` (CommitBatch: not committed here).
@@ -146,6 +149,7 @@ class PostgresRunStore final : public RunStore {
                               const std::string& run_id, rein::v1::Run* run) const;
 
   const std::unique_ptr<PgPool> pool_;
+  const std::unique_ptr<PgPool> lease_pool_;  // one connection: the lease loop's calls
 
   mutable absl::Mutex mu_;
   std::string router_id_ ABSL_GUARDED_BY(mu_);    // JoinFleet's

@@ -3,6 +3,7 @@
 #include "router_service/store/postgres_run_store.h"
 
 #include <netinet/in.h>
+#include <postgresql/libpq-fe.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -422,6 +423,43 @@ TEST_F(PostgresRunStoreTest, ConnectionClosedByServerIsReopened) {
   absl::StatusOr<rein::v1::Run> got = store->GetRun("run-1");
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->run_id(), "run-1");
+}
+
+TEST_F(PostgresRunStoreTest, LeaseRenewalDoesNotWaitForTheBusyPool) {
+  // The pool's only connection waits on a lock held outside the store; the lease is renewed
+  // anyway, on its own connection (a renewal queued behind commits could outlive the ttl).
+  PostgresRunStore::Options options;
+  options.max_connections = 1;
+  std::unique_ptr<PostgresRunStore> store = OpenOrDie(options);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->JoinFleet("router-a", absl::Seconds(30)).ok());
+  ASSERT_TRUE(store->CreateRun(MakeRun("run-1"), {}).ok());
+  PGconn* holder = PQconnectdb(url_.c_str());
+  ASSERT_EQ(PQstatus(holder), CONNECTION_OK) << PQerrorMessage(holder);
+  PGresult* locked = PQexec(holder, "BEGIN; LOCK TABLE runs IN ACCESS EXCLUSIVE MODE");
+  ASSERT_EQ(PQresultStatus(locked), PGRES_COMMAND_OK) << PQerrorMessage(holder);
+  PQclear(locked);
+  std::thread blocked([&] { EXPECT_TRUE(store->GetRun("run-1").ok()); });
+  // Wait until the store's read is queued on the lock, holding the pool's connection.
+  for (int i = 0; i < 500 && Query("SELECT count(*) FROM pg_stat_activity WHERE application_name "
+                                   "= 'rein-router' AND wait_event_type = 'Lock'") != "1";
+       ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  absl::Notification renewed;
+  absl::Status renewal;
+  std::thread renewer([&] {
+    renewal = store->RenewLease();
+    renewed.Notify();
+  });
+  const bool in_time = renewed.WaitForNotificationWithTimeout(absl::Seconds(10));
+  EXPECT_TRUE(in_time) << "the renewal waited for the pool's connection";
+  PGresult* released = PQexec(holder, "ROLLBACK");
+  PQclear(released);
+  PQfinish(holder);
+  blocked.join();
+  renewer.join();
+  EXPECT_TRUE(renewal.ok()) << renewal;
 }
 
 }  // namespace
