@@ -52,13 +52,14 @@ class SeccompFilterTest : public ::testing::Test {
     dir_ = std::string(tmp != nullptr ? tmp : "/tmp");
   }
 
-  // Runs `call` (a syscall returning -1 and errno on failure) under the program in a child.
-  Outcome Run(const std::function<long()>& call) {
+  // Runs `call` (a syscall returning -1 and errno on failure) under the program in a child
+  // (without it when `filtered` is false).
+  Outcome Run(const std::function<long()>& call, bool filtered = true) {
     const pid_t pid = fork();
     if (pid == 0) {
       struct sock_fprog prog = {static_cast<unsigned short>(program_.size()), program_.data()};
-      if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-          prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+      if (filtered && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+                       prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)) {
         _exit(255);
       }
       const long result = call();
@@ -187,12 +188,19 @@ TEST_F(SeccompFilterTest, X32AndI386SyscallsKillTheProcess) {
   // x32: the same numbers with bit 30 set.
   EXPECT_EQ(Run([] { return syscall(0x40000000 | SYS_getpid); }), kKilled);
   // i386 (int 0x80, getpid is 20): a foreign architecture.
-  EXPECT_EQ(Run([] {
-              long result;
-              asm volatile("int $0x80" : "=a"(result) : "a"(20) : "memory");
-              return result < 0 ? -1 : 0;
-            }),
-            kKilled);
+  const auto i386_getpid = [] {
+    long result;
+    asm volatile("int $0x80" : "=a"(result) : "a"(20) : "memory");
+    return result < 0 ? -1 : 0;
+  };
+  if (Run(i386_getpid, /*filtered=*/false) != kOk) {
+    // A kernel with i386 emulation off (ia32_emulation=0, or a hypervisor's choice) faults on
+    // int 0x80 before any filter sees it: nothing reaches the kernel either way.
+    EXPECT_NE(Run(i386_getpid), kOk);
+    GTEST_SKIP() << "this kernel does not run i386 system calls (int 0x80 faults without the "
+                    "filter): only checked that it does not succeed";
+  }
+  EXPECT_EQ(Run(i386_getpid), kKilled);
 }
 #endif
 
