@@ -421,7 +421,7 @@ def report(runner, args, seconds):
     head = [
         "# rein benchmarks\n",
         "The latest table from `./dev bench%s` (%.0f s in all). Reproduce it with `./dev bench`"
-        " (about 3 minutes on 2 cores; `./dev bench --quick` is a smoke run of under 2"
+        " (3 to 5 minutes on 2 cores; `./dev bench --quick` is a smoke run of under 2"
         " minutes that prints the table without writing this file). The raw output of each"
         " phase is in `%s`.\n%s" % (" --quick" if args.quick else "", seconds, log_dir, busy),
         "## Machine\n",

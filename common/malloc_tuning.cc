@@ -38,11 +38,9 @@ void TuneMallocOrReexec(char** argv) {
   const char* before = getenv(kTunables);
   if (before != nullptr && strstr(before, "glibc.malloc.tcache_count=") != nullptr) return;
   std::string tunables = "glibc.malloc.tcache_count=" + std::to_string(kMallocTcacheCount);
-  if (before != nullptr && before[0] != '\0') {
-    tunables = std::string(before) + ":" + tunables;
-    setenv(kOriginal, before, 1);
-  } else if (before != nullptr) {
-    setenv(kOriginal, before, 1);  // set but empty: restored as such
+  if (before != nullptr) {
+    setenv(kOriginal, before, 1);  // restored as it was, even if set but empty
+    if (before[0] != '\0') tunables = std::string(before) + ":" + tunables;
   }
   setenv(kMarker, "1", 1);
   setenv(kTunables, tunables.c_str(), 1);

@@ -7,8 +7,8 @@ namespace rein {
 // Chunks of each size class (up to 1,032 bytes) one thread's cache may hold; glibc's default is
 // 7. A router transition frees and allocates dozens of small blocks of one size (protobuf
 // fields, gRPC metadata), so with 7 most of them go through the shared bins and their locks.
-// 128 took 10-12% off the router's CPU per iteration and cost 1.5 MiB after the abuse
-// benchmark (bench/ANALYSIS.md, "malloc's thread cache").
+// 128 took 4-11% off the router's CPU per iteration at 100 and 1,000 runs and cost 1.5 MiB
+// after the abuse benchmark (bench/ANALYSIS.md, "Fourth round").
 inline constexpr int kMallocTcacheCount = 128;
 
 // glibc reads the cache size only from the GLIBC_TUNABLES environment variable, when the

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "executor_service/sandbox_init_limits.h"
 
 namespace rein {
 namespace {
@@ -155,7 +156,7 @@ ResidentSandbox::Result ResidentSandbox::Run(const std::vector<std::string>& arg
     }
   }
   if (argv.empty() || payload.size() > kMaxCommandBytes ||
-      argv.size() + env.size() > kMaxCommandStrings) {
+      argv.size() + env.size() > kSandboxInitMaxStrings) {
     result.error = "the command does not fit a resident sandbox's message";
     return result;
   }

@@ -40,8 +40,6 @@ class ResidentSandbox {
  public:
   // Argv and environment of a command above this size go the cold path.
   static constexpr size_t kMaxCommandBytes = 128 << 10;
-  // So do more argv and environment strings than init takes (sandbox_init.cc's kMaxStrings).
-  static constexpr size_t kMaxCommandStrings = 1 << 15;
 
   // Starts bubblewrap as `spec` describes, whose pass_fds already hold `init_socket` (init's
   // end of the socket pair whose other end is `socket`) and `status_write` (bwrap's

@@ -43,11 +43,12 @@
 
 #include <initializer_list>
 
+#include "executor_service/sandbox_init_limits.h"
+
 namespace {
 
 constexpr size_t kMaxMessageBytes = 256 << 10;  // the executor sends at most 128 KiB
-// argv and environment strings together; ResidentSandbox::kMaxCommandStrings sends no more.
-constexpr size_t kMaxStrings = 1 << 15;
+constexpr size_t kMaxStrings = rein::kSandboxInitMaxStrings;
 constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
 char message[kMaxMessageBytes + 1];

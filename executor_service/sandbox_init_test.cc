@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "executor_service/sandbox.h"
+#include "executor_service/sandbox_init_limits.h"
 #include "executor_service/testing/temp_workspace.h"
 #include "executor_service/tool_executor.h"
 #include "executor_service/workspace.h"
@@ -222,7 +223,8 @@ TEST_F(SandboxInitTest, CommandsAtAndPastInitsStringCountRunOnce) {
   ASSERT_TRUE(environ.ok()) << environ.status();
   const int env_count = std::atoi(environ->child.output.c_str());
   ASSERT_GT(env_count, 0) << environ->child.output;
-  for (int total : {1 << 15, (1 << 15) + 1}) {
+  constexpr int kMax = static_cast<int>(kSandboxInitMaxStrings);
+  for (int total : {kMax, kMax + 1}) {
     std::vector<std::string> argv = {"sh", "-c", absl::StrCat("echo $# $(", kWhichSandbox, ")"),
                                      "sh"};
     const int extra = total - env_count - static_cast<int>(argv.size());
@@ -233,13 +235,18 @@ TEST_F(SandboxInitTest, CommandsAtAndPastInitsStringCountRunOnce) {
     request.run_id = "run-1";
     request.deadline = absl::Now() + absl::Seconds(30);
     absl::StatusOr<CommandOutcome> outcome = executor_->sandbox().Run(*workspace, request);
-    if (total == (1 << 15)) {
+    if (total == kMax) {
       ASSERT_TRUE(outcome.ok()) << outcome.status();
       EXPECT_EQ(outcome->child.output, absl::StrCat(extra, " ", ns));  // in the resident
     } else {
-      // Not handed to init (which would have refused it, leaving the outcome unknown); the
-      // cold path takes it (bubblewrap itself refuses that many arguments).
-      EXPECT_TRUE(!outcome.ok() || !outcome->outcome_unknown) << outcome->error;
+      // Not handed to init (which would have refused it and exited, leaving the outcome
+      // unknown): the cold path takes it, and bubblewrap itself refuses that many arguments.
+      ASSERT_FALSE(outcome.ok()) << outcome->error;
+      EXPECT_EQ(outcome.status().code(), absl::StatusCode::kFailedPrecondition);
+      EXPECT_TRUE(absl::StrContains(outcome.status().message(),
+                                    "could not be set up: bwrap: Exceeded maximum number of "
+                                    "arguments"))
+          << outcome.status();
     }
   }
   EXPECT_EQ(PidNamespace(), ns);  // and the resident is still there
