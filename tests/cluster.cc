@@ -128,9 +128,26 @@ std::string ThreeStepScript(int delay_ms) {
 Cluster::Cluster(Options options) : options_(std::move(options)) {
   if (options_.workspace_root.empty()) options_.workspace_root = options_.dir + "/workspaces";
   mkdir(options_.workspace_root.c_str(), 0755);
-  router_port_ = FreePort();
-  planner_port_ = FreePort();
-  executor_port_ = FreePort();
+}
+
+bool Cluster::StartListening(Process& process, int* port) {
+  const size_t logged = ReadFile(process.log_path()).size();  // a restart appends to the log
+  if (!process.Start()) return false;
+  if (*port != 0) return true;  // a restart, on the port it had
+  // It was started with --listen=127.0.0.1:0: the port it took is in its "serving" line. (A
+  // port picked free beforehand could be taken by a concurrent test's server in between.)
+  const absl::Time until = absl::Now() + absl::Seconds(20);
+  while (absl::Now() < until && process.running()) {
+    const std::string log = ReadFile(process.log_path()).substr(logged);
+    const size_t serving = log.find("\"msg\":\"serving\"");
+    const size_t at = log.find("\"port\":\"", serving == std::string::npos ? log.size() : serving);
+    if (at != std::string::npos) {
+      *port = atoi(log.c_str() + at + 8);
+      return *port > 0;
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return false;
 }
 
 Cluster::~Cluster() {
@@ -190,7 +207,7 @@ bool Cluster::StartRouter() {
   for (const std::string& flag : TlsFlags("router")) argv.push_back(flag);
   for (const std::string& flag : options_.router_flags) argv.push_back(flag);
   router_ = std::make_unique<Process>("router", argv, options_.dir + "/router.log");
-  if (!router_->Start()) return false;
+  if (!StartListening(*router_, &router_port_)) return false;
   if (!WaitServing(router_target(), absl::Seconds(20))) return false;
   TlsFiles tls;
   if (!options_.tls_dir.empty()) {
@@ -231,9 +248,9 @@ bool Cluster::Start() {
   std::ofstream(script) << options_.script_json;
   executor_ = NewExecutor(0);
   for (int i = 1; i < options_.executors; ++i) {
-    extra_ports_.push_back(FreePort());
+    extra_ports_.push_back(0);
     extra_executors_.push_back(NewExecutor(i));
-    if (!extra_executors_.back()->Start()) return false;
+    if (!StartListening(*extra_executors_.back(), &extra_ports_.back())) return false;
     if (!WaitServing(executor_target(i), absl::Seconds(20))) {
       return false;
     }
@@ -248,7 +265,9 @@ bool Cluster::Start() {
   }
   for (const auto& flag : TlsFlags(options_.planner_cert)) planner_argv.push_back(flag);
   planner_ = std::make_unique<Process>("planner", planner_argv, options_.dir + "/planner.log");
-  if (!executor_->Start() || !planner_->Start()) return false;
+  if (!StartListening(*executor_, &executor_port_) || !StartListening(*planner_, &planner_port_)) {
+    return false;
+  }
   if (!WaitServing(executor_target(), absl::Seconds(20))) return false;
   if (!WaitServing(planner_target(), absl::Seconds(20))) return false;
   return StartRouter();

@@ -81,7 +81,8 @@ class Cluster {
   explicit Cluster(Options options);
   ~Cluster();
 
-  // Starts all three and waits until each answers grpc.health.v1 with SERVING.
+  // Starts all three, each on a port it takes itself (--listen=127.0.0.1:0), and waits until
+  // each answers grpc.health.v1 with SERVING. The *_target()s are known from then on.
   bool Start();
   bool StartRouter();
   // Sends `signal` to the router and returns its exit status (-1 if it did not exit in 20 s).
@@ -122,7 +123,12 @@ class Cluster {
   std::vector<std::string> TlsFlags(const std::string& name) const;
 
  private:
+  // Starts `process`, whose --listen names `*port` (0 until its first start: it then takes a
+  // free one, read back from its "serving" log line into `*port`).
+  bool StartListening(Process& process, int* port);
+
   Options options_;
+  // 0 until the service's first start; then the port it took, kept for restarts.
   int router_port_ = 0, planner_port_ = 0, executor_port_ = 0;
   std::unique_ptr<Process> router_, planner_, executor_;
   std::vector<int> extra_ports_;
