@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +54,30 @@ PgParams& PgParams::Text(absl::string_view value) {
 
 PgParams& PgParams::Bytes(absl::string_view value) {
   return Add(kByteaOid, std::string(value), /*null=*/false);
+}
+
+PgParams& PgParams::BytesArray(const std::vector<std::string>& values) {
+  // array_recv's format: ndim, has-nulls flag, element type, then per dimension its length
+  // and lower bound, then each element as a length and its bytes; all integers big-endian.
+  std::string bytes;
+  auto put = [&bytes](uint32_t v) {
+    for (int i = 3; i >= 0; --i) bytes.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  size_t total = 20;
+  for (const std::string& value : values) total += 4 + value.size();
+  bytes.reserve(total);
+  put(values.empty() ? 0 : 1);
+  put(0);
+  put(kByteaOid);
+  if (!values.empty()) {
+    put(static_cast<uint32_t>(values.size()));
+    put(1);
+  }
+  for (const std::string& value : values) {
+    put(static_cast<uint32_t>(value.size()));
+    bytes.append(value);
+  }
+  return Add(kByteaArrayOid, std::move(bytes), /*null=*/false);
 }
 
 PgParams& PgParams::Null(Oid type) { return Add(type, std::string(), /*null=*/true); }
@@ -192,6 +218,23 @@ PgPool::~PgPool() {
   absl::MutexLock lock(&mu_);
   for (PGconn* conn : idle_) PQfinish(conn);
   idle_.clear();
+  prepared_.clear();
+}
+
+bool PgPool::IsPrepared(PGconn* conn, const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = prepared_.find(conn);
+  return it != prepared_.end() && it->second.count(name) > 0;
+}
+
+void PgPool::NotePrepared(PGconn* conn, const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  prepared_[conn].insert(name);
+}
+
+void PgPool::ForgetPrepared(PGconn* conn) {
+  absl::MutexLock lock(&mu_);
+  prepared_.erase(conn);
 }
 
 absl::StatusOr<PGconn*> PgPool::Connect() const {
@@ -253,13 +296,18 @@ absl::StatusOr<PGconn*> PgPool::Acquire() {
 
 void PgPool::Release(PGconn* conn) {
   const bool keep = PQstatus(conn) == CONNECTION_OK && PQtransactionStatus(conn) == PQTRANS_IDLE;
-  if (!keep) PQfinish(conn);
-  absl::MutexLock lock(&mu_);
-  if (keep) {
-    idle_.push_back(conn);
-  } else {
-    --open_;
+  {
+    absl::MutexLock lock(&mu_);
+    if (keep) {
+      idle_.push_back(conn);
+      return;
+    }
+    // Forgotten before the close: a later connection may get the same address.
+    prepared_.erase(conn);
   }
+  PQfinish(conn);
+  absl::MutexLock lock(&mu_);
+  --open_;
 }
 
 absl::StatusOr<std::unique_ptr<PgTransaction>> PgTransaction::Begin(PgPool* pool, bool read_only) {
@@ -272,6 +320,7 @@ absl::StatusOr<std::unique_ptr<PgTransaction>> PgTransaction::Begin(PgPool* pool
     // The server closed an idle connection (restart, idle timeout): nothing was done yet,
     // so reconnect once and begin again.
     PQreset(*conn);
+    pool->ForgetPrepared(*conn);
     if (PQstatus(*conn) == CONNECTION_OK) status = tx->Run(begin, "BEGIN");
   }
   if (!status.ok()) return status;
@@ -282,7 +331,10 @@ absl::StatusOr<std::unique_ptr<PgTransaction>> PgTransaction::Begin(PgPool* pool
 absl::StatusOr<std::unique_ptr<PgTransaction>> PgTransaction::Autocommit(PgPool* pool) {
   absl::StatusOr<PGconn*> conn = pool->Acquire();
   if (!conn.ok()) return conn.status();
-  if (PQstatus(*conn) == CONNECTION_BAD) PQreset(*conn);
+  if (PQstatus(*conn) == CONNECTION_BAD) {
+    PQreset(*conn);
+    pool->ForgetPrepared(*conn);
+  }
   return std::unique_ptr<PgTransaction>(new PgTransaction(pool, *conn));
 }
 
@@ -305,6 +357,42 @@ absl::StatusOr<PgResult> PgTransaction::Exec(const std::string& sql, const PgPar
     return PgError(conn_, result.get(), pool_->target(), what);
   }
   return result;
+}
+
+absl::StatusOr<PgResult> PgTransaction::ExecPrepared(const std::string& name,
+                                                     const std::string& sql, const PgParams& params,
+                                                     absl::string_view what) {
+  std::vector<const char*> values;
+  std::vector<int> lengths;
+  std::vector<int> formats;
+  params.Arrays(&values, &lengths, &formats);
+  for (int attempt = 0;; ++attempt) {
+    if (!pool_->IsPrepared(conn_, name)) {
+      PgResult prepared(PQprepare(conn_, name.c_str(), sql.c_str(), params.size(), params.types()));
+      const bool ok = prepared != nullptr && PQresultStatus(prepared.get()) == PGRES_COMMAND_OK;
+      const char* state =
+          prepared != nullptr ? PQresultErrorField(prepared.get(), PG_DIAG_SQLSTATE) : nullptr;
+      // 42P05: prepared already (by this connection before a reset we did not see, or on the
+      // server connection a pooler handed us); the name always stands for the same SQL.
+      if (!ok && !(state != nullptr && absl::string_view(state) == "42P05")) {
+        return PgError(conn_, prepared.get(), pool_->target(),
+                       absl::StrCat(what, " (preparing the statement)"));
+      }
+      pool_->NotePrepared(conn_, name);
+    }
+    PgResult result(PQexecPrepared(conn_, name.c_str(), params.size(), values.data(),
+                                   lengths.data(), formats.data(), /*resultFormat=*/1));
+    const ExecStatusType status =
+        result != nullptr ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
+    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return result;
+    const char* state =
+        result != nullptr ? PQresultErrorField(result.get(), PG_DIAG_SQLSTATE) : nullptr;
+    if (state != nullptr && absl::string_view(state) == "26000") {  // no such statement
+      pool_->ForgetPrepared(conn_);
+      if (!open_ && attempt == 0) continue;
+    }
+    return PgError(conn_, result.get(), pool_->target(), what);
+  }
 }
 
 absl::Status PgTransaction::Run(const char* sql, absl::string_view what) {

@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +27,7 @@ namespace rein {
 inline constexpr Oid kByteaOid = 17;
 inline constexpr Oid kInt8Oid = 20;
 inline constexpr Oid kTextOid = 25;
+inline constexpr Oid kByteaArrayOid = 1001;  // bytea[]
 
 struct PgResultDeleter {
   void operator()(PGresult* result) const { PQclear(result); }
@@ -37,6 +40,8 @@ class PgParams {
   PgParams& Int(int64_t value);
   PgParams& Text(absl::string_view value);
   PgParams& Bytes(absl::string_view value);
+  // A one-dimensional bytea[] (empty when `values` is), in the array's binary format.
+  PgParams& BytesArray(const std::vector<std::string>& values);
   PgParams& Null(Oid type);
 
   int size() const { return static_cast<int>(types_.size()); }
@@ -113,6 +118,12 @@ class PgPool {
   // Errors as Acquire's.
   absl::StatusOr<PGconn*> Connect() const;
 
+  // Which named statements `conn` has prepared (see PgTransaction::ExecPrepared). Forgotten
+  // when the connection is closed or reset.
+  bool IsPrepared(PGconn* conn, const std::string& name) const;
+  void NotePrepared(PGconn* conn, const std::string& name);
+  void ForgetPrepared(PGconn* conn);
+
  private:
   PgPool(std::string url, std::string target, const Options& options)
       : url_(std::move(url)), target_(std::move(target)), options_(options) {}
@@ -126,6 +137,7 @@ class PgPool {
   mutable absl::Mutex mu_;
   std::vector<PGconn*> idle_ ABSL_GUARDED_BY(mu_);
   int open_ ABSL_GUARDED_BY(mu_) = 0;  // idle + borrowed + being opened
+  std::map<PGconn*, std::set<std::string>> prepared_ ABSL_GUARDED_BY(mu_);
 };
 
 // One transaction on a connection borrowed from a pool. Rolled back (and the connection
@@ -146,6 +158,14 @@ class PgTransaction {
   // Runs one statement with binary parameters and binary results.
   absl::StatusOr<PgResult> Exec(const std::string& sql, const PgParams& params,
                                 absl::string_view what);
+
+  // Exec of a statement the connection prepares once under `name` (which must always stand
+  // for the same `sql`), so the server parses and plans it once per connection rather than on
+  // every call. A connection that lost it (reset, or a pooler in between) prepares it again:
+  // outside a transaction the call is retried once; inside one the error is returned (the
+  // transaction is aborted) and the next use prepares it.
+  absl::StatusOr<PgResult> ExecPrepared(const std::string& name, const std::string& sql,
+                                        const PgParams& params, absl::string_view what);
 
   // Runs statements without parameters (e.g. the schema), no rows expected.
   absl::Status Run(const char* sql, absl::string_view what);

@@ -170,6 +170,101 @@ TEST_F(PgSessionTest, UniqueViolationIsAlreadyExistsNamingTarget) {
   EXPECT_THAT(again.status().message(), HasSubstr("SQLSTATE 23505"));
 }
 
+TEST_F(PgSessionTest, BytesArrayArrivesInOrderWithEveryByte) {
+  std::unique_ptr<PgTransaction> tx = Begin(/*read_only=*/true);
+  ASSERT_NE(tx, nullptr);
+  const std::vector<std::string> values = {std::string("a\0b", 3), "", std::string(70000, 'x'),
+                                           "\xff\x01"};
+  absl::StatusOr<PgResult> result =
+      tx->Exec("SELECT ord, body FROM unnest($1::bytea[]) WITH ORDINALITY AS b (body, ord)",
+               PgParams().BytesArray(values), "unnesting");
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(PgCheckColumns(result->get(), {kInt8Oid, kByteaOid}, "t", "unnesting").ok());
+  ASSERT_EQ(PQntuples(result->get()), 4);
+  for (int row = 0; row < 4; ++row) {
+    EXPECT_EQ(PgInt(result->get(), row, 0), row + 1);
+    EXPECT_EQ(PgBytes(result->get(), row, 1), values[static_cast<size_t>(row)]);
+  }
+  // No values: an empty array, no rows.
+  result = tx->Exec("SELECT count(*) FROM unnest($1::bytea[])", PgParams().BytesArray({}),
+                    "unnesting none");
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(PgCheckColumns(result->get(), {kInt8Oid}, "t", "unnesting none").ok());
+  EXPECT_EQ(PgInt(result->get(), 0, 0), 0);
+}
+
+TEST_F(PgSessionTest, PreparedStatementStaysWithTheConnectionAndIsPreparedAgainWhenLost) {
+  const std::string sql = "INSERT INTO t (k, n) VALUES ($1, $2) RETURNING n";
+  // The session's statement named "ins": how many, and when the last was prepared.
+  auto prepared = [this]() -> std::string {
+    std::unique_ptr<PgTransaction> tx = Begin(/*read_only=*/true);
+    if (tx == nullptr) return "no transaction";
+    absl::StatusOr<PgResult> result = tx->Exec(
+        "SELECT count(*)::text || ' ' || coalesce(max(prepare_time)::text, '-') "
+        "FROM pg_prepared_statements WHERE name = 'ins'",
+        PgParams(), "listing");
+    if (!result.ok()) return std::string(result.status().message());
+    return PgBytes(result->get(), 0, 0);
+  };
+  std::string first;
+  {
+    absl::StatusOr<std::unique_ptr<PgTransaction>> tx = PgTransaction::Autocommit(pool_.get());
+    ASSERT_TRUE(tx.ok()) << tx.status();
+    for (int i = 0; i < 3; ++i) {
+      absl::StatusOr<PgResult> result = (*tx)->ExecPrepared(
+          "ins", sql, PgParams().Text(absl::StrCat("k", i)).Int(i), "inserting");
+      ASSERT_TRUE(result.ok()) << result.status();
+      EXPECT_EQ(PgInt(result->get(), 0, 0), i);
+      if (i == 0) {
+        tx->reset();  // the pool's one connection, for `prepared`
+        first = prepared();
+        ASSERT_EQ(first.substr(0, 2), "1 ") << first;
+        tx = PgTransaction::Autocommit(pool_.get());
+        ASSERT_TRUE(tx.ok()) << tx.status();
+      }
+    }
+  }
+  // Still the statement the first call prepared.
+  EXPECT_EQ(prepared(), first);
+  EXPECT_EQ(Count(), 3);
+
+  // Lost behind the pool's back (as a pooler in between would): outside a transaction the call
+  // prepares it again and succeeds.
+  {
+    absl::StatusOr<std::unique_ptr<PgTransaction>> tx = PgTransaction::Autocommit(pool_.get());
+    ASSERT_TRUE(tx.ok()) << tx.status();
+    ASSERT_TRUE((*tx)->Run("DEALLOCATE ALL", "deallocating").ok());
+    absl::StatusOr<PgResult> result =
+        (*tx)->ExecPrepared("ins", sql, PgParams().Text("k3").Int(3), "inserting");
+    ASSERT_TRUE(result.ok()) << result.status();
+  }
+  EXPECT_EQ(Count(), 4);
+
+  // Inside a transaction the loss aborts it, names the statement's purpose, and the next use
+  // prepares it again.
+  {
+    std::unique_ptr<PgTransaction> tx = Begin(/*read_only=*/false);
+    ASSERT_NE(tx, nullptr);
+    ASSERT_TRUE(tx->Run("DEALLOCATE ALL", "deallocating").ok());
+    absl::StatusOr<PgResult> result =
+        tx->ExecPrepared("ins", sql, PgParams().Text("k4").Int(4), "inserting in a transaction");
+    EXPECT_FALSE(result.ok());
+    EXPECT_THAT(result.status().message(), HasSubstr("inserting in a transaction"));
+  }
+  {
+    std::unique_ptr<PgTransaction> tx = Begin(/*read_only=*/false);
+    ASSERT_NE(tx, nullptr);
+    absl::StatusOr<PgResult> result =
+        tx->ExecPrepared("ins", sql, PgParams().Text("k5").Int(5), "inserting");
+    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+  EXPECT_EQ(Count(), 5);
+  const std::string last = prepared();
+  EXPECT_EQ(last.substr(0, 2), "1 ") << last;
+  EXPECT_NE(last, first);
+}
+
 TEST_F(PgSessionTest, WriteInReadOnlyTransactionIsFailedPrecondition) {
   std::unique_ptr<PgTransaction> tx = Begin(/*read_only=*/true);
   ASSERT_NE(tx, nullptr);

@@ -16,6 +16,7 @@
 #include "absl/random/random.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -309,36 +310,85 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::CommitChecked(
   ASSIGN_OR_RETURN(const std::string blob, StateTail(new_state, updated_at));
   const int64_t count = static_cast<int64_t>(events.size());
 
-  std::unique_ptr<PgTransaction> own;
-  if (batch == nullptr) {
-    ASSIGN_OR_RETURN(own, PgTransaction::Begin(pool_.get(), false));
+  // The events' bodies leave out run_id and seq, which are columns of their own (ReadEvents
+  // sets them from those): a body is written before the statement knows its seq.
+  std::vector<std::string> bodies;
+  bodies.reserve(events.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    rein::v1::RunEvent& event = events[i];
+    event.clear_run_id();
+    event.clear_seq();
+    if (!event.SerializeToString(&bodies.emplace_back())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("event ", i, " of run ", run_id, " cannot be serialized (too large)"));
+    }
   }
-  PgTransaction* const tx = batch != nullptr ? batch : own.get();
-  const std::string what = absl::StrCat("updating run ", run_id);
-  // The row lock makes concurrent commits wait; after the winner commits, a waiting UPDATE
-  // re-checks `version` on the new row and matches nothing.
-  // With a lease epoch, the fencing token is checked by the same UPDATE: a claim by another
-  // router (which locks and rewrites the row) and this commit are ordered by the row lock.
-  PgParams update_params;
-  update_params.Int(new_state.stage())
+  const bool ended = new_state.stage() == rein::v1::FINISHED ||
+                     new_state.stage() == rein::v1::FAILED ||
+                     new_state.stage() == rein::v1::CANCELLED;
+
+  // One statement, so one round trip: the row's update (checked against the expected version
+  // and, with a lease epoch, the fencing token, both ordered by the row lock), its events, the
+  // snapshot if any, and the notice to the listeners, delivered when (and only if) the
+  // transaction commits. A version or lease mismatch updates no row, and then nothing else is
+  // written either (every other part reads the update's row). Outside a batch the statement is
+  // a transaction of its own.
+  PgParams params;
+  params.Int(new_state.stage())
       .Int(new_state.outcome().reason())
       .Int(new_state.version())
       .Int(count)
       .Int(updated_us)
       .Bytes(blob)
       .Text(run_id)
-      .Int(expected_version);
-  std::string update_sql =
-      "UPDATE runs SET stage = $1, reason = $2, version = $3, last_seq = last_seq + $4, "
-      "updated_us = $5, state = $6 WHERE run_id = $7 AND version = $8";
+      .Int(expected_version)
+      .BytesArray(bodies)
+      .Text(kChannel)
+      .Text(absl::StrCat(" ", ended ? 1 : 0, " ", me.empty() ? "-" : me, " ", run_id));
+  std::string sql =
+      "WITH u AS (UPDATE runs SET stage = $1, reason = $2, version = $3, "
+      "last_seq = last_seq + $4, updated_us = $5, state = $6 WHERE run_id = $7 AND version = $8";
   if (lease_epoch.has_value()) {
-    update_params.Text(me).Int(*lease_epoch);
-    absl::StrAppend(&update_sql, " AND owner = $9 AND lease_epoch = $10");
+    const int n = params.size();
+    params.Text(me).Int(*lease_epoch);
+    absl::StrAppend(&sql, " AND owner = $", n + 1, " AND lease_epoch = $", n + 2);
   }
-  absl::StrAppend(&update_sql, " RETURNING last_seq");
-  ASSIGN_OR_RETURN(PgResult updated, tx->Exec(update_sql, update_params, what));
-  RETURN_IF_ERROR(PgCheckColumns(updated.get(), {kInt8Oid}, target(), what));
-  if (PQntuples(updated.get()) == 0) {
+  absl::StrAppend(&sql,
+                  " RETURNING last_seq), "
+                  "e AS (INSERT INTO events (run_id, seq, body) "
+                  "SELECT $7, u.last_seq - $4 + b.ord, b.body "
+                  "FROM u, unnest($9::bytea[]) WITH ORDINALITY AS b (body, ord)), ");
+  if (snapshot.has_value()) {
+    // No ON CONFLICT: a second snapshot of a version fails the statement (unique violation).
+    const int n = params.size();
+    params.Int(snapshot->version).Int(snapshot->iteration).Bytes(snapshot->state);
+    absl::StrAppend(&sql, "s AS (INSERT INTO snapshots (run_id, version, iteration, state) ",
+                    "SELECT $7, $", n + 1, ", $", n + 2, ", $", n + 3, " FROM u), ");
+  }
+  absl::StrAppend(&sql,
+                  "n AS (SELECT pg_notify($10, u.last_seq::text || $11) FROM u) "
+                  "SELECT u.last_seq FROM u, n");
+
+  std::unique_ptr<PgTransaction> own;
+  if (batch == nullptr) {
+    ASSIGN_OR_RETURN(own, PgTransaction::Autocommit(pool_.get()));
+  }
+  PgTransaction* const tx = batch != nullptr ? batch : own.get();
+  const std::string what = absl::StrCat("updating run ", run_id);
+  // Prepared once per connection: one of four texts, by lease and snapshot.
+  const std::string name = absl::StrCat("rein_commit_", lease_epoch.has_value() ? "l" : "",
+                                        snapshot.has_value() ? "s" : "");
+  absl::StatusOr<PgResult> updated = tx->ExecPrepared(name, sql, params, what);
+  if (!updated.ok()) {
+    if (snapshot.has_value() && absl::IsAlreadyExists(updated.status()) &&
+        absl::StrContains(updated.status().message(), "snapshots_pkey")) {
+      return absl::AlreadyExistsError(absl::StrCat("run ", run_id, " has a snapshot of version ",
+                                                   snapshot->version, " already"));
+    }
+    return updated.status();
+  }
+  RETURN_IF_ERROR(PgCheckColumns(updated->get(), {kInt8Oid}, target(), what));
+  if (PQntuples(updated->get()) == 0) {
     ASSIGN_OR_RETURN(PgResult current,
                      tx->Exec("SELECT version, COALESCE(owner, ''), lease_epoch FROM runs "
                               "WHERE run_id = $1",
@@ -358,35 +408,11 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::CommitChecked(
                                                       PgInt(current.get(), 0, 0),
                                                       ", not expected_version ", expected_version));
   }
-  const int64_t last_seq = PgInt(updated.get(), 0, 0);
-  const int64_t first_seq = last_seq - count + 1;
-  RETURN_IF_ERROR(InsertEvents(run_id, first_seq, events, tx));
-  // Delivered to the listeners when (and only if) the transaction commits.
-  const bool ended = new_state.stage() == rein::v1::FINISHED ||
-                     new_state.stage() == rein::v1::FAILED ||
-                     new_state.stage() == rein::v1::CANCELLED;
-  RETURN_IF_ERROR(
-      tx->Exec("SELECT pg_notify($1, $2)",
-               PgParams().Text(kChannel).Text(absl::StrCat(last_seq, " ", ended ? 1 : 0, " ",
-                                                           me.empty() ? "-" : me, " ", run_id)),
-               absl::StrCat("notifying the commit of run ", run_id))
-          .status());
-  if (snapshot.has_value()) {
-    ASSIGN_OR_RETURN(PgResult inserted,
-                     tx->Exec("INSERT INTO snapshots (run_id, version, iteration, state) "
-                              "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                              PgParams()
-                                  .Text(run_id)
-                                  .Int(snapshot->version)
-                                  .Int(snapshot->iteration)
-                                  .Bytes(snapshot->state),
-                              absl::StrCat("writing a snapshot of run ", run_id)));
-    if (absl::string_view(PQcmdTuples(inserted.get())) != "1") {
-      return absl::AlreadyExistsError(absl::StrCat("run ", run_id, " has a snapshot of version ",
-                                                   snapshot->version, " already"));
-    }
+  const int64_t first_seq = PgInt(updated->get(), 0, 0) - count + 1;
+  for (size_t i = 0; i < events.size(); ++i) {
+    events[i].set_run_id(run_id);
+    events[i].set_seq(first_seq + static_cast<int64_t>(i));
   }
-  if (own) RETURN_IF_ERROR(own->Commit());
   return events;
 }
 
