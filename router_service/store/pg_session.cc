@@ -2,6 +2,7 @@
 // borrowed connection, binary parameters and results, and SQLSTATE-to-status mapping.
 #include "router_service/store/pg_session.h"
 
+#include <poll.h>
 #include <postgresql/libpq-fe.h>
 
 #include <algorithm>
@@ -328,10 +329,28 @@ absl::StatusOr<std::unique_ptr<PgTransaction>> PgTransaction::Begin(PgPool* pool
   return tx;
 }
 
+namespace {
+
+// False when the server closed an idle connection: its last words (a FATAL message) and the
+// end of the stream are already on the socket. Reads only what is there; never waits.
+bool StillOpen(PGconn* conn) {
+  for (int i = 0; i < 4 && PQstatus(conn) == CONNECTION_OK; ++i) {
+    pollfd p{PQsocket(conn), POLLIN, 0};
+    if (p.fd < 0 || poll(&p, 1, 0) <= 0) break;   // nothing arrived: open
+    if (PQconsumeInput(conn) == 0) return false;  // end of stream or a socket error
+  }
+  return PQstatus(conn) == CONNECTION_OK;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<PgTransaction>> PgTransaction::Autocommit(PgPool* pool) {
   absl::StatusOr<PGconn*> conn = pool->Acquire();
   if (!conn.ok()) return conn.status();
-  if (PQstatus(*conn) == CONNECTION_BAD) {
+  // A server that closed the connection while it was idle (restart, idle timeout) has said
+  // so on the socket: reading what is there, without waiting, finds that before a statement
+  // is sent on it, so the statement goes on a new connection instead of failing.
+  if (!StillOpen(*conn)) {
     PQreset(*conn);
     pool->ForgetPrepared(*conn);
   }

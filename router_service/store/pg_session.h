@@ -148,7 +148,8 @@ class PgTransaction {
   // found broken at BEGIN (the server closed it while idle) is reconnected once.
   static absl::StatusOr<std::unique_ptr<PgTransaction>> Begin(PgPool* pool, bool read_only);
   // No BEGIN: each Exec is a transaction of its own, one round trip (e.g. a lease renewal).
-  // Commit() is then not to be called.
+  // Commit() is then not to be called. A connection the server closed while idle is replaced
+  // first.
   static absl::StatusOr<std::unique_ptr<PgTransaction>> Autocommit(PgPool* pool);
 
   ~PgTransaction();

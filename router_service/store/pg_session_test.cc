@@ -265,6 +265,29 @@ TEST_F(PgSessionTest, PreparedStatementStaysWithTheConnectionAndIsPreparedAgainW
   EXPECT_NE(last, first);
 }
 
+TEST_F(PgSessionTest, AutocommitReplacesAConnectionTheServerClosedWhileIdle) {
+  auto backend = [this]() -> int64_t {
+    absl::StatusOr<std::unique_ptr<PgTransaction>> tx = PgTransaction::Autocommit(pool_.get());
+    if (!tx.ok()) return -1;
+    absl::StatusOr<PgResult> result =
+        (*tx)->Exec("SELECT pg_backend_pid()::int8", PgParams(), "asking the backend");
+    if (!result.ok()) return -2;
+    return PgInt(result->get(), 0, 0);
+  };
+  const int64_t before = backend();
+  ASSERT_GT(before, 0);
+  // Another session ends the pool's idle one, and waits until it is gone.
+  absl::StatusOr<PGconn*> other = pool_->Connect();
+  ASSERT_TRUE(other.ok()) << other.status();
+  PgResult killed(
+      PQexec(*other, absl::StrCat("SELECT pg_terminate_backend(", before, ", 5000)").c_str()));
+  ASSERT_EQ(PQresultStatus(killed.get()), PGRES_TUPLES_OK) << PQerrorMessage(*other);
+  PQfinish(*other);
+  const int64_t after = backend();
+  EXPECT_GT(after, 0);
+  EXPECT_NE(after, before);
+}
+
 TEST_F(PgSessionTest, WriteInReadOnlyTransactionIsFailedPrecondition) {
   std::unique_ptr<PgTransaction> tx = Begin(/*read_only=*/true);
   ASSERT_NE(tx, nullptr);

@@ -263,15 +263,20 @@ absl::StatusOr<CreateResult> PostgresRunStore::CreateRun(const rein::v1::Run& ru
 }
 
 absl::StatusOr<rein::v1::Run> PostgresRunStore::GetRun(const std::string& run_id) {
-  ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Begin(pool_.get(), true));
   const std::string what = absl::StrCat("reading run ", run_id);
-  ASSIGN_OR_RETURN(PgResult result,
-                   tx->Exec(absl::StrCat("SELECT ", kRunColumns, " FROM runs WHERE run_id = $1"),
-                            PgParams().Text(run_id), what));
-  RETURN_IF_ERROR(PgCheckColumns(result.get(), kRunColumnTypes, target(), what));
-  ASSIGN_OR_RETURN(std::vector<rein::v1::Run> runs, ParseRunRows(result.get(), what));
+  // One statement reads one consistent row: no transaction around it, one round trip. A read
+  // changes nothing, so one that lost its connection (the server closed it just then) is
+  // tried again once, on another.
+  absl::StatusOr<PgResult> result = absl::UnavailableError("not read");
+  for (int attempt = 0; attempt < 2 && absl::IsUnavailable(result.status()); ++attempt) {
+    ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Autocommit(pool_.get()));
+    result = tx->Exec(absl::StrCat("SELECT ", kRunColumns, " FROM runs WHERE run_id = $1"),
+                      PgParams().Text(run_id), what);
+  }
+  if (!result.ok()) return result.status();
+  RETURN_IF_ERROR(PgCheckColumns(result->get(), kRunColumnTypes, target(), what));
+  ASSIGN_OR_RETURN(std::vector<rein::v1::Run> runs, ParseRunRows(result->get(), what));
   if (runs.empty()) return absl::NotFoundError(absl::StrCat("no run ", run_id));
-  RETURN_IF_ERROR(tx->Commit());
   return std::move(runs[0]);
 }
 
