@@ -1,6 +1,7 @@
 // glibc malloc's per-thread cache, sized for a gRPC service (see malloc_tuning.h).
 #include "common/malloc_tuning.h"
 
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -33,6 +34,12 @@ void RestoreEnvironment() {
 void TuneMallocOrReexec(char** argv) {
   if (getenv(kMarker) != nullptr) {  // the second start
     RestoreEnvironment();
+    // Started as /proc/self/exe, the process is named "exe" (top, ps -e, pgrep): name it
+    // after the binary again (the kernel keeps 15 bytes of it).
+    if (argv != nullptr && argv[0] != nullptr) {
+      const char* slash = strrchr(argv[0], '/');
+      prctl(PR_SET_NAME, slash != nullptr ? slash + 1 : argv[0], 0, 0, 0);
+    }
     return;
   }
   const char* before = getenv(kTunables);

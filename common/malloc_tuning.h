@@ -16,9 +16,10 @@ inline constexpr int kMallocTcacheCount = 128;
 // name glibc.malloc.tcache_count, this adds glibc.malloc.tcache_count=kMallocTcacheCount to it
 // and executes the same binary again (/proc/self/exe, same argv and pid). The second start puts
 // GLIBC_TUNABLES back as it was (unset, or the operator's value), so nothing the service starts
-// (tools, sandboxes, MCP servers) inherits the setting. An operator's own
-// glibc.malloc.tcache_count is kept as it is (glibc.malloc.tcache_count=7 restores glibc's
-// default). If the second exec fails, the service goes on with glibc's default and says so
+// (tools, sandboxes, MCP servers) inherits the setting, and names the process after argv[0]'s
+// file name again (as top, ps -e and pgrep show it; the exec alone would name it "exe"). An
+// operator's own glibc.malloc.tcache_count is kept as it is (glibc.malloc.tcache_count=7 restores
+// glibc's default). If the second exec fails, the service goes on with glibc's default and says so
 // on stderr.
 void TuneMallocOrReexec(char** argv);
 

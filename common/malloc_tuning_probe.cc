@@ -41,6 +41,14 @@ int main(int argc, char** argv) {
   for (void* b : again) free(b);
   printf("reversed=%d of %d\n", reversed, kBlocks);
   printf("pid=%d\n", static_cast<int>(getpid()));
+  // The process's name as top and pgrep see it.
+  char comm[64] = {0};
+  if (FILE* f = fopen("/proc/self/comm", "r")) {
+    if (fgets(comm, sizeof comm, f) == nullptr) comm[0] = '\0';
+    fclose(f);
+  }
+  comm[strcspn(comm, "\n")] = '\0';
+  printf("comm=%s\n", comm);
   Print("PROBE_STARTS");
   Print("GLIBC_TUNABLES");
   Print("REIN_MALLOC_TUNED");

@@ -80,6 +80,8 @@ TEST(MallocTuningTest, StartsAgainWithTheLargerCacheAndLeavesNoTrace) {
   EXPECT_EQ(p.reversed, 100);
   EXPECT_EQ(p.env["PROBE_STARTS"], "2");  // started twice
   EXPECT_EQ(p.pid, p.spawned_pid);        // by exec, in place: the same process
+  // Named after its binary (15 bytes), not after /proc/self/exe.
+  EXPECT_EQ(p.env["comm"], "malloc_tuning_p");
   // What the service starts sees the environment it was given.
   EXPECT_EQ(p.env["GLIBC_TUNABLES"], "(unset)");
   EXPECT_EQ(p.env["REIN_MALLOC_TUNED"], "(unset)");
