@@ -3,8 +3,13 @@
 // something the callback also holds, is freed).
 #include "router_service/grpc_clients.h"
 
-#include <memory>
+#include <pthread.h>
 
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
@@ -42,7 +47,36 @@ class FakePlanner final : public rein::v1::Planner::CallbackService {
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
+  // Held until Release: calls in flight for as long as the test wants.
+  grpc::ServerUnaryReactor* Evaluate(grpc::CallbackServerContext* ctx,
+                                     const rein::v1::EvaluateRequest*,
+                                     rein::v1::EvaluateResponse*) override {
+    auto* reactor = ctx->DefaultReactor();
+    absl::MutexLock lock(&mu_);
+    held_.push_back(reactor);
+    return reactor;
+  }
+  int held() {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int>(held_.size());
+  }
+  void Release() {
+    absl::MutexLock lock(&mu_);
+    for (grpc::ServerUnaryReactor* reactor : held_) reactor->Finish(grpc::Status::OK);
+    held_.clear();
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<grpc::ServerUnaryReactor*> held_;
 };
+
+// The name of the calling thread.
+std::string ThreadName() {
+  char name[32] = {0};
+  pthread_getname_np(pthread_self(), name, sizeof name);
+  return name;
+}
 
 class GrpcClientsTest : public ::testing::Test {
  protected:
@@ -126,6 +160,79 @@ TEST_F(GrpcClientsTest, RepliesArrive) {
   ASSERT_TRUE(replied.WaitForNotificationWithTimeout(absl::Seconds(30)));
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->output(), "ran read_file");
+}
+
+TEST_F(GrpcClientsTest, ALoneCallsReplyIsReadByTheReplyThreadAndManyGoToGrpcsThreads) {
+  GrpcPlannerClient client(channel_);
+  auto wait_for = [](absl::Mutex* mu, const bool* flag) {
+    absl::MutexLock lock(mu);
+    return mu->AwaitWithTimeout(absl::Condition(flag), absl::Seconds(30));
+  };
+  // One call in flight: its reply is read, and its callback run, by the router's reply thread.
+  {
+    absl::Mutex mu;
+    bool done = false;
+    std::string thread;
+    std::shared_ptr<PendingCall> call =
+        client.Decide(rein::v1::DecideRequest(), absl::Now() + absl::Seconds(30),
+                      [&](absl::StatusOr<rein::v1::DecideResponse> reply) {
+                        EXPECT_TRUE(reply.ok()) << reply.status();
+                        absl::MutexLock lock(&mu);
+                        thread = ThreadName();
+                        done = true;
+                      });
+    ASSERT_TRUE(wait_for(&mu, &done));
+    absl::MutexLock lock(&mu);
+    EXPECT_EQ(thread, "rein-replies");
+  }
+  // Six calls held by the server: the first four go to the reply thread, the rest (and any call
+  // started while they are in flight) to gRPC's callback threads.
+  absl::Mutex mu;
+  std::vector<std::string> threads;
+  std::vector<absl::Status> statuses;
+  bool all = false;
+  std::vector<std::shared_ptr<PendingCall>> calls;
+  for (int i = 0; i < 6; ++i) {
+    calls.push_back(client.Evaluate(rein::v1::EvaluateRequest(), absl::Now() + absl::Seconds(30),
+                                    [&](absl::StatusOr<rein::v1::EvaluateResponse> reply) {
+                                      absl::MutexLock lock(&mu);
+                                      threads.push_back(ThreadName());
+                                      statuses.push_back(reply.status());
+                                      all = threads.size() == 6;
+                                    }));
+  }
+  for (int i = 0; i < 3000 && planner_.held() < 6; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_EQ(planner_.held(), 6);
+  {
+    absl::Mutex one_mu;
+    bool done = false;
+    std::string thread;
+    std::shared_ptr<PendingCall> call =
+        client.Decide(rein::v1::DecideRequest(), absl::Now() + absl::Seconds(30),
+                      [&](absl::StatusOr<rein::v1::DecideResponse> reply) {
+                        EXPECT_TRUE(reply.ok()) << reply.status();
+                        absl::MutexLock lock(&one_mu);
+                        thread = ThreadName();
+                        done = true;
+                      });
+    ASSERT_TRUE(wait_for(&one_mu, &done));
+    absl::MutexLock lock(&one_mu);
+    EXPECT_NE(thread, "rein-replies");
+  }
+  // A call on the reply thread can be cancelled like any other.
+  calls[0]->Cancel();
+  planner_.Release();
+  ASSERT_TRUE(wait_for(&mu, &all));
+  absl::MutexLock lock(&mu);
+  int on_reply_thread = 0;
+  int cancelled = 0;
+  for (size_t i = 0; i < threads.size(); ++i) {
+    on_reply_thread += threads[i] == "rein-replies";
+    cancelled += absl::IsCancelled(statuses[i]);
+    EXPECT_TRUE(statuses[i].ok() || absl::IsCancelled(statuses[i])) << statuses[i];
+  }
+  EXPECT_EQ(on_reply_thread, 4);
+  EXPECT_EQ(cancelled, 1);
 }
 
 }  // namespace
