@@ -19,12 +19,13 @@ namespace rein {
 namespace {
 
 // While few calls are in flight (a lone run's latency), their replies are read by one thread of
-// the router's own, from one completion queue, and handed to the call's callback there (which
-// may apply the reply inline, see RunEngine). gRPC's callback API reads replies on its callback
-// threads (at least two), and its epoll1 engine hands polling from one to the other after every
-// event: a wake-up and a thread switch per reply, on the lone run's critical path. With many
-// calls in flight the callback API's threads take them (StartUnary). bench/ANALYSIS.md, fifth
-// round, has the figures. The queue and its thread live as long as the process.
+// the router's own, from one completion queue (gRPC's async API), and handed to the call's
+// callback there (which may apply the reply inline, see RunEngine). Measured side by side, a
+// lone run's iterations took less wall and CPU time this way than with gRPC's callback API,
+// whose callback threads run the callbacks otherwise; the futex calls per transition did not
+// fall, so the saving is elsewhere in gRPC's callback path (bench/ANALYSIS.md, fifth round).
+// With many calls in flight the callback API takes them (StartUnary). The queue and its thread
+// live as long as the process.
 class ReplyQueue {
  public:
   static grpc::CompletionQueue* Get() {
