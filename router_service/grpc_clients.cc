@@ -24,7 +24,7 @@ namespace {
 // lone run's iterations took less wall and CPU time this way than with gRPC's callback API,
 // whose callback threads run the callbacks otherwise; the futex calls per transition did not
 // fall, so the saving is elsewhere in gRPC's callback path (bench/ANALYSIS.md, fifth round).
-// With many calls in flight the callback API takes them (StartUnary). The queue and its thread
+// With many calls in flight the callback API takes them (Unary). The queue and its thread
 // live as long as the process.
 class ReplyQueue {
  public:
@@ -59,14 +59,15 @@ std::atomic<int>& CallsInFlight() {
 }
 
 // The reply queue's one thread reads replies one at a time: with every call on it, 100 runs
-// made 1,139-1,234 iterations/s against 1,282-1,601 with gRPC's threads (its intake held up
-// behind the replies it applies inline), so it takes a call only while few are in flight.
+// made 1,076-1,234 iterations/s against 1,282-1,459 with gRPC's threads (bench/ANALYSIS.md),
+// so it takes a call only while few are in flight.
 constexpr int kReplyQueueMaxInFlight = 4;
 
-// A unary call on the reply queue: `prepare(cq)` is the stub's PrepareAsync<Method>(ctx, req,
-// cq); `done` gets the call's status once `resp` holds its reply.
-template <typename Resp, typename Prepare>
-void StartOnReplyQueue(Prepare prepare, Resp* resp, std::function<void(grpc::Status)> done) {
+// Starts `reader` (a call prepared on the reply queue); `done` gets the call's status once
+// `resp` holds its reply.
+template <typename Resp>
+void StartOnReplyQueue(std::unique_ptr<grpc::ClientAsyncResponseReader<Resp>> reader, Resp* resp,
+                       std::function<void(grpc::Status)> done) {
   struct Finished final : ReplyQueue::Tag {
     std::unique_ptr<grpc::ClientAsyncResponseReader<Resp>> reader;
     grpc::Status status;
@@ -80,20 +81,28 @@ void StartOnReplyQueue(Prepare prepare, Resp* resp, std::function<void(grpc::Sta
   };
   auto* finished = new Finished();
   finished->done = std::move(done);
-  finished->reader = prepare(ReplyQueue::Get());
+  finished->reader = std::move(reader);
   finished->reader->StartCall();
   finished->reader->Finish(resp, &finished->status, finished);
 }
 
-// Starts a unary call on the reply queue while few calls are in flight (the latency of a
-// lone run), else with gRPC's callback API (`async(done)`, the intake of many).
-template <typename Resp, typename Prepare, typename Async>
-void StartUnary(Prepare prepare, Async async, Resp* resp, std::function<void(grpc::Status)> done) {
-  if (CallsInFlight().load(std::memory_order_relaxed) <= kReplyQueueMaxInFlight) {
-    StartOnReplyQueue(std::move(prepare), resp, std::move(done));
-  } else {
-    async(std::move(done));
-  }
+// How one method of `stub` is started: on the reply queue while few calls are in flight (a
+// lone run's latency), else with gRPC's callback API (the intake of many). `prepare` is the
+// stub's PrepareAsync<Method>, `async` its async()-><Method>.
+template <typename Stub, typename Async, typename Req, typename Resp>
+auto Unary(Stub* stub,
+           std::unique_ptr<grpc::ClientAsyncResponseReader<Resp>> (Stub::*prepare)(
+               grpc::ClientContext*, const Req&, grpc::CompletionQueue*),
+           void (Async::*async)(grpc::ClientContext*, const Req*, Resp*,
+                                std::function<void(grpc::Status)>)) {
+  return [stub, prepare, async](grpc::ClientContext* ctx, const Req* req, Resp* resp,
+                                std::function<void(grpc::Status)> done) {
+    if (CallsInFlight().load(std::memory_order_relaxed) <= kReplyQueueMaxInFlight) {
+      StartOnReplyQueue((stub->*prepare)(ctx, *req, ReplyQueue::Get()), resp, std::move(done));
+    } else {
+      (stub->async()->*async)(ctx, req, resp, std::move(done));
+    }
+  };
 }
 
 // One unary call: owns its context and messages until the callback has run.
@@ -252,139 +261,64 @@ std::shared_ptr<grpc::Channel> MakeRoundRobinChannel(const std::string& target, 
 std::shared_ptr<PendingCall> GrpcPlannerClient::Plan(const rein::v1::PlanRequest& request,
                                                      absl::Time deadline,
                                                      ReplyCallback<rein::v1::PlanResponse> done) {
-  auto* stub = stub_.get();
-  return Call(
-      [stub](grpc::ClientContext* ctx, const rein::v1::PlanRequest* req,
-             rein::v1::PlanResponse* resp, std::function<void(grpc::Status)> cb) {
-        StartUnary([&](grpc::CompletionQueue* cq) { return stub->PrepareAsyncPlan(ctx, *req, cq); },
-                   [&](std::function<void(grpc::Status)> done) {
-                     stub->async()->Plan(ctx, req, resp, std::move(done));
-                   },
-                   resp, std::move(cb));
-      },
-      request, deadline, std::move(done));
+  return Call(Unary(stub_.get(), &rein::v1::Planner::Stub::PrepareAsyncPlan,
+                    &rein::v1::Planner::Stub::async::Plan),
+              request, deadline, std::move(done));
 }
 
 std::shared_ptr<PendingCall> GrpcPlannerClient::Decide(
     const rein::v1::DecideRequest& request, absl::Time deadline,
     ReplyCallback<rein::v1::DecideResponse> done) {
-  auto* stub = stub_.get();
-  return Call(
-      [stub](grpc::ClientContext* ctx, const rein::v1::DecideRequest* req,
-             rein::v1::DecideResponse* resp, std::function<void(grpc::Status)> cb) {
-        StartUnary(
-            [&](grpc::CompletionQueue* cq) { return stub->PrepareAsyncDecide(ctx, *req, cq); },
-            [&](std::function<void(grpc::Status)> done) {
-              stub->async()->Decide(ctx, req, resp, std::move(done));
-            },
-            resp, std::move(cb));
-      },
-      request, deadline, std::move(done));
+  return Call(Unary(stub_.get(), &rein::v1::Planner::Stub::PrepareAsyncDecide,
+                    &rein::v1::Planner::Stub::async::Decide),
+              request, deadline, std::move(done));
 }
 
 std::shared_ptr<PendingCall> GrpcPlannerClient::Evaluate(
     const rein::v1::EvaluateRequest& request, absl::Time deadline,
     ReplyCallback<rein::v1::EvaluateResponse> done) {
-  auto* stub = stub_.get();
-  return Call(
-      [stub](grpc::ClientContext* ctx, const rein::v1::EvaluateRequest* req,
-             rein::v1::EvaluateResponse* resp, std::function<void(grpc::Status)> cb) {
-        StartUnary(
-            [&](grpc::CompletionQueue* cq) { return stub->PrepareAsyncEvaluate(ctx, *req, cq); },
-            [&](std::function<void(grpc::Status)> done) {
-              stub->async()->Evaluate(ctx, req, resp, std::move(done));
-            },
-            resp, std::move(cb));
-      },
-      request, deadline, std::move(done));
+  return Call(Unary(stub_.get(), &rein::v1::Planner::Stub::PrepareAsyncEvaluate,
+                    &rein::v1::Planner::Stub::async::Evaluate),
+              request, deadline, std::move(done));
 }
 
 std::shared_ptr<PendingCall> GrpcExecutorClient::ListTools(
     absl::Time deadline, ReplyCallback<rein::v1::ListToolsResponse> done) {
-  auto* stub = stub_.get();
-  return CallWithFailover(
-      [stub](grpc::ClientContext* ctx, const rein::v1::ListToolsRequest* req,
-             rein::v1::ListToolsResponse* resp, std::function<void(grpc::Status)> cb) {
-        StartUnary(
-            [&](grpc::CompletionQueue* cq) { return stub->PrepareAsyncListTools(ctx, *req, cq); },
-            [&](std::function<void(grpc::Status)> done) {
-              stub->async()->ListTools(ctx, req, resp, std::move(done));
-            },
-            resp, std::move(cb));
-      },
-      rein::v1::ListToolsRequest(), deadline, std::move(done));
+  return CallWithFailover(Unary(stub_.get(), &rein::v1::Executor::Stub::PrepareAsyncListTools,
+                                &rein::v1::Executor::Stub::async::ListTools),
+                          rein::v1::ListToolsRequest(), deadline, std::move(done));
 }
 
 std::shared_ptr<PendingCall> GrpcExecutorClient::CopyWorkspace(
     const rein::v1::CopyWorkspaceRequest& request, absl::Time deadline,
     ReplyCallback<rein::v1::CopyWorkspaceResponse> done) {
-  auto* stub = stub_.get();
-  return Call(
-      [stub](grpc::ClientContext* ctx, const rein::v1::CopyWorkspaceRequest* req,
-             rein::v1::CopyWorkspaceResponse* resp, std::function<void(grpc::Status)> cb) {
-        StartUnary(
-            [&](grpc::CompletionQueue* cq) {
-              return stub->PrepareAsyncCopyWorkspace(ctx, *req, cq);
-            },
-            [&](std::function<void(grpc::Status)> done) {
-              stub->async()->CopyWorkspace(ctx, req, resp, std::move(done));
-            },
-            resp, std::move(cb));
-      },
-      request, deadline, std::move(done));
+  return Call(Unary(stub_.get(), &rein::v1::Executor::Stub::PrepareAsyncCopyWorkspace,
+                    &rein::v1::Executor::Stub::async::CopyWorkspace),
+              request, deadline, std::move(done));
 }
 
 std::shared_ptr<PendingCall> GrpcExecutorClient::DeleteWorkspace(
     const rein::v1::DeleteWorkspaceRequest& request, absl::Time deadline,
     ReplyCallback<rein::v1::DeleteWorkspaceResponse> done) {
-  auto* stub = stub_.get();
-  return Call(
-      [stub](grpc::ClientContext* ctx, const rein::v1::DeleteWorkspaceRequest* req,
-             rein::v1::DeleteWorkspaceResponse* resp, std::function<void(grpc::Status)> cb) {
-        StartUnary(
-            [&](grpc::CompletionQueue* cq) {
-              return stub->PrepareAsyncDeleteWorkspace(ctx, *req, cq);
-            },
-            [&](std::function<void(grpc::Status)> done) {
-              stub->async()->DeleteWorkspace(ctx, req, resp, std::move(done));
-            },
-            resp, std::move(cb));
-      },
-      request, deadline, std::move(done));
+  return Call(Unary(stub_.get(), &rein::v1::Executor::Stub::PrepareAsyncDeleteWorkspace,
+                    &rein::v1::Executor::Stub::async::DeleteWorkspace),
+              request, deadline, std::move(done));
 }
 
 std::shared_ptr<PendingCall> GrpcExecutorClient::Execute(
     const rein::v1::ExecuteRequest& request, absl::Time deadline,
     ReplyCallback<rein::v1::ExecuteResponse> done) {
-  auto* stub = stub_.get();
-  return CallWithFailover(
-      [stub](grpc::ClientContext* ctx, const rein::v1::ExecuteRequest* req,
-             rein::v1::ExecuteResponse* resp, std::function<void(grpc::Status)> cb) {
-        StartUnary(
-            [&](grpc::CompletionQueue* cq) { return stub->PrepareAsyncExecute(ctx, *req, cq); },
-            [&](std::function<void(grpc::Status)> done) {
-              stub->async()->Execute(ctx, req, resp, std::move(done));
-            },
-            resp, std::move(cb));
-      },
-      request, deadline, std::move(done));
+  return CallWithFailover(Unary(stub_.get(), &rein::v1::Executor::Stub::PrepareAsyncExecute,
+                                &rein::v1::Executor::Stub::async::Execute),
+                          request, deadline, std::move(done));
 }
 
 std::shared_ptr<PendingCall> GrpcExecutorClient::ForgetRun(
     const rein::v1::ForgetRunRequest& request, absl::Time deadline,
     ReplyCallback<rein::v1::ForgetRunResponse> done) {
-  auto* stub = stub_.get();
-  return CallWithFailover(
-      [stub](grpc::ClientContext* ctx, const rein::v1::ForgetRunRequest* req,
-             rein::v1::ForgetRunResponse* resp, std::function<void(grpc::Status)> cb) {
-        StartUnary(
-            [&](grpc::CompletionQueue* cq) { return stub->PrepareAsyncForgetRun(ctx, *req, cq); },
-            [&](std::function<void(grpc::Status)> done) {
-              stub->async()->ForgetRun(ctx, req, resp, std::move(done));
-            },
-            resp, std::move(cb));
-      },
-      request, deadline, std::move(done));
+  return CallWithFailover(Unary(stub_.get(), &rein::v1::Executor::Stub::PrepareAsyncForgetRun,
+                                &rein::v1::Executor::Stub::async::ForgetRun),
+                          request, deadline, std::move(done));
 }
 
 }  // namespace rein

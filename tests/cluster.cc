@@ -125,17 +125,10 @@ std::string ThreeStepScript(int delay_ms) {
   return out;
 }
 
-Cluster::Cluster(Options options) : options_(std::move(options)) {
-  if (options_.workspace_root.empty()) options_.workspace_root = options_.dir + "/workspaces";
-  mkdir(options_.workspace_root.c_str(), 0755);
-}
-
-bool Cluster::StartListening(Process& process, int* port) {
+bool StartListening(Process& process, int* port) {
   const size_t logged = ReadFile(process.log_path()).size();  // a restart appends to the log
   if (!process.Start()) return false;
   if (*port != 0) return true;  // a restart, on the port it had
-  // It was started with --listen=127.0.0.1:0: the port it took is in its "serving" line. (A
-  // port picked free beforehand could be taken by a concurrent test's server in between.)
   const absl::Time until = absl::Now() + absl::Seconds(20);
   while (absl::Now() < until && process.running()) {
     const std::string log = ReadFile(process.log_path()).substr(logged);
@@ -148,6 +141,11 @@ bool Cluster::StartListening(Process& process, int* port) {
     absl::SleepFor(absl::Milliseconds(20));
   }
   return false;
+}
+
+Cluster::Cluster(Options options) : options_(std::move(options)) {
+  if (options_.workspace_root.empty()) options_.workspace_root = options_.dir + "/workspaces";
+  mkdir(options_.workspace_root.c_str(), 0755);
 }
 
 Cluster::~Cluster() {

@@ -41,6 +41,12 @@ std::string RunfilePath(const std::string& relative);
 // A free TCP port on 127.0.0.1.
 int FreePort();
 
+// Starts `process`, a service whose --listen names `*port`: 0 until its first start, when it
+// takes a free port itself and the one it took is read back from its "serving" log line into
+// `*port` (a port picked free beforehand could be taken by a concurrent test's server in
+// between). A restart keeps the port it had.
+bool StartListening(Process& process, int* port);
+
 // A scripted planner's script for a workspace holding README.md: plan three subtasks (list the
 // files, read README.md, search for TODO), one read-only call each, every decision taking
 // `delay_ms`; the goal is achieved once all three are done.
@@ -123,10 +129,6 @@ class Cluster {
   std::vector<std::string> TlsFlags(const std::string& name) const;
 
  private:
-  // Starts `process`, whose --listen names `*port` (0 until its first start: it then takes a
-  // free one, read back from its "serving" log line into `*port`).
-  bool StartListening(Process& process, int* port);
-
   Options options_;
   // 0 until the service's first start; then the port it took, kept for restarts.
   int router_port_ = 0, planner_port_ = 0, executor_port_ = 0;

@@ -12,9 +12,7 @@
 namespace rein::testing {
 
 Fleet::Fleet(Options options) : options_(std::move(options)) {
-  planner_port_ = FreePort();
-  executor_port_ = FreePort();
-  for (int i = 0; i < options_.routers; ++i) router_ports_.push_back(FreePort());
+  router_ports_.resize(options_.routers);  // 0 until each router's first start
   routers_.resize(options_.routers);
   stubs_.resize(options_.routers);
 }
@@ -66,7 +64,9 @@ bool Fleet::Start() {
                                absl::StrCat("--listen=127.0.0.1:", planner_port_),
                                "--backend=scripted", absl::StrCat("--script=", script)},
       options_.dir + "/planner.log");
-  if (!executor_->Start() || !planner_->Start()) return false;
+  if (!StartListening(*executor_, &executor_port_) || !StartListening(*planner_, &planner_port_)) {
+    return false;
+  }
   const std::string health = options_.dir + "/health.log";
   if (!WaitServing(absl::StrCat("127.0.0.1:", executor_port_), absl::Seconds(20), health) ||
       !WaitServing(absl::StrCat("127.0.0.1:", planner_port_), absl::Seconds(20), health)) {
@@ -90,7 +90,7 @@ bool Fleet::StartRouter(int i, const std::vector<std::string>& extra, bool wait)
   for (const std::string& flag : extra) argv.push_back(flag);
   routers_[i] = std::make_unique<Process>(router_id(i), argv,
                                           absl::StrCat(options_.dir, "/", router_id(i), ".log"));
-  if (!routers_[i]->Start()) return false;
+  if (!StartListening(*routers_[i], &router_ports_[i])) return false;
   stubs_[i] = rein::v1::Router::NewStub(
       grpc::CreateChannel(router_target(i), grpc::InsecureChannelCredentials()));
   return !wait || WaitServing(router_target(i), absl::Seconds(20), options_.dir + "/health.log");

@@ -58,6 +58,7 @@ class Fleet {
   Options options_;
   std::unique_ptr<PostgresServer> postgres_;
   std::string url_;
+  // 0 until the service's first start; then the port it took itself, kept for restarts.
   int planner_port_ = 0, executor_port_ = 0;
   std::vector<int> router_ports_;
   std::unique_ptr<Process> planner_, executor_;

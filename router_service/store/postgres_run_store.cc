@@ -37,7 +37,6 @@ constexpr int kDefaultPageSize = 50;
 constexpr int kMaxPageSize = 1000;
 constexpr size_t kMaxPageBytes = 3 << 20;
 // Events per INSERT statement (3 parameters each, under PostgreSQL's 65535).
-constexpr size_t kEventsPerInsert = 1000;
 // pg_advisory_xact_lock key that serializes schema creation between routers ("rein").
 constexpr int64_t kSchemaLockKey = 0x7265696e;
 
@@ -172,29 +171,76 @@ absl::Status PostgresRunStore::ParseStoredRun(const std::string& base, const std
 
 namespace {
 
-// Inserts `events` with seq first_seq, first_seq+1, ... (filling in their run_id and seq).
-absl::Status InsertEvents(const std::string& run_id, int64_t first_seq,
-                          std::vector<rein::v1::RunEvent>& events, PgTransaction* tx) {
-  for (size_t start = 0; start < events.size(); start += kEventsPerInsert) {
-    const size_t end = std::min(events.size(), start + kEventsPerInsert);
-    std::string sql = "INSERT INTO events (run_id, seq, body) VALUES ";
-    PgParams params;
-    for (size_t i = start; i < end; ++i) {
-      rein::v1::RunEvent& event = events[i];
-      event.set_run_id(run_id);
-      event.set_seq(first_seq + static_cast<int64_t>(i));
-      std::string body;
-      if (!event.SerializeToString(&body)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("event ", i, " of run ", run_id, " cannot be serialized (too large)"));
-      }
-      const int n = params.size();
-      absl::StrAppend(&sql, i == start ? "" : ", ", "($", n + 1, ", $", n + 2, ", $", n + 3, ")");
-      params.Text(run_id).Int(event.seq()).Bytes(body);
+// The events' bodies without run_id and seq, which are columns of their own (ReadEvents sets
+// them from those): a commit writes a body before the statement knows its seq.
+absl::StatusOr<std::vector<std::string>> EventBodies(const std::string& run_id,
+                                                     std::vector<rein::v1::RunEvent>& events) {
+  std::vector<std::string> bodies;
+  bodies.reserve(events.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    events[i].clear_run_id();
+    events[i].clear_seq();
+    if (!events[i].SerializeToString(&bodies.emplace_back())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("event ", i, " of run ", run_id, " cannot be serialized (too large)"));
     }
-    RETURN_IF_ERROR(tx->Exec(sql, params, absl::StrCat("writing events of run ", run_id)).status());
   }
-  return absl::OkStatus();
+  return bodies;
+}
+
+// Gives `events` (as stored) their run_id and seq first_seq, first_seq+1, ...
+void NumberEvents(const std::string& run_id, int64_t first_seq,
+                  std::vector<rein::v1::RunEvent>& events) {
+  for (size_t i = 0; i < events.size(); ++i) {
+    events[i].set_run_id(run_id);
+    events[i].set_seq(first_seq + static_cast<int64_t>(i));
+  }
+}
+
+// The commit statement (see CommitChecked), one text per lease and snapshot, so each is
+// prepared once per connection under its name. Parameters: $1 stage, $2 reason, $3 version,
+// $4 event count, $5 updated_us, $6 state, $7 run_id, $8 expected version, $9 event bodies,
+// $10 channel, $11 the notice after last_seq; with a lease $12 owner, $13 epoch; with a
+// snapshot then its version, iteration and state.
+struct CommitStatement {
+  std::string name;
+  std::string sql;
+};
+
+const CommitStatement& CommitSql(bool lease, bool snapshot) {
+  static const auto* const statements = [] {
+    auto* all = new std::vector<CommitStatement>();
+    for (int i = 0; i < 4; ++i) {
+      const bool with_lease = (i & 1) != 0;
+      const bool with_snapshot = (i & 2) != 0;
+      int n = 11;
+      std::string sql =
+          "WITH u AS (UPDATE runs SET stage = $1, reason = $2, version = $3, "
+          "last_seq = last_seq + $4, updated_us = $5, state = $6 WHERE run_id = $7 AND "
+          "version = $8";
+      if (with_lease) {
+        absl::StrAppend(&sql, " AND owner = $", n + 1, " AND lease_epoch = $", n + 2);
+        n += 2;
+      }
+      absl::StrAppend(&sql,
+                      " RETURNING last_seq), "
+                      "e AS (INSERT INTO events (run_id, seq, body) "
+                      "SELECT $7, u.last_seq - $4 + b.ord, b.body "
+                      "FROM u, unnest($9::bytea[]) WITH ORDINALITY AS b (body, ord)), ");
+      if (with_snapshot) {
+        // No ON CONFLICT: a second snapshot of a version fails the statement.
+        absl::StrAppend(&sql, "s AS (INSERT INTO snapshots (run_id, version, iteration, state) ",
+                        "SELECT $7, $", n + 1, ", $", n + 2, ", $", n + 3, " FROM u), ");
+      }
+      absl::StrAppend(&sql,
+                      "n AS (SELECT pg_notify($10, u.last_seq::text || $11) FROM u) "
+                      "SELECT u.last_seq FROM u, n");
+      all->push_back({absl::StrCat("rein_commit_", with_lease ? "l" : "", with_snapshot ? "s" : ""),
+                      std::move(sql)});
+    }
+    return all;
+  }();
+  return (*statements)[(lease ? 1 : 0) | (snapshot ? 2 : 0)];
 }
 
 }  // namespace
@@ -237,7 +283,14 @@ absl::StatusOr<CreateResult> PostgresRunStore::CreateRun(const rein::v1::Run& ru
                             "ON CONFLICT DO NOTHING",
                             params, absl::StrCat("writing run ", run.run_id())));
   if (absl::string_view(PQcmdTuples(inserted.get())) == "1") {
-    RETURN_IF_ERROR(InsertEvents(run.run_id(), /*first_seq=*/1, events, tx.get()));
+    ASSIGN_OR_RETURN(std::vector<std::string> bodies, EventBodies(run.run_id(), events));
+    if (!bodies.empty()) {
+      RETURN_IF_ERROR(tx->Exec("INSERT INTO events (run_id, seq, body) SELECT $1, b.ord, b.body "
+                               "FROM unnest($2::bytea[]) WITH ORDINALITY AS b (body, ord)",
+                               PgParams().Text(run.run_id()).BytesArray(bodies),
+                               absl::StrCat("writing events of run ", run.run_id()))
+                          .status());
+    }
     RETURN_IF_ERROR(tx->Commit());
     CreateResult result{run, /*created=*/true};
     result.run.set_lease_epoch(run.owner().empty() ? 0 : 1);
@@ -267,11 +320,12 @@ absl::StatusOr<rein::v1::Run> PostgresRunStore::GetRun(const std::string& run_id
   // One statement reads one consistent row: no transaction around it, one round trip. A read
   // changes nothing, so one that lost its connection (the server closed it just then) is
   // tried again once, on another.
-  absl::StatusOr<PgResult> result = absl::UnavailableError("not read");
-  for (int attempt = 0; attempt < 2 && absl::IsUnavailable(result.status()); ++attempt) {
+  absl::StatusOr<PgResult> result;
+  for (int attempt = 0; attempt < 2; ++attempt) {
     ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Autocommit(pool_.get()));
     result = tx->Exec(absl::StrCat("SELECT ", kRunColumns, " FROM runs WHERE run_id = $1"),
                       PgParams().Text(run_id), what);
+    if (!absl::IsUnavailable(result.status())) break;
   }
   if (!result.ok()) return result.status();
   RETURN_IF_ERROR(PgCheckColumns(result->get(), kRunColumnTypes, target(), what));
@@ -315,19 +369,7 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::CommitChecked(
   ASSIGN_OR_RETURN(const std::string blob, StateTail(new_state, updated_at));
   const int64_t count = static_cast<int64_t>(events.size());
 
-  // The events' bodies leave out run_id and seq, which are columns of their own (ReadEvents
-  // sets them from those): a body is written before the statement knows its seq.
-  std::vector<std::string> bodies;
-  bodies.reserve(events.size());
-  for (size_t i = 0; i < events.size(); ++i) {
-    rein::v1::RunEvent& event = events[i];
-    event.clear_run_id();
-    event.clear_seq();
-    if (!event.SerializeToString(&bodies.emplace_back())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("event ", i, " of run ", run_id, " cannot be serialized (too large)"));
-    }
-  }
+  ASSIGN_OR_RETURN(std::vector<std::string> bodies, EventBodies(run_id, events));
   const bool ended = new_state.stage() == rein::v1::FINISHED ||
                      new_state.stage() == rein::v1::FAILED ||
                      new_state.stage() == rein::v1::CANCELLED;
@@ -338,6 +380,7 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::CommitChecked(
   // transaction commits. A version or lease mismatch updates no row, and then nothing else is
   // written either (every other part reads the update's row). Outside a batch the statement is
   // a transaction of its own.
+  const CommitStatement& statement = CommitSql(lease_epoch.has_value(), snapshot.has_value());
   PgParams params;
   params.Int(new_state.stage())
       .Int(new_state.outcome().reason())
@@ -350,29 +393,10 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::CommitChecked(
       .BytesArray(bodies)
       .Text(kChannel)
       .Text(absl::StrCat(" ", ended ? 1 : 0, " ", me.empty() ? "-" : me, " ", run_id));
-  std::string sql =
-      "WITH u AS (UPDATE runs SET stage = $1, reason = $2, version = $3, "
-      "last_seq = last_seq + $4, updated_us = $5, state = $6 WHERE run_id = $7 AND version = $8";
-  if (lease_epoch.has_value()) {
-    const int n = params.size();
-    params.Text(me).Int(*lease_epoch);
-    absl::StrAppend(&sql, " AND owner = $", n + 1, " AND lease_epoch = $", n + 2);
-  }
-  absl::StrAppend(&sql,
-                  " RETURNING last_seq), "
-                  "e AS (INSERT INTO events (run_id, seq, body) "
-                  "SELECT $7, u.last_seq - $4 + b.ord, b.body "
-                  "FROM u, unnest($9::bytea[]) WITH ORDINALITY AS b (body, ord)), ");
+  if (lease_epoch.has_value()) params.Text(me).Int(*lease_epoch);
   if (snapshot.has_value()) {
-    // No ON CONFLICT: a second snapshot of a version fails the statement (unique violation).
-    const int n = params.size();
     params.Int(snapshot->version).Int(snapshot->iteration).Bytes(snapshot->state);
-    absl::StrAppend(&sql, "s AS (INSERT INTO snapshots (run_id, version, iteration, state) ",
-                    "SELECT $7, $", n + 1, ", $", n + 2, ", $", n + 3, " FROM u), ");
   }
-  absl::StrAppend(&sql,
-                  "n AS (SELECT pg_notify($10, u.last_seq::text || $11) FROM u) "
-                  "SELECT u.last_seq FROM u, n");
 
   std::unique_ptr<PgTransaction> own;
   if (batch == nullptr) {
@@ -380,10 +404,7 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::CommitChecked(
   }
   PgTransaction* const tx = batch != nullptr ? batch : own.get();
   const std::string what = absl::StrCat("updating run ", run_id);
-  // Prepared once per connection: one of four texts, by lease and snapshot.
-  const std::string name = absl::StrCat("rein_commit_", lease_epoch.has_value() ? "l" : "",
-                                        snapshot.has_value() ? "s" : "");
-  absl::StatusOr<PgResult> updated = tx->ExecPrepared(name, sql, params, what);
+  absl::StatusOr<PgResult> updated = tx->ExecPrepared(statement.name, statement.sql, params, what);
   if (!updated.ok()) {
     if (snapshot.has_value() && absl::IsAlreadyExists(updated.status()) &&
         absl::StrContains(updated.status().message(), "snapshots_pkey")) {
@@ -413,11 +434,7 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::CommitChecked(
                                                       PgInt(current.get(), 0, 0),
                                                       ", not expected_version ", expected_version));
   }
-  const int64_t first_seq = PgInt(updated->get(), 0, 0) - count + 1;
-  for (size_t i = 0; i < events.size(); ++i) {
-    events[i].set_run_id(run_id);
-    events[i].set_seq(first_seq + static_cast<int64_t>(i));
-  }
+  NumberEvents(run_id, PgInt(updated->get(), 0, 0) - count + 1, events);
   return events;
 }
 
