@@ -69,10 +69,12 @@ void RunStoreConformanceTest::Reopen() {
 
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
 
 constexpr int64_t kEpoch = 1700000000;  // created_at of the runs, in seconds
@@ -924,6 +926,73 @@ TEST_P(RunStoreConformanceTest, ListRunsPagingWithFilterVisitsMatchingRunsOnce) 
     ASSERT_LT(++pages, 10) << "paging does not end";
   } while (!token.empty());
   EXPECT_THAT(seen, ElementsAreArray(expected_ids));
+}
+
+// DECIDING, EXECUTING and EVALUATING are the stages a run cycles through every iteration; a
+// store may keep them apart by other means than its index (SqliteRunStore does), but each
+// filter finds exactly its runs, page by page, as the runs move between them by commits.
+TEST_P(RunStoreConformanceTest, ListRunsTellsTheLoopsStagesApartAcrossPagesAndCommits) {
+  const rein::v1::Stage loop[] = {rein::v1::DECIDING, rein::v1::EXECUTING, rein::v1::EVALUATING};
+  std::map<rein::v1::Stage, std::vector<std::string>> expected;  // newest first
+  std::vector<rein::v1::RunState> states;
+  for (int i = 0; i < 14; ++i) {
+    const std::string run_id = absl::StrCat("run-", 10 + i);
+    const rein::v1::Run run = MakeRun(run_id, kEpoch + i, "", rein::v1::DECIDING);
+    ASSERT_TRUE(store().CreateRun(run, {}).ok());
+    // Committed forward to its stage: DECIDING stays, EXECUTING one step, EVALUATING two.
+    rein::v1::RunState state = run.state();
+    for (int step = 1; step <= i % 3; ++step) {
+      rein::v1::RunState next = Next(state, loop[step]);
+      ASSERT_TRUE(
+          store().Commit(run_id, state.version(), next, {}, std::nullopt, At(kEpoch + 20)).ok());
+      state = next;
+    }
+    expected[loop[i % 3]].insert(expected[loop[i % 3]].begin(), run_id);
+    states.push_back(state);
+  }
+  auto list = [this](rein::v1::Stage stage) {
+    RunFilter filter;
+    filter.stage = stage;
+    std::vector<std::string> seen;
+    std::string token;
+    int pages = 0;
+    do {
+      absl::StatusOr<RunPage> page = store().ListRuns(filter, 2, token);
+      EXPECT_TRUE(page.ok()) << page.status();
+      if (!page.ok()) break;
+      EXPECT_LE(page->runs.size(), 2u);
+      for (const rein::v1::Run& run : page->runs) {
+        EXPECT_EQ(run.state().stage(), stage) << run.run_id();
+        seen.push_back(run.run_id());
+      }
+      token = page->next_page_token;
+      if (++pages > 10) {
+        ADD_FAILURE() << "paging does not end";
+        break;
+      }
+    } while (!token.empty());
+    return seen;
+  };
+  for (rein::v1::Stage stage : loop) {
+    EXPECT_THAT(list(stage), ElementsAreArray(expected[stage])) << rein::v1::Stage_Name(stage);
+  }
+  // run-10 goes round once more: DECIDING -> EXECUTING -> EVALUATING -> DECIDING.
+  rein::v1::RunState state = states[0];
+  for (rein::v1::Stage stage : {rein::v1::EXECUTING, rein::v1::EVALUATING, rein::v1::DECIDING}) {
+    rein::v1::RunState next = Next(state, stage);
+    ASSERT_TRUE(
+        store().Commit("run-10", state.version(), next, {}, std::nullopt, At(kEpoch + 30)).ok());
+    state = next;
+    EXPECT_THAT(list(stage), Contains("run-10")) << rein::v1::Stage_Name(stage);
+    for (rein::v1::Stage other : loop) {
+      if (other != stage) {
+        EXPECT_THAT(list(other), Not(Contains("run-10")));
+      }
+    }
+  }
+  absl::StatusOr<std::vector<std::string>> unfinished = store().ListUnfinishedRunIds();
+  ASSERT_TRUE(unfinished.ok()) << unfinished.status();
+  EXPECT_EQ(unfinished->size(), 14u);
 }
 
 TEST_P(RunStoreConformanceTest, ListRunsDefaultsAndCapsPageSize) {

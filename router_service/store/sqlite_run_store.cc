@@ -33,6 +33,17 @@ constexpr int kDefaultPageSize = 50;
 constexpr int kMaxPageSize = 1000;
 constexpr size_t kMaxPageBytes = 3 << 20;
 
+// Every transition writes the WAL frames of the pages it changes (a header and a page each), and
+// the checkpointer copies them again, so the layout keeps a transition's pages few (measured on
+// the bench loop: 5.3 frames per commit in layout 2, 4.2 in layout 3):
+// - `runs.stage` holds the stored stage (StoredStage): DECIDING for the three stages a run
+//   cycles through every iteration (DECIDING, EXECUTING, EVALUATING), so moving between them
+//   does not rewrite the row's entry in runs_by_stage (a second page in every commit). A run's
+//   exact stage is in its state; ListRuns filters on it.
+// - `snapshots` is a rowid table: a snapshot (a whole state, about 1.4 KB on the bench loop)
+//   is appended at the table's end, and fits in its leaf. As a WITHOUT ROWID table keyed by
+//   (run_id, version) each one spilled into an overflow page of its own (such a table keeps at
+//   most about 1,000 bytes of a row in the leaf) and split and rebalanced the run's leaves.
 constexpr char kSchema[] = R"sql(
 CREATE TABLE IF NOT EXISTS runs (
   run_id TEXT PRIMARY KEY NOT NULL,
@@ -56,13 +67,43 @@ CREATE TABLE IF NOT EXISTS events (
   PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS snapshots (
+  id INTEGER PRIMARY KEY,
   run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
   version INTEGER NOT NULL,
   iteration INTEGER NOT NULL,
-  state BLOB NOT NULL,
-  PRIMARY KEY (run_id, version)
-) WITHOUT ROWID;
+  state BLOB NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS snapshots_by_run ON snapshots (run_id, version);
 )sql";
+
+// Layout 2 to 3, in the transaction that opens the store, before kSchema: the stored stage of
+// the runs in the loop, and the snapshots copied into the rowid table.
+constexpr char kMigrateFrom2[] = R"sql(
+UPDATE runs SET stage = 3 WHERE stage IN (4, 5);
+CREATE TABLE snapshots_v3 (
+  id INTEGER PRIMARY KEY,
+  run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+  version INTEGER NOT NULL,
+  iteration INTEGER NOT NULL,
+  state BLOB NOT NULL
+);
+INSERT INTO snapshots_v3 (run_id, version, iteration, state)
+  SELECT run_id, version, iteration, state FROM snapshots ORDER BY run_id, version;
+DROP TABLE snapshots;
+ALTER TABLE snapshots_v3 RENAME TO snapshots;
+UPDATE schema_version SET version = 3 WHERE id = 1;
+)sql";
+
+// The value of `runs.stage` for a run at `stage` (see kSchema).
+int64_t StoredStage(rein::v1::Stage stage) {
+  static_assert(rein::v1::DECIDING == 3 && rein::v1::EXECUTING == 4 && rein::v1::EVALUATING == 5,
+                "kMigrateFrom2 names the loop's stages by number");
+  switch (stage) {
+    case rein::v1::EXECUTING:
+    case rein::v1::EVALUATING: return rein::v1::DECIDING;
+    default: return stage;
+  }
+}
 
 }  // namespace
 
@@ -156,6 +197,10 @@ absl::Status SqliteRunStore::Initialize(const Options& options) {
     } else if (rc != SQLITE_DONE) {
       return db_->Error(rc, "reading schema_version");
     }
+  }
+  if (version == 2) {
+    RETURN_IF_ERROR(db_->ExecScript(kMigrateFrom2, "migrating the layout from version 2 to 3"));
+    version = 3;
   }
   if (version != 0 && version < kSchemaVersion) {
     return absl::FailedPreconditionError(
@@ -302,7 +347,7 @@ absl::StatusOr<CreateResult> SqliteRunStore::CreateRun(const rein::v1::Run& run,
     } else {
       stmt.BindText(2, run.request_id());
     }
-    stmt.BindInt(3, run.state().stage());
+    stmt.BindInt(3, StoredStage(run.state().stage()));
     stmt.BindInt(4, run.state().outcome().reason());
     stmt.BindInt(5, run.state().version());
     stmt.BindInt(6, static_cast<int64_t>(events.size()));
@@ -407,7 +452,8 @@ absl::Status SqliteRunStore::CommitInTransaction(const std::string& run_id,
         "UPDATE runs SET version = ?1, last_seq = ?2, updated_us = ?3, state = ?4, stage = ?6, "
         "reason = ?7 WHERE run_id = ?5",
     };
-    const bool stage_changed = row.stage != new_state.stage();
+    const int64_t stage = StoredStage(new_state.stage());
+    const bool stage_changed = row.stage != stage;
     const bool reason_changed = row.reason != new_state.outcome().reason();
     ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
                      db_->Prepare(kUpdates[(stage_changed ? 1 : 0) + (reason_changed ? 2 : 0)]));
@@ -416,7 +462,7 @@ absl::Status SqliteRunStore::CommitInTransaction(const std::string& run_id,
     stmt.BindInt(3, updated_us);
     stmt.BindBlob(4, blob);
     stmt.BindText(5, run_id);
-    if (stage_changed) stmt.BindInt(6, new_state.stage());
+    if (stage_changed) stmt.BindInt(6, stage);
     if (reason_changed) stmt.BindInt(7, new_state.outcome().reason());
     const int rc = stmt.Step();
     if (rc != SQLITE_DONE) return db_->Error(rc, absl::StrCat("updating run ", run_id));
@@ -431,7 +477,7 @@ absl::Status SqliteRunStore::CommitInTransaction(const std::string& run_id,
     stmt.BindInt(3, snapshot->iteration);
     stmt.BindBlob(4, snapshot->state);
     const int rc = stmt.Step();
-    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
+    if (rc == SQLITE_CONSTRAINT_UNIQUE) {
       return absl::AlreadyExistsError(absl::StrCat("run ", run_id, " has a snapshot of version ",
                                                    snapshot->version, " already"));
     }
@@ -481,6 +527,10 @@ absl::StatusOr<RunPage> SqliteRunStore::ListRuns(const RunFilter& filter, int pa
   }
 
   // One SQL text per combination of conditions, so each is prepared once and uses its index.
+  // The stored stage of DECIDING, EXECUTING and EVALUATING is one (StoredStage): a filter on
+  // one of them takes that stored stage's rows and keeps the runs whose state is at it.
+  const int64_t stored_stage = StoredStage(filter.stage);
+  const bool exact_stage = stored_stage != filter.stage || filter.stage == rein::v1::DECIDING;
   std::string sql = "SELECT run_id, created_us, run, state FROM runs WHERE 1";
   if (filter.stage != rein::v1::STAGE_UNSPECIFIED) absl::StrAppend(&sql, " AND stage = ?");
   if (filter.outcome != rein::v1::TERMINATION_REASON_UNSPECIFIED) {
@@ -492,7 +542,7 @@ absl::StatusOr<RunPage> SqliteRunStore::ListRuns(const RunFilter& filter, int pa
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteDb::Statement stmt, db_->Prepare(sql));
   int index = 1;
-  if (filter.stage != rein::v1::STAGE_UNSPECIFIED) stmt.BindInt(index++, filter.stage);
+  if (filter.stage != rein::v1::STAGE_UNSPECIFIED) stmt.BindInt(index++, stored_stage);
   if (filter.outcome != rein::v1::TERMINATION_REASON_UNSPECIFIED) {
     stmt.BindInt(index++, filter.outcome);
   }
@@ -500,24 +550,28 @@ absl::StatusOr<RunPage> SqliteRunStore::ListRuns(const RunFilter& filter, int pa
     stmt.BindInt(index++, cursor->created_us);
     stmt.BindText(index++, cursor->run_id);
   }
-  stmt.BindInt(index++, page_size + 1);  // one more tells whether there is a next page
+  // One more tells whether there is a next page (no limit when rows are filtered below).
+  stmt.BindInt(index++, exact_stage ? -1 : page_size + 1);
 
   RunPage page;
   Cursor last;
   int rc;
   size_t page_bytes = 0;
   while ((rc = stmt.Step()) == SQLITE_ROW) {
+    const std::string run_id = stmt.ColumnBytes(0);
+    rein::v1::Run run;
+    RETURN_IF_ERROR(ParseStoredRun(stmt.ColumnBytes(2), stmt.ColumnBytes(3), run_id, &run));
+    if (exact_stage && run.state().stage() != filter.stage) continue;
     // A page ends at page_size runs, or sooner once it holds kMaxPageBytes, so that a reply
     // stays under gRPC's default 4 MiB receive limit.
     if (static_cast<int>(page.runs.size()) == page_size || page_bytes >= kMaxPageBytes) {
       page.next_page_token = MakePageToken(filter, last);
       break;
     }
-    last.run_id = stmt.ColumnBytes(0);
+    last.run_id = run_id;
     last.created_us = stmt.ColumnInt(1);
-    rein::v1::Run& run = page.runs.emplace_back();
-    RETURN_IF_ERROR(ParseStoredRun(stmt.ColumnBytes(2), stmt.ColumnBytes(3), last.run_id, &run));
     page_bytes += run.ByteSizeLong();
+    page.runs.push_back(std::move(run));
   }
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return db_->Error(rc, "listing runs");
   return page;

@@ -54,7 +54,7 @@ class SqliteRunStore final : public RunStore {
   // Opens (creating if missing) the database at `path` and its tables. A path that cannot be
   // opened, or a file that is not a database, is FAILED_PRECONDITION naming the path; a
   // database of another layout version is FAILED_PRECONDITION naming the versions (an older
-  // one is not migrated: the message says to move the file away).
+  // one, except version 2, is not migrated: the message says to move the file away).
   static absl::StatusOr<std::unique_ptr<SqliteRunStore>> Open(const std::string& path,
                                                               const Options& options);
   static absl::StatusOr<std::unique_ptr<SqliteRunStore>> Open(const std::string& path) {
@@ -63,7 +63,9 @@ class SqliteRunStore final : public RunStore {
 
   // The layout version this binary writes.
   // 2: runs.state holds the state apart from the rest of the run; snapshots are binary.
-  static constexpr int kSchemaVersion = 2;
+  // 3: runs.stage holds one value for the loop's three stages; snapshots is a rowid table
+  //    (fewer pages written per commit). A version 2 file is migrated when opened.
+  static constexpr int kSchemaVersion = 3;
 
   ~SqliteRunStore() override;
   SqliteRunStore(const SqliteRunStore&) = delete;

@@ -168,7 +168,7 @@ TEST_F(SqliteRunStoreTest, OpenNegativeBusyTimeoutIsInvalidArgument) {
 TEST_F(SqliteRunStoreTest, OpenUsesWalAndRecordsSchemaVersion) {
   ASSERT_NE(OpenOrDie(), nullptr);
   EXPECT_EQ(QueryRaw(path_, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(QueryRaw(path_, "SELECT version FROM schema_version"), "2");
+  EXPECT_EQ(QueryRaw(path_, "SELECT version FROM schema_version"), "3");
 }
 
 TEST_F(SqliteRunStoreTest, OpenOlderSchemaVersionIsFailedPreconditionSayingWhatToDo) {
@@ -182,10 +182,131 @@ TEST_F(SqliteRunStoreTest, OpenOlderSchemaVersionIsFailedPreconditionSayingWhatT
 
 TEST_F(SqliteRunStoreTest, OpenNewerSchemaVersionIsFailedPrecondition) {
   ASSERT_NE(OpenOrDie(), nullptr);
-  ASSERT_TRUE(ExecRaw(path_, "UPDATE schema_version SET version = 3").ok());
+  ASSERT_TRUE(ExecRaw(path_, "UPDATE schema_version SET version = 4").ok());
   absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path_);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(store.status().message(), HasSubstr("schema version 3"));
+  EXPECT_THAT(store.status().message(), HasSubstr("schema version 4"));
+}
+
+// A state of `run` one commit on, at `stage`.
+rein::v1::RunState Step(const rein::v1::RunState& state, rein::v1::Stage stage) {
+  rein::v1::RunState next = state;
+  next.set_version(state.version() + 1);
+  next.set_stage(stage);
+  return next;
+}
+
+// The loop's three stages share one stored value, so moving between them leaves runs_by_stage
+// alone; the run's own stage is in its state.
+TEST_F(SqliteRunStoreTest, TheLoopsStagesAreStoredAsOneAndReadBackExactly) {
+  std::unique_ptr<SqliteRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  rein::v1::Run run = MakeRun("run-1");
+  ASSERT_TRUE(store->CreateRun(run, {}).ok());
+  rein::v1::RunState state = run.state();
+  for (rein::v1::Stage stage : {rein::v1::PLANNING, rein::v1::DECIDING, rein::v1::EXECUTING,
+                                rein::v1::EVALUATING, rein::v1::PAUSED}) {
+    rein::v1::RunState next = Step(state, stage);
+    ASSERT_TRUE(store
+                    ->Commit("run-1", state.version(), next, {}, std::nullopt,
+                             absl::FromUnixSeconds(1700000001))
+                    .ok());
+    state = next;
+    const bool loop = stage == rein::v1::DECIDING || stage == rein::v1::EXECUTING ||
+                      stage == rein::v1::EVALUATING;
+    EXPECT_EQ(QueryRaw(path_, "SELECT stage FROM runs"),
+              std::to_string(loop ? rein::v1::DECIDING : stage))
+        << rein::v1::Stage_Name(stage);
+    absl::StatusOr<rein::v1::Run> stored = store->GetRun("run-1");
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    EXPECT_EQ(stored->state().stage(), stage);
+  }
+}
+
+// A file written by the previous layout (version 2: the exact stage in runs.stage, snapshots in
+// a WITHOUT ROWID table keyed by run and version) is migrated when opened, and nothing is lost.
+TEST_F(SqliteRunStoreTest, OpenMigratesALayout2FileKeepingEveryRunAndSnapshot) {
+  std::vector<Snapshot> snapshots;
+  {
+    std::unique_ptr<SqliteRunStore> store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    for (const auto& [id, stage] :
+         {std::pair{"run-e", rein::v1::EXECUTING}, std::pair{"run-v", rein::v1::EVALUATING},
+          std::pair{"run-p", rein::v1::PAUSED}}) {
+      rein::v1::Run run = MakeRun(id);
+      ASSERT_TRUE(store->CreateRun(run, {}).ok());
+      rein::v1::RunState next = Step(run.state(), stage);
+      next.set_iteration(1);
+      Snapshot snapshot{1, next.version(), next.SerializeAsString()};
+      ASSERT_TRUE(store->Commit(id, 1, next, {}, snapshot, absl::FromUnixSeconds(1700000001)).ok());
+      if (std::string(id) == "run-e") snapshots.push_back(snapshot);
+    }
+  }
+  // Back to how version 2 kept it.
+  ASSERT_TRUE(ExecRaw(path_, R"sql(
+    BEGIN;
+    UPDATE runs SET stage = 4 WHERE run_id = 'run-e';
+    UPDATE runs SET stage = 5 WHERE run_id = 'run-v';
+    CREATE TABLE snapshots_v2 (
+      run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+      version INTEGER NOT NULL,
+      iteration INTEGER NOT NULL,
+      state BLOB NOT NULL,
+      PRIMARY KEY (run_id, version)
+    ) WITHOUT ROWID;
+    INSERT INTO snapshots_v2 SELECT run_id, version, iteration, state FROM snapshots;
+    DROP TABLE snapshots;
+    ALTER TABLE snapshots_v2 RENAME TO snapshots;
+    UPDATE schema_version SET version = 2;
+    COMMIT;
+  )sql")
+                  .ok());
+  ASSERT_EQ(QueryRaw(path_, "SELECT count(*) FROM snapshots"), "3");
+
+  std::unique_ptr<SqliteRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(QueryRaw(path_, "SELECT version FROM schema_version"), "3");
+  EXPECT_EQ(QueryRaw(path_,
+                     "SELECT group_concat(stage) FROM (SELECT stage FROM runs "
+                     "ORDER BY run_id)"),
+            "3,6,3");  // run-e, run-p, run-v
+  for (const auto& [id, stage] :
+       {std::pair{"run-e", rein::v1::EXECUTING}, std::pair{"run-v", rein::v1::EVALUATING},
+        std::pair{"run-p", rein::v1::PAUSED}}) {
+    RunFilter filter;
+    filter.stage = stage;
+    absl::StatusOr<RunPage> page = store->ListRuns(filter, 10, "");
+    ASSERT_TRUE(page.ok()) << page.status();
+    ASSERT_EQ(page->runs.size(), 1u) << id;
+    EXPECT_EQ(page->runs[0].run_id(), id);
+  }
+  absl::StatusOr<std::vector<Snapshot>> kept = store->ListSnapshots("run-e");
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_EQ(kept->size(), 1u);
+  EXPECT_EQ((*kept)[0].version, snapshots[0].version);
+  EXPECT_EQ((*kept)[0].iteration, snapshots[0].iteration);
+  EXPECT_EQ((*kept)[0].state, snapshots[0].state);
+  // The migrated table goes on: a new snapshot is written, a second one of a version is not.
+  absl::StatusOr<rein::v1::Run> run = store->GetRun("run-e");
+  ASSERT_TRUE(run.ok()) << run.status();
+  rein::v1::RunState next = Step(run->state(), rein::v1::EVALUATING);
+  next.set_iteration(2);
+  Snapshot second{2, next.version(), next.SerializeAsString()};
+  ASSERT_TRUE(store
+                  ->Commit("run-e", run->state().version(), next, {}, second,
+                           absl::FromUnixSeconds(1700000002))
+                  .ok());
+  rein::v1::RunState again = Step(next, rein::v1::DECIDING);
+  Snapshot duplicate{2, next.version(), again.SerializeAsString()};
+  EXPECT_EQ(
+      store
+          ->Commit("run-e", next.version(), again, {}, duplicate, absl::FromUnixSeconds(1700000003))
+          .status()
+          .code(),
+      absl::StatusCode::kAlreadyExists);
+  kept = store->ListSnapshots("run-e");
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->size(), 2u);
 }
 
 TEST_F(SqliteRunStoreTest, CommitOnRunWithCorruptBaseRewritesOnlyTheStatePart) {
