@@ -15,6 +15,9 @@ struct RunStoreOptions {
   // SQLite's synchronous mode as --sqlite_synchronous spells it: "NORMAL" (a commit survives a
   // killed process) or "FULL" (it survives power loss too). Checked only for sqlite:PATH.
   std::string sqlite_synchronous = "NORMAL";
+  // The SQLite connection's page cache in MiB (--sqlite_cache_mib, 1..4096; outside that,
+  // INVALID_ARGUMENT naming the flag). Checked only for sqlite:PATH.
+  int sqlite_cache_mib = 8;
 };
 
 // Holds the lock file of a SQLite store (PATH.lock, flock'ed) until destroyed.

@@ -89,6 +89,22 @@ TEST_F(OpenRunStoreTest, SqliteSynchronousFullOpens) {
   EXPECT_TRUE(opened.ok()) << opened.status();
 }
 
+TEST_F(OpenRunStoreTest, SqliteCacheOutsideItsRangeIsInvalidArgumentNamingFlag) {
+  for (int mib : {0, -8, 4097}) {
+    RunStoreOptions options;
+    options.sqlite_cache_mib = mib;
+    absl::StatusOr<OpenedRunStore> opened = OpenRunStore("sqlite:" + path_, options);
+    EXPECT_EQ(opened.status().code(), absl::StatusCode::kInvalidArgument) << mib;
+    EXPECT_EQ(opened.status().message(),
+              absl::StrCat("--sqlite_cache_mib: must be 1 to 4096, got ", mib));
+    EXPECT_FALSE(std::filesystem::exists(path_));
+  }
+  RunStoreOptions options;
+  options.sqlite_cache_mib = 1;
+  absl::StatusOr<OpenedRunStore> opened = OpenRunStore("sqlite:" + path_, options);
+  EXPECT_TRUE(opened.ok()) << opened.status();
+}
+
 TEST_F(OpenRunStoreTest, BadSqliteSynchronousIsInvalidArgumentNamingFlag) {
   RunStoreOptions options;
   options.sqlite_synchronous = "OFF";

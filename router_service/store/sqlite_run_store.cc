@@ -113,6 +113,10 @@ absl::StatusOr<std::unique_ptr<SqliteRunStore>> SqliteRunStore::Open(const std::
   if (options.busy_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("busy_timeout is negative");
   }
+  if (options.cache_mib < 1 || options.cache_mib > 4096) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the page cache must be 1 to 4096 MiB, got ", options.cache_mib));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path, /*create=*/true));
   std::unique_ptr<SqliteRunStore> store(new SqliteRunStore(std::move(db), path));
   {
@@ -181,6 +185,9 @@ absl::Status SqliteRunStore::Initialize(const Options& options) {
                                 ? "PRAGMA synchronous=FULL"
                                 : "PRAGMA synchronous=NORMAL"));
   RETURN_IF_ERROR(db_->Exec("PRAGMA foreign_keys=ON"));
+  // A negative cache_size is in KiB.
+  RETURN_IF_ERROR(db_->Exec(
+      absl::StrCat("PRAGMA cache_size=", -1024 * static_cast<int64_t>(options.cache_mib))));
 
   ASSIGN_OR_RETURN(SqliteDb::Transaction tx,
                    SqliteDb::Transaction::Begin(db_.get(), /*write=*/true));

@@ -49,6 +49,10 @@ class SqliteRunStore final : public RunStore {
     // a commit never pays for a checkpoint (and its fsync). The commit path then checkpoints
     // only when the WAL passes 64 MiB (the background one fell behind).
     bool background_checkpoint = true;
+    // SQLite's page cache of the router's connection, in MiB (1..4096). SQLite's own default
+    // is 2 MiB: with 100 runs in flight the pages a commit needs no longer stayed in it, and
+    // each transition read 5.7 pages back from the file (pread); with 8 MiB, 0.6.
+    int cache_mib = 8;
   };
 
   // Opens (creating if missing) the database at `path` and its tables. A path that cannot be

@@ -158,6 +158,16 @@ TEST_F(SqliteRunStoreTest, OpenFileThatIsNotADatabaseIsFailedPreconditionNamingP
   EXPECT_THAT(store.status().message(), HasSubstr(path_));
 }
 
+TEST_F(SqliteRunStoreTest, OpenPageCacheOutsideItsRangeIsInvalidArgument) {
+  for (int mib : {0, 4097}) {
+    SqliteRunStore::Options options;
+    options.cache_mib = mib;
+    absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path_, options);
+    EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument) << mib;
+    EXPECT_THAT(store.status().message(), HasSubstr("page cache"));
+  }
+}
+
 TEST_F(SqliteRunStoreTest, OpenNegativeBusyTimeoutIsInvalidArgument) {
   SqliteRunStore::Options options;
   options.busy_timeout = absl::Seconds(-1);
