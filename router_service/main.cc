@@ -45,9 +45,9 @@ ABSL_FLAG(absl::Duration, group_commit_delay, absl::ZeroDuration(),
           "(0 = never: a group is whatever became ready while the previous one was written)");
 ABSL_FLAG(std::string, sqlite_synchronous, "NORMAL",
           "SQLite synchronous mode: NORMAL (survives a killed process) or FULL (power loss)");
-ABSL_FLAG(int, sqlite_cache_mib, 8,
-          "SQLite page cache of the router's connection, in MiB (1..4096; with many runs in "
-          "flight, the pages their commits touch stay in memory instead of being read again)");
+ABSL_FLAG(int, sqlite_cache_mib, 2,
+          "SQLite page cache of the router's connection, in MiB (1..4096; more keeps more "
+          "runs' pages in memory instead of reading them again, and adds to the router's RSS)");
 ABSL_FLAG(std::string, price_table, "",
           "file of per-model prices (lines `MODEL INPUT OUTPUT CACHE_READ CACHE_WRITE`, US "
           "dollars per million tokens; examples/price_table.txt): runs' cost_used_usd and "

@@ -17,7 +17,7 @@ struct RunStoreOptions {
   std::string sqlite_synchronous = "NORMAL";
   // The SQLite connection's page cache in MiB (--sqlite_cache_mib, 1..4096; outside that,
   // INVALID_ARGUMENT naming the flag). Checked only for sqlite:PATH.
-  int sqlite_cache_mib = 8;
+  int sqlite_cache_mib = 2;
 };
 
 // Holds the lock file of a SQLite store (PATH.lock, flock'ed) until destroyed.

@@ -49,10 +49,11 @@ class SqliteRunStore final : public RunStore {
     // a commit never pays for a checkpoint (and its fsync). The commit path then checkpoints
     // only when the WAL passes 64 MiB (the background one fell behind).
     bool background_checkpoint = true;
-    // SQLite's page cache of the router's connection, in MiB (1..4096). SQLite's own default
-    // is 2 MiB: with 100 runs in flight the pages a commit needs no longer stayed in it, and
-    // each transition read 5.7 pages back from the file (pread); with 8 MiB, 0.6.
-    int cache_mib = 8;
+    // SQLite's page cache of the router's connection, in MiB (1..4096; 2 is SQLite's own
+    // default). More keeps more runs' pages in memory (on layout 2, 100 runs in flight read
+    // 5.7 pages per transition back from the file with 2 MiB, 0.6 with 8) at the price of
+    // resident memory; on layout 3 the bench's throughput was level from 2 to 8 MiB.
+    int cache_mib = 2;
   };
 
   // Opens (creating if missing) the database at `path` and its tables. A path that cannot be
