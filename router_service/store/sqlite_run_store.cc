@@ -40,7 +40,7 @@ constexpr size_t kMaxPageBytes = 3 << 20;
 //   cycles through every iteration (DECIDING, EXECUTING, EVALUATING), so moving between them
 //   does not rewrite the row's entry in runs_by_stage (a second page in every commit). A run's
 //   exact stage is in its state; ListRuns filters on it.
-// - `snapshots` is a rowid table: a snapshot (a whole state, about 1.4 KB on the bench loop)
+// - `snapshots` is a rowid table: a snapshot (a whole state, 1.4 to 2.2 KB on the bench loop)
 //   is appended at the table's end, and fits in its leaf. As a WITHOUT ROWID table keyed by
 //   (run_id, version) each one spilled into an overflow page of its own (such a table keeps at
 //   most about 1,000 bytes of a row in the leaf) and split and rebalanced the run's leaves.
@@ -567,13 +567,18 @@ absl::StatusOr<RunPage> SqliteRunStore::ListRuns(const RunFilter& filter, int pa
   while ((rc = stmt.Step()) == SQLITE_ROW) {
     const std::string run_id = stmt.ColumnBytes(0);
     rein::v1::Run run;
-    RETURN_IF_ERROR(ParseStoredRun(stmt.ColumnBytes(2), stmt.ColumnBytes(3), run_id, &run));
-    if (exact_stage && run.state().stage() != filter.stage) continue;
+    if (exact_stage) {
+      RETURN_IF_ERROR(ParseStoredRun(stmt.ColumnBytes(2), stmt.ColumnBytes(3), run_id, &run));
+      if (run.state().stage() != filter.stage) continue;
+    }
     // A page ends at page_size runs, or sooner once it holds kMaxPageBytes, so that a reply
     // stays under gRPC's default 4 MiB receive limit.
     if (static_cast<int>(page.runs.size()) == page_size || page_bytes >= kMaxPageBytes) {
       page.next_page_token = MakePageToken(filter, last);
       break;
+    }
+    if (!exact_stage) {
+      RETURN_IF_ERROR(ParseStoredRun(stmt.ColumnBytes(2), stmt.ColumnBytes(3), run_id, &run));
     }
     last.run_id = run_id;
     last.created_us = stmt.ColumnInt(1);
