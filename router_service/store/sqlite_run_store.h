@@ -66,6 +66,12 @@ class SqliteRunStore final : public RunStore {
     return Open(path, Options());
   }
 
+  // WAL frames the background checkpointer has copied into the database so far.
+  int64_t background_checkpoint_frames() {
+    absl::MutexLock lock(&checkpoint_mu_);
+    return background_checkpoint_frames_;
+  }
+
   // The layout version this binary writes.
   // 2: runs.state holds the state apart from the rest of the run; snapshots are binary.
   // 3: runs.stage holds one value for the loop's three stages; snapshots is a rowid table
@@ -147,6 +153,7 @@ class SqliteRunStore final : public RunStore {
   std::unique_ptr<SqliteDb> checkpoint_db_;
   absl::Mutex checkpoint_mu_;
   bool checkpoint_stop_ ABSL_GUARDED_BY(checkpoint_mu_) = false;
+  int64_t background_checkpoint_frames_ ABSL_GUARDED_BY(checkpoint_mu_) = 0;
   std::thread checkpointer_;
   absl::Mutex mu_;
   const std::unique_ptr<SqliteDb> db_ ABSL_PT_GUARDED_BY(mu_);
