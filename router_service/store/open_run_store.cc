@@ -38,9 +38,11 @@ absl::StatusOr<OpenedRunStore> OpenSqlite(const std::string& path,
         absl::StrCat("--sqlite_synchronous: must be NORMAL or FULL, got \"",
                      store_options.sqlite_synchronous, "\""));
   }
-  if (store_options.sqlite_cache_mib < 1 || store_options.sqlite_cache_mib > 4096) {
-    return absl::InvalidArgumentError(absl::StrCat("--sqlite_cache_mib: must be 1 to 4096, got ",
-                                                   store_options.sqlite_cache_mib));
+  if (store_options.sqlite_cache_mib < SqliteRunStore::kMinCacheMib ||
+      store_options.sqlite_cache_mib > SqliteRunStore::kMaxCacheMib) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sqlite_cache_mib: must be ", SqliteRunStore::kMinCacheMib, " to ",
+                     SqliteRunStore::kMaxCacheMib, ", got ", store_options.sqlite_cache_mib));
   }
   options.cache_mib = store_options.sqlite_cache_mib;
   if (path.empty()) {

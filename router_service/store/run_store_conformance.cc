@@ -160,6 +160,29 @@ std::vector<std::string> Ids(const std::vector<rein::v1::Run>& runs) {
   return ids;
 }
 
+// Every run ListRuns(filter) returns, following its page tokens; a failed call, a page over
+// `page_size` or more than ten pages is a test failure.
+std::vector<rein::v1::Run> ListEveryPage(RunStore& store, const RunFilter& filter, int page_size) {
+  std::vector<rein::v1::Run> runs;
+  std::string token;
+  int pages = 0;
+  do {
+    absl::StatusOr<RunPage> page = store.ListRuns(filter, page_size, token);
+    if (!page.ok()) {
+      ADD_FAILURE() << page.status();
+      break;
+    }
+    EXPECT_LE(page->runs.size(), static_cast<size_t>(page_size));
+    for (rein::v1::Run& run : page->runs) runs.push_back(std::move(run));
+    token = page->next_page_token;
+    if (++pages >= 10) {
+      ADD_FAILURE() << "paging does not end";
+      break;
+    }
+  } while (!token.empty());
+  return runs;
+}
+
 absl::Time At(int64_t seconds) { return absl::FromUnixSeconds(seconds); }
 
 TEST_P(RunStoreConformanceTest, CreateThenGetReturnsStoredRun) {
@@ -915,17 +938,7 @@ TEST_P(RunStoreConformanceTest, ListRunsPagingWithFilterVisitsMatchingRunsOnce) 
   }
   RunFilter paused;
   paused.stage = rein::v1::PAUSED;
-  std::vector<std::string> seen;
-  std::string token;
-  int pages = 0;
-  do {
-    absl::StatusOr<RunPage> page = store().ListRuns(paused, 4, token);
-    ASSERT_TRUE(page.ok()) << page.status();
-    for (const std::string& id : Ids(page->runs)) seen.push_back(id);
-    token = page->next_page_token;
-    ASSERT_LT(++pages, 10) << "paging does not end";
-  } while (!token.empty());
-  EXPECT_THAT(seen, ElementsAreArray(expected_ids));
+  EXPECT_THAT(Ids(ListEveryPage(store(), paused, 4)), ElementsAreArray(expected_ids));
 }
 
 // DECIDING, EXECUTING and EVALUATING are the stages a run cycles through every iteration; a
@@ -954,23 +967,10 @@ TEST_P(RunStoreConformanceTest, ListRunsTellsTheLoopsStagesApartAcrossPagesAndCo
     RunFilter filter;
     filter.stage = stage;
     std::vector<std::string> seen;
-    std::string token;
-    int pages = 0;
-    do {
-      absl::StatusOr<RunPage> page = store().ListRuns(filter, 2, token);
-      EXPECT_TRUE(page.ok()) << page.status();
-      if (!page.ok()) break;
-      EXPECT_LE(page->runs.size(), 2u);
-      for (const rein::v1::Run& run : page->runs) {
-        EXPECT_EQ(run.state().stage(), stage) << run.run_id();
-        seen.push_back(run.run_id());
-      }
-      token = page->next_page_token;
-      if (++pages > 10) {
-        ADD_FAILURE() << "paging does not end";
-        break;
-      }
-    } while (!token.empty());
+    for (const rein::v1::Run& run : ListEveryPage(store(), filter, 2)) {
+      EXPECT_EQ(run.state().stage(), stage) << run.run_id();
+      seen.push_back(run.run_id());
+    }
     return seen;
   };
   for (rein::v1::Stage stage : loop) {

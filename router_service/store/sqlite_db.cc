@@ -162,14 +162,10 @@ bool SqliteDb::autocommit() const { return sqlite3_get_autocommit(db_) != 0; }
 int64_t SqliteDb::CheckpointPassive() {
   // The WAL's frames, and how many of them are in the database now (each -1 when no
   // checkpoint could run).
-  int log_frames = -1, copied_frames = -1;
+  int log_frames = -1, checkpointed_frames = -1;
   const int rc = sqlite3_wal_checkpoint_v2(db_, /*zDb=*/nullptr, SQLITE_CHECKPOINT_PASSIVE,
-                                           &log_frames, &copied_frames);
-  if (rc != SQLITE_OK || copied_frames < 0) return 0;
-  const int64_t copied = copied_frames - last_copied_frames_;
-  // A log started over counts from 0 again.
-  last_copied_frames_ = copied_frames;
-  return copied > 0 ? copied : (copied < 0 ? copied_frames : 0);
+                                           &log_frames, &checkpointed_frames);
+  return rc == SQLITE_OK ? std::max(checkpointed_frames, 0) : 0;
 }
 
 absl::Status SqliteDb::Error(int rc, absl::string_view what) const {

@@ -105,10 +105,10 @@ class SqliteDb {
   bool autocommit() const;
 
   // A PASSIVE checkpoint: copies what it can of the WAL into the database without blocking
-  // the writer or readers. Returns the frames it copied (0 when there was nothing to copy, or
-  // on an error: the next one tries again). The connection must have read the database since
-  // it was opened (a new one does not know yet that the file is in WAL mode, and then checks
-  // nothing and copies nothing).
+  // the writer or readers. Returns how many of the WAL's frames are in the database after it
+  // (0 on an error: the next one tries again). The connection must have read the database
+  // since it was opened (a new one does not know yet that the file is in WAL mode, and then
+  // checks nothing and copies nothing).
   int64_t CheckpointPassive();
 
   // The status for a failed call: code by CodeForSqlite(rc), message "SQLite database PATH:
@@ -121,7 +121,6 @@ class SqliteDb {
   sqlite3* const db_;
   const std::string path_;
   std::unordered_map<std::string, sqlite3_stmt*> statements_;
-  int last_copied_frames_ = 0;  // CheckpointPassive: the log's frames in the database last time
 };
 
 }  // namespace rein

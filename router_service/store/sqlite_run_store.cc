@@ -76,21 +76,17 @@ CREATE TABLE IF NOT EXISTS snapshots (
 CREATE UNIQUE INDEX IF NOT EXISTS snapshots_by_run ON snapshots (run_id, version);
 )sql";
 
-// Layout 2 to 3, in the transaction that opens the store, before kSchema: the stored stage of
-// the runs in the loop, and the snapshots copied into the rowid table.
+// Layout 2 to 3, in the transaction that opens the store: the stored stage of the runs in the
+// loop, and the old snapshots table set aside for kSchema to create the new one...
 constexpr char kMigrateFrom2[] = R"sql(
 UPDATE runs SET stage = 3 WHERE stage IN (4, 5);
-CREATE TABLE snapshots_v3 (
-  id INTEGER PRIMARY KEY,
-  run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
-  version INTEGER NOT NULL,
-  iteration INTEGER NOT NULL,
-  state BLOB NOT NULL
-);
-INSERT INTO snapshots_v3 (run_id, version, iteration, state)
-  SELECT run_id, version, iteration, state FROM snapshots ORDER BY run_id, version;
-DROP TABLE snapshots;
-ALTER TABLE snapshots_v3 RENAME TO snapshots;
+ALTER TABLE snapshots RENAME TO snapshots_v2;
+)sql";
+// ...into which they are copied after kSchema.
+constexpr char kMigrateFrom2AfterSchema[] = R"sql(
+INSERT INTO snapshots (run_id, version, iteration, state)
+  SELECT run_id, version, iteration, state FROM snapshots_v2 ORDER BY run_id, version;
+DROP TABLE snapshots_v2;
 UPDATE schema_version SET version = 3 WHERE id = 1;
 )sql";
 
@@ -113,9 +109,9 @@ absl::StatusOr<std::unique_ptr<SqliteRunStore>> SqliteRunStore::Open(const std::
   if (options.busy_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("busy_timeout is negative");
   }
-  if (options.cache_mib < 1 || options.cache_mib > 4096) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the page cache must be 1 to 4096 MiB, got ", options.cache_mib));
+  if (options.cache_mib < kMinCacheMib || options.cache_mib > kMaxCacheMib) {
+    return absl::InvalidArgumentError(absl::StrCat("the page cache must be ", kMinCacheMib, " to ",
+                                                   kMaxCacheMib, " MiB, got ", options.cache_mib));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path, /*create=*/true));
   std::unique_ptr<SqliteRunStore> store(new SqliteRunStore(std::move(db), path));
@@ -155,9 +151,9 @@ void SqliteRunStore::CheckpointLoop() {
       if (checkpoint_stop_) return;
     }
     // PASSIVE: copies what it can without blocking the writer or readers.
-    const int64_t copied = checkpoint_db_->CheckpointPassive();
+    const int64_t checkpointed = checkpoint_db_->CheckpointPassive();
     absl::MutexLock lock(&checkpoint_mu_);
-    background_checkpoint_frames_ += copied;
+    background_checkpointed_frames_ = checkpointed;
   }
 }
 
@@ -215,7 +211,8 @@ absl::Status SqliteRunStore::Initialize(const Options& options) {
       return db_->Error(rc, "reading schema_version");
     }
   }
-  if (version == 2) {
+  const bool from_2 = version == 2;
+  if (from_2) {
     RETURN_IF_ERROR(db_->ExecScript(kMigrateFrom2, "migrating the layout from version 2 to 3"));
     version = 3;
   }
@@ -231,6 +228,10 @@ absl::Status SqliteRunStore::Initialize(const Options& options) {
                      "; this binary knows versions up to ", kSchemaVersion));
   }
   RETURN_IF_ERROR(db_->ExecScript(kSchema, "creating tables"));
+  if (from_2) {
+    RETURN_IF_ERROR(
+        db_->ExecScript(kMigrateFrom2AfterSchema, "migrating the layout from version 2 to 3"));
+  }
   if (version == 0) {
     ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
                      db_->Prepare("INSERT INTO schema_version (id, version) VALUES (1, ?)"));

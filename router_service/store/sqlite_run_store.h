@@ -49,9 +49,9 @@ class SqliteRunStore final : public RunStore {
     // a commit never pays for a checkpoint (and its fsync). The commit path then checkpoints
     // only when the WAL passes 64 MiB (the background one fell behind).
     bool background_checkpoint = true;
-    // SQLite's page cache of the router's connection, in MiB (1..4096; 2 is SQLite's own
-    // default). More keeps more runs' pages in memory (on layout 2, 100 runs in flight read
-    // 5.7 pages per transition back from the file with 2 MiB, 0.6 with 8) at the price of
+    // SQLite's page cache of the router's connection, in MiB (kMinCacheMib..kMaxCacheMib; 2 is
+    // SQLite's own default). More keeps more runs' pages in memory (on layout 2, 100 runs in flight
+    // read 5.7 pages per transition back from the file with 2 MiB, 0.6 with 8) at the price of
     // resident memory; on layout 3 the bench's throughput was level from 2 to 8 MiB.
     int cache_mib = 2;
   };
@@ -66,10 +66,11 @@ class SqliteRunStore final : public RunStore {
     return Open(path, Options());
   }
 
-  // WAL frames the background checkpointer has copied into the database so far.
-  int64_t background_checkpoint_frames() {
+  // How many of the WAL's frames the background checkpointer's last pass found in the
+  // database (0 before its first pass; commits checkpoint only past 16,384 frames).
+  int64_t background_checkpointed_frames() {
     absl::MutexLock lock(&checkpoint_mu_);
-    return background_checkpoint_frames_;
+    return background_checkpointed_frames_;
   }
 
   // The layout version this binary writes.
@@ -77,6 +78,9 @@ class SqliteRunStore final : public RunStore {
   // 3: runs.stage holds one value for the loop's three stages; snapshots is a rowid table
   //    (fewer pages written per commit). A version 2 file is migrated when opened.
   static constexpr int kSchemaVersion = 3;
+  // The range of Options::cache_mib.
+  static constexpr int kMinCacheMib = 1;
+  static constexpr int kMaxCacheMib = 4096;
 
   ~SqliteRunStore() override;
   SqliteRunStore(const SqliteRunStore&) = delete;
@@ -153,7 +157,7 @@ class SqliteRunStore final : public RunStore {
   std::unique_ptr<SqliteDb> checkpoint_db_;
   absl::Mutex checkpoint_mu_;
   bool checkpoint_stop_ ABSL_GUARDED_BY(checkpoint_mu_) = false;
-  int64_t background_checkpoint_frames_ ABSL_GUARDED_BY(checkpoint_mu_) = 0;
+  int64_t background_checkpointed_frames_ ABSL_GUARDED_BY(checkpoint_mu_) = 0;
   std::thread checkpointer_;
   absl::Mutex mu_;
   const std::unique_ptr<SqliteDb> db_ ABSL_PT_GUARDED_BY(mu_);

@@ -168,6 +168,26 @@ TEST_F(SqliteRunStoreTest, OpenPageCacheOutsideItsRangeIsInvalidArgument) {
   }
 }
 
+// A state of `run` one commit on, at `stage`.
+rein::v1::RunState Step(const rein::v1::RunState& state, rein::v1::Stage stage) {
+  rein::v1::RunState next = state;
+  next.set_version(state.version() + 1);
+  next.set_stage(stage);
+  return next;
+}
+
+// Commits Step(*state, stage) to `run_id` and, if it was committed, makes it *state.
+absl::Status CommitStep(SqliteRunStore& store, const std::string& run_id, rein::v1::RunState* state,
+                        rein::v1::Stage stage) {
+  rein::v1::RunState next = Step(*state, stage);
+  absl::Status status = store
+                            .Commit(run_id, state->version(), next, {}, std::nullopt,
+                                    absl::FromUnixSeconds(1700000001))
+                            .status();
+  if (status.ok()) *state = std::move(next);
+  return status;
+}
+
 // The background checkpointer copies the WAL into the database while the store is in use, so
 // that commits do not have to (it copied nothing before its connection was made to read the
 // file once: a connection that has not read it yet does not know it is in WAL mode).
@@ -178,20 +198,13 @@ TEST_F(SqliteRunStoreTest, BackgroundCheckpointerCopiesTheWalIntoTheDatabase) {
   ASSERT_TRUE(store->CreateRun(run, {}).ok());
   rein::v1::RunState state = run.state();
   for (int i = 0; i < 20; ++i) {
-    rein::v1::RunState next = state;
-    next.set_version(state.version() + 1);
-    next.set_stage(rein::v1::PLANNING);
-    ASSERT_TRUE(store
-                    ->Commit("run-1", state.version(), next, {}, std::nullopt,
-                             absl::FromUnixSeconds(1700000001 + i))
-                    .ok());
-    state = next;
+    ASSERT_TRUE(CommitStep(*store, "run-1", &state, rein::v1::PLANNING).ok());
   }
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (store->background_checkpoint_frames() == 0 && absl::Now() < deadline) {
+  while (store->background_checkpointed_frames() == 0 && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(20));
   }
-  EXPECT_GT(store->background_checkpoint_frames(), 0);
+  EXPECT_GT(store->background_checkpointed_frames(), 0);
 }
 
 TEST_F(SqliteRunStoreTest, OpenNegativeBusyTimeoutIsInvalidArgument) {
@@ -224,14 +237,6 @@ TEST_F(SqliteRunStoreTest, OpenNewerSchemaVersionIsFailedPrecondition) {
   EXPECT_THAT(store.status().message(), HasSubstr("schema version 4"));
 }
 
-// A state of `run` one commit on, at `stage`.
-rein::v1::RunState Step(const rein::v1::RunState& state, rein::v1::Stage stage) {
-  rein::v1::RunState next = state;
-  next.set_version(state.version() + 1);
-  next.set_stage(stage);
-  return next;
-}
-
 // The loop's three stages share one stored value, so moving between them leaves runs_by_stage
 // alone; the run's own stage is in its state.
 TEST_F(SqliteRunStoreTest, TheLoopsStagesAreStoredAsOneAndReadBackExactly) {
@@ -242,12 +247,7 @@ TEST_F(SqliteRunStoreTest, TheLoopsStagesAreStoredAsOneAndReadBackExactly) {
   rein::v1::RunState state = run.state();
   for (rein::v1::Stage stage : {rein::v1::PLANNING, rein::v1::DECIDING, rein::v1::EXECUTING,
                                 rein::v1::EVALUATING, rein::v1::PAUSED}) {
-    rein::v1::RunState next = Step(state, stage);
-    ASSERT_TRUE(store
-                    ->Commit("run-1", state.version(), next, {}, std::nullopt,
-                             absl::FromUnixSeconds(1700000001))
-                    .ok());
-    state = next;
+    ASSERT_TRUE(CommitStep(*store, "run-1", &state, stage).ok());
     const bool loop = stage == rein::v1::DECIDING || stage == rein::v1::EXECUTING ||
                       stage == rein::v1::EVALUATING;
     EXPECT_EQ(QueryRaw(path_, "SELECT stage FROM runs"),
