@@ -168,6 +168,17 @@ int64_t SqliteDb::CheckpointPassive() {
   return rc == SQLITE_OK ? std::max(checkpointed_frames, 0) : 0;
 }
 
+void SqliteDb::SetWalHook(std::function<void(int frames)> hook) {
+  wal_hook_ = std::move(hook);
+  sqlite3_wal_hook(
+      db_,
+      [](void* self, sqlite3*, const char*, int frames) {
+        static_cast<SqliteDb*>(self)->wal_hook_(frames);
+        return SQLITE_OK;
+      },
+      this);
+}
+
 absl::Status SqliteDb::Error(int rc, absl::string_view what) const {
   return absl::Status(CodeForSqlite(rc), absl::StrCat("SQLite database ", path_, ": ", what, ": ",
                                                       sqlite3_errmsg(db_)));

@@ -3,6 +3,7 @@
 #define REIN_ROUTER_SERVICE_STORE_SQLITE_DB_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -111,6 +112,12 @@ class SqliteDb {
   // checks nothing and copies nothing).
   int64_t CheckpointPassive();
 
+  // Calls `hook` with the WAL's frame count after each transaction this connection commits
+  // in WAL mode, on the committing thread, instead of SQLite's automatic checkpoint: whoever
+  // sets it decides when the WAL is checkpointed (the hook may call CheckpointPassive). Set it
+  // once, before the connection is used.
+  void SetWalHook(std::function<void(int frames)> hook);
+
   // The status for a failed call: code by CodeForSqlite(rc), message "SQLite database PATH:
   // `what`: " and SQLite's message for the connection's last error.
   absl::Status Error(int rc, absl::string_view what) const;
@@ -121,6 +128,7 @@ class SqliteDb {
   sqlite3* const db_;
   const std::string path_;
   std::unordered_map<std::string, sqlite3_stmt*> statements_;
+  std::function<void(int)> wal_hook_;
 };
 
 }  // namespace rein

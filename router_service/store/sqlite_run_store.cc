@@ -109,6 +109,9 @@ absl::StatusOr<std::unique_ptr<SqliteRunStore>> SqliteRunStore::Open(const std::
   if (options.busy_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("busy_timeout is negative");
   }
+  if (options.checkpoint_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("checkpoint_interval must be positive");
+  }
   if (options.cache_mib < kMinCacheMib || options.cache_mib > kMaxCacheMib) {
     return absl::InvalidArgumentError(absl::StrCat("the page cache must be ", kMinCacheMib, " to ",
                                                    kMaxCacheMib, " MiB, got ", options.cache_mib));
@@ -132,9 +135,11 @@ absl::StatusOr<std::unique_ptr<SqliteRunStore>> SqliteRunStore::Open(const std::
     }
     if (checkpoint_db.ok()) {
       store->checkpoint_db_ = std::move(*checkpoint_db);
+      store->checkpoint_interval_ = options.checkpoint_interval;
       absl::MutexLock lock(&store->mu_);
-      // The commit path checkpoints only past 16,384 pages (64 MiB at 4 KiB pages).
-      RETURN_IF_ERROR(store->db_->Exec("PRAGMA wal_autocheckpoint=16384"));
+      // In place of SQLite's automatic checkpoint (every 1,000 frames, on the commit path).
+      store->db_->SetWalHook([raw = store.get()](int frames)
+                                 ABSL_NO_THREAD_SAFETY_ANALYSIS { raw->OnWalCommit(frames); });
       store->checkpointer_ = std::thread([raw = store.get()] { raw->CheckpointLoop(); });
     }  // else checkpoints stay on the commit path
   }
@@ -145,15 +150,28 @@ void SqliteRunStore::CheckpointLoop() {
   while (true) {
     {
       absl::MutexLock lock(&checkpoint_mu_);
-      auto stop = [this]()
-                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_) { return checkpoint_stop_; };
-      checkpoint_mu_.AwaitWithTimeout(absl::Condition(&stop), absl::Milliseconds(200));
+      auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_) {
+        return checkpoint_stop_ || checkpoint_wanted_;
+      };
+      checkpoint_mu_.AwaitWithTimeout(absl::Condition(&woken), checkpoint_interval_);
       if (checkpoint_stop_) return;
+      checkpoint_wanted_ = false;
     }
     // PASSIVE: copies what it can without blocking the writer or readers.
     const int64_t checkpointed = checkpoint_db_->CheckpointPassive();
+    checkpoint_woken_.store(false, std::memory_order_release);
     absl::MutexLock lock(&checkpoint_mu_);
     background_checkpointed_frames_ = checkpointed;
+  }
+}
+
+void SqliteRunStore::OnWalCommit(int frames) {
+  if (frames >= kCommitCheckpointFrames) {
+    db_->CheckpointPassive();  // the background one fell behind (or cannot copy)
+  } else if (frames >= kCheckpointFrames &&
+             !checkpoint_woken_.exchange(true, std::memory_order_acq_rel)) {
+    absl::MutexLock lock(&checkpoint_mu_);
+    checkpoint_wanted_ = true;
   }
 }
 

@@ -207,6 +207,45 @@ TEST_F(SqliteRunStoreTest, BackgroundCheckpointerCopiesTheWalIntoTheDatabase) {
   EXPECT_GT(store->background_checkpointed_frames(), 0);
 }
 
+// A commit that leaves kCheckpointFrames in the WAL wakes the checkpointer at once; until
+// then (with the periodic pass an hour away) it copies nothing.
+TEST_F(SqliteRunStoreTest, ACommitThatFillsTheWalWakesTheCheckpointer) {
+  SqliteRunStore::Options options;
+  options.checkpoint_interval = absl::Hours(1);
+  absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path_, options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  rein::v1::Run run = MakeRun("run-1");
+  ASSERT_TRUE((*store)->CreateRun(run, {}).ok());
+  rein::v1::RunState state = run.state();
+  state.add_notes(std::string(64 * 1024, 'n'));  // 16 or more pages per commit
+  // The WAL's size at kCheckpointFrames: a 32-byte header, then a 24-byte header and a page
+  // per frame.
+  const uintmax_t full = 32 + uintmax_t{SqliteRunStore::kCheckpointFrames} * (24 + 4096);
+  std::error_code error;
+  int commits = 0;
+  while (std::filesystem::file_size(path_ + "-wal", error) < full) {
+    ASSERT_FALSE(error) << error.message();
+    ASSERT_EQ((*store)->background_checkpointed_frames(), 0) << "after " << commits;
+    ASSERT_TRUE(CommitStep(**store, "run-1", &state, rein::v1::PLANNING).ok());
+    ASSERT_LT(++commits, 10 * SqliteRunStore::kCheckpointFrames);
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while ((*store)->background_checkpointed_frames() == 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_GT((*store)->background_checkpointed_frames(), 0) << "after " << commits << " commits";
+}
+
+TEST_F(SqliteRunStoreTest, OpenCheckpointIntervalNotPositiveIsInvalidArgument) {
+  for (absl::Duration interval : {absl::ZeroDuration(), absl::Seconds(-1)}) {
+    SqliteRunStore::Options options;
+    options.checkpoint_interval = interval;
+    absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path_, options);
+    EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument) << interval;
+    EXPECT_THAT(store.status().message(), HasSubstr("checkpoint_interval"));
+  }
+}
+
 TEST_F(SqliteRunStoreTest, OpenNegativeBusyTimeoutIsInvalidArgument) {
   SqliteRunStore::Options options;
   options.busy_timeout = absl::Seconds(-1);
