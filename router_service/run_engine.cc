@@ -490,7 +490,8 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
     return stored.status();
   }
   rein::v1::Stage before = run.state().stage();
-  *run.mutable_state() = std::move(t.state);
+  *run.mutable_state() = std::move(t.state);  // t.state holds the state before now
+  StageRouter::Recycle(std::move(t.state));
   *run.mutable_updated_at() = ToProtoTime(now);
   Metrics::Global().Add("rein_router_transitions_total", 1);
   if (run.state().stage() != before) {

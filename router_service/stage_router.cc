@@ -50,10 +50,18 @@ bool IsJsonObject(const std::string& text) {
   return parsed.is_object();
 }
 
+// A state handed back by StageRouter::Recycle on this thread, for the next Step to copy into.
+thread_local std::optional<RunState> recycled_state;
+
 // Builds one transition: a copy of the state with version + 1, and its events.
 class Step {
  public:
-  Step(const Run& run, absl::Time now) : run_(run), now_(now), state_(run.state()) {
+  Step(const Run& run, absl::Time now) : run_(run), now_(now) {
+    if (recycled_state.has_value()) {
+      state_ = std::move(*recycled_state);
+      recycled_state.reset();
+    }
+    state_.CopyFrom(run.state());
     state_.set_version(run.state().version() + 1);
   }
 
@@ -520,6 +528,10 @@ std::string WorkspaceGoneMessage(const Run& run, const rein::v1::ToolError& erro
 }
 
 }  // namespace
+
+void StageRouter::Recycle(RunState&& used) {
+  if (!recycled_state.has_value()) recycled_state.emplace(std::move(used));
+}
 
 bool StageRouter::IsTerminal(Stage stage) {
   return stage == rein::v1::FINISHED || stage == rein::v1::FAILED || stage == rein::v1::CANCELLED;
