@@ -31,6 +31,16 @@ bad=$(cat "$tmp/logs/router.log" "$tmp/logs/floor.log" | grep '^BENCH' |
   grep -vcP '^BENCH\t[a-z0-9_]+(\.[a-z0-9_]+)+\t-?[0-9.]+(e[-+][0-9]+)?\t\S+$' || true)
 [ "$bad" = 0 ] || fail "$bad malformed BENCH lines"
 
+# A side-by-side pair: its figures are kept apart from the phases above (pair1.*) and its
+# ratio row divides the pair's own figures.
+python3 "$root/bench/run_bench.py" --root "$root" --quick --phases pair1.router,pair1.floor \
+  --log_dir "$tmp/logs3" >"$tmp/out3.txt" 2>&1 || { cat "$tmp/out3.txt"; fail "pair run failed"; }
+grep -qE '^\| rein overhead per iteration p50 / floor \(1 run\), median of the side-by-side pairs \| [0-9.,]+× \(1 pair: ' \
+  "$tmp/out3.txt" || { cat "$tmp/out3.txt"; fail "no paired ratio row"; }
+for key in pair1.router.1run.p50 pair1.floor.iteration.p50; do
+  grep -q "^| $key | " "$tmp/out3.txt" || fail "the pair lacks $key"
+done
+grep -q '^| router.1run.p50 | ' "$tmp/out3.txt" && fail "a pair's figure was stored under the main key"
 # A phase that overruns is killed and reported; the command still ends with the table.
 start=$(date +%s)
 python3 "$root/bench/run_bench.py" --root "$root" --quick --phases router --timeout 2 \

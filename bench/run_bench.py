@@ -30,14 +30,15 @@ SOURCE_ROOT = os.path.dirname(HERE)
 LANGGRAPH_DIR = os.path.join(HERE, "langgraph")
 
 
-def floor_args(f):
-    """floor_bench sized by what router_bench measured in the same run."""
+def floor_args(f, prefix=""):
+    """floor_bench sized by what router_bench measured in the same run (its figures under
+    `prefix`)."""
     m = {"decide_request": "decide_request", "decide_response": "decide_response",
          "execute_request": "execute_request", "execute_response": "execute_response",
          "evaluate_request": "evaluate_request", "evaluate_response": "evaluate_response",
          "state": "state", "events_per_iteration": "events_per_it"}
-    return ["--%s=%d" % (flag, f["router.payload." + key][0]) for flag, key in m.items()
-            if "router.payload." + key in f]
+    return ["--%s=%d" % (flag, f[prefix + "router.payload." + key][0])
+            for flag, key in m.items() if prefix + "router.payload." + key in f]
 
 
 def node_loop(threads, iterations, quick_iterations, normal=False):
@@ -57,9 +58,13 @@ class Phase:
     """name, the command (a function of root, quick and the figures so far), the file that must
     exist, the timeout in seconds (full, quick), and an optional preparation step."""
 
-    def __init__(self, name, command, needs, timeout, prepare=None):
+    def __init__(self, name, command, needs, timeout, prepare=None, group=None, prefix=""):
         self.name, self.command, self.needs, self.timeout, self.prepare = (
             name, command, needs, timeout, prepare)
+        # `--phases` selects a phase by its name or its group; its figures are stored under
+        # `prefix` + the key the binary printed.
+        self.group, self.prefix = group, prefix
+        self.full_only = False  # skipped with --quick
 
 
 def prepare_langgraph(log):
@@ -109,6 +114,47 @@ PHASES = [
             ["--quick"] if quick else []), "bench/sandbox_bench", (240, 90)),
     Phase("tokens", binary("bench/token_bench"), "bench/token_bench", (240, 90)),
     Phase("prompt", binary("bench/prompt_bench"), "bench/prompt_bench", (240, 90)),
+]
+
+# Side-by-side pairs: the three figures whose targets are ratios between two phases measured
+# again, PAIRS times, one right after the other (rein's 1 run and 100 runs, the floor, LangGraph.js
+# at 100 runs), so that each pair sees the machine in the same state; PAIRED rows report the
+# median of the pairs' ratios and their range. The phases above measure each figure once, minutes
+# apart, on a machine whose speed drifts (see BENCHMARKS.md's analysis).
+PAIRS = 3
+
+
+def pair_phases(i):
+    """The phases of pair `i` (figures under "pair<i>.")."""
+    prefix = "pair%d." % i
+    return [
+        Phase(prefix + "router", lambda root, quick, f: [
+            os.path.join(root, "bench/router_bench"), "--watchers=0", "--large_runs=0",
+            "--memory_runs=0",
+            "--router_binary=" + os.path.join(root, "router_service/rein-router")] + (
+                ["--quick"] if quick else []), "bench/router_bench", (180, 60), group="pairs",
+            prefix=prefix),
+        Phase(prefix + "floor", lambda root, quick, f: [
+            os.path.join(root, "bench/floor_bench")] + floor_args(f, prefix) + (
+                ["--quick"] if quick else []), "bench/floor_bench", (120, 60), group="pairs",
+            prefix=prefix),
+        Phase(prefix + "langgraph.c100", node_loop(100, 30, 5), None, (240, 90),
+              prepare_langgraph, group="pairs", prefix=prefix),
+    ]
+
+
+for _i in range(1, PAIRS + 1):
+    for _phase in pair_phases(_i):
+        _phase.full_only = _i > 1  # --quick runs one pair
+        PHASES.append(_phase)
+
+PAIRED = [
+    ("rein overhead per iteration p50 / floor (1 run), median of the side-by-side pairs",
+     "router.1run.p50", "floor.iteration.p50", "<=", 2.0),
+    ("rein overhead per iteration p99 / floor (1 run), median of the side-by-side pairs",
+     "router.1run.p99", "floor.iteration.p50", "<=", 4.0),
+    ("rein it/s at 100 runs / LangGraph.js it/s at 100, median of the side-by-side pairs",
+     "router.c100.it_per_s", "langgraph.c100.it_per_s", ">=", 10.0),
 ]
 
 # Ratio rows: label, numerator key, denominator key (or a number), "<=" / ">=" / None (no
@@ -240,7 +286,8 @@ class Runner:
                 out.write(line)
                 m = BENCH_LINE.match(line)
                 if m:
-                    self.figures[m.group(1)] = (float(m.group(2)), m.group(3), phase.name)
+                    self.figures[phase.prefix + m.group(1)] = (float(m.group(2)), m.group(3),
+                                                               phase.name)
                     count[0] += 1
                 else:
                     sys.stdout.write("    " + line)
@@ -267,7 +314,9 @@ class Runner:
     def run(self):
         wanted = set(self.args.phases.split(",")) if self.args.phases else None
         for phase in PHASES:
-            if wanted is not None and phase.name not in wanted:
+            if wanted is not None and phase.name not in wanted and phase.group not in wanted:
+                continue
+            if phase.full_only and self.args.quick:
                 continue
             self.run_phase(phase)
 
@@ -299,11 +348,40 @@ def ratio_rows(figures):
         r = n / d
         dunit = figures[den][1] if isinstance(den, str) else figures[num][1]
         shown = "%s× (%s / %s %s)" % (fmt(r), fmt(n), fmt(d), dunit)
-        if op is None:
-            verdict = "(for reference)"
+        rows.append((label, shown, target_text, verdict(r, op, target)))
+    return rows
+
+
+def verdict(r, op, target):
+    if op is None:
+        return "(for reference)"
+    return "met" if (r <= target if op == "<=" else r >= target) else "NOT met"
+
+
+def paired_rows(figures):
+    """PAIRED rows: the median of the pairs' ratios, their range and the median pair's figures;
+    a row with no complete pair says so."""
+    rows = []
+    for label, num, den, op, target in PAIRED:
+        target_text = "%s %s" % ("≤" if op == "<=" else "≥", fmt(target))
+        pairs = []
+        for i in range(1, PAIRS + 1):
+            n, d = figures.get("pair%d.%s" % (i, num)), figures.get("pair%d.%s" % (i, den))
+            if n is not None and d is not None and d[0] != 0:
+                pairs.append((n[0] / d[0], n[0], d[0], d[1]))
+        if not pairs:
+            rows.append((label, "n/a (no complete pair)", target_text, ""))
+            continue
+        pairs.sort()
+        r, n, d, unit = pairs[(len(pairs) - 1) // 2]
+        if len(pairs) % 2 == 0:
+            r = (r + pairs[len(pairs) // 2][0]) / 2
+        if len(pairs) == 1:
+            shown = "%s× (1 pair: %s / %s %s)" % (fmt(r), fmt(n), fmt(d), unit)
         else:
-            verdict = "met" if (r <= target if op == "<=" else r >= target) else "NOT met"
-        rows.append((label, shown, target_text, verdict))
+            shown = "%s× (%d pairs: %s–%s×; the middle one %s / %s %s)" % (
+                fmt(r), len(pairs), fmt(pairs[0][0]), fmt(pairs[-1][0]), fmt(n), fmt(d), unit)
+        rows.append((label, shown, target_text, verdict(r, op, target)))
     return rows
 
 
@@ -372,13 +450,18 @@ NOTES = """\
   1 thread of 300 iterations, and 100 threads of 30 iterations at once in one process sharing
   one saver. As shipped the saver runs SQLite in WAL at its default `synchronous=FULL`;
   `langgraph.normal.*` sets `synchronous=NORMAL`, rein's default, for like-for-like durability.
+- **pair1** to **pair%d**: rein's 1-run and 100-run phases (`router_bench` without the 1,000-run
+  and memory phases), the floor and LangGraph.js at 100 runs again, one right after the other,
+  %d times (`--quick`: once). The rows "median of the side-by-side pairs" divide each pair's own
+  figures, so that both sides of a ratio saw the machine in the same state, and give the median
+  and the range of those ratios; the rows above them divide figures measured once, minutes apart.
 - **memory** (`bench/abuse_bench`), **sandbox** (`bench/sandbox_bench`), **tokens** /
   **prompt** (`bench/token_bench`, `bench/prompt_bench`): see each binary's header comment.
 
 Every phase runs in its own process group under a timeout; a phase that overruns is killed
 and shown as "timed out", a phase whose binary is not built is shown as "not built". Figures
 are wall-clock on a shared machine: compare ratios from one run, and repeat.
-"""
+""" % (PAIRS, PAIRS)
 
 
 # Written by hand (the profiles, and what stands in the way of each target not met); the
@@ -390,7 +473,7 @@ def report(runner, args, seconds):
     f = runner.figures
     out = []
     out.append("## Ratios against the targets\n")
-    out.append(table(["figure", "measured", "target", ""], ratio_rows(f)))
+    out.append(table(["figure", "measured", "target", ""], ratio_rows(f) + paired_rows(f)))
     if args.out and os.path.exists(ANALYSIS):
         with open(ANALYSIS) as analysis:
             out.append("\n" + analysis.read().strip() + "\n")
