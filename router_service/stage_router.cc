@@ -50,8 +50,10 @@ bool IsJsonObject(const std::string& text) {
   return parsed.is_object();
 }
 
-// A state handed back by StageRouter::Recycle on this thread, for the next Step to copy into.
+// A state handed back by StageRouter::Recycle on this thread, for the next Step to copy into,
+// and the largest one kept.
 thread_local std::optional<RunState> recycled_state;
+constexpr int kMaxRecycledStateBytes = 64 * 1024;
 
 // Builds one transition: a copy of the state with version + 1, and its events.
 class Step {
@@ -530,7 +532,12 @@ std::string WorkspaceGoneMessage(const Run& run, const rein::v1::ToolError& erro
 }  // namespace
 
 void StageRouter::Recycle(RunState&& used) {
-  if (!recycled_state.has_value()) recycled_state.emplace(std::move(used));
+  // A state keeps the capacity of its strings when cleared: a large one (long observations)
+  // is not kept, so that each thread holds at most kMaxRecycledStateBytes. Its size as last
+  // serialized (every committed state was) costs nothing to read.
+  if (!recycled_state.has_value() && used.GetCachedSize() <= kMaxRecycledStateBytes) {
+    recycled_state.emplace(std::move(used));
+  }
 }
 
 bool StageRouter::IsTerminal(Stage stage) {

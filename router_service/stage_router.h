@@ -183,7 +183,8 @@ class StageRouter {
   // Hands a state the caller no longer needs (the one a committed transition replaced) back
   // for the next transition made on this thread to copy into: copying a run's state into one
   // of the same shape reuses its strings and messages instead of allocating them anew, and the
-  // old one is not destroyed field by field. Keeps one per thread; the rest are destroyed.
+  // old one is not destroyed field by field. Keeps one per thread, of at most 64 KiB as last
+  // serialized; the rest are destroyed.
   static void Recycle(rein::v1::RunState&& used);
 
   const StageRouterOptions& options() const { return options_; }

@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -196,6 +197,34 @@ TEST(StageRouterTest, FullRunFinishesWithGoalAchieved) {
   EXPECT_EQ(h.state().iteration(), 3);
   EXPECT_EQ(h.state().tokens_used(), 15);
   EXPECT_EQ(h.router.NextEffect(h.run, h.now).kind, Effect::Kind::kNone);
+}
+
+// A state handed back with Recycle is only storage: the next transition on the thread is what
+// it would have been without it, though the recycled state held more than the run's (actions
+// with long observations, completed subtasks, an outcome).
+TEST(StageRouterTest, ARecycledStateLeavesNothingOfItsOwnInTheNextTransition) {
+  Harness ended;
+  ended.Tools();
+  ended.Plan(PlanReply({"a", "b"}));
+  for (int i = 0; i < 4; ++i) {
+    ended.Cycle("read_file", absl::StrCat(R"({"path":"f)", i, R"("})"), i % 2 == 0,
+                std::string(3000, 'o'), Eval::NEEDS_MORE_WORK);
+  }
+  ended.Cycle("read_file", "{}", true, "x", Eval::COMPLETED);
+  ended.Cycle("read_file", "{}", true, "x", Eval::COMPLETED, /*goal=*/true);
+  ASSERT_EQ(ended.stage(), rein::v1::FINISHED);
+
+  Harness fresh;
+  fresh.Tools();
+  fresh.Plan(PlanReply({"a"}));
+  Transition expected;  // on a thread with nothing recycled
+  std::thread([&] {
+    expected = fresh.router.OnDecide(fresh.run, CallReply("list_files"), fresh.now);
+  }).join();
+  StageRouter::Recycle(rein::v1::RunState(ended.state()));
+  Transition got = fresh.router.OnDecide(fresh.run, CallReply("list_files"), fresh.now);
+  EXPECT_EQ(got.state.DebugString(), expected.state.DebugString());
+  EXPECT_EQ(got.state.recent_actions_size(), 0);
 }
 
 TEST(StageRouterTest, EmptyStackWithoutGoalGoesBackToPlanning) {
