@@ -41,14 +41,17 @@ long RssKiB() {
 
 // Leaves about 32 MiB free inside the heap: 512 touched blocks of 64 KiB (under the mmap
 // threshold), all freed but the last, which pins the top of the heap so that free() alone
-// cannot shrink it. Returns the pinning block (free it when done).
-void* FragmentHeap() {
+// cannot shrink it. Returns the pinning block (free it when done); `*peak_rss_kib`, when
+// given, is the RSS with every block touched, before any was freed (a releaser running
+// meanwhile may hand the freed ones back before the caller could measure).
+void* FragmentHeap(long* peak_rss_kib = nullptr) {
   std::vector<void*> blocks;
   for (int i = 0; i < 512; ++i) {
     void* p = malloc(64 * 1024);
     memset(p, 1, 64 * 1024);
     blocks.push_back(p);
   }
+  if (peak_rss_kib != nullptr) *peak_rss_kib = RssKiB();
   for (size_t i = 0; i + 1 < blocks.size(); ++i) free(blocks[i]);
   return blocks.back();
 }
@@ -77,8 +80,8 @@ TEST(MemoryTest, ReleaserHandsBackMemoryAfterABurst) {
   options.release_above_bytes = 1 << 20;
   MemoryReleaser releaser(options);
   releaser.Start();
-  void* pin = FragmentHeap();
-  long burst = RssKiB();
+  long burst = 0;
+  void* pin = FragmentHeap(&burst);
   absl::Time until = absl::Now() + absl::Seconds(10);
   while ((releaser.releases() == 0 || RssKiB() > burst - 20 * 1024) && absl::Now() < until) {
     absl::SleepFor(absl::Milliseconds(10));
