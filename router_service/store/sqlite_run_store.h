@@ -72,8 +72,8 @@ class SqliteRunStore final : public RunStore {
   }
 
   // The WAL's size (in frames of one page) at which a commit wakes the background
-  // checkpointer: 16 MiB at 4 KiB pages, a third of a second of a single run at full speed on
-  // the bench's machine. Fewer, larger passes copy a page rewritten many times once.
+  // checkpointer: 16 MiB at 4 KiB pages. Fewer, larger passes copy a page rewritten many times
+  // once (bench/ANALYSIS.md, seventh round: level with 8,192 at 100 runs).
   static constexpr int kCheckpointFrames = 4096;
   // The WAL's size at which the commit path checkpoints itself (64 MiB).
   static constexpr int kCommitCheckpointFrames = 16384;

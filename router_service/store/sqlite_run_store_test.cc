@@ -188,15 +188,23 @@ absl::Status CommitStep(SqliteRunStore& store, const std::string& run_id, rein::
   return status;
 }
 
+// Creates run `run_id` in `store`; its first state, or why it could not be created.
+absl::StatusOr<rein::v1::RunState> CreateRunIn(SqliteRunStore& store, const std::string& run_id) {
+  rein::v1::Run run = MakeRun(run_id);
+  absl::StatusOr<CreateResult> created = store.CreateRun(run, {});
+  if (!created.ok()) return created.status();
+  return run.state();
+}
+
 // The background checkpointer copies the WAL into the database while the store is in use, so
 // that commits do not have to (it copied nothing before its connection was made to read the
 // file once: a connection that has not read it yet does not know it is in WAL mode).
 TEST_F(SqliteRunStoreTest, BackgroundCheckpointerCopiesTheWalIntoTheDatabase) {
   std::unique_ptr<SqliteRunStore> store = OpenOrDie();
   ASSERT_NE(store, nullptr);
-  rein::v1::Run run = MakeRun("run-1");
-  ASSERT_TRUE(store->CreateRun(run, {}).ok());
-  rein::v1::RunState state = run.state();
+  absl::StatusOr<rein::v1::RunState> created = CreateRunIn(*store, "run-1");
+  ASSERT_TRUE(created.ok()) << created.status();
+  rein::v1::RunState state = *std::move(created);
   for (int i = 0; i < 20; ++i) {
     ASSERT_TRUE(CommitStep(*store, "run-1", &state, rein::v1::PLANNING).ok());
   }
@@ -214,9 +222,9 @@ TEST_F(SqliteRunStoreTest, ACommitThatFillsTheWalWakesTheCheckpointer) {
   options.checkpoint_interval = absl::Hours(1);
   absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path_, options);
   ASSERT_TRUE(store.ok()) << store.status();
-  rein::v1::Run run = MakeRun("run-1");
-  ASSERT_TRUE((*store)->CreateRun(run, {}).ok());
-  rein::v1::RunState state = run.state();
+  absl::StatusOr<rein::v1::RunState> created = CreateRunIn(**store, "run-1");
+  ASSERT_TRUE(created.ok()) << created.status();
+  rein::v1::RunState state = *std::move(created);
   state.add_notes(std::string(64 * 1024, 'n'));  // 16 or more pages per commit
   // The WAL's size at kCheckpointFrames: a 32-byte header, then a 24-byte header and a page
   // per frame.
@@ -281,9 +289,9 @@ TEST_F(SqliteRunStoreTest, OpenNewerSchemaVersionIsFailedPrecondition) {
 TEST_F(SqliteRunStoreTest, TheLoopsStagesAreStoredAsOneAndReadBackExactly) {
   std::unique_ptr<SqliteRunStore> store = OpenOrDie();
   ASSERT_NE(store, nullptr);
-  rein::v1::Run run = MakeRun("run-1");
-  ASSERT_TRUE(store->CreateRun(run, {}).ok());
-  rein::v1::RunState state = run.state();
+  absl::StatusOr<rein::v1::RunState> created = CreateRunIn(*store, "run-1");
+  ASSERT_TRUE(created.ok()) << created.status();
+  rein::v1::RunState state = *std::move(created);
   for (rein::v1::Stage stage : {rein::v1::PLANNING, rein::v1::DECIDING, rein::v1::EXECUTING,
                                 rein::v1::EVALUATING, rein::v1::PAUSED}) {
     ASSERT_TRUE(CommitStep(*store, "run-1", &state, stage).ok());
