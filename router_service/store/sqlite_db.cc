@@ -101,10 +101,11 @@ absl::Status SqliteDb::Transaction::Commit() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, bool create) {
+absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, bool create,
+                                                         const char* vfs) {
   sqlite3* db = nullptr;
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
-  const int rc = sqlite3_open_v2(path.c_str(), &db, flags, /*zVfs=*/nullptr);
+  const int rc = sqlite3_open_v2(path.c_str(), &db, flags, vfs);
   if (rc != SQLITE_OK) {
     const std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);

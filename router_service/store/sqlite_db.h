@@ -80,8 +80,10 @@ class SqliteDb {
 
   // Opens the database at `path` (creating the file when missing if `create`). A path that
   // cannot be opened, or a file that is not a database, is FAILED_PRECONDITION (or the code of
-  // the error, see CodeForSqlite) naming the path.
-  static absl::StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path, bool create);
+  // the error, see CodeForSqlite) naming the path. `vfs`: the name of the SQLite VFS to open it
+  // with (nullptr: the default; WalWriteVfs() writes each commit's WAL frames with one call).
+  static absl::StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path, bool create,
+                                                        const char* vfs = nullptr);
 
   // Finalizes the statements and closes the connection.
   ~SqliteDb();

@@ -25,6 +25,7 @@
 #include "rein/v1/types.pb.h"
 #include "router_service/store/sqlite_db.h"
 #include "router_service/store/store_codec.h"
+#include "router_service/store/wal_write_vfs.h"
 
 namespace rein {
 namespace {
@@ -116,7 +117,8 @@ absl::StatusOr<std::unique_ptr<SqliteRunStore>> SqliteRunStore::Open(const std::
     return absl::InvalidArgumentError(absl::StrCat("the page cache must be ", kMinCacheMib, " to ",
                                                    kMaxCacheMib, " MiB, got ", options.cache_mib));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path, /*create=*/true));
+  const char* vfs = options.gather_wal_writes ? WalWriteVfs() : nullptr;
+  ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path, /*create=*/true, vfs));
   std::unique_ptr<SqliteRunStore> store(new SqliteRunStore(std::move(db), path));
   {
     absl::MutexLock lock(&store->mu_);
@@ -124,7 +126,7 @@ absl::StatusOr<std::unique_ptr<SqliteRunStore>> SqliteRunStore::Open(const std::
   }
   if (options.background_checkpoint && path != ":memory:") {
     absl::StatusOr<std::unique_ptr<SqliteDb>> checkpoint_db =
-        SqliteDb::Open(path, /*create=*/false);
+        SqliteDb::Open(path, /*create=*/false, vfs);
     // A new connection learns that the file is in WAL mode when it first reads it; until then
     // its checkpoints copy nothing. (Before this read, none did: every checkpoint ran on the
     // commit path when the WAL reached 16,384 frames, and its syncs stalled that commit for
