@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -394,7 +395,8 @@ int main(int argc, char** argv) {
     setenv("TEST_WORKSPACE", "rein", 1);
   }
   std::string dir = absl::GetFlag(FLAGS_dir);
-  if (dir.empty()) {
+  const bool own_dir = dir.empty();  // made here, and removed at the end
+  if (own_dir) {
     std::string tmpl = "/tmp/rein-abuse-XXXXXX";
     if (mkdtemp(tmpl.data()) == nullptr) return 1;
     dir = tmpl;
@@ -493,5 +495,11 @@ int main(int argc, char** argv) {
     }
   }
   for (Service* s : {&router, &planner, &executor}) s->Stop();
+  // The services' logs and database (30 MB and more after the storm) go with a directory made
+  // here; one passed with --dir is left as it is.
+  if (own_dir) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
   return 0;
 }

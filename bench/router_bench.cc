@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -58,6 +59,9 @@ namespace {
 
 using rein::bench::Percentile;
 using rein::bench::PrintBench;
+
+// Where each benchmark's directory is made (TempDir); only such a directory is removed.
+constexpr char kTempDirPrefix[] = "/tmp/rein-bench-";
 
 constexpr auto kCallDeadline = std::chrono::seconds(30);
 
@@ -314,6 +318,7 @@ class Bench {
                                              grpc::InsecureChannelCredentials(), args);
     if (!channel->WaitForConnected(In(std::chrono::seconds(30)))) {
       fprintf(stderr, "router did not come up; its log is %s/router.log\n", dir_.c_str());
+      keep_dir_ = true;
       return false;
     }
     stub_ = rein::v1::Router::NewStub(channel);
@@ -336,6 +341,12 @@ class Bench {
     auto now = std::chrono::system_clock::now();
     if (planner_server_) planner_server_->Shutdown(now);
     if (executor_server_) executor_server_->Shutdown(now);
+    // The benchmark's own directory (its database and the router's log), kept only when the
+    // router did not come up, for the log named above.
+    if (!keep_dir_ && dir_.rfind(kTempDirPrefix, 0) == 0) {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir_, ignored);
+    }
   }
 
   std::string StartRun(int max_iterations, bool pause_after_plan) {
@@ -430,6 +441,7 @@ class Bench {
 
  private:
   std::string dir_;
+  bool keep_dir_ = false;
   std::string store_;
   rein::bench::Watchdog* watchdog_;
   Payloads payloads_;
@@ -443,6 +455,7 @@ class Bench {
 
 std::string TempDir() {
   char tmpl[] = "/tmp/rein-bench-XXXXXX";
+  static_assert(sizeof(tmpl) == sizeof(kTempDirPrefix) + 6, "TempDir's pattern is the prefix");
   const char* dir = mkdtemp(tmpl);
   return dir == nullptr ? "/tmp" : dir;
 }
@@ -557,8 +570,9 @@ int main(int argc, char** argv) {
   rein::bench::Watchdog watchdog("router_bench");
 
   std::unique_ptr<rein::PostgresServer> pg;
-  auto store = [&]() -> std::string {
-    if (!postgres) return absl::StrCat("sqlite:", TempDir(), "/bench.db");
+  // The store of a Bench whose directory is `dir` (a SQLite database there, removed with it).
+  auto store = [&](const std::string& dir) -> std::string {
+    if (!postgres) return absl::StrCat("sqlite:", dir, "/bench.db");
     auto url = pg->CreateDatabase();
     if (!url.ok()) {
       fprintf(stderr, "creating a database: %s\n", url.status().ToString().c_str());
@@ -583,7 +597,8 @@ int main(int argc, char** argv) {
                : absl::StrCat("SQLite synchronous=", absl::GetFlag(FLAGS_synchronous)).c_str());
   {
     watchdog.Enter("start", limit);
-    Bench bench(TempDir(), store(), &watchdog);
+    const std::string dir = TempDir();
+    Bench bench(dir, store(dir), &watchdog);
     if (!bench.Start()) return 1;
     watchdog.Enter("1 run", limit);
     bench.planner().set_target(iterations);
@@ -656,7 +671,8 @@ int main(int argc, char** argv) {
   const int memory_runs = absl::GetFlag(FLAGS_memory_runs);
   if (memory_runs > 0) {
     watchdog.Enter("runs in flight", limit);
-    Bench bench(TempDir(), store(), &watchdog);
+    const std::string dir = TempDir();
+    Bench bench(dir, store(dir), &watchdog);
     if (!bench.Start()) return 1;
     const long idle = rein::bench::RssKiB(bench.pid());
     bench.planner().Hold();
@@ -679,7 +695,8 @@ int main(int argc, char** argv) {
   }
   if (memory_runs > 0) {
     watchdog.Enter("runs paused", limit);
-    Bench bench(TempDir(), store(), &watchdog);
+    const std::string dir = TempDir();
+    Bench bench(dir, store(dir), &watchdog);
     if (!bench.Start()) return 1;
     const long idle = rein::bench::RssKiB(bench.pid());
     for (int i = 0; i < memory_runs; ++i) bench.StartRun(1000, true);
