@@ -75,11 +75,15 @@ class SqliteRunStore final : public RunStore {
   }
 
   // The WAL's size (in frames of one page) at which a commit wakes the background
-  // checkpointer: 16 MiB at 4 KiB pages. Fewer, larger passes copy a page rewritten many times
-  // once (bench/ANALYSIS.md, seventh round: level with 8,192 at 100 runs).
-  static constexpr int kCheckpointFrames = 4096;
-  // The WAL's size at which the commit path checkpoints itself (64 MiB).
-  static constexpr int kCommitCheckpointFrames = 16384;
+  // checkpointer: 64 MiB at 4 KiB pages. Each pass syncs the WAL and the database, and on the
+  // bench's virtual disk that I/O cost a lone run more than anything else in its loop: with no
+  // checkpoint at all its iterations took 421-515 us against 635-877 (p99 1.0-1.2 against
+  // 2.4-2.8 ms); 16,384 frames against 4,096 took 492-790 against 681-896 us in six of seven
+  // alternated rounds (bench/ANALYSIS.md, eighth round).
+  static constexpr int kCheckpointFrames = 16384;
+  // The WAL's size at which the commit path checkpoints itself (256 MiB): the background
+  // checkpointer fell behind, or a reader holds it back.
+  static constexpr int kCommitCheckpointFrames = 65536;
 
   // How many of the WAL's frames the background checkpointer's last pass found in the
   // database (0 before its first pass).
