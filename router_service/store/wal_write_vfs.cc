@@ -30,7 +30,7 @@ constexpr int kFrameHeaderBytes = 24;
 // seekAndWriteFd), so that what is gathered always goes out in one call. A commit of the router
 // is 16 to 50 KB; a larger one (a group of many runs' transitions) is written 124 KiB at a time.
 // A buffer grown and given back for each large group instead cost more than it saved: at 100
-// runs its page faults and copies took 18% of the router's CPU.
+// runs its page faults and copies took about 18% of the router's CPU.
 constexpr size_t kBufferBytes = 0x1f000;  // 124 KiB
 
 std::atomic<uint64_t> requested_writes{0};
