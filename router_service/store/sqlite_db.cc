@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "router_service/store/wal_write_vfs.h"
 
 namespace rein {
 
@@ -179,6 +180,8 @@ void SqliteDb::SetWalHook(std::function<void(int frames)> hook) {
       },
       this);
 }
+
+bool SqliteDb::AttachWalWrites() { return WalWriteVfsAttach(db_); }
 
 absl::Status SqliteDb::Error(int rc, absl::string_view what) const {
   return absl::Status(CodeForSqlite(rc), absl::StrCat("SQLite database ", path_, ": ", what, ": ",

@@ -120,6 +120,11 @@ class SqliteDb {
   // once, before the connection is used.
   void SetWalHook(std::function<void(int frames)> hook);
 
+  // For a connection opened on WalWriteVfs(): links its database and WAL files so that its WAL
+  // writes are gathered (WalWriteVfsAttach). Call it once the connection has read the database
+  // in WAL mode. False (and nothing gathered) otherwise.
+  bool AttachWalWrites();
+
   // The status for a failed call: code by CodeForSqlite(rc), message "SQLite database PATH:
   // `what`: " and SQLite's message for the connection's last error.
   absl::Status Error(int rc, absl::string_view what) const;

@@ -123,6 +123,8 @@ absl::StatusOr<std::unique_ptr<SqliteRunStore>> SqliteRunStore::Open(const std::
   {
     absl::MutexLock lock(&store->mu_);
     RETURN_IF_ERROR(store->Initialize(options));
+    // Initialize read and wrote the database in WAL mode: its WAL is open.
+    if (vfs != nullptr) store->db_->AttachWalWrites();
   }
   if (options.background_checkpoint && path != ":memory:") {
     absl::StatusOr<std::unique_ptr<SqliteDb>> checkpoint_db =
@@ -135,6 +137,7 @@ absl::StatusOr<std::unique_ptr<SqliteRunStore>> SqliteRunStore::Open(const std::
       const absl::Status read = (*checkpoint_db)->Exec("SELECT count(*) FROM sqlite_master");
       if (!read.ok()) checkpoint_db = read;
     }
+    if (checkpoint_db.ok() && vfs != nullptr) (*checkpoint_db)->AttachWalWrites();
     if (checkpoint_db.ok()) {
       store->checkpoint_db_ = std::move(*checkpoint_db);
       store->checkpoint_interval_ = options.checkpoint_interval;

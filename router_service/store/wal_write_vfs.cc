@@ -1,15 +1,23 @@
 // WalWriteVfs: gathers a transaction's WAL writes and writes them with one system call.
 //
 // What this relies on, from SQLite's WAL format (https://www.sqlite.org/fileformat2.html#walformat)
-// and sqlite3WalFrames: a WAL file is a 32-byte header and then frames, each a 24-byte header and
-// one page; a frame whose header has a nonzero "database size after commit" (bytes 4 to 7) ends a
-// transaction; SQLite writes a frame as its header and then its page, and makes the frames
-// visible to other connections (the WAL index) only after the write of the commit frame has
-// returned. Writing the gathered bytes when the commit frame is complete therefore keeps that
-// order. With synchronous=FULL on a disk without powersafe overwrite SQLite pads after the
-// commit frame with copies of it up to a sector boundary and syncs in the middle of the last
-// one: the sync writes what was gathered, and the copy's rest is written as soon as it is
-// complete, since its header is a commit frame's too.
+// and wal.c: a WAL file is a 32-byte header and then frames, each a 24-byte header and one page; a
+// frame whose header has a nonzero "database size after commit" (bytes 4 to 7) ends a
+// transaction; SQLite writes a frame as its header and then its page, and publishes new frames to
+// other connections by writing the WAL index's header in shared memory, with a memory barrier
+// (xShmBarrier on the database file) between its two copies, only after every write of the
+// transaction has returned; a writer holds the WAL's write lock (xShmLock on the database file)
+// from its first frame to the end of its transaction.
+//
+// So a gathered write is made at the latest (1) when a commit frame is complete: the usual case,
+// where a failed write fails the commit; (2) at the connection's next xShmBarrier or xShmLock on
+// its database file: before any frame it wrote can be published and before another connection
+// can write to the WAL, whatever SQLite wrote in between (checksums rewritten at a commit after a
+// page spilled twice, the rest of a padding frame split at a sector by synchronous=FULL without
+// powersafe overwrite, a transaction rolled back after its pages spilled); (3) before any other
+// operation on the WAL file. Only appended bytes are gathered; a write over bytes already written
+// in this generation of the WAL (SQLite rewriting a frame in place) goes straight to the file
+// after what was gathered.
 #include "router_service/store/wal_write_vfs.h"
 
 #include <sqlite3.h>
@@ -17,6 +25,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -41,7 +50,12 @@ struct WalFile {
   sqlite3_file base;  // first: SQLite sees a WalFile as its sqlite3_file
   sqlite3_file* real;
   bool wal;
+  // The same connection's other file (its WAL for a database file, and the reverse), set by
+  // WalWriteVfsAttach; a WAL file gathers nothing until it has one.
+  WalFile* partner;
   // WAL files only:
+  sqlite3_int64 generation_end;   // where this handle's writes since the last WAL header end
+                                  // (-1 before its first: a transaction's first write appends)
   char* buffer;                   // kBufferBytes, or nullptr before the first write
   size_t gathered;                // bytes in `buffer` not yet in the file, contiguous from...
   sqlite3_int64 gathered_offset;  // ...this offset
@@ -90,6 +104,10 @@ int Close(sqlite3_file* file) {
     free(f->buffer);
     f->buffer = nullptr;
   }
+  if (f->partner != nullptr) {
+    f->partner->partner = nullptr;
+    f->partner = nullptr;
+  }
   const int close_rc = Real(f) != nullptr ? Real(f)->xClose(f->real) : SQLITE_OK;
   return rc != SQLITE_OK ? rc : close_rc;
 }
@@ -103,54 +121,81 @@ int Read(sqlite3_file* file, void* data, int amount, sqlite3_int64 offset) {
   return Real(f)->xRead(f->real, data, amount, offset);
 }
 
+int WriteThrough(WalFile* f, const void* data, int amount, sqlite3_int64 offset) {
+  file_writes.fetch_add(1, std::memory_order_relaxed);
+  return Real(f)->xWrite(f->real, data, amount, offset);
+}
+
 int Write(sqlite3_file* file, const void* data, int amount, sqlite3_int64 offset) {
   WalFile* f = Cast(file);
   if (!f->wal) return Real(f)->xWrite(f->real, data, amount, offset);
   requested_writes.fetch_add(1, std::memory_order_relaxed);
+  if (f->partner == nullptr) return WriteThrough(f, data, amount, offset);
   const auto* bytes = static_cast<const unsigned char*>(data);
+  const sqlite3_int64 end = offset + amount;
 
-  if (offset == 0 && amount == kWalHeaderBytes && PlausiblePageSize(BigEndian32(bytes + 8))) {
-    f->page_size = static_cast<int>(BigEndian32(bytes + 8));
+  if (offset == 0) {
+    // A new WAL header: a new generation of the WAL, written from its start again.
+    f->generation_end = 0;
+    if (amount == kWalHeaderBytes && PlausiblePageSize(BigEndian32(bytes + 8))) {
+      f->page_size = static_cast<int>(BigEndian32(bytes + 8));
+    }
   }
   const bool header = IsFrameHeader(f, amount, offset);
   if (!header && f->commit_end == -1) {
     // The commit frame's page, its size not known before: this write is the whole page.
     if (PlausiblePageSize(static_cast<uint32_t>(amount))) f->page_size = amount;
-    f->commit_end = offset + amount;
+    f->commit_end = end;
   } else if (!header && f->page_size == 0 && PlausiblePageSize(static_cast<uint32_t>(amount)) &&
              offset >= kWalHeaderBytes + kFrameHeaderBytes) {
     f->page_size = amount;  // a frame's page (the first frames of a WAL reused as it was)
   }
 
   const sqlite3_int64 gathered_end = f->gathered_offset + static_cast<sqlite3_int64>(f->gathered);
-  if (f->gathered > 0 &&
-      (offset != gathered_end || f->gathered + static_cast<size_t>(amount) > kBufferBytes)) {
+  const bool appends = f->gathered > 0 ? offset == gathered_end
+                                       : f->generation_end < 0 || offset == f->generation_end;
+  if (f->gathered > 0 && (!appends || f->gathered + static_cast<size_t>(amount) > kBufferBytes)) {
     const int rc = Flush(f);
     if (rc != SQLITE_OK) return rc;
   }
-  if (f->buffer == nullptr && static_cast<size_t>(amount) <= kBufferBytes) {
+  f->generation_end = std::max(f->generation_end, end);
+  if (header && BigEndian32(bytes + 4) != 0) {
+    f->commit_end = f->page_size > 0 ? offset + kFrameHeaderBytes + f->page_size : -1;
+  }
+  if (f->buffer == nullptr && appends && static_cast<size_t>(amount) <= kBufferBytes) {
     f->buffer = static_cast<char*>(malloc(kBufferBytes));
   }
-  if (f->buffer == nullptr || static_cast<size_t>(amount) > kBufferBytes) {
-    // No memory for the buffer, or a write larger than it (never for a WAL: a frame is at most
-    // 64 KiB): written as it comes, after what was gathered.
-    if (f->commit_end > 0 && offset + amount >= f->commit_end) f->commit_end = 0;
-    file_writes.fetch_add(1, std::memory_order_relaxed);
-    return Real(f)->xWrite(f->real, data, amount, offset);
+  if (!appends || f->buffer == nullptr || static_cast<size_t>(amount) > kBufferBytes) {
+    // A write over bytes already written (SQLite rewriting a frame), no memory for the buffer,
+    // or a write larger than it (never: a frame is at most 64 KiB): straight to the file.
+    if (f->commit_end > 0 && end >= f->commit_end) f->commit_end = 0;
+    return WriteThrough(f, data, amount, offset);
   }
   if (f->gathered == 0) f->gathered_offset = offset;
   memcpy(f->buffer + f->gathered, data, static_cast<size_t>(amount));
   f->gathered += static_cast<size_t>(amount);
-
-  if (header && BigEndian32(bytes + 4) != 0) {
-    f->commit_end = f->page_size > 0 ? offset + kFrameHeaderBytes + f->page_size : -1;
-  }
   if (f->commit_end > 0 &&
       f->gathered_offset + static_cast<sqlite3_int64>(f->gathered) >= f->commit_end) {
     f->commit_end = 0;
     return Flush(f);
   }
   return SQLITE_OK;
+}
+
+// Writes what the WAL file of `db_file`'s connection gathered, before SQLite publishes frames or
+// takes or gives up a lock of the WAL. Almost always nothing is left by then (the commit frame
+// wrote it); when something is and it cannot be written, no frame may be published without its
+// bytes in the file and xShmBarrier cannot fail, so the process stops: a restarted router
+// recovers every committed transaction from the WAL, and this one was not committed.
+void FlushPartnerOrDie(WalFile* db_file) {
+  WalFile* wal = db_file->partner;
+  if (wal == nullptr || wal->gathered == 0) return;
+  const int rc = Flush(wal);
+  if (rc != SQLITE_OK) {
+    fprintf(stderr, "rein-wal: a WAL write failed before SQLite could publish it (%s); stopping\n",
+            sqlite3_errstr(rc));
+    abort();
+  }
 }
 
 int Truncate(sqlite3_file* file, sqlite3_int64 size) {
@@ -207,11 +252,13 @@ int ShmMap(sqlite3_file* file, int region, int size, int extend, void volatile**
 }
 int ShmLock(sqlite3_file* file, int offset, int n, int flags) {
   WalFile* f = Cast(file);
+  FlushPartnerOrDie(f);
   if (Real(f)->iVersion < 2) return SQLITE_IOERR_SHMLOCK;
   return Real(f)->xShmLock(f->real, offset, n, flags);
 }
 void ShmBarrier(sqlite3_file* file) {
   WalFile* f = Cast(file);
+  FlushPartnerOrDie(f);
   if (Real(f)->iVersion >= 2) Real(f)->xShmBarrier(f->real);
 }
 int ShmUnmap(sqlite3_file* file, int remove) {
@@ -258,6 +305,8 @@ int Open(sqlite3_vfs* vfs, const char* name, sqlite3_file* file, int flags, int*
   f->base.pMethods = nullptr;
   f->real = reinterpret_cast<sqlite3_file*>(reinterpret_cast<char*>(file) + kWalFileBytes);
   f->wal = (flags & SQLITE_OPEN_WAL) != 0;
+  f->partner = nullptr;
+  f->generation_end = -1;
   f->buffer = nullptr;
   f->gathered = 0;
   f->gathered_offset = 0;
@@ -345,6 +394,24 @@ const char* WalWriteVfs() {
     return vfs.zName;
   }();
   return name;
+}
+
+bool WalWriteVfsAttach(sqlite3* db) {
+  sqlite3_file* db_file = nullptr;
+  sqlite3_file* wal_file = nullptr;
+  if (sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &db_file) != SQLITE_OK ||
+      sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal_file) != SQLITE_OK ||
+      db_file == nullptr || wal_file == nullptr || db_file->pMethods != &kMethods ||
+      wal_file->pMethods != &kMethods) {
+    return false;
+  }
+  WalFile* d = Cast(db_file);
+  WalFile* w = Cast(wal_file);
+  if (d->wal || !w->wal) return false;  // not in WAL mode: the journal is a rollback journal
+  if (d->partner != nullptr && d->partner != w) d->partner->partner = nullptr;
+  d->partner = w;
+  w->partner = d;
+  return true;
 }
 
 WalWriteCounts WalWriteCountsForTesting() {
