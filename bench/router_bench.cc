@@ -454,9 +454,8 @@ class Bench {
 };
 
 std::string TempDir() {
-  char tmpl[] = "/tmp/rein-bench-XXXXXX";
-  static_assert(sizeof(tmpl) == sizeof(kTempDirPrefix) + 6, "TempDir's pattern is the prefix");
-  const char* dir = mkdtemp(tmpl);
+  std::string pattern = absl::StrCat(kTempDirPrefix, "XXXXXX");
+  const char* dir = mkdtemp(pattern.data());
   return dir == nullptr ? "/tmp" : dir;
 }
 

@@ -9,8 +9,9 @@
 // transaction has returned; a writer holds the WAL's write lock (xShmLock on the database file)
 // from its first frame to the end of its transaction.
 //
-// So a gathered write is made at the latest (1) when a commit frame is complete: the usual case,
-// where a failed write fails the commit; (2) at the connection's next xShmBarrier or xShmLock on
+// So a gathered write is made at the latest (1) when a commit frame is complete (the page written
+// after a 24-byte write with a nonzero "size after commit"): the usual case, where a failed write
+// fails the commit; (2) at the connection's next xShmBarrier or xShmLock on
 // its database file: before any frame it wrote can be published and before another connection
 // can write to the WAL, whatever SQLite wrote in between (checksums rewritten at a commit after a
 // page spilled twice, the rest of a padding frame split at a sector by synchronous=FULL without
@@ -32,14 +33,13 @@
 namespace rein {
 namespace {
 
-constexpr int kWalHeaderBytes = 32;
 constexpr int kFrameHeaderBytes = 24;
 // The gathering buffer of a WAL file, allocated at its first write and kept until it is closed:
 // the most the default VFS writes in one call (its unix write masks a size to 17 bits, see
 // seekAndWriteFd), so that what is gathered always goes out in one call. A commit of the router
-// is 16 to 50 KB; a larger one (a group of many runs' transitions) is written 124 KiB at a time.
-// A buffer grown and given back for each large group instead cost more than it saved: at 100
-// runs its page faults and copies took about 18% of the router's CPU.
+// is about 17 KB (4.2 frames of a lone run); a larger one (a group of many runs' transitions) is
+// written 124 KiB at a time. A buffer grown and given back for each large group instead cost more
+// than it saved: at 100 runs its page faults and copies took about 18% of the router's CPU.
 constexpr size_t kBufferBytes = 0x1f000;  // 124 KiB
 
 std::atomic<uint64_t> requested_writes{0};
@@ -59,9 +59,7 @@ struct WalFile {
   char* buffer;                   // kBufferBytes, or nullptr before the first write
   size_t gathered;                // bytes in `buffer` not yet in the file, contiguous from...
   sqlite3_int64 gathered_offset;  // ...this offset
-  int page_size;                  // 0 until learned from the WAL header or a frame
-  sqlite3_int64 commit_end;       // where the last commit frame seen ends (0: none pending;
-                                  // -1: at the end of the next write, the page size being unknown)
+  bool commit_page_next;          // the last gathered write was a commit frame's header
 };
 
 constexpr int kWalFileBytes = (sizeof(WalFile) + 7) & ~7;
@@ -74,19 +72,6 @@ uint32_t BigEndian32(const unsigned char* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
 }
 
-bool PlausiblePageSize(uint32_t size) {
-  return size >= 512 && size <= 65536 && (size & (size - 1)) == 0;
-}
-
-// Whether a write of `amount` bytes at `offset` is a frame's header: by its place once the page
-// size is known, else by its size (a page is at least 512 bytes).
-bool IsFrameHeader(const WalFile* f, int amount, sqlite3_int64 offset) {
-  if (amount != kFrameHeaderBytes) return false;
-  if (f->page_size == 0) return true;
-  return offset >= kWalHeaderBytes &&
-         (offset - kWalHeaderBytes) % (f->page_size + kFrameHeaderBytes) == 0;
-}
-
 int Flush(WalFile* f) {
   if (f->gathered == 0) return SQLITE_OK;
   const int rc =
@@ -95,6 +80,9 @@ int Flush(WalFile* f) {
   f->gathered = 0;
   return rc;
 }
+
+// Writes what a WAL file gathered; nothing for a database file.
+int FlushIfWal(WalFile* f) { return f->wal ? Flush(f) : SQLITE_OK; }
 
 int Close(sqlite3_file* file) {
   WalFile* f = Cast(file);
@@ -114,10 +102,7 @@ int Close(sqlite3_file* file) {
 
 int Read(sqlite3_file* file, void* data, int amount, sqlite3_int64 offset) {
   WalFile* f = Cast(file);
-  if (f->wal) {
-    const int rc = Flush(f);
-    if (rc != SQLITE_OK) return rc;
-  }
+  if (const int rc = FlushIfWal(f); rc != SQLITE_OK) return rc;
   return Real(f)->xRead(f->real, data, amount, offset);
 }
 
@@ -131,25 +116,8 @@ int Write(sqlite3_file* file, const void* data, int amount, sqlite3_int64 offset
   if (!f->wal) return Real(f)->xWrite(f->real, data, amount, offset);
   requested_writes.fetch_add(1, std::memory_order_relaxed);
   if (f->partner == nullptr) return WriteThrough(f, data, amount, offset);
-  const auto* bytes = static_cast<const unsigned char*>(data);
   const sqlite3_int64 end = offset + amount;
-
-  if (offset == 0) {
-    // A new WAL header: a new generation of the WAL, written from its start again.
-    f->generation_end = 0;
-    if (amount == kWalHeaderBytes && PlausiblePageSize(BigEndian32(bytes + 8))) {
-      f->page_size = static_cast<int>(BigEndian32(bytes + 8));
-    }
-  }
-  const bool header = IsFrameHeader(f, amount, offset);
-  if (!header && f->commit_end == -1) {
-    // The commit frame's page, its size not known before: this write is the whole page.
-    if (PlausiblePageSize(static_cast<uint32_t>(amount))) f->page_size = amount;
-    f->commit_end = end;
-  } else if (!header && f->page_size == 0 && PlausiblePageSize(static_cast<uint32_t>(amount)) &&
-             offset >= kWalHeaderBytes + kFrameHeaderBytes) {
-    f->page_size = amount;  // a frame's page (the first frames of a WAL reused as it was)
-  }
+  if (offset == 0) f->generation_end = 0;  // a new WAL header: the WAL written from its start
 
   const sqlite3_int64 gathered_end = f->gathered_offset + static_cast<sqlite3_int64>(f->gathered);
   const bool appends = f->gathered > 0 ? offset == gathered_end
@@ -159,26 +127,22 @@ int Write(sqlite3_file* file, const void* data, int amount, sqlite3_int64 offset
     if (rc != SQLITE_OK) return rc;
   }
   f->generation_end = std::max(f->generation_end, end);
-  if (header && BigEndian32(bytes + 4) != 0) {
-    f->commit_end = f->page_size > 0 ? offset + kFrameHeaderBytes + f->page_size : -1;
-  }
-  if (f->buffer == nullptr && appends && static_cast<size_t>(amount) <= kBufferBytes) {
-    f->buffer = static_cast<char*>(malloc(kBufferBytes));
-  }
+  if (f->buffer == nullptr && appends) f->buffer = static_cast<char*>(malloc(kBufferBytes));
   if (!appends || f->buffer == nullptr || static_cast<size_t>(amount) > kBufferBytes) {
     // A write over bytes already written (SQLite rewriting a frame), no memory for the buffer,
     // or a write larger than it (never: a frame is at most 64 KiB): straight to the file.
-    if (f->commit_end > 0 && end >= f->commit_end) f->commit_end = 0;
+    f->commit_page_next = false;
     return WriteThrough(f, data, amount, offset);
   }
   if (f->gathered == 0) f->gathered_offset = offset;
   memcpy(f->buffer + f->gathered, data, static_cast<size_t>(amount));
   f->gathered += static_cast<size_t>(amount);
-  if (f->commit_end > 0 &&
-      f->gathered_offset + static_cast<sqlite3_int64>(f->gathered) >= f->commit_end) {
-    f->commit_end = 0;
+  if (f->commit_page_next) {  // the commit frame's page: the transaction is complete
+    f->commit_page_next = false;
     return Flush(f);
   }
+  f->commit_page_next =
+      amount == kFrameHeaderBytes && BigEndian32(static_cast<const unsigned char*>(data) + 4) != 0;
   return SQLITE_OK;
 }
 
@@ -200,37 +164,25 @@ void FlushPartnerOrDie(WalFile* db_file) {
 
 int Truncate(sqlite3_file* file, sqlite3_int64 size) {
   WalFile* f = Cast(file);
-  if (f->wal) {
-    const int rc = Flush(f);
-    if (rc != SQLITE_OK) return rc;
-  }
+  if (const int rc = FlushIfWal(f); rc != SQLITE_OK) return rc;
   return Real(f)->xTruncate(f->real, size);
 }
 
 int Sync(sqlite3_file* file, int flags) {
   WalFile* f = Cast(file);
-  if (f->wal) {
-    const int rc = Flush(f);
-    if (rc != SQLITE_OK) return rc;
-  }
+  if (const int rc = FlushIfWal(f); rc != SQLITE_OK) return rc;
   return Real(f)->xSync(f->real, flags);
 }
 
 int FileSize(sqlite3_file* file, sqlite3_int64* size) {
   WalFile* f = Cast(file);
-  if (f->wal) {
-    const int rc = Flush(f);
-    if (rc != SQLITE_OK) return rc;
-  }
+  if (const int rc = FlushIfWal(f); rc != SQLITE_OK) return rc;
   return Real(f)->xFileSize(f->real, size);
 }
 
 int FileControl(sqlite3_file* file, int op, void* arg) {
   WalFile* f = Cast(file);
-  if (f->wal) {
-    const int rc = Flush(f);
-    if (rc != SQLITE_OK) return rc;
-  }
+  if (const int rc = FlushIfWal(f); rc != SQLITE_OK) return rc;
   return Real(f)->xFileControl(f->real, op, arg);
 }
 
@@ -310,8 +262,7 @@ int Open(sqlite3_vfs* vfs, const char* name, sqlite3_file* file, int flags, int*
   f->buffer = nullptr;
   f->gathered = 0;
   f->gathered_offset = 0;
-  f->page_size = 0;
-  f->commit_end = 0;
+  f->commit_page_next = false;
   const int rc = RealVfs(vfs)->xOpen(RealVfs(vfs), name, f->real, flags, out_flags);
   if (rc != SQLITE_OK) {
     // SQLite calls xClose on a failed open whose pMethods is set: close the real file, if the

@@ -10,12 +10,12 @@ namespace rein {
 
 // The name of a VFS ("rein-wal", registered on the first call, not as the default) that hands
 // everything to SQLite's default VFS except the writes to a WAL file. SQLite writes each WAL
-// frame with two calls (its 24-byte header, then its page: 8 to 20 `pwrite`s for one of the
-// router's commits); this VFS gathers the bytes a transaction appends to the WAL in a buffer of
-// 124 KiB and writes them with one call (one per 124 KiB for a larger one) as soon as the commit
-// frame is complete, so a failed write fails the commit, and in any case before SQLite publishes
-// a frame to other connections and before the connection takes or gives up a WAL lock (see
-// wal_write_vfs.cc). Whatever is gathered is also written before any other operation on that
+// frame with two calls (its 24-byte header, then its page: about 8 `pwrite`s for one commit
+// of a lone run, 4.2 frames); this VFS gathers the bytes a transaction appends to the WAL in a
+// buffer of 124 KiB and writes them with one call (one per 124 KiB for a larger one) as soon as the
+// commit frame is complete, so a failed write fails the commit, and in any case before SQLite
+// publishes a frame to other connections and before the connection takes or gives up a WAL lock
+// (see wal_write_vfs.cc). Whatever is gathered is also written before any other operation on that
 // file (read, sync, truncate, size, file control, close) and before a write anywhere else in it,
 // so the order of the writes never changes and the connection reads back what it wrote.
 //

@@ -7,9 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -102,6 +102,41 @@ class WalWriteVfsTest : public ::testing::Test {
           << "commit " << i;
     }
     return rows_written;
+  }
+
+  // Forks a writer process: a connection to the test's database through WalWriteVfs() (WAL mode,
+  // synchronous=NORMAL, table t, its WAL linked) on which it runs `body`, which reports to the
+  // parent through the file descriptor it is given and is killed rather than returning. Returns
+  // the child's pid and sets `*reports` to the read end of that pipe.
+  pid_t StartWriter(int* reports, const std::function<void(sqlite3* db, int report_fd)>& body) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    const pid_t child = fork();
+    if (child != 0) {
+      close(fds[1]);
+      *reports = fds[0];
+      return child;
+    }
+    close(fds[0]);
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                        WalWriteVfs()) != SQLITE_OK) {
+      _exit(2);
+    }
+    const char* setup =
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+        "CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, v BLOB, n TEXT);";
+    if (sqlite3_exec(db, setup, nullptr, nullptr, nullptr) != SQLITE_OK) _exit(3);
+    if (!WalWriteVfsAttach(db)) _exit(4);
+    body(db, fds[1]);
+    _exit(5);
+  }
+
+  // SIGKILLs a writer and waits for it; whether that signal is what ended it.
+  static bool KillWriter(pid_t child) {
+    int status = 0;
+    return kill(child, SIGKILL) == 0 && waitpid(child, &status, 0) == child &&
+           WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
   }
 
   std::string dir_;
@@ -237,50 +272,34 @@ TEST_F(WalWriteVfsTest, AWalNotAttachedIsWrittenAsItComes) {
 // the database that a new process opens, and the database is whole.
 TEST_F(WalWriteVfsTest, AKilledWriterLosesNoCommitThatReturned) {
   for (int attempt = 0; attempt < 3; ++attempt) {
-    int pipe_fds[2];
-    ASSERT_EQ(pipe(pipe_fds), 0);
-    const pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      close(pipe_fds[0]);
-      sqlite3* db = nullptr;
-      if (sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                          WalWriteVfs()) != SQLITE_OK) {
-        _exit(2);
-      }
-      sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
-      sqlite3_exec(db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
-      sqlite3_exec(db, "CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, v BLOB, n TEXT)",
-                   nullptr, nullptr, nullptr);
-      if (!WalWriteVfsAttach(db)) _exit(5);
-      for (int k = attempt * 1000000;; ++k) {
+    const int first = attempt * 1000000;
+    int reports = -1;
+    const pid_t child = StartWriter(&reports, [first](sqlite3* db, int report_fd) {
+      for (int k = first;; ++k) {
         const std::string sql = absl::StrCat("INSERT INTO t VALUES (", k, ", randomblob(",
                                              200 + k % 3000, "), 'n", k, "')");
-        if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) _exit(3);
-        if (write(pipe_fds[1], &k, sizeof(k)) != sizeof(k)) _exit(4);
+        if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) _exit(6);
+        if (write(report_fd, &k, sizeof(k)) != sizeof(k)) _exit(7);
       }
-    }
-    close(pipe_fds[1]);
+    });
+    ASSERT_GT(child, 0);
     int last = -1, k;
     int reported = 0;
     // Let it commit a few hundred transactions, then kill it while it writes.
-    while (reported < 300 + 137 * attempt && read(pipe_fds[0], &k, sizeof(k)) == sizeof(k)) {
+    while (reported < 300 + 137 * attempt && read(reports, &k, sizeof(k)) == sizeof(k)) {
       last = k;
       ++reported;
     }
-    ASSERT_EQ(kill(child, SIGKILL), 0);
-    while (read(pipe_fds[0], &k, sizeof(k)) == sizeof(k)) last = k;
-    close(pipe_fds[0]);
-    int status = 0;
-    ASSERT_EQ(waitpid(child, &status, 0), child);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "the writer ended on its own: " << status;
+    ASSERT_TRUE(KillWriter(child)) << "the writer ended on its own";
+    while (read(reports, &k, sizeof(k)) == sizeof(k)) last = k;
+    close(reports);
     ASSERT_GE(last, 0);
 
     sqlite3* db = Connect(nullptr);
     EXPECT_EQ(Query(db, "PRAGMA integrity_check"), "ok");
-    EXPECT_EQ(Query(db, absl::StrCat("SELECT count(*) FROM t WHERE k <= ", last,
-                                     " AND k >= ", attempt * 1000000)),
-              std::to_string(last - attempt * 1000000 + 1));
+    EXPECT_EQ(
+        Query(db, absl::StrCat("SELECT count(*) FROM t WHERE k <= ", last, " AND k >= ", first)),
+        std::to_string(last - first + 1));
     EXPECT_EQ(Query(db, absl::StrCat("SELECT n FROM t WHERE k = ", last)), absl::StrCat("n", last));
     sqlite3_close(db);
   }
@@ -290,24 +309,10 @@ TEST_F(WalWriteVfsTest, AKilledWriterLosesNoCommitThatReturned) {
 // rewrites the checksums of its frames in place. Killed the moment its COMMIT returned, the
 // writer must find the transaction whole when the file is opened again.
 TEST_F(WalWriteVfsTest, ACommitWhoseChecksumsWereRewrittenSurvivesAKill) {
-  int pipe_fds[2];
-  ASSERT_EQ(pipe(pipe_fds), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(pipe_fds[0]);
-    sqlite3* db = nullptr;
-    if (sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                        WalWriteVfs()) != SQLITE_OK) {
-      _exit(2);
-    }
-    const char* setup =
-        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-        "CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB, n TEXT);"
-        "INSERT INTO t VALUES (0, x'00', 'n0');";
-    if (sqlite3_exec(db, setup, nullptr, nullptr, nullptr) != SQLITE_OK) _exit(3);
-    if (!WalWriteVfsAttach(db)) _exit(4);
+  int reports = -1;
+  const pid_t child = StartWriter(&reports, [](sqlite3* db, int report_fd) {
     const char* transaction =
+        "INSERT INTO t VALUES (0, x'00', 'n0');"
         "PRAGMA cache_size=2; BEGIN;"
         "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 300)"
         "  INSERT INTO t SELECT i, randomblob(1500), 'n' || i FROM r;"
@@ -315,17 +320,14 @@ TEST_F(WalWriteVfsTest, ACommitWhoseChecksumsWereRewrittenSurvivesAKill) {
         "COMMIT;";
     if (sqlite3_exec(db, transaction, nullptr, nullptr, nullptr) != SQLITE_OK) _exit(6);
     const char committed = 'c';
-    if (write(pipe_fds[1], &committed, 1) != 1) _exit(7);
+    if (write(report_fd, &committed, 1) != 1) _exit(7);
     pause();  // killed here, with nothing more done on the connection
-    _exit(8);
-  }
-  close(pipe_fds[1]);
+  });
+  ASSERT_GT(child, 0);
   char committed = 0;
-  ASSERT_EQ(read(pipe_fds[0], &committed, 1), 1) << "the writer failed before its commit";
-  ASSERT_EQ(kill(child, SIGKILL), 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  close(pipe_fds[0]);
+  ASSERT_EQ(read(reports, &committed, 1), 1) << "the writer failed before its commit";
+  close(reports);
+  ASSERT_TRUE(KillWriter(child));
   sqlite3* db = Connect(nullptr);
   EXPECT_EQ(Query(db, "PRAGMA integrity_check"), "ok");
   EXPECT_EQ(Query(db, "SELECT count(*) FROM t"), "301");
