@@ -2,7 +2,10 @@
 #include "common/grpc_status.h"
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_reason.h"
+#include "rein/v1/types.pb.h"
 
 namespace rein {
 namespace {
@@ -19,13 +22,35 @@ std::string Cap(absl::string_view message) {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), Cap(status.message()));
+  std::string message = Cap(status.message());
+  absl::optional<absl::Cord> info = status.GetPayload(kErrorInfoPayloadUrl);
+  if (!info.has_value()) return grpc::Status(static_cast<grpc::StatusCode>(status.code()), message);
+  // The reason travels as a google.rpc.Status-shaped detail (grpc-status-details-bin).
+  rein::v1::StatusDetails details;
+  details.set_code(static_cast<int>(status.code()));
+  details.set_message(message);
+  google::protobuf::Any* any = details.add_details();
+  any->set_type_url(kErrorInfoPayloadUrl);
+  any->set_value(std::string(*info));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), message,
+                      details.SerializeAsString());
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      Cap(status.error_message()));
+  absl::Status out(static_cast<absl::StatusCode>(status.error_code()),
+                   Cap(status.error_message()));
+  rein::v1::StatusDetails details;
+  if (!status.error_details().empty() && details.ParseFromString(status.error_details())) {
+    for (const google::protobuf::Any& any : details.details()) {
+      rein::v1::ErrorInfo info;
+      if (any.type_url() == kErrorInfoPayloadUrl && info.ParseFromString(any.value())) {
+        out = WithReason(out, info.reason());
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace rein

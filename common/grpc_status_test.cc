@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "common/status_reason.h"
 #include "gtest/gtest.h"
 
 namespace rein {
@@ -28,6 +29,26 @@ TEST(GrpcStatusTest, LongMessagesAreCutWithAMarker) {
 TEST(GrpcStatusTest, SurroundingWhiteSpaceIsDropped) {
   EXPECT_EQ(ToGrpcStatus(absl::InvalidArgumentError("args: not an object: { ")).error_message(),
             "args: not an object: {");
+}
+
+TEST(GrpcStatusTest, ReasonCrossesTheWireWithCodeAndMessage) {
+  absl::Status status = WithReason(absl::NotFoundError("no such workspace"),
+                                   reason::kWorkspaceNotFound);
+  grpc::Status wire = ToGrpcStatus(status);
+  EXPECT_FALSE(wire.error_details().empty());
+  absl::Status back = FromGrpcStatus(wire);
+  EXPECT_EQ(back.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(back.message(), "no such workspace");
+  EXPECT_TRUE(HasReason(back, reason::kWorkspaceNotFound));
+  EXPECT_FALSE(HasReason(back, reason::kSnapshotMissing));
+}
+
+TEST(GrpcStatusTest, NoReasonMeansNoDetailsAndGarbageDetailsAreIgnored) {
+  EXPECT_TRUE(ToGrpcStatus(absl::NotFoundError("x")).error_details().empty());
+  grpc::Status garbage(grpc::StatusCode::NOT_FOUND, "x", "\xff\xff not a proto");
+  absl::Status back = FromGrpcStatus(garbage);
+  EXPECT_EQ(back.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ReasonOf(back), "");
 }
 
 }  // namespace

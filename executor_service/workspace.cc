@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/limits.h"
 
 namespace rein {
 namespace {
@@ -31,31 +32,7 @@ long Openat2(int dirfd, const char* path, struct open_how* how) {
 }  // namespace
 
 absl::Status ValidateWorkspaceName(absl::string_view name) {
-  if (name.empty()) return absl::InvalidArgumentError("workspace: must not be empty");
-  if (name.size() > 255) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("workspace: must be at most 255 bytes, got ", name.size()));
-  }
-  if (name.find('\0') != absl::string_view::npos) {
-    return absl::InvalidArgumentError("workspace: must not contain a NUL byte");
-  }
-  if (name.find('/') != absl::string_view::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("workspace: must be a single name without '/', got ", Quote(name)));
-  }
-  if (name == "." || name == "..") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("workspace: must not be \".\" or \"..\", got ", Quote(name)));
-  }
-  if (name == kJournalDirName) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("workspace: ", Quote(name), " is reserved for the executors' call journal"));
-  }
-  if (absl::StartsWith(name, ".rein-")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "workspace: names starting with \".rein-\" are the executor's own, got ", Quote(name)));
-  }
-  return absl::OkStatus();
+  return CheckWorkspaceName(name, "workspace");
 }
 
 absl::Status ValidateToolPath(absl::string_view path, absl::string_view field) {

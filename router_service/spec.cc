@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "common/limits.h"
 #include "common/proto_time.h"
 #include "common/status_macros.h"
 #include "google/protobuf/descriptor.h"
@@ -18,7 +19,6 @@ namespace {
 using rein::v1::RunSpec;
 using rein::v1::ToolSpec;
 
-constexpr size_t kMaxGoalBytes = 16 * 1024;
 
 absl::Status CheckDuration(const google::protobuf::Duration& d, const std::string& field,
                            absl::Duration max) {
@@ -39,14 +39,6 @@ absl::Status CheckRange(int64_t value, int64_t lo, int64_t hi, const std::string
         absl::StrCat(field, ": ", value, " is out of range [", lo, ", ", hi, "]"));
   }
   return absl::OkStatus();
-}
-
-bool ValidWorkspaceName(const std::string& name) {
-  // ".rein-journal" holds the executors' call journal.
-  if (name.empty() || name.size() > 255 || name == "." || name == ".." || name == ".rein-journal") {
-    return false;
-  }
-  return name.find('/') == std::string::npos && name.find('\0') == std::string::npos;
 }
 
 absl::Status NotFinite(const std::string& field, double value) {
@@ -97,17 +89,13 @@ absl::StatusOr<RunSpec> NormalizeSpec(const RunSpec& in, const std::vector<ToolS
   RunSpec spec = in;
   std::string goal(absl::StripAsciiWhitespace(spec.goal()));
   if (goal.empty()) return absl::InvalidArgumentError("spec.goal: required, must not be empty");
-  if (spec.goal().size() > kMaxGoalBytes) {
+  if (spec.goal().size() > kMaxTextBytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat("spec.goal: ", spec.goal().size(), " bytes, at most ", kMaxGoalBytes));
+        absl::StrCat("spec.goal: ", spec.goal().size(), " bytes, at most ", kMaxTextBytes));
   }
   RETURN_IF_ERROR(CheckFiniteNumbers(spec, "spec"));
   if (spec.workspace().empty()) spec.set_workspace("default");
-  if (!ValidWorkspaceName(spec.workspace())) {
-    return absl::InvalidArgumentError(
-        "spec.workspace: must be one name under the workspace root (no '/', not '.', '..' or "
-        "the reserved '.rein-journal', at most 255 bytes)");
-  }
+  RETURN_IF_ERROR(CheckWorkspaceName(spec.workspace(), "spec.workspace"));
   std::set<std::string> names;
   for (int i = 0; i < spec.tools_size(); ++i) {
     const std::string& name = spec.tools(i);

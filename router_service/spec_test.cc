@@ -60,6 +60,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"spec.goal", [](auto& s) { s.set_goal("  \n"); }},
         BadSpec{"spec.goal", [](auto& s) { s.set_goal(std::string(16 * 1024 + 1, 'g')); }},
         BadSpec{"spec.workspace", [](auto& s) { s.set_workspace("../etc"); }},
+        BadSpec{"spec.workspace", [](auto& s) { s.set_workspace(".rein-history"); }},
+        BadSpec{"spec.workspace", [](auto& s) { s.set_workspace(".rein-journal"); }},
         BadSpec{"spec.tools[1]",
                 [](auto& s) {
                   s.add_tools("read_file");
