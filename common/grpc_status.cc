@@ -38,8 +38,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
-  absl::Status out(static_cast<absl::StatusCode>(status.error_code()),
-                   Cap(status.error_message()));
+  absl::Status out(static_cast<absl::StatusCode>(status.error_code()), Cap(status.error_message()));
   rein::v1::StatusDetails details;
   if (!status.error_details().empty() && details.ParseFromString(status.error_details())) {
     for (const google::protobuf::Any& any : details.details()) {

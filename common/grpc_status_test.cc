@@ -32,8 +32,8 @@ TEST(GrpcStatusTest, SurroundingWhiteSpaceIsDropped) {
 }
 
 TEST(GrpcStatusTest, ReasonCrossesTheWireWithCodeAndMessage) {
-  absl::Status status = WithReason(absl::NotFoundError("no such workspace"),
-                                   reason::kWorkspaceNotFound);
+  absl::Status status =
+      WithReason(absl::NotFoundError("no such workspace"), reason::kWorkspaceNotFound);
   grpc::Status wire = ToGrpcStatus(status);
   EXPECT_FALSE(wire.error_details().empty());
   absl::Status back = FromGrpcStatus(wire);

@@ -41,7 +41,7 @@ TEST(CheckWorkspaceNameTest, MalformedNamesAreRefusedWithTheirRule) {
     absl::Status status = CheckWorkspaceName(c.name, "workspace");
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(status.message(), HasSubstr(c.rule));
-    EXPECT_THAT(status.message(), ::testing::StartsWith("workspace: "));
+    EXPECT_THAT(std::string(status.message()), ::testing::StartsWith("workspace: "));
   }
 }
 

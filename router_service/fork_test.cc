@@ -241,5 +241,25 @@ TEST(ForkTest, SeqPointBetweenSnapshotsIsRebuiltByReplay) {
   EXPECT_EQ(t->state.stage(), rein::v1::EXECUTING);
 }
 
+TEST(ForkTest, SeqPointOfARunStartedWithATokenIsRebuilt) {
+  Recorded r;
+  // The engine records the caller (StartRun's and the review's events carry a principal).
+  for (RunEvent& e : r.events) {
+    if (e.has_stage_changed() || e.has_resumed()) e.set_principal("token:alice");
+  }
+  int64_t seq = 0;
+  for (const auto& e : r.events) {
+    if (e.has_decision()) seq = e.seq();  // the last decision: after the reviewed write
+  }
+  rein::v1::ForkRunRequest request;
+  request.set_seq(seq);
+  absl::StatusOr<ForkPoint> point = r.Point(request);
+  ASSERT_TRUE(point.ok()) << point.status();
+  EXPECT_EQ(point->from.version(), r.events[seq - 1].version());
+  absl::StatusOr<ReplayResult> replayed = ReplayRun(r.router, r.run, r.events, ReplayOptions{});
+  ASSERT_TRUE(replayed.ok()) << replayed.status();
+  EXPECT_FALSE(replayed->divergence.has_value()) << DescribeReplay(*replayed);
+}
+
 }  // namespace
 }  // namespace rein

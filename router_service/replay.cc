@@ -338,6 +338,8 @@ absl::StatusOr<ReplayResult> ReplayRun(const StageRouter& router, const Run& rec
         diverge("(the log ends)", DescribeEvent(produced), "");
         return false;
       }
+      // Who caused a transition (the caller's identity) is recorded, not derived by the rules.
+      produced.set_principal(events[index + i].principal());
       google::protobuf::util::MessageDifferencer differ;
       std::string detail;
       differ.ReportDifferencesToString(&detail);
