@@ -63,7 +63,7 @@ ABSL_FLAG(absl::Duration, lease_ttl, absl::Seconds(10),
 ABSL_FLAG(std::string, router_id, "",
           "this router's id among the routers sharing the store (default hostname:pid); "
           "[A-Za-z0-9._:-], at most 128 bytes; two live routers with one id are refused");
-// Security (README "Security"): TLS files are reloaded within 10 s of changing.
+// Security (docs/SECURITY.md): TLS files are reloaded within 10 s of changing.
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate: the public port serves TLS, and the "
           "router presents it to planners and executors");
