@@ -120,7 +120,7 @@ PHASES = [
 # again, PAIRS times, one right after the other (rein's 1 run and 100 runs, the floor, LangGraph.js
 # at 100 runs), so that each pair sees the machine in the same state; PAIRED rows report the
 # median of the pairs' ratios and their range. The phases above measure each figure once, minutes
-# apart, on a machine whose speed drifts (see BENCHMARKS.md's analysis).
+# apart, on a machine whose speed drifts (see bench/ANALYSIS.md).
 PAIRS = 3
 
 
@@ -464,9 +464,9 @@ are wall-clock on a shared machine: compare ratios from one run, and repeat.
 """ % (PAIRS, PAIRS)
 
 
-# Written by hand (the profiles, and what stands in the way of each target not met); the
-# generated report carries it after the ratio table so a new table never loses it.
-ANALYSIS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ANALYSIS.md")
+# The decision log, written by hand; the report links to it rather than copying it.
+ANALYSIS_LINK = ("Why each mechanism behind these figures exists, what it cost and when to remove"
+                 " it: [bench/ANALYSIS.md](bench/ANALYSIS.md).\n")
 
 
 def report(runner, args, seconds):
@@ -474,9 +474,8 @@ def report(runner, args, seconds):
     out = []
     out.append("## Ratios against the targets\n")
     out.append(table(["figure", "measured", "target", ""], ratio_rows(f) + paired_rows(f)))
-    if args.out and os.path.exists(ANALYSIS):
-        with open(ANALYSIS) as analysis:
-            out.append("\n" + analysis.read().strip() + "\n")
+    if args.out:
+        out.append("\n" + ANALYSIS_LINK)
     out.append("\n## Phases\n")
     out.append(table(["phase", "status", "time", "note"],
                      [(p, s, "%.0f s" % t, n) for p, s, t, n in runner.status]))

@@ -1,4 +1,4 @@
-// How reinctl reaches the router: TLS files and the bearer token (README "Security").
+// How reinctl reaches the router: TLS files and the bearer token (docs/SECURITY.md).
 #ifndef REIN_CLI_CONNECTION_H_
 #define REIN_CLI_CONNECTION_H_
 

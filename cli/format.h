@@ -32,7 +32,8 @@ struct Progress {
 // boundary) to at most `max_bytes` with "..." appended when cut.
 std::string OneLine(absl::string_view text, size_t max_bytes);
 
-// The effective limits of a spec: unset fields take the defaults of DESIGN.md.
+// The effective limits of a spec: unset fields take the defaults of docs/DESIGN.md, "The rules,
+// in order".
 int32_t EffectiveMaxIterations(const v1::RunSpec& spec);
 absl::Duration EffectiveDeadline(const v1::RunSpec& spec);
 int32_t EffectiveRetryBudget(const v1::RunSpec& spec);

@@ -83,7 +83,7 @@ ABSL_FLAG(absl::Duration, journal_liveness_timeout, absl::Seconds(5),
 ABSL_FLAG(std::string, mcp_config, "",
           "A JSON file of MCP servers whose tools the executor offers (see MCP.md); a bad "
           "file or a server that cannot be listed refuses start");
-// mTLS (README "Security"): with these, the port serves TLS only and every client must present
+// mTLS (docs/SECURITY.md): with these, the port serves TLS only and every client must present
 // a certificate signed by --tls_ca. The files are reloaded within 10 s of changing.
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate of this service");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");

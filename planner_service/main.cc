@@ -30,7 +30,7 @@ ABSL_FLAG(std::string, anthropic_base_url, "",
 ABSL_FLAG(std::string, prompts_dir, "",
           "anthropic backend: folder of the stage prompts (see ANTHROPIC.md); default: the "
           "prompts next to the binary, else ./planner_service/prompts");
-// mTLS (README "Security"): with these, the port serves TLS only and every client must present
+// mTLS (docs/SECURITY.md): with these, the port serves TLS only and every client must present
 // a certificate signed by --tls_ca. The files are reloaded within 10 s of changing.
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate of this service");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");

@@ -16,7 +16,7 @@
 namespace rein {
 
 // How much of a run's history a prompt shows. The bounds keep the prompt at iteration 50
-// about as long as at iteration 2 (DESIGN.md section 2, "Context restraint").
+// about as long as at iteration 2 (docs/DESIGN.md, "Stages").
 struct PromptBounds {
   size_t completed_shown = 3;           // plan: the newest ended subtasks shown
   size_t description_bytes = 100;       // a subtask description in a list of ended subtasks

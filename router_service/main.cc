@@ -56,14 +56,14 @@ ABSL_FLAG(std::string, price_table, "",
           "dollars per million tokens; examples/price_table.txt): runs' cost_used_usd and "
           "Limits.cost_budget_usd; empty = no prices (a cost budget is refused)");
 ABSL_FLAG(int, shutdown_grace_seconds, 10, "on SIGTERM, how long calls in flight may finish");
-// Run leases (several routers on one PostgreSQL store; DESIGN.md section 5).
+// Run leases (several routers on one PostgreSQL store; docs/DESIGN.md, "Leases and the journal").
 ABSL_FLAG(absl::Duration, lease_ttl, absl::Seconds(10),
           "how long this router's lease on its runs lasts past each renewal (renewed every "
           "ttl/3; mutating calls stop at ttl/2 without a renewal); in [100ms, 1h]");
 ABSL_FLAG(std::string, router_id, "",
           "this router's id among the routers sharing the store (default hostname:pid); "
           "[A-Za-z0-9._:-], at most 128 bytes; two live routers with one id are refused");
-// Security (README "Security"): TLS files are reloaded within 10 s of changing.
+// Security (docs/SECURITY.md): TLS files are reloaded within 10 s of changing.
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate: the public port serves TLS, and the "
           "router presents it to planners and executors");

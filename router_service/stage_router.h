@@ -78,7 +78,8 @@ struct StageRouterOptions {
 
 // Decides every step of a run from its spec and state. Holds no run data: every method is a
 // pure function of its arguments, so the class is thread-safe and trivially testable.
-// Termination is checked before every transition in the order of DESIGN.md section 2.
+// Termination is checked before every transition in the order of docs/DESIGN.md,
+// "The rules, in order".
 class StageRouter {
  public:
   explicit StageRouter(StageRouterOptions options = {}) : options_(options) {}

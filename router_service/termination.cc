@@ -1,5 +1,5 @@
-// The termination rules of a run (DESIGN.md section 2, rules 1-8; rule 6 is the token budget,
-// then the cost budget).
+// The termination rules of a run (docs/DESIGN.md, "The rules, in order": rules 1-8; rule 6 is
+// the token budget, then the cost budget).
 #include "router_service/termination.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// The termination rules of a run (DESIGN.md section 2, rules 1-8), as pure functions of its
+// The termination rules of a run (docs/DESIGN.md, "The rules, in order"), as pure functions of its
 // spec, state and the time.
 #ifndef REIN_ROUTER_SERVICE_TERMINATION_H_
 #define REIN_ROUTER_SERVICE_TERMINATION_H_

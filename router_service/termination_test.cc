@@ -1,4 +1,5 @@
-// Tests of the termination rules: each rule alone, and their order (DESIGN.md section 2).
+// Tests of the termination rules: each rule alone, and their order (docs/DESIGN.md, "The rules,
+// in order").
 #include "router_service/termination.h"
 
 #include "absl/strings/str_cat.h"
