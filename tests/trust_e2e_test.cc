@@ -24,14 +24,10 @@ using rein::v1::RunEvent;
 class TrustTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string base = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
-    dir_ = absl::StrCat(base, "/trust-",
-                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    mkdir(dir_.c_str(), 0755);
+    dir_ = MakeTestDirWithCertificates(
+        absl::StrCat("trust-", ::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    ASSERT_FALSE(dir_.empty());
     tls_dir_ = dir_ + "/tls";
-    std::string make =
-        absl::StrCat(RunfilePath("common/testing/make_certs.sh"), " ", tls_dir_, " --test");
-    ASSERT_EQ(system(make.c_str()), 0) << make;
     mkdir((dir_ + "/workspaces").c_str(), 0755);
     mkdir((dir_ + "/workspaces/repo").c_str(), 0755);
     std::ofstream(dir_ + "/workspaces/repo/README.md") << "# repo\nTODO: nothing\n";
@@ -76,6 +72,21 @@ class TrustTest : public ::testing::Test {
     return stub->Plan(&context, request, &response);
   }
 
+  // Starts a run through the router and follows it to GOAL_ACHIEVED.
+  void RunToGoal(Cluster& cluster) {
+    rein::v1::RunSpec spec;
+    spec.set_goal("inspect the repo");
+    spec.set_workspace("repo");
+    spec.mutable_limits()->mutable_deadline()->set_seconds(60);
+    absl::StatusOr<rein::v1::Run> run = cluster.StartRun(spec);
+    ASSERT_TRUE(run.ok()) << run.status() << cluster.Logs();
+    std::vector<RunEvent> events;
+    ASSERT_TRUE(cluster.Watch(run->run_id(), 0, absl::Seconds(60), &events).ok());
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED)
+        << cluster.Logs();
+  }
+
   // Runs `argv` to its exit (at most 20 s) with its output in dir_/NAME.log; the exit status.
   int RunToExit(const std::string& name, const std::vector<std::string>& argv) {
     Process p(name, argv, absl::StrCat(dir_, "/", name, ".log"));
@@ -97,16 +108,7 @@ TEST_F(TrustTest, ExecutorAndPlannerServeOnlyTheRoutersIdentity) {
   Cluster cluster(options);
   ASSERT_TRUE(cluster.Start()) << cluster.Logs();
   // The router's own certificate: a whole run goes through both.
-  rein::v1::RunSpec spec;
-  spec.set_goal("inspect the repo");
-  spec.set_workspace("repo");
-  spec.mutable_limits()->mutable_deadline()->set_seconds(60);
-  absl::StatusOr<rein::v1::Run> run = cluster.StartRun(spec);
-  ASSERT_TRUE(run.ok()) << run.status() << cluster.Logs();
-  std::vector<RunEvent> events;
-  ASSERT_TRUE(cluster.Watch(run->run_id(), 0, absl::Seconds(60), &events).ok());
-  ASSERT_FALSE(events.empty());
-  EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED) << cluster.Logs();
+  ASSERT_NO_FATAL_FAILURE(RunToGoal(cluster));
   // And directly: the router's certificate gets through to the methods.
   EXPECT_TRUE(ListToolsAs(cluster.executor_target(), "router").ok());
   EXPECT_NE(PlanAs(cluster.planner_target(), "router").error_code(),
@@ -127,9 +129,62 @@ TEST_F(TrustTest, ExecutorAndPlannerServeOnlyTheRoutersIdentity) {
     EXPECT_NE(plan.error_message().find("(--allowed_clients)"), std::string::npos)
         << plan.error_message();
   }
+  // The probe of the Kubernetes manifests: rein-health with the executor's own certificate,
+  // checking the name its certificate carries, on 127.0.0.1.
+  EXPECT_EQ(
+      RunToExit("probe", {RunfilePath("common/rein-health"), "--tls_ca=" + tls_dir_ + "/ca.pem",
+                          "--tls_cert=" + tls_dir_ + "/executor.pem",
+                          "--tls_key=" + tls_dir_ + "/executor.key", "--tls_name=rein-executor",
+                          cluster.executor_target(), "rein.v1.Executor"}),
+      0)
+      << ReadFile(dir_ + "/probe.log");
+  EXPECT_NE(RunToExit("probe-wrong-name",
+                      {RunfilePath("common/rein-health"), "--tls_ca=" + tls_dir_ + "/ca.pem",
+                       "--tls_cert=" + tls_dir_ + "/executor.pem",
+                       "--tls_key=" + tls_dir_ + "/executor.key", "--tls_name=rein-planner",
+                       cluster.executor_target()}),
+            0);
   // A certificate from another CA does not even complete the handshake.
   EXPECT_EQ(ListToolsAs(cluster.executor_target(), "stranger").error_code(),
             grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST_F(TrustTest, PublicClientsHaveATrustRootOfTheirOwn) {
+  Cluster::Options options;
+  options.dir = dir_;
+  options.script_json = ThreeStepScript(/*delay_ms=*/0);
+  options.tls_dir = tls_dir_;
+  options.router_flags = {"--require_client_cert", "--client_ca=" + tls_dir_ + "/clients-ca.pem"};
+  options.router_client_cert = "public-client";
+  Cluster cluster(options);
+  ASSERT_TRUE(cluster.Start()) << cluster.Logs();
+  // A run started by a public client goes through.
+  ASSERT_NO_FATAL_FAILURE(RunToGoal(cluster));
+  auto health = [&](const std::string& target, const std::string& name) {
+    return RunToExit("health",
+                     {RunfilePath("common/rein-health"), "--tls_ca=" + tls_dir_ + "/ca.pem",
+                      absl::StrCat("--tls_cert=", tls_dir_, "/", name, ".pem"),
+                      absl::StrCat("--tls_key=", tls_dir_, "/", name, ".key"), target});
+  };
+  // The router takes public clients from the clients CA, and no longer the services CA's.
+  EXPECT_EQ(health(cluster.router_target(), "public-client"), 0) << cluster.Logs();
+  EXPECT_NE(health(cluster.router_target(), "client"), 0);
+  // A public client's certificate gets nowhere near an executor or a planner.
+  EXPECT_NE(health(cluster.executor_target(), "public-client"), 0);
+  EXPECT_NE(health(cluster.planner_target(), "public-client"), 0);
+  EXPECT_EQ(ListToolsAs(cluster.executor_target(), "public-client").error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  // --client_ca without --require_client_cert is refused.
+  EXPECT_EQ(
+      RunToExit(
+          "client-ca-alone",
+          {RunfilePath("router_service/rein-router"), "--store=sqlite:" + dir_ + "/x.db",
+           "--tls_ca=" + tls_dir_ + "/ca.pem", "--tls_cert=" + tls_dir_ + "/router.pem",
+           "--tls_key=" + tls_dir_ + "/router.key", "--client_ca=" + tls_dir_ + "/clients-ca.pem"}),
+      2);
+  EXPECT_NE(
+      ReadFile(dir_ + "/client-ca-alone.log").find("--client_ca: only with --require_client_cert"),
+      std::string::npos);
 }
 
 TEST_F(TrustTest, AllowedClientsNamesWhoMayCall) {
