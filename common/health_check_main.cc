@@ -29,6 +29,7 @@ std::string EncodeRequest(const std::string& service) {
 
 int main(int argc, char** argv) {
   rein::TlsFiles tls;
+  std::string tls_name;  // the name the server's certificate must carry; default the target's
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -38,13 +39,15 @@ int main(int argc, char** argv) {
       tls.cert = arg.substr(11);
     } else if (absl::StartsWith(arg, "--tls_key=")) {
       tls.key = arg.substr(10);
+    } else if (absl::StartsWith(arg, "--tls_name=")) {
+      tls_name = arg.substr(11);
     } else {
       args.push_back(arg);
     }
   }
   if (args.empty() || args.size() > 2) {
-    std::cerr << "usage: rein-health [--tls_ca=PEM [--tls_cert=PEM --tls_key=PEM]] TARGET "
-                 "[SERVICE]\n";
+    std::cerr << "usage: rein-health [--tls_ca=PEM [--tls_cert=PEM --tls_key=PEM] "
+                 "[--tls_name=NAME]] TARGET [SERVICE]\n";
     return 2;
   }
   if (absl::Status checked = rein::CheckClientTlsFiles(tls); !checked.ok()) {
@@ -52,7 +55,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string target = args[0];
-  auto channel = grpc::CreateChannel(target, rein::MakeChannelCredentials(tls));
+  grpc::ChannelArguments channel_args;
+  rein::AddTlsTargetName(tls_name, &channel_args);
+  auto channel = grpc::CreateCustomChannel(target, rein::MakeChannelCredentials(tls), channel_args);
   grpc::GenericStub stub(channel);
   std::string request = EncodeRequest(args.size() == 2 ? args[1] : "");
   grpc::Slice slice(request);

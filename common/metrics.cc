@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
@@ -133,14 +134,12 @@ MetricsHttpServer::MetricsHttpServer(Metrics* metrics) : metrics_(metrics) {}
 
 MetricsHttpServer::~MetricsHttpServer() { Stop(); }
 
-absl::Status MetricsHttpServer::Start(int port) {
-  const int wanted = port < 0 ? 0 : port;
+absl::Status MetricsHttpServer::Start(const std::string& listen) {
   try {
-    exposer_ = std::make_unique<prometheus::Exposer>(absl::StrCat("0.0.0.0:", wanted),
-                                                     /*num_threads=*/1);
+    exposer_ = std::make_unique<prometheus::Exposer>(listen, /*num_threads=*/1);
   } catch (const std::exception& e) {
     return absl::UnavailableError(
-        absl::StrCat("metrics: cannot listen on port ", port, ": ", e.what()));
+        absl::StrCat("metrics: cannot listen on ", listen, ": ", e.what()));
   }
   exposer_->RegisterCollectable(metrics_->registry());
   const std::vector<int> ports = exposer_->GetListeningPorts();
@@ -149,5 +148,29 @@ absl::Status MetricsHttpServer::Start(int port) {
 }
 
 void MetricsHttpServer::Stop() { exposer_.reset(); }
+
+absl::StatusOr<std::string> MetricsListenAddress(const std::string& metrics_listen,
+                                                 int metrics_port) {
+  if (metrics_port < 0 || metrics_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--metrics_port: must be in 0..65535, got ", metrics_port));
+  }
+  if (metrics_listen.empty()) {
+    return metrics_port == 0 ? "" : absl::StrCat("127.0.0.1:", metrics_port);
+  }
+  if (metrics_port != 0) {
+    return absl::InvalidArgumentError(
+        "--metrics_listen and --metrics_port: give one (--metrics_port=P serves on "
+        "127.0.0.1:P)");
+  }
+  const size_t colon = metrics_listen.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(metrics_listen.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--metrics_listen: \"", metrics_listen.substr(0, 100), "\" is not HOST:PORT"));
+  }
+  return metrics_listen;
+}
 
 }  // namespace rein

@@ -1,4 +1,5 @@
-// Prometheus counters, gauges and histograms (prometheus-cpp), served over HTTP on --metrics_port.
+// Prometheus counters, gauges and histograms (prometheus-cpp), served over HTTP on
+// --metrics_listen.
 #ifndef REIN_COMMON_METRICS_H_
 #define REIN_COMMON_METRICS_H_
 
@@ -11,6 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
@@ -36,7 +38,7 @@ extern const std::vector<double> kLatencyBucketsSeconds;
 // string that does not parse is ignored. Thread-safe.
 class Metrics {
  public:
-  // The process-wide registry, the one served on --metrics_port.
+  // The process-wide registry, the one served on --metrics_listen.
   static Metrics& Global();
 
   Metrics();
@@ -88,9 +90,9 @@ class MetricsHttpServer {
   explicit MetricsHttpServer(Metrics* metrics = &Metrics::Global());
   ~MetricsHttpServer();
 
-  // Listens on every interface at `port`; 0 or a negative port picks a free one. A port that
-  // cannot be bound is UNAVAILABLE naming it.
-  absl::Status Start(int port);
+  // Listens on `listen` (HOST:PORT, e.g. 127.0.0.1:9090; port 0 picks a free one). An address
+  // that cannot be bound is UNAVAILABLE naming it.
+  absl::Status Start(const std::string& listen);
   // The bound port (after Start).
   int port() const { return port_; }
   void Stop();
@@ -100,6 +102,13 @@ class MetricsHttpServer {
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
 };
+
+// The address /metrics listens on, from a service's --metrics_listen (HOST:PORT) and
+// --metrics_port (a port on loopback): --metrics_listen when given, else 127.0.0.1:<port> when
+// the port is not 0, else "" (no endpoint). Giving both, a port outside 0..65535 or an address
+// without a port is INVALID_ARGUMENT naming the flag.
+absl::StatusOr<std::string> MetricsListenAddress(const std::string& metrics_listen,
+                                                 int metrics_port);
 
 // Parses a label string as Metrics takes it (`a="x",b="y\"z"`; values may escape \\, \" and
 // \n) into its pairs; nullopt when it is not well formed. Exposed for tests.

@@ -106,7 +106,7 @@ TEST(MetricsHttpServerTest, ScrapeShowsCountersAndHistogramBuckets) {
   metrics.Add("rein_test_rpcs_total", 4, R"(method="StartRun",code="OK")");
   metrics.Observe("rein_test_commit_seconds", 0.0003);
   MetricsHttpServer server(&metrics);
-  ASSERT_TRUE(server.Start(/*port=*/0).ok());
+  ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
   ASSERT_GT(server.port(), 0);
   absl::StatusOr<HttpReply> reply = HttpGet(server.port(), "/metrics");
   ASSERT_TRUE(reply.ok()) << reply.status();
@@ -124,7 +124,7 @@ TEST(MetricsHttpServerTest, ScrapeShowsCountersAndHistogramBuckets) {
 TEST(MetricsHttpServerTest, OtherPathsAreNotFound) {
   Metrics metrics;
   MetricsHttpServer server(&metrics);
-  ASSERT_TRUE(server.Start(/*port=*/-1).ok());
+  ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
   absl::StatusOr<HttpReply> reply = HttpGet(server.port(), "/");
   ASSERT_TRUE(reply.ok()) << reply.status();
   EXPECT_EQ(reply->status, 404);
@@ -133,17 +133,45 @@ TEST(MetricsHttpServerTest, OtherPathsAreNotFound) {
 TEST(MetricsHttpServerTest, PortInUseIsUnavailable) {
   Metrics metrics;
   MetricsHttpServer first(&metrics);
-  ASSERT_TRUE(first.Start(/*port=*/0).ok());
+  ASSERT_TRUE(first.Start("127.0.0.1:0").ok());
   MetricsHttpServer second(&metrics);
-  const absl::Status status = second.Start(first.port());
+  const absl::Status status = second.Start(absl::StrCat("127.0.0.1:", first.port()));
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
   EXPECT_THAT(std::string(status.message()), HasSubstr(std::to_string(first.port())));
+}
+
+TEST(MetricsHttpServerTest, ListensOnTheGivenAddressOnly) {
+  Metrics metrics;
+  MetricsHttpServer server(&metrics);
+  ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
+  ASSERT_TRUE(HttpGet("127.0.0.1", server.port(), "/metrics").ok());
+  // Every 127/8 address reaches this machine: a server on 0.0.0.0 would answer here too.
+  EXPECT_FALSE(HttpGet("127.0.0.2", server.port(), "/metrics").ok());
+  MetricsHttpServer everywhere(&metrics);
+  ASSERT_TRUE(everywhere.Start("0.0.0.0:0").ok());
+  EXPECT_TRUE(HttpGet("127.0.0.2", everywhere.port(), "/metrics").ok());
+}
+
+TEST(MetricsListenAddressTest, DefaultsToLoopbackAndRefusesBadFlags) {
+  EXPECT_EQ(*MetricsListenAddress("", 0), "");
+  EXPECT_EQ(*MetricsListenAddress("", 9090), "127.0.0.1:9090");
+  EXPECT_EQ(*MetricsListenAddress("0.0.0.0:9090", 0), "0.0.0.0:9090");
+  EXPECT_EQ(*MetricsListenAddress("[::1]:9090", 0), "[::1]:9090");
+  EXPECT_EQ(MetricsListenAddress("0.0.0.0:9090", 9090).status().message(),
+            "--metrics_listen and --metrics_port: give one (--metrics_port=P serves on "
+            "127.0.0.1:P)");
+  EXPECT_EQ(MetricsListenAddress("", 70000).status().message(),
+            "--metrics_port: must be in 0..65535, got 70000");
+  EXPECT_EQ(MetricsListenAddress("9090", 0).status().message(),
+            "--metrics_listen: \"9090\" is not HOST:PORT");
+  EXPECT_EQ(MetricsListenAddress("host:http", 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(MetricsHttpServerTest, StopClosesThePort) {
   Metrics metrics;
   MetricsHttpServer server(&metrics);
-  ASSERT_TRUE(server.Start(/*port=*/0).ok());
+  ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
   const int port = server.port();
   server.Stop();
   EXPECT_FALSE(HttpGet(port, "/metrics").ok());

@@ -40,9 +40,9 @@ absl::Status ServiceHost::Start(const std::vector<grpc::Service*>& services) {
     health->SetServingStatus(true);
     if (!options_.service_name.empty()) health->SetServingStatus(options_.service_name, true);
   }
-  if (options_.metrics_port != 0) {
+  if (!options_.metrics_listen.empty()) {
     metrics_ = std::make_unique<MetricsHttpServer>();
-    absl::Status status = metrics_->Start(options_.metrics_port);
+    absl::Status status = metrics_->Start(options_.metrics_listen);
     if (!status.ok()) return status;
   }
   return absl::OkStatus();

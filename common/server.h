@@ -17,7 +17,7 @@ namespace rein {
 
 struct ServiceHostOptions {
   std::string listen = "127.0.0.1:0";  // HOST:PORT; port 0 picks a free one
-  int metrics_port = 0;                // 0 = no metrics endpoint
+  std::string metrics_listen;          // HOST:PORT of /metrics ("" = none; MetricsListenAddress)
   std::string service_name;            // e.g. "rein.v1.Router", reported on grpc.health.v1
   // Requests larger than this are refused by gRPC before they reach the service, with
   // RESOURCE_EXHAUSTED "Received message larger than max (<size> vs. <limit>)" (sizes in

@@ -1,4 +1,4 @@
-// Tests of ServiceHost's wiring of --metrics_port.
+// Tests of ServiceHost's wiring of --metrics_listen.
 #include "common/server.h"
 
 #include "absl/status/statusor.h"
@@ -14,10 +14,10 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(ServiceHostTest, MetricsPortServesTheGlobalMetrics) {
+TEST(ServiceHostTest, MetricsListenServesTheGlobalMetrics) {
   ServiceHostOptions options;
   options.listen = "127.0.0.1:0";
-  options.metrics_port = -1;  // any free port
+  options.metrics_listen = "127.0.0.1:0";  // any free port
   ServiceHost host(options);
   ASSERT_TRUE(host.Start({}).ok());
   ASSERT_GT(host.metrics_port(), 0);
@@ -29,7 +29,7 @@ TEST(ServiceHostTest, MetricsPortServesTheGlobalMetrics) {
   host.Shutdown(absl::ZeroDuration());
 }
 
-TEST(ServiceHostTest, MetricsPortZeroServesNoMetrics) {
+TEST(ServiceHostTest, NoMetricsListenServesNoMetrics) {
   ServiceHostOptions options;
   options.listen = "127.0.0.1:0";
   ServiceHost host(options);

@@ -4,8 +4,11 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "grpcpp/grpcpp.h"
 
 namespace rein {
@@ -29,11 +32,44 @@ struct TlsFiles {
 absl::Status CheckServerTlsFiles(const TlsFiles& files);
 absl::Status CheckClientTlsFiles(const TlsFiles& files);
 
+// The name the router's certificate carries (a DNS subjectAltName): the identity the executor
+// and the planner accept by default.
+inline constexpr char kRouterIdentity[] = "rein-router";
+
+// Parses --allowed_clients: comma-separated DNS names (letters, digits, '-', '.'; a leading
+// "*." allowed as in a certificate's wildcard name, matched literally). Empty entries and an
+// empty list are INVALID_ARGUMENT naming the flag.
+absl::StatusOr<std::vector<std::string>> ParseAllowedClients(absl::string_view value);
+
+// Whether a client whose certificate carries the DNS names `presented` may call a service that
+// accepts `allowed` (case-insensitive, exact). PERMISSION_DENIED naming both lists otherwise.
+absl::Status CheckClientIdentity(const std::vector<std::string>& presented,
+                                 const std::vector<std::string>& allowed);
+
 // Server credentials: plaintext when `files` is empty; else TLS with the files reloaded every
 // kTlsReloadSeconds. With `require_client_cert` a client must present a certificate signed by
-// files.ca (and not expired) or the handshake fails.
-std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(const TlsFiles& files,
-                                                               bool require_client_cert);
+// files.ca (and not expired) or the handshake fails. With `allowed_clients` too, every call
+// (except grpc.health.v1, so that probes need no router certificate) from a certificate that
+// carries none of those DNS names is refused with CheckClientIdentity's PERMISSION_DENIED and
+// counted in rein_tls_clients_refused_total.
+std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(
+    const TlsFiles& files, bool require_client_cert,
+    const std::vector<std::string>& allowed_clients = {});
+
+// The port of a service that only the router calls (the executor, the planner), from its flags.
+struct RouterOnlyPort {
+  std::string listen;                  // --listen
+  TlsFiles files;                      // --tls_cert, --tls_key, --tls_ca
+  std::string allowed_clients;         // --allowed_clients, as given
+  bool allow_unauthenticated = false;  // --allow_unauthenticated
+  std::string unauthenticated_means;   // what anyone reaching a plaintext port could do
+};
+
+// Checks the TLS files, --allowed_clients and the listen policy (common/listen_policy.h) and
+// returns the port's credentials: mTLS with the allowlist, or plaintext (then logged loudly
+// when the address is not loopback). The error names the flag; nothing was started.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeRouterOnlyCredentials(
+    const RouterOnlyPort& port);
 
 // Channel credentials: plaintext when `files` is empty; else TLS that trusts files.ca only,
 // presents files.cert/files.key when given, and checks that the server's certificate carries

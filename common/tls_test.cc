@@ -9,8 +9,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/server.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 
 namespace rein {
@@ -38,6 +40,29 @@ class TlsTest : public ::testing::Test {
     auto channel = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port),
                                              MakeChannelCredentials(files), args);
     return channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(3));
+  }
+
+  // The status of a unary call of `method` (empty request) on 127.0.0.1:port from a client
+  // presenting `files`, on a fresh connection.
+  static grpc::Status Call(int port, const TlsFiles& files, const std::string& method) {
+    grpc::ChannelArguments args;
+    args.SetInt("rein.test.fresh_connection", ++attempt_);
+    auto channel = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port),
+                                             MakeChannelCredentials(files), args);
+    grpc::GenericStub stub(channel);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    grpc::Slice empty("");
+    grpc::ByteBuffer request(&empty, 1), response;
+    grpc::Status result;
+    absl::Notification done;
+    stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
+                   [&](grpc::Status status) {
+                     result = std::move(status);
+                     done.Notify();
+                   });
+    done.WaitForNotification();
+    return result;
   }
 
   static std::string* dir_;
@@ -82,6 +107,75 @@ TEST_F(TlsTest, ClientChecksTheServerName) {
   EXPECT_FALSE(Connects(host.port(), Files("client")));  // 127.0.0.1 is not in its SANs
   EXPECT_TRUE(Connects(host.port(), Files("client"), "elsewhere.invalid"));
   EXPECT_FALSE(Connects(host.port(), Files("client"), "rein-planner"));
+}
+
+TEST(AllowedClientsTest, ParsesDnsNamesAndRefusesBadOnes) {
+  absl::StatusOr<std::vector<std::string>> names = ParseAllowedClients("rein-router, Router.NS");
+  ASSERT_TRUE(names.ok()) << names.status();
+  EXPECT_EQ(*names, (std::vector<std::string>{"rein-router", "router.ns"}));
+  absl::StatusOr<std::vector<std::string>> empty = ParseAllowedClients("");
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(empty.status().message().find("--allowed_clients: an empty name"), std::string::npos);
+  absl::StatusOr<std::vector<std::string>> gap = ParseAllowedClients("rein-router,,x");
+  EXPECT_EQ(gap.status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<std::vector<std::string>> bad = ParseAllowedClients("rein router");
+  EXPECT_EQ(bad.status().message(), "--allowed_clients: \"rein router\" is not a DNS name");
+}
+
+TEST(AllowedClientsTest, IdentityMustMatchOneAllowedName) {
+  EXPECT_TRUE(CheckClientIdentity({"localhost", "REIN-ROUTER"}, {"rein-router"}).ok());
+  absl::Status other = CheckClientIdentity({"localhost", "rein-client"}, {"rein-router"});
+  EXPECT_EQ(other.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(other.message(),
+            "the client certificate's identity (DNS names: localhost, rein-client) is not "
+            "allowed: this service accepts only rein-router (--allowed_clients)");
+  absl::Status none = CheckClientIdentity({}, {"rein-router", "rein-router-2"});
+  EXPECT_NE(none.message().find("(DNS names: none)"), std::string::npos) << none;
+  // A prefix or a suffix is not the name.
+  EXPECT_FALSE(CheckClientIdentity({"rein-router.evil"}, {"rein-router"}).ok());
+  EXPECT_FALSE(CheckClientIdentity({"rein-route"}, {"rein-router"}).ok());
+}
+
+TEST_F(TlsTest, RouterOnlyPortAppliesTheListenPolicyAndTheAllowlist) {
+  RouterOnlyPort port{"0.0.0.0:50053", {}, kRouterIdentity, false, "run tools"};
+  absl::Status plaintext = MakeRouterOnlyCredentials(port).status();
+  EXPECT_EQ(plaintext.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(plaintext.message().find("--listen=0.0.0.0:50053 is not loopback"), std::string::npos)
+      << plaintext;
+  port.allow_unauthenticated = true;
+  EXPECT_TRUE(MakeRouterOnlyCredentials(port).ok());
+  port.allow_unauthenticated = false;
+  port.files = Files("executor");
+  EXPECT_TRUE(MakeRouterOnlyCredentials(port).ok());
+  port.allowed_clients = "";
+  EXPECT_NE(MakeRouterOnlyCredentials(port).status().message().find("--allowed_clients: "),
+            std::string::npos);
+  port.allowed_clients = kRouterIdentity;
+  port.files.ca.clear();
+  EXPECT_NE(MakeRouterOnlyCredentials(port).status().message().find("--tls_ca: required"),
+            std::string::npos);
+}
+
+TEST_F(TlsTest, ServerRefusesCallsFromCertificatesWithoutAnAllowedName) {
+  ServiceHostOptions options;
+  options.credentials = MakeServerCredentials(Files("executor"), /*require_client_cert=*/true,
+                                              /*allowed_clients=*/{"rein-router"});
+  ServiceHost host(options);
+  ASSERT_TRUE(host.Start({}).ok());
+  const std::string method = "/rein.test.Nothing/Call";
+  // The router's certificate gets past the check to the (absent) method.
+  EXPECT_EQ(Call(host.port(), Files("router"), method).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+  // A certificate from the same CA with another identity is refused before any method.
+  grpc::Status client = Call(host.port(), Files("client"), method);
+  EXPECT_EQ(client.error_code(), grpc::StatusCode::PERMISSION_DENIED) << client.error_message();
+  EXPECT_NE(client.error_message().find("rein-client) is not allowed"), std::string::npos)
+      << client.error_message();
+  EXPECT_EQ(Call(host.port(), Files("planner"), method).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // Health is exempt, so that a probe with the pod's own certificate works.
+  EXPECT_EQ(Call(host.port(), Files("client"), "/grpc.health.v1.Health/Check").error_code(),
+            grpc::StatusCode::OK);
 }
 
 TEST_F(TlsTest, ReplacedServerCertificateIsUsedByNewHandshakesWithinTenSeconds) {

@@ -26,7 +26,10 @@
 #include "executor_service/workspace_history.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50053", "HOST:PORT to serve gRPC on");
-ABSL_FLAG(int, metrics_port, 0, "Port of the Prometheus /metrics endpoint; 0 = off");
+ABSL_FLAG(int, metrics_port, 0, "Port of the Prometheus /metrics endpoint on 127.0.0.1; 0 = off");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "HOST:PORT of the Prometheus /metrics endpoint, instead of --metrics_port (e.g. "
+          "0.0.0.0:9090 for a scraper on another host)");
 ABSL_FLAG(std::string, workspace_root, "", "Directory holding the workspaces (required)");
 ABSL_FLAG(std::string, executor_id, "", "Id reported in every reply; default hostname:pid");
 ABSL_FLAG(int, workspace_history, 16,
@@ -83,11 +86,20 @@ ABSL_FLAG(absl::Duration, journal_liveness_timeout, absl::Seconds(5),
 ABSL_FLAG(std::string, mcp_config, "",
           "A JSON file of MCP servers whose tools the executor offers (see MCP.md); a bad "
           "file or a server that cannot be listed refuses start");
-// mTLS (docs/SECURITY.md): with these, the port serves TLS only and every client must present
-// a certificate signed by --tls_ca. The files are reloaded within 10 s of changing.
+// mTLS (docs/SECURITY.md): with these, the port serves TLS only, every client must present a
+// certificate signed by --tls_ca, and every call but health must come from a certificate that
+// carries a name in --allowed_clients. The files are reloaded within 10 s of changing.
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate of this service");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
-ABSL_FLAG(std::string, tls_ca, "", "PEM CA that signs the clients' (the routers') certificates");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA that signs the routers' certificates (one CA per role: not the CA of "
+          "public clients)");
+ABSL_FLAG(std::string, allowed_clients, rein::kRouterIdentity,
+          "With TLS: comma-separated DNS names (subjectAltName) of the clients that may call; "
+          "a certificate from --tls_ca without one of them is refused with PERMISSION_DENIED");
+ABSL_FLAG(bool, allow_unauthenticated, false,
+          "Serve without TLS on a non-loopback --listen address (anyone who reaches the port "
+          "may run tools in any workspace)");
 
 namespace {
 
@@ -253,13 +265,14 @@ int main(int argc, char** argv) {
   }
   const rein::TlsFiles tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                            absl::GetFlag(FLAGS_tls_ca)};
-  if (absl::Status status = rein::CheckServerTlsFiles(tls); !status.ok()) {
-    Die(std::string(status.message()));
-  }
-  const int metrics_port = absl::GetFlag(FLAGS_metrics_port);
-  if (metrics_port < 0 || metrics_port > 65535) {
-    Die(absl::StrCat("--metrics_port must be 0..65535, got ", metrics_port));
-  }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      rein::MakeRouterOnlyCredentials(
+          {absl::GetFlag(FLAGS_listen), tls, absl::GetFlag(FLAGS_allowed_clients),
+           absl::GetFlag(FLAGS_allow_unauthenticated), "run tools in any workspace"});
+  if (!credentials.ok()) Die(std::string(credentials.status().message()));
+  absl::StatusOr<std::string> metrics_listen = rein::MetricsListenAddress(
+      absl::GetFlag(FLAGS_metrics_listen), absl::GetFlag(FLAGS_metrics_port));
+  if (!metrics_listen.ok()) Die(std::string(metrics_listen.status().message()));
 
   absl::StatusOr<std::unique_ptr<rein::ToolExecutor>> executor =
       rein::ToolExecutor::Create(options);
@@ -284,11 +297,11 @@ int main(int argc, char** argv) {
 
   rein::ServiceHostOptions host_options;
   host_options.listen = absl::GetFlag(FLAGS_listen);
-  host_options.metrics_port = metrics_port;
+  host_options.metrics_listen = *metrics_listen;
   host_options.service_name = "rein.v1.Executor";
   // write_file takes up to 1 MiB of content, which JSON escaping may grow up to 6 times.
   host_options.max_receive_message_bytes = 8 << 20;
-  host_options.credentials = rein::MakeServerCredentials(tls, /*require_client_cert=*/true);
+  host_options.credentials = *credentials;
   rein::ServiceHost host(host_options);
   absl::Status started = host.Start({&service});
   if (!started.ok()) {
@@ -306,7 +319,10 @@ int main(int argc, char** argv) {
                             {"executor_id", options.executor_id},
                             {"workspace_root", options.workspace_root},
                             {"journal", (*executor)->journal()->dir()},
-                            {"sandbox", (*executor)->SandboxDescription()}});
+                            {"sandbox", (*executor)->SandboxDescription()},
+                            {"tls", tls.enabled() ? "on" : "off"},
+                            {"allowed_clients", tls.enabled() ? absl::GetFlag(FLAGS_allowed_clients)
+                                                              : "anyone (no TLS)"}});
   const int sig = rein::WaitForTerminationSignal();
   rein::LogInfo("shutting down", {{"signal", absl::StrCat(sig)}});
   host.Shutdown(absl::Seconds(5));

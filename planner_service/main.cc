@@ -12,13 +12,17 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/malloc_tuning.h"
+#include "common/metrics.h"
 #include "common/server.h"
 #include "common/tls.h"
 #include "planner_service/backend_factory.h"
 #include "planner_service/planner_grpc.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50052", "HOST:PORT to serve gRPC on (port 0 = any)");
-ABSL_FLAG(int, metrics_port, 0, "port of the Prometheus /metrics endpoint; 0 = off");
+ABSL_FLAG(int, metrics_port, 0, "port of the Prometheus /metrics endpoint on 127.0.0.1; 0 = off");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "HOST:PORT of the Prometheus /metrics endpoint, instead of --metrics_port (e.g. "
+          "0.0.0.0:9090 for a scraper on another host)");
 ABSL_FLAG(std::string, backend, "",
           "scripted or anthropic; default: scripted when --script is given, else anthropic");
 ABSL_FLAG(std::string, script, "", "scripted backend: the JSON script (see SCRIPT.md)");
@@ -30,11 +34,20 @@ ABSL_FLAG(std::string, anthropic_base_url, "",
 ABSL_FLAG(std::string, prompts_dir, "",
           "anthropic backend: folder of the stage prompts (see ANTHROPIC.md); default: the "
           "prompts next to the binary, else ./planner_service/prompts");
-// mTLS (docs/SECURITY.md): with these, the port serves TLS only and every client must present
-// a certificate signed by --tls_ca. The files are reloaded within 10 s of changing.
+// mTLS (docs/SECURITY.md): with these, the port serves TLS only, every client must present a
+// certificate signed by --tls_ca, and every call but health must come from a certificate that
+// carries a name in --allowed_clients. The files are reloaded within 10 s of changing.
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate of this service");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
-ABSL_FLAG(std::string, tls_ca, "", "PEM CA that signs the clients' (the routers') certificates");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA that signs the routers' certificates (one CA per role: not the CA of "
+          "public clients)");
+ABSL_FLAG(std::string, allowed_clients, rein::kRouterIdentity,
+          "with TLS: comma-separated DNS names (subjectAltName) of the clients that may call; "
+          "a certificate from --tls_ca without one of them is refused with PERMISSION_DENIED");
+ABSL_FLAG(bool, allow_unauthenticated, false,
+          "serve without TLS on a non-loopback --listen address (anyone who reaches the port "
+          "may spend the model budget)");
 
 namespace {
 
@@ -69,22 +82,30 @@ int main(int argc, char** argv) {
 
   const rein::TlsFiles tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                            absl::GetFlag(FLAGS_tls_ca)};
-  if (absl::Status status = rein::CheckServerTlsFiles(tls); !status.ok()) {
-    return Fail(2, std::string(status.message()));
-  }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      rein::MakeRouterOnlyCredentials(
+          {absl::GetFlag(FLAGS_listen), tls, absl::GetFlag(FLAGS_allowed_clients),
+           absl::GetFlag(FLAGS_allow_unauthenticated), "spend the model budget"});
+  if (!credentials.ok()) return Fail(2, std::string(credentials.status().message()));
+  absl::StatusOr<std::string> metrics_listen = rein::MetricsListenAddress(
+      absl::GetFlag(FLAGS_metrics_listen), absl::GetFlag(FLAGS_metrics_port));
+  if (!metrics_listen.ok()) return Fail(2, std::string(metrics_listen.status().message()));
   rein::PlannerGrpcService service(backend->get());
   rein::ServiceHostOptions host_options;
   host_options.listen = absl::GetFlag(FLAGS_listen);
-  host_options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  host_options.metrics_listen = *metrics_listen;
   host_options.service_name = "rein.v1.Planner";
-  host_options.credentials = rein::MakeServerCredentials(tls, /*require_client_cert=*/true);
+  host_options.credentials = *credentials;
   rein::ServiceHost host(host_options);
   absl::Status started = host.Start({&service});
   if (!started.ok()) return Fail(1, std::string(started.message()));
   rein::LogInfo("serving", {{"listen", host_options.listen},
                             {"port", absl::StrCat(host.port())},
                             {"metrics_port", absl::StrCat(host.metrics_port())},
-                            {"backend", (*backend)->name()}});
+                            {"backend", (*backend)->name()},
+                            {"tls", tls.enabled() ? "on" : "off"},
+                            {"allowed_clients", tls.enabled() ? absl::GetFlag(FLAGS_allowed_clients)
+                                                              : "anyone (no TLS)"}});
 
   const int signal = rein::WaitForTerminationSignal();
   rein::LogInfo("shutting down", {{"signal", absl::StrCat(signal)}});

@@ -22,6 +22,8 @@ namespace {
 
 constexpr char kUnauthenticated[] = "a valid bearer token is required";
 constexpr char kDenied[] = "the caller's roles do not allow this call";
+// Failure windows kept at most (one per failing credential).
+constexpr size_t kMaxFailureWindows = 10000;
 
 absl::StatusOr<uint32_t> ParseRoles(absl::string_view text) {
   uint32_t roles = 0;
@@ -161,20 +163,23 @@ void Authenticator::MaybeReloadLocked(absl::Time now) {
   }
   tokens_ = std::move(*tokens);
   file_stamp_ = stamp;
+  failures_.clear();  // a token added since it failed works at once
   LogInfo("token file reloaded", {{"tokens", absl::StrCat(tokens_.size())}});
 }
 
-absl::Status Authenticator::Fail(absl::Status status, const std::string& host, const char* reason,
-                                 absl::Time now) {
+absl::Status Authenticator::Fail(absl::Status status, const std::string& credential,
+                                 const char* reason, absl::Time now) {
   Metrics::Global().Add("rein_router_auth_failures_total", 1,
                         absl::StrCat("reason=\"", reason, "\""));
-  Window& window = failures_[host];
+  Window& window = failures_[credential];
   if (now - window.start >= options_.failure_window) window = Window{now, 0};
   ++window.failures;
-  if (failures_.size() > 10000) {  // forget expired windows so the map stays small
+  if (failures_.size() > kMaxFailureWindows) {  // forget expired windows
     for (auto it = failures_.begin(); it != failures_.end();) {
       it = now - it->second.start >= options_.failure_window ? failures_.erase(it) : ++it;
     }
+    // A flood of distinct unknown tokens: forgetting them costs only their limit.
+    if (failures_.size() > kMaxFailureWindows) failures_.clear();
   }
   return status;
 }
@@ -183,25 +188,28 @@ absl::StatusOr<Principal> Authenticator::Authorize(absl::string_view method,
                                                    absl::string_view authorization,
                                                    absl::string_view peer) {
   const absl::Time now = clock_->Now();
-  const std::string host = PeerHost(peer);
-  absl::MutexLock lock(&mu_);
-  if (auto it = failures_.find(host); it != failures_.end() &&
-                                      now - it->second.start < options_.failure_window &&
-                                      it->second.failures >= options_.max_failures_per_window) {
-    Metrics::Global().Add("rein_router_auth_failures_total", 1, "reason=\"rate_limited\"");
-    return absl::ResourceExhaustedError(
-        "too many failed authentication attempts from this address; retry later");
-  }
-  MaybeReloadLocked(now);
   absl::string_view token = authorization;
   // The scheme is case-insensitive (RFC 7235).
-  if (token.size() < 7 || !absl::EqualsIgnoreCase(token.substr(0, 7), "bearer ")) {
-    return Fail(absl::UnauthenticatedError(kUnauthenticated), host, "unauthenticated", now);
+  const bool bearer = token.size() >= 7 && absl::EqualsIgnoreCase(token.substr(0, 7), "bearer ");
+  token = bearer ? absl::StripAsciiWhitespace(token.substr(7)) : absl::string_view();
+  const std::string hash = token.empty() ? "" : Sha256Hex(token);
+  // What a failure is counted against: the token itself, or (without one) where it came from.
+  const std::string credential = hash.empty() ? absl::StrCat("none:", PeerHost(peer))
+                                              : absl::StrCat("token:", hash.substr(0, 16));
+  absl::MutexLock lock(&mu_);
+  MaybeReloadLocked(now);
+  if (auto it = failures_.find(credential);
+      it != failures_.end() && now - it->second.start < options_.failure_window &&
+      it->second.failures >= options_.max_failures_per_window) {
+    Metrics::Global().Add("rein_router_auth_failures_total", 1, "reason=\"rate_limited\"");
+    return absl::ResourceExhaustedError(
+        hash.empty() ? "too many calls without a valid bearer token from this address; retry "
+                       "later"
+                     : "too many failed authentication attempts with this token; retry later");
   }
-  token = absl::StripAsciiWhitespace(token.substr(7));
-  auto it = token.empty() ? tokens_.end() : tokens_.find(Sha256Hex(token));
+  auto it = hash.empty() ? tokens_.end() : tokens_.find(hash);
   if (it == tokens_.end()) {
-    return Fail(absl::UnauthenticatedError(kUnauthenticated), host, "unauthenticated", now);
+    return Fail(absl::UnauthenticatedError(kUnauthenticated), credential, "unauthenticated", now);
   }
   if ((RolesAllowedFor(method) & it->second.roles) == 0) {
     // Counted, but not toward the rate limit: the caller proved who it is.
@@ -209,15 +217,6 @@ absl::StatusOr<Principal> Authenticator::Authorize(absl::string_view method,
     return absl::PermissionDeniedError(kDenied);
   }
   return it->second;
-}
-
-bool IsLoopbackListen(absl::string_view listen) {
-  absl::string_view host = listen;
-  if (size_t colon = listen.rfind(':'); colon != absl::string_view::npos) {
-    host = listen.substr(0, colon);
-  }
-  if (host == "localhost" || host == "[::1]" || host == "::1") return true;
-  return absl::StartsWith(host, "127.");
 }
 
 }  // namespace rein

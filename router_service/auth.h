@@ -43,16 +43,19 @@ uint32_t RolesAllowedFor(absl::string_view method);
 struct AuthOptions {
   std::string tokens_file;                            // --auth_tokens_file
   absl::Duration reload_check = absl::Seconds(2);     // how often the file's stat is checked
-  int max_failures_per_window = 20;                   // per peer host, then refused
+  int max_failures_per_window = 20;                   // per credential, then refused
   absl::Duration failure_window = absl::Seconds(60);  // the rate limit's window
 };
 
 // Authenticates and authorizes calls against the token file, which is read again when it
 // changes (checked at most every reload_check, on calls): a removed line revokes its token.
 // A file that fails to parse on reload is logged and the last good table stays. Failed
-// attempts are counted in rein_router_auth_failures_total{reason}; a peer host with
-// max_failures_per_window failures in failure_window gets RESOURCE_EXHAUSTED for every call
-// until the window ends. Thread-safe.
+// attempts are counted in rein_router_auth_failures_total{reason} and rate limited by what
+// failed, not by where it came from: an unknown token by its hash, a missing or malformed
+// authorization header by the peer host. A credential with max_failures_per_window failures in
+// failure_window gets RESOURCE_EXHAUSTED until the window ends; a valid token never fails, so
+// it is never limited, whatever else came from its address (behind a proxy, every client
+// shares one). A reloaded file starts every window afresh. Thread-safe.
 class Authenticator {
  public:
   Authenticator(AuthOptions options, Clock* clock);
@@ -73,7 +76,7 @@ class Authenticator {
     int failures = 0;
   };
   void MaybeReloadLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status Fail(absl::Status status, const std::string& host, const char* reason,
+  absl::Status Fail(absl::Status status, const std::string& credential, const char* reason,
                     absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const AuthOptions options_;
@@ -82,11 +85,9 @@ class Authenticator {
   std::map<std::string, Principal> tokens_ ABSL_GUARDED_BY(mu_);
   std::string file_stamp_ ABSL_GUARDED_BY(mu_);  // inode, size, mtime of the loaded file
   absl::Time last_check_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  std::map<std::string, Window> failures_ ABSL_GUARDED_BY(mu_);  // by peer host
+  // By credential: "token:<16 hex of its SHA-256>" or "none:<peer host>".
+  std::map<std::string, Window> failures_ ABSL_GUARDED_BY(mu_);
 };
-
-// Whether a --listen address is on loopback (127.0.0.0/8, localhost, [::1]).
-bool IsLoopbackListen(absl::string_view listen);
 
 }  // namespace rein
 

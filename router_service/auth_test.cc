@@ -74,15 +74,6 @@ TEST(RolesAllowedForTest, TableOfEveryRouterMethod) {
   EXPECT_EQ(RolesAllowedFor("DeleteEverything"), 0u);
 }
 
-TEST(IsLoopbackListenTest, LoopbackOnly) {
-  EXPECT_TRUE(IsLoopbackListen("127.0.0.1:50051"));
-  EXPECT_TRUE(IsLoopbackListen("localhost:1"));
-  EXPECT_TRUE(IsLoopbackListen("[::1]:50051"));
-  EXPECT_FALSE(IsLoopbackListen("0.0.0.0:50051"));
-  EXPECT_FALSE(IsLoopbackListen("[::]:50051"));
-  EXPECT_FALSE(IsLoopbackListen("10.1.2.3:50051"));
-}
-
 class AuthenticatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -163,27 +154,58 @@ TEST_F(AuthenticatorTest, RemovedLineRevokesAfterTheReloadCheck) {
   EXPECT_TRUE(auth.Authorize("GetRun", "Bearer token-a", "ipv4:1.1.1.1:1").ok());
 }
 
-TEST_F(AuthenticatorTest, FailuresAreRateLimitedPerPeerHost) {
+TEST_F(AuthenticatorTest, FailuresAreRateLimitedPerCredentialNotPerAddress) {
   Authenticator auth(options_, &clock_);
   ASSERT_TRUE(auth.Load().ok());
+  // One address (a proxy in front of every client) sends the same wrong token again and again.
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(auth.Authorize("GetRun", "Bearer guess", absl::StrCat("ipv4:10.0.0.9:", 100 + i))
                   .status()
                   .code(),
               absl::StatusCode::kUnauthenticated);
   }
-  // The host is locked out, even with a good token, from any source port.
-  EXPECT_EQ(auth.Authorize("GetRun", "Bearer token-a", "ipv4:10.0.0.9:555").status().code(),
+  // That token is limited, from any address...
+  absl::Status limited = auth.Authorize("GetRun", "Bearer guess", "ipv4:10.0.0.7:1").status();
+  EXPECT_EQ(limited.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(limited.message(),
+            "too many failed authentication attempts with this token; retry later");
+  // ...but a valid token from the same address still works, and so does another wrong token
+  // get its own answer.
+  EXPECT_TRUE(auth.Authorize("GetRun", "Bearer token-a", "ipv4:10.0.0.9:555").ok());
+  EXPECT_EQ(auth.Authorize("GetRun", "Bearer other", "ipv4:10.0.0.9:556").status().code(),
+            absl::StatusCode::kUnauthenticated);
+  // Calls without a token are counted by address: that address is limited, another is not,
+  // and a valid token from the limited address still works.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(auth.Authorize("GetRun", "", "ipv4:10.0.0.9:1").status().code(),
+              absl::StatusCode::kUnauthenticated);
+  }
+  EXPECT_EQ(auth.Authorize("GetRun", "Basic x", "ipv4:10.0.0.9:2").status().code(),
             absl::StatusCode::kResourceExhausted);
-  // Another host is not.
-  EXPECT_TRUE(auth.Authorize("GetRun", "Bearer token-a", "ipv4:10.0.0.8:555").ok());
+  EXPECT_EQ(auth.Authorize("GetRun", "", "ipv4:10.0.0.8:1").status().code(),
+            absl::StatusCode::kUnauthenticated);
+  EXPECT_TRUE(auth.Authorize("GetRun", "Bearer token-b", "ipv4:10.0.0.9:3").ok());
   // Refusals for a role do not count toward the limit.
   for (int i = 0; i < 5; ++i) {
     EXPECT_EQ(auth.Authorize("ResumeRun", "Bearer token-a", "ipv4:10.0.0.8:1").status().code(),
               absl::StatusCode::kPermissionDenied);
   }
+  EXPECT_TRUE(auth.Authorize("GetRun", "Bearer token-a", "ipv4:10.0.0.8:1").ok());
+  // The window ends.
   clock_.Advance(absl::Seconds(61));
-  EXPECT_TRUE(auth.Authorize("GetRun", "Bearer token-a", "ipv4:10.0.0.9:555").ok());
+  EXPECT_EQ(auth.Authorize("GetRun", "Bearer guess", "ipv4:10.0.0.9:1").status().code(),
+            absl::StatusCode::kUnauthenticated);
+}
+
+TEST_F(AuthenticatorTest, ATokenAddedAfterItFailedWorksOnReload) {
+  Authenticator auth(options_, &clock_);
+  ASSERT_TRUE(auth.Load().ok());
+  for (int i = 0; i < 4; ++i) (void)auth.Authorize("GetRun", "Bearer token-c", "ipv4:10.0.0.9:1");
+  EXPECT_EQ(auth.Authorize("GetRun", "Bearer token-c", "ipv4:10.0.0.9:1").status().code(),
+            absl::StatusCode::kResourceExhausted);
+  Write(absl::StrCat("sha256:", Sha256Hex("token-c"), " carol viewer\n"));
+  clock_.Advance(absl::Seconds(3));
+  EXPECT_TRUE(auth.Authorize("GetRun", "Bearer token-c", "ipv4:10.0.0.9:1").ok());
 }
 
 }  // namespace

@@ -14,9 +14,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/listen_policy.h"
 #include "common/log.h"
 #include "common/malloc_tuning.h"
 #include "common/memory.h"
+#include "common/metrics.h"
+#include "common/secret_flag.h"
 #include "common/server.h"
 #include "common/tls.h"
 #include "router_service/auth.h"
@@ -27,9 +30,13 @@
 #include "router_service/store/open_run_store.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "HOST:PORT to serve rein.v1.Router on");
-ABSL_FLAG(int, metrics_port, 0, "port for Prometheus metrics over HTTP (0 = off)");
+ABSL_FLAG(int, metrics_port, 0, "port for Prometheus metrics over HTTP on 127.0.0.1 (0 = off)");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "HOST:PORT of the Prometheus /metrics endpoint, instead of --metrics_port (e.g. "
+          "0.0.0.0:9090 for a scraper on another host)");
 ABSL_FLAG(std::string, store, "sqlite:var/rein.db",
-          "run store: sqlite:PATH or postgres://user:password@host:port/database");
+          "run store: sqlite:PATH or postgres://user:password@host:port/database, or @FILE to "
+          "read either from FILE (keeps a password off the command line)");
 ABSL_FLAG(std::string, planner_target, "127.0.0.1:50052", "gRPC target of rein-planner");
 ABSL_FLAG(std::string, executor_target, "127.0.0.1:50053",
           "gRPC target of rein-executor (dns:///name:port or ipv4:a:p,b:p for several)");
@@ -69,9 +76,13 @@ ABSL_FLAG(std::string, tls_cert, "",
           "router presents it to planners and executors");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_ca, "",
-          "PEM CA that signs planners', executors' (and with "
-          "--require_client_cert, clients') certificates");
+          "PEM CA that signs planners' and executors' certificates (and, without --client_ca, "
+          "public clients' with --require_client_cert)");
 ABSL_FLAG(bool, require_client_cert, false, "the public port also requires client certificates");
+ABSL_FLAG(std::string, client_ca, "",
+          "with --require_client_cert: PEM CA that signs public clients' certificates, a trust "
+          "root of their own (default --tls_ca); one CA per role keeps a client's certificate "
+          "from being one the executors and planners trust");
 ABSL_FLAG(std::string, planner_tls_name, "",
           "name the planners' certificates must carry "
           "(default: the host of --planner_target)");
@@ -82,8 +93,11 @@ ABSL_FLAG(std::string, auth_tokens_file, "",
           "bearer tokens: lines `sha256:<hex> <principal> "
           "<role>[,<role>...]`, reloaded on change");
 ABSL_FLAG(bool, allow_unauthenticated, false,
-          "serve without --auth_tokens_file on a "
+          "serve without --auth_tokens_file or --require_client_cert on a "
           "non-loopback --listen address (anyone who reaches the port may do anything)");
+ABSL_FLAG(bool, allow_plaintext_tokens, false,
+          "accept bearer tokens without TLS on a non-loopback --listen address (anyone on the "
+          "path can read and replay them)");
 
 namespace {
 
@@ -110,8 +124,10 @@ int main(int argc, char** argv) {
   store_options.sqlite_synchronous = absl::GetFlag(FLAGS_sqlite_synchronous);
   store_options.sqlite_cache_mib = absl::GetFlag(FLAGS_sqlite_cache_mib);
   store_options.sqlite_gather_wal_writes = absl::GetFlag(FLAGS_sqlite_gather_wal_writes);
-  absl::StatusOr<rein::OpenedRunStore> opened =
-      rein::OpenRunStore(absl::GetFlag(FLAGS_store), store_options);
+  absl::StatusOr<std::string> store_uri =
+      rein::ReadSecretFlag("--store", absl::GetFlag(FLAGS_store));
+  if (!store_uri.ok()) return Fail(std::string(store_uri.status().message()));
+  absl::StatusOr<rein::OpenedRunStore> opened = rein::OpenRunStore(*store_uri, store_options);
   if (!opened.ok()) return Fail(std::string(opened.status().message()));
   rein::RunStore* const store = opened->store.get();
   if (absl::GetFlag(FLAGS_workers) < 1 || absl::GetFlag(FLAGS_workers) > 256) {
@@ -123,8 +139,18 @@ int main(int argc, char** argv) {
   if (absl::Status status = rein::CheckServerTlsFiles(tls); !status.ok()) {
     return Fail(std::string(status.message()));
   }
-  if (absl::GetFlag(FLAGS_require_client_cert) && !tls.enabled()) {
+  const bool require_client_cert = absl::GetFlag(FLAGS_require_client_cert);
+  if (require_client_cert && !tls.enabled()) {
     return Fail("--require_client_cert: needs --tls_cert, --tls_key and --tls_ca");
+  }
+  // The public port: the router's own certificate, and the CA of its public clients.
+  rein::TlsFiles public_tls = tls;
+  if (const std::string client_ca = absl::GetFlag(FLAGS_client_ca); !client_ca.empty()) {
+    if (!require_client_cert) return Fail("--client_ca: only with --require_client_cert");
+    public_tls.ca = client_ca;
+    if (absl::Status status = rein::CheckServerTlsFiles(public_tls); !status.ok()) {
+      return Fail(absl::StrCat("--client_ca: ", status.message()));
+    }
   }
   std::unique_ptr<rein::Authenticator> auth;
   if (const std::string tokens = absl::GetFlag(FLAGS_auth_tokens_file); !tokens.empty()) {
@@ -134,19 +160,28 @@ int main(int argc, char** argv) {
     if (absl::Status status = auth->Load(); !status.ok()) {
       return Fail(absl::StrCat("--auth_tokens_file: ", status.message()));
     }
-  } else if (!rein::IsLoopbackListen(absl::GetFlag(FLAGS_listen))) {
-    if (!absl::GetFlag(FLAGS_allow_unauthenticated)) {
-      return Fail(absl::StrCat("--listen=", absl::GetFlag(FLAGS_listen),
-                               " is not loopback: give --auth_tokens_file, or "
-                               "--allow_unauthenticated to let anyone who reaches it call "
-                               "every RPC"));
-    }
+  }
+  rein::ListenPolicy policy;
+  policy.listen = absl::GetFlag(FLAGS_listen);
+  policy.callers_authenticated = auth != nullptr || require_client_cert;
+  policy.allow_unauthenticated = absl::GetFlag(FLAGS_allow_unauthenticated);
+  policy.tls = tls.enabled();
+  policy.bearer_tokens = auth != nullptr;
+  policy.allow_plaintext_tokens = absl::GetFlag(FLAGS_allow_plaintext_tokens);
+  policy.authenticate_with = "--auth_tokens_file, or --require_client_cert with TLS";
+  if (absl::Status status = rein::CheckListenPolicy(policy); !status.ok()) {
+    return Fail(std::string(status.message()));
+  }
+  if (rein::ServesUnauthenticated(policy)) {
     rein::LogError(
         "SERVING WITHOUT AUTHENTICATION on a non-loopback address "
         "(--allow_unauthenticated): anyone who reaches the port may start, "
         "review and cancel runs",
-        {{"listen", absl::GetFlag(FLAGS_listen)}});
+        {{"listen", policy.listen}});
   }
+  absl::StatusOr<std::string> metrics_listen = rein::MetricsListenAddress(
+      absl::GetFlag(FLAGS_metrics_listen), absl::GetFlag(FLAGS_metrics_port));
+  if (!metrics_listen.ok()) return Fail(std::string(metrics_listen.status().message()));
 
   rein::GrpcPlannerClient planner(rein::MakeRoundRobinChannel(
       absl::GetFlag(FLAGS_planner_target), tls, absl::GetFlag(FLAGS_planner_tls_name)));
@@ -185,10 +220,9 @@ int main(int argc, char** argv) {
 
   rein::ServiceHostOptions host_options;
   host_options.listen = absl::GetFlag(FLAGS_listen);
-  host_options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  host_options.metrics_listen = *metrics_listen;
   host_options.service_name = "rein.v1.Router";
-  host_options.credentials =
-      rein::MakeServerCredentials(tls, absl::GetFlag(FLAGS_require_client_cert));
+  host_options.credentials = rein::MakeServerCredentials(public_tls, require_client_cert);
   rein::ServiceHost host(host_options);
   if (absl::Status status = engine.Start(); !status.ok()) {
     return Fail(absl::StrCat("cannot start: ", status.message()));
@@ -202,6 +236,7 @@ int main(int argc, char** argv) {
                             {"router_id", engine_options.router_id},
                             {"tls", tls.enabled() ? "on" : "off"},
                             {"auth", auth ? "tokens" : "none"},
+                            {"client_certificates", require_client_cert ? public_tls.ca : "off"},
                             {"allocator", rein::AllocatorName(rein::ActiveAllocator())},
                             {"price_table", absl::GetFlag(FLAGS_price_table).empty()
                                                 ? "none"

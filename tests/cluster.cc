@@ -125,6 +125,15 @@ std::string ThreeStepScript(int delay_ms) {
   return out;
 }
 
+std::string MakeTestDirWithCertificates(const std::string& name) {
+  const std::string base = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
+  const std::string dir = absl::StrCat(base, "/", name);
+  mkdir(dir.c_str(), 0755);
+  const std::string make =
+      absl::StrCat(RunfilePath("common/testing/make_certs.sh"), " ", dir, "/tls --test");
+  return system(make.c_str()) == 0 ? dir : "";
+}
+
 bool StartListening(Process& process, int* port) {
   const size_t logged = ReadFile(process.log_path()).size();  // a restart appends to the log
   if (!process.Start()) return false;
@@ -206,11 +215,15 @@ bool Cluster::StartRouter() {
   for (const std::string& flag : options_.router_flags) argv.push_back(flag);
   router_ = std::make_unique<Process>("router", argv, options_.dir + "/router.log");
   if (!StartListening(*router_, &router_port_)) return false;
-  if (!WaitServing(router_target(), absl::Seconds(20))) return false;
+  if (!rein::testing::WaitServing(router_target(), absl::Seconds(20), options_.dir + "/health.log",
+                                  TlsFlags(options_.router_client_cert))) {
+    return false;
+  }
   TlsFiles tls;
   if (!options_.tls_dir.empty()) {
-    tls = {options_.tls_dir + "/client.pem", options_.tls_dir + "/client.key",
-           options_.tls_dir + "/ca.pem"};
+    const std::string& name = options_.router_client_cert;
+    tls = {absl::StrCat(options_.tls_dir, "/", name, ".pem"),
+           absl::StrCat(options_.tls_dir, "/", name, ".key"), options_.tls_dir + "/ca.pem"};
   }
   stub_ =
       rein::v1::Router::NewStub(grpc::CreateChannel(router_target(), MakeChannelCredentials(tls)));

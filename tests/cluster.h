@@ -57,6 +57,10 @@ std::string ThreeStepScript(int delay_ms);
 bool WaitServing(const std::string& target, absl::Duration timeout, const std::string& log_path,
                  const std::vector<std::string>& probe_flags = {});
 
+// A scratch folder "$TEST_TMPDIR/<name>" (created) with the test certificates
+// (common/testing/make_certs.sh --test) in its tls/; "" when they could not be made.
+std::string MakeTestDirWithCertificates(const std::string& name);
+
 // The whole content of a file ("" when it cannot be read).
 std::string ReadFile(const std::string& path);
 
@@ -81,6 +85,8 @@ class Cluster {
     std::string tls_dir;
     // Certificate file names (without .pem/.key) of the planner and executor under tls_dir.
     std::string planner_cert = "planner", executor_cert = "executor";
+    // The certificate the test's client presents to the router (and to probe its health).
+    std::string router_client_cert = "client";
     std::vector<std::string> router_flags;  // added to the router's
     std::string token;                      // sent as `authorization: Bearer` when set
   };

@@ -118,7 +118,7 @@ class Fleet {
     planner_ = Spawn("planner", "planner",
                      {RunfilePath("planner_service/rein-planner"),
                       absl::StrCat("--listen=", planner_address_, ":50052"), "--backend=scripted",
-                      absl::StrCat("--script=", dir_, "/script.json")});
+                      absl::StrCat("--script=", dir_, "/script.json"), "--allow_unauthenticated"});
     executors_.resize(kExecutors);
     for (int i = 0; i < kExecutors; ++i) ASSERT_NO_FATAL_FAILURE(StartExecutor(i));
     ASSERT_TRUE(WaitServing(planner_address_ + ":50052"));
@@ -148,12 +148,12 @@ class Fleet {
   }
 
   void StartExecutor(int i) {
-    executors_[i] = Spawn(
-        absl::StrCat("executor", i), ExecutorHost(i),
-        {RunfilePath("executor_service/rein-executor"),
-         absl::StrCat("--listen=", executor_addresses_[i], ":50053"),
-         absl::StrCat("--workspace_root=", workspace_root_),
-         absl::StrCat("--executor_id=executor-", i), "--sandbox=none", "--allow_unsandboxed"});
+    executors_[i] = Spawn(absl::StrCat("executor", i), ExecutorHost(i),
+                          {RunfilePath("executor_service/rein-executor"),
+                           absl::StrCat("--listen=", executor_addresses_[i], ":50053"),
+                           absl::StrCat("--workspace_root=", workspace_root_),
+                           absl::StrCat("--executor_id=executor-", i), "--sandbox=none",
+                           "--allow_unsandboxed", "--allow_unauthenticated"});
     ASSERT_TRUE(WaitServing(executor_addresses_[i] + ":50053"));
   }
 

@@ -64,14 +64,10 @@ std::string Replace(std::string text, const std::string& from, const std::string
 class TlsEndToEndTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string base = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
-    dir_ = absl::StrCat(base, "/tls-",
-                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    mkdir(dir_.c_str(), 0755);
+    dir_ = MakeTestDirWithCertificates(
+        absl::StrCat("tls-", ::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    ASSERT_FALSE(dir_.empty());
     tls_dir_ = dir_ + "/tls";
-    std::string make =
-        absl::StrCat(RunfilePath("common/testing/make_certs.sh"), " ", tls_dir_, " --test");
-    ASSERT_EQ(system(make.c_str()), 0) << make;
     tokens_file_ = dir_ + "/tokens";
     WriteTokens(true);
   }

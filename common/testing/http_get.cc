@@ -12,6 +12,10 @@
 namespace rein {
 
 absl::StatusOr<HttpReply> HttpGet(int port, const std::string& path) {
+  return HttpGet("127.0.0.1", port, path);
+}
+
+absl::StatusOr<HttpReply> HttpGet(const std::string& ipv4, int port, const std::string& path) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return absl::UnavailableError("socket failed");
   timeval timeout{10, 0};
@@ -19,13 +23,13 @@ absl::StatusOr<HttpReply> HttpGet(int port, const std::string& path) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+  if (inet_pton(AF_INET, ipv4.c_str(), &addr.sin_addr) != 1 ||
+      connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     close(fd);
-    return absl::UnavailableError(absl::StrCat("cannot connect to 127.0.0.1:", port));
+    return absl::UnavailableError(absl::StrCat("cannot connect to ", ipv4, ":", port));
   }
   const std::string request =
-      absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+      absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: ", ipv4, "\r\nConnection: close\r\n\r\n");
   if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
       static_cast<ssize_t>(request.size())) {
     close(fd);

@@ -16,6 +16,8 @@ struct HttpReply {
 // GETs `path` from 127.0.0.1:`port` and reads the reply until the server closes. A failed
 // connect, send or an unreadable status line is UNAVAILABLE.
 absl::StatusOr<HttpReply> HttpGet(int port, const std::string& path);
+// The same from `ipv4`:`port` (e.g. 127.0.0.2, another loopback address).
+absl::StatusOr<HttpReply> HttpGet(const std::string& ipv4, int port, const std::string& path);
 
 }  // namespace rein
 

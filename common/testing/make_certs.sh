@@ -2,7 +2,11 @@
 # Makes a throwaway CA and certificates for rein's mTLS under DIR (for ./dev up --tls and tests).
 #   DIR/ca.pem                       the CA (--tls_ca of every service and client)
 #   DIR/{router,planner,executor,client}.{pem,key}
-#                                    signed by the CA; SANs localhost, 127.0.0.1 and rein-NAME
+#                                    signed by the CA; SANs localhost, 127.0.0.1 and rein-NAME:
+#                                    the identity of each role (executors and planners take
+#                                    calls only from rein-router, docs/SECURITY.md)
+#   DIR/clients-ca.pem               a CA of its own for public clients (the router's --client_ca)
+#   DIR/public-client.{pem,key}      signed by clients-ca; SAN rein-client
 # With --test, also:
 #   DIR/wrongname.{pem,key}          signed by the CA, SAN only elsewhere.invalid
 #   DIR/{planner,executor}-next.{pem,key}  renewals signed by the same CA
@@ -37,6 +41,9 @@ ca ca
 for name in router planner executor client; do
   leaf "$name" ca "DNS:localhost,IP:127.0.0.1,DNS:rein-$name"
 done
+# One CA per role: public clients' certificates come from a CA the services never trust.
+ca clients-ca
+leaf public-client clients-ca "DNS:rein-client"
 
 if [[ "$test_extras" == "--test" ]]; then
   leaf wrongname ca "DNS:elsewhere.invalid"

@@ -2,7 +2,9 @@
 //  1. every object validates against the Kubernetes API schemas (kubernetes-models, generated
 //     from Kubernetes' OpenAPI; custom resources are named and skipped);
 //  2. rein's deployment rules (probes, limits, non-root, no privilege escalation, executors
-//     without egress, the API key never in an environment variable, only rein's own images...).
+//     without egress, the API key never in an environment variable, only rein's own images,
+//     mTLS on every service with certificates from Secrets, executors and planners that take
+//     calls only from the routers' identity, no password on a command line...).
 // Usage: node check.mjs OVERLAY_NAME < rendered.yaml   (exit 1 and one line per problem)
 //        node check.mjs --self-test OVERLAY_NAME < rendered.yaml   (each rule must catch a
 //        manifest broken on purpose)
@@ -36,6 +38,42 @@ function podTemplates(docs) {
                    meta: d.spec.template.metadata ?? {} }));
 }
 
+// The health probe of a container: {service} for a grpc: probe or an exec of rein-health
+// (whose second positional argument is the service), else null.
+function healthProbe(probe) {
+  if (!probe) return null;
+  if (probe.grpc) return { kind: "grpc", service: probe.grpc.service ?? "", args: [] };
+  const command = probe.exec?.command ?? [];
+  if (!(command[0] ?? "").endsWith("/rein-health")) return null;
+  const positional = command.slice(1).filter(a => !a.startsWith("--"));
+  return { kind: "exec", service: positional[1] ?? "", args: command.slice(1) };
+}
+
+const TLS_FLAGS = ["--tls_cert=", "--tls_key=", "--tls_ca="];
+const ROUTER_IDENTITY = "rein-router";
+
+// Paths mounted from a Secret in a pod (mountPath of every volume with `secret`).
+function secretMounts(spec, container) {
+  const secrets = new Map((spec.volumes ?? []).filter(v => v.secret).map(v => [v.name, v.secret.secretName]));
+  return (container.volumeMounts ?? []).filter(m => secrets.has(m.name))
+      .map(m => ({ path: m.mountPath.replace(/\/$/, ""), secret: secrets.get(m.name) }));
+}
+function fromSecret(spec, container, path) {
+  return secretMounts(spec, container).find(m => path.startsWith(m.path + "/")) ?? null;
+}
+
+// Whether a command-line word carries a password: a URI's user:password@, a password=
+// parameter, or a $(VAR) that Kubernetes expands from an environment variable set from a Secret.
+function passwordIn(word, container) {
+  if (/[a-z][a-z0-9+.-]*:\/\/[^\/@\s:]*:[^\/@\s]+@/i.test(word)) return "a URI with a password";
+  if (/password=/i.test(word)) return "a password= parameter";
+  for (const m of word.matchAll(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g)) {
+    const env = (container.env ?? []).find(e => e.name === m[1]);
+    if (env?.valueFrom?.secretKeyRef) return `$(${m[1]}), a Secret expanded into the command line`;
+  }
+  return null;
+}
+
 function imageName(image) {
   const last = image.split("/").pop();
   return last.split("@")[0].split(":")[0];
@@ -57,8 +95,27 @@ function checkRules(docs, overlay) {
       const where = `${owner} container ${c.name}`;
       const sc = c.securityContext ?? {};
       if (!IMAGES.has(imageName(c.image ?? ""))) bad(`${where}: image ${c.image} is not one ./dev images builds`);
-      if (!c.readinessProbe?.grpc) bad(`${where}: no gRPC readiness probe`);
-      if (!c.livenessProbe?.grpc) bad(`${where}: no gRPC liveness probe`);
+      const args = c.args ?? [];
+      const tls = TLS_FLAGS.every(f => args.some(a => a.startsWith(f)));
+      for (const [kind, probe] of [["readiness", c.readinessProbe], ["liveness", c.livenessProbe]]) {
+        const health = healthProbe(probe);
+        if (!health) bad(`${where}: no gRPC health ${kind} probe (grpc: or an exec of rein-health)`);
+        else if (tls && health.kind === "grpc") bad(`${where}: a grpc: ${kind} probe cannot speak TLS (exec rein-health with --tls_*)`);
+        else if (tls && !TLS_FLAGS.every(f => health.args.some(a => a.startsWith(f)))) bad(`${where}: the ${kind} probe has no TLS flags`);
+      }
+      // mTLS between every pair of services: certificates from Secrets the operator provides.
+      for (const flag of TLS_FLAGS) {
+        const arg = args.find(a => a.startsWith(flag));
+        if (!arg) bad(`${where}: no ${flag}... (every service serves mTLS)`);
+        else if (!fromSecret(spec, c, arg.slice(flag.length))) bad(`${where}: ${arg} is not in a mounted Secret`);
+      }
+      for (const flag of ["--allow_unauthenticated", "--allow_plaintext_tokens"]) {
+        if (args.some(a => a === flag || a.startsWith(flag + "="))) bad(`${where}: ${flag}`);
+      }
+      for (const word of [...args, ...(c.command ?? []), ...(healthProbe(c.readinessProbe)?.args ?? [])]) {
+        const found = passwordIn(word, c);
+        if (found) bad(`${where}: a password on the command line (${found})`);
+      }
       for (const kind of ["requests", "limits"]) {
         for (const r of ["cpu", "memory"]) {
           if (!c.resources?.[kind]?.[r]) bad(`${where}: no ${kind}.${r}`);
@@ -87,6 +144,13 @@ function checkRules(docs, overlay) {
 
   // The planner reads the key from the mounted Secret.
   const planner = templateOf("rein-planner");
+  for (const name of ["rein-planner", "rein-executor"]) {
+    const t = templateOf(name);
+    const allowed = (t?.spec.containers[0].args ?? []).find(a => a.startsWith("--allowed_clients="));
+    if (allowed && allowed !== `--allowed_clients=${ROUTER_IDENTITY}`) {
+      bad(`${name}: ${allowed} lets others than the routers (${ROUTER_IDENTITY}) call`);
+    }
+  }
   if (!planner) bad("no rein-planner workload");
   else {
     const c = planner.spec.containers[0];
@@ -98,7 +162,7 @@ function checkRules(docs, overlay) {
   // Executors: readiness on the sandbox, headless Service, no egress, ingress only from routers.
   const executor = templateOf("rein-executor");
   if (!executor) bad("no rein-executor workload");
-  else if (executor.spec.containers[0].readinessProbe?.grpc?.service !== "rein.v1.Executor.sandbox") {
+  else if (healthProbe(executor.spec.containers[0].readinessProbe)?.service !== "rein.v1.Executor.sandbox") {
     bad("executor: readiness is not rein.v1.Executor.sandbox");
   }
   const svc = byName("Service", "rein-executor");
@@ -144,9 +208,11 @@ function checkRules(docs, overlay) {
     }
     if (overlay === "ha") {
       if (router.doc.spec.replicas !== 3) bad("ha: three routers");
-      if (!args.includes("--store=$(REIN_STORE)")) bad("ha: the store must come from the Secret");
-      const env = router.spec.containers[0].env ?? [];
-      if (!env.some(e => e.name === "REIN_STORE" && e.valueFrom?.secretKeyRef)) bad("ha: REIN_STORE is not from a Secret");
+      const store = args.find(a => a.startsWith("--store=@"));
+      const mount = store && fromSecret(router.spec, router.spec.containers[0], store.slice("--store=@".length));
+      if (!mount || mount.secret !== "rein-postgres-app") {
+        bad("ha: the store must be read from the Secret rein-postgres-app mounted as a file (--store=@PATH)");
+      }
       if (!args.some(a => a.startsWith("--lease_ttl="))) bad("ha: no --lease_ttl");
       if (!args.some(a => a.startsWith("--router_id="))) bad("ha: no --router_id");
       for (const target of ["rein-planner", "rein-executor"]) {
@@ -189,6 +255,14 @@ const MUTATIONS = [
   ["a foreign image", d => { tpl(d, "rein-executor").containers[0].image = "docker.io/library/busybox:latest"; }],
   ["a router without tokens", d => { const c = tpl(d, "rein-router").containers[0]; c.args = c.args.filter(a => !a.startsWith("--auth_tokens_file=")).concat(["--allow_unauthenticated"]); }],
   ["a schema violation", d => { tpl(d, "rein-router").containers[0].ports[0].containerPort = "fifty"; }],
+  ["a container without TLS flags", d => { const c = tpl(d, "rein-executor").containers[0]; c.args = c.args.filter(a => !a.startsWith("--tls_")); }],
+  ["TLS files not from a Secret", d => { const s = tpl(d, "rein-planner"); s.volumes.find(v => v.name === "tls").emptyDir = {}; delete s.volumes.find(v => v.name === "tls").secret; }],
+  ["a plaintext port allowed", d => { tpl(d, "rein-planner").containers[0].args.push("--allow_unauthenticated"); }],
+  ["plaintext tokens allowed", d => { tpl(d, "rein-router").containers[0].args.push("--allow_plaintext_tokens"); }],
+  ["a grpc: probe on a TLS port", d => { tpl(d, "rein-router").containers[0].livenessProbe = { grpc: { port: 50051 } }; }],
+  ["executors that take calls from others", d => { const c = tpl(d, "rein-executor").containers[0]; c.args = c.args.map(a => a.startsWith("--allowed_clients=") ? "--allowed_clients=rein-router,rein-client" : a); }],
+  ["a password in a URI on the command line", d => { const c = tpl(d, "rein-router").containers[0]; c.args = c.args.concat(["--store=postgresql://rein:s3cret@db:5432/rein"]); }],
+  ["a Secret expanded into the command line", d => { const c = tpl(d, "rein-router").containers[0]; c.env = (c.env ?? []).concat([{ name: "REIN_STORE", valueFrom: { secretKeyRef: { name: "rein-postgres-app", key: "uri" } } }]); c.args = c.args.concat(["--store=$(REIN_STORE)"]); }],
 ];
 function tpl(docs, name) {
   return docs.find(d => d.spec?.template && d.metadata.name === name).spec.template.spec;
@@ -204,11 +278,12 @@ if (docs.length === 0) {
 }
 if (selfTest) {
   let failed = 0;
+  const baseline = new Set((await check(docs, overlay)).problems);
   for (const [what, mutate] of MUTATIONS) {
     const copy = structuredClone(docs);
     mutate(copy);
     const { problems } = await check(copy, overlay);
-    if (problems.length === 0) {
+    if (!problems.some(p => !baseline.has(p))) {
       console.log(`${overlay}: self-test: ${what} was NOT caught`);
       failed++;
     }
