@@ -48,9 +48,6 @@ ABSL_FLAG(std::string, sqlite_synchronous, "NORMAL",
 ABSL_FLAG(int, sqlite_cache_mib, 2,
           "SQLite page cache of the router's connection, in MiB (1..4096; more keeps more "
           "runs' pages in memory instead of reading them again, and adds to the router's RSS)");
-ABSL_FLAG(bool, sqlite_gather_wal_writes, true,
-          "write each SQLite commit's WAL frames with one system call instead of two per frame "
-          "(false: SQLite's own VFS)");
 ABSL_FLAG(std::string, price_table, "",
           "file of per-model prices (lines `MODEL INPUT OUTPUT CACHE_READ CACHE_WRITE`, US "
           "dollars per million tokens; examples/price_table.txt): runs' cost_used_usd and "
@@ -109,7 +106,6 @@ int main(int argc, char** argv) {
   rein::RunStoreOptions store_options;
   store_options.sqlite_synchronous = absl::GetFlag(FLAGS_sqlite_synchronous);
   store_options.sqlite_cache_mib = absl::GetFlag(FLAGS_sqlite_cache_mib);
-  store_options.sqlite_gather_wal_writes = absl::GetFlag(FLAGS_sqlite_gather_wal_writes);
   absl::StatusOr<rein::OpenedRunStore> opened =
       rein::OpenRunStore(absl::GetFlag(FLAGS_store), store_options);
   if (!opened.ok()) return Fail(std::string(opened.status().message()));

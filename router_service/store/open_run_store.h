@@ -18,9 +18,6 @@ struct RunStoreOptions {
   // The SQLite connection's page cache in MiB (--sqlite_cache_mib, 1..4096; outside that,
   // INVALID_ARGUMENT naming the flag). Checked only for sqlite:PATH.
   int sqlite_cache_mib = 2;
-  // Each commit's WAL frames written with one system call (--sqlite_gather_wal_writes;
-  // SqliteRunStore::Options::gather_wal_writes).
-  bool sqlite_gather_wal_writes = true;
 };
 
 // Holds the lock file of a SQLite store (PATH.lock, flock'ed) until destroyed.

@@ -25,7 +25,6 @@
 #include "rein/v1/types.pb.h"
 #include "router_service/store/sqlite_db.h"
 #include "router_service/store/store_codec.h"
-#include "router_service/store/wal_write_vfs.h"
 
 namespace rein {
 namespace {
@@ -117,18 +116,15 @@ absl::StatusOr<std::unique_ptr<SqliteRunStore>> SqliteRunStore::Open(const std::
     return absl::InvalidArgumentError(absl::StrCat("the page cache must be ", kMinCacheMib, " to ",
                                                    kMaxCacheMib, " MiB, got ", options.cache_mib));
   }
-  const char* vfs = options.gather_wal_writes ? WalWriteVfs() : nullptr;
-  ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path, /*create=*/true, vfs));
+  ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path, /*create=*/true));
   std::unique_ptr<SqliteRunStore> store(new SqliteRunStore(std::move(db), path));
   {
     absl::MutexLock lock(&store->mu_);
     RETURN_IF_ERROR(store->Initialize(options));
-    // Initialize read and wrote the database in WAL mode: its WAL is open.
-    if (vfs != nullptr) store->db_->AttachWalWrites();
   }
   if (options.background_checkpoint && path != ":memory:") {
     absl::StatusOr<std::unique_ptr<SqliteDb>> checkpoint_db =
-        SqliteDb::Open(path, /*create=*/false, vfs);
+        SqliteDb::Open(path, /*create=*/false);
     // A new connection learns that the file is in WAL mode when it first reads it; until then
     // its checkpoints copy nothing. (Before this read, none did: every checkpoint ran on the
     // commit path when the WAL reached 16,384 frames, and its syncs stalled that commit for
@@ -137,7 +133,6 @@ absl::StatusOr<std::unique_ptr<SqliteRunStore>> SqliteRunStore::Open(const std::
       const absl::Status read = (*checkpoint_db)->Exec("SELECT count(*) FROM sqlite_master");
       if (!read.ok()) checkpoint_db = read;
     }
-    if (checkpoint_db.ok() && vfs != nullptr) (*checkpoint_db)->AttachWalWrites();
     if (checkpoint_db.ok()) {
       store->checkpoint_db_ = std::move(*checkpoint_db);
       store->checkpoint_interval_ = options.checkpoint_interval;

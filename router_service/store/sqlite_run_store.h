@@ -59,9 +59,6 @@ class SqliteRunStore final : public RunStore {
     // read 5.7 pages per transition back from the file with 2 MiB, 0.6 with 8) at the price of
     // resident memory; on layout 3 the bench's throughput was level from 2 to 8 MiB.
     int cache_mib = 2;
-    // Write each transaction's WAL frames with one system call (WalWriteVfs) instead of two
-    // per frame; false: SQLite's default VFS.
-    bool gather_wal_writes = true;
   };
 
   // Opens (creating if missing) the database at `path` and its tables. A path that cannot be
