@@ -93,12 +93,12 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  rein::TuneMallocOrReexec(argv);  // first: it may start this binary again
   rein::BlockTerminationSignals();
   rein::SetLogService("rein-router");
   absl::SetProgramUsageMessage(
       "rein-router --store=sqlite:PATH|postgres://... --planner_target=T --executor_target=T");
   absl::ParseCommandLine(argc, argv);
+  rein::LogMallocTunables();
   // Debian's Abseil is built with deadlock detection on, which records every lock in a global
   // graph: a few percent of the router's CPU per iteration. Tests keep it on.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
@@ -198,7 +198,6 @@ int main(int argc, char** argv) {
                             {"router_id", engine_options.router_id},
                             {"tls", tls.enabled() ? "on" : "off"},
                             {"auth", auth ? "tokens" : "none"},
-                            {"allocator", rein::AllocatorName(rein::ActiveAllocator())},
                             {"price_table", absl::GetFlag(FLAGS_price_table).empty()
                                                 ? "none"
                                                 : absl::GetFlag(FLAGS_price_table)}});
