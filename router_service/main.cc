@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<rein::OpenedRunStore> opened =
       rein::OpenRunStore(absl::GetFlag(FLAGS_store), store_options);
   if (!opened.ok()) return Fail(std::string(opened.status().message()));
-  rein::RunStore* const store = opened->store.get();
+  rein::RouterStore* const store = opened->store.get();
   if (absl::GetFlag(FLAGS_workers) < 1 || absl::GetFlag(FLAGS_workers) > 256) {
     return Fail("--workers: must be in [1, 256]");
   }

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "router_service/store/run_store.h"
+#include "router_service/store/router_store.h"
 
 namespace rein {
 
@@ -36,7 +36,7 @@ class StoreLock {
 struct OpenedRunStore {
   // Declared before `store` so that it is released after the store is closed.
   std::unique_ptr<StoreLock> lock;
-  std::unique_ptr<RunStore> store;
+  std::unique_ptr<RouterStore> store;
   // Safe to log: "sqlite:PATH" or "postgres:host:port/database" (never a password).
   std::string description;
 };

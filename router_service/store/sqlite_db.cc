@@ -179,7 +179,6 @@ void SqliteDb::SetWalHook(std::function<void(int frames)> hook) {
       this);
 }
 
-
 absl::Status SqliteDb::Error(int rc, absl::string_view what) const {
   return absl::Status(CodeForSqlite(rc), absl::StrCat("SQLite database ", path_, ": ", what, ": ",
                                                       sqlite3_errmsg(db_)));

@@ -18,7 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "rein/v1/types.pb.h"
-#include "router_service/store/run_store.h"
+#include "router_service/store/router_store.h"
 #include "router_service/store/sqlite_db.h"
 
 namespace rein {
@@ -36,7 +36,7 @@ namespace rein {
 // Thread-safe: one connection, used under a mutex; every method is one SQLite transaction
 // (writes use BEGIN IMMEDIATE, so several processes sharing the file also serialize). Nothing
 // here stops two routers from using one file: OpenRunStore (open_run_store.h) does, with a lock.
-class SqliteRunStore final : public RunStore {
+class SqliteRunStore final : public RouterStore {
  public:
   enum class Synchronous { kNormal, kFull };
 
