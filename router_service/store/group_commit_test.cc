@@ -165,6 +165,17 @@ void AwaitWaiting(GroupCommitter& committer, int64_t n) {
   ASSERT_EQ(committer.waiting(), n);
 }
 
+// Holds the store's gate closed while run-0 leads a batch, then queues run-1..run-`followers`
+// behind it; the test opens the gate.
+void QueueBehindAHeldBatch(BatchStore& store, GroupCommitter& committer, Committers& committers,
+                           int followers) {
+  store.CloseGate();
+  committers.Start(0);  // leads the first batch, held in the store
+  store.AwaitBatches(1);
+  for (int i = 1; i <= followers; ++i) committers.Start(i);
+  AwaitWaiting(committer, followers);
+}
+
 // The run id of the one event a successful result holds.
 std::string RunOf(const CommitResult& result) {
   if (!result.ok() || result->size() != 1) return "(" + result.status().ToString() + ")";
@@ -175,11 +186,7 @@ TEST(GroupCommitterTest, TheLeaderCommitsTheRequestsQueuedBehindItInOneBatch) {
   BatchStore store;
   GroupCommitter committer(&store, GroupCommitOptions{/*max_batch=*/64});
   Committers committers(&committer);
-  store.CloseGate();
-  committers.Start(0);  // leads the first batch, held in the store
-  store.AwaitBatches(1);
-  for (int i = 1; i <= 3; ++i) committers.Start(i);
-  AwaitWaiting(committer, 3);
+  QueueBehindAHeldBatch(store, committer, committers, /*followers=*/3);
   store.OpenGate();
   committers.Join();
 
@@ -203,11 +210,7 @@ TEST(GroupCommitterTest, ABatchNeverCarriesMoreThanMaxBatch) {
   BatchStore store;
   GroupCommitter committer(&store, GroupCommitOptions{/*max_batch=*/2});
   Committers committers(&committer);
-  store.CloseGate();
-  committers.Start(0);
-  store.AwaitBatches(1);
-  for (int i = 1; i <= 5; ++i) committers.Start(i);
-  AwaitWaiting(committer, 5);
+  QueueBehindAHeldBatch(store, committer, committers, /*followers=*/5);
   store.OpenGate();
   committers.Join();
 
@@ -230,11 +233,7 @@ TEST(GroupCommitterTest, AFailedBatchFailsEachOfItsCommitsAndTheNextBatchWorks) 
   GroupCommitter committer(&store, GroupCommitOptions{/*max_batch=*/64});
   {
     Committers committers(&committer);
-    store.CloseGate();
-    committers.Start(0);
-    store.AwaitBatches(1);
-    for (int i = 1; i <= 3; ++i) committers.Start(i);
-    AwaitWaiting(committer, 3);
+    QueueBehindAHeldBatch(store, committer, committers, /*followers=*/3);
     store.FailBatchesWith(absl::UnavailableError("the disk is gone"));
     store.OpenGate();
     committers.Join();
