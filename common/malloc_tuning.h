@@ -1,27 +1,27 @@
-// glibc malloc's per-thread cache, sized for a gRPC service.
+// glibc malloc's tunables as the environment sets them, logged once when a service starts.
 #ifndef REIN_COMMON_MALLOC_TUNING_H_
 #define REIN_COMMON_MALLOC_TUNING_H_
 
+#include <string>
+
 namespace rein {
 
-// Chunks of each size class (up to 1,032 bytes) one thread's cache may hold; glibc's default is
-// 7. A router transition frees and allocates dozens of small blocks of one size (protobuf
-// fields, gRPC metadata), so with 7 most of them go through the shared bins and their locks.
-// 128 took 4-11% off the router's CPU per iteration at 100 and 1,000 runs and cost 1.5 MiB
-// after the abuse benchmark (bench/ANALYSIS.md, "Fourth round").
-inline constexpr int kMallocTcacheCount = 128;
+// What the container images (deploy/docker) and ./dev put in GLIBC_TUNABLES for the three
+// services. glibc reads it only when a process starts, so it comes from the environment, never
+// from the service itself. tcache_count: chunks of each size class (up to 1,032 bytes) one
+// thread's cache may hold; glibc's default is 7. A router transition frees and allocates dozens of
+// small blocks of one size (protobuf fields, gRPC metadata), so with 7 most of them go through
+// the shared bins and their locks. 128 took 4-11% off the router's CPU per iteration at 100 and
+// 1,000 runs and cost 1.5 MiB after the abuse benchmark (bench/ANALYSIS.md, "Fourth round").
+inline constexpr char kServiceMallocTunables[] = "glibc.malloc.tcache_count=128";
 
-// glibc reads the cache size only from the GLIBC_TUNABLES environment variable, when the
-// process starts. Called first thing in main (before any thread): when GLIBC_TUNABLES does not
-// name glibc.malloc.tcache_count, this adds glibc.malloc.tcache_count=kMallocTcacheCount to it
-// and executes the same binary again (/proc/self/exe, same argv and pid). The second start puts
-// GLIBC_TUNABLES back as it was (unset, or the operator's value), so nothing the service starts
-// (tools, sandboxes, MCP servers) inherits the setting, and names the process after argv[0]'s
-// file name again (as top, ps -e and pgrep show it; the exec alone would name it "exe"). An
-// operator's own glibc.malloc.tcache_count is kept as it is (glibc.malloc.tcache_count=7 restores
-// glibc's default). If the second exec fails, the service goes on with glibc's default and says so
-// on stderr.
-void TuneMallocOrReexec(char** argv);
+// The malloc tunables in effect in this process: `glibc_tunables` (the value of GLIBC_TUNABLES,
+// nullptr when unset) as one log field value, "(unset: glibc's defaults)" when unset or empty.
+std::string MallocTunablesInEffect(const char* glibc_tunables);
+
+// Logs (info, "malloc tunables") the GLIBC_TUNABLES this process started with. Called once by
+// each service's main after SetLogService.
+void LogMallocTunables();
 
 }  // namespace rein
 

@@ -22,29 +22,16 @@ struct MemoryOptions {
   // returned with ReleaseFreeMemory. Small enough that a burst leaves little behind, large enough
   // that a light load does not trim on every check.
   size_t release_above_bytes = 4 << 20;
-  // tcmalloc only: the most its per-thread caches may hold together (its default is 32 MiB,
-  // which a service with dozens of gRPC threads fills after a burst and never returns).
-  // 0 = leave the allocator's default.
-  size_t max_thread_cache_bytes = 4 << 20;
 };
 
-// The malloc implementation this process runs on, found at run time.
-enum class Allocator { kGlibc, kTcmalloc, kJemalloc };
-Allocator ActiveAllocator();
-// "glibc", "tcmalloc" or "jemalloc".
-const char* AllocatorName(Allocator allocator);
-
-// Applies MemoryOptions to the allocator in use (glibc: mallopt of the mmap threshold;
-// tcmalloc: the thread caches' limit). Call once, early in main, before threads start.
+// Applies MemoryOptions to glibc's malloc (mallopt of the mmap threshold). Call once, early in
+// main, before threads start.
 void ConfigureAllocator(const MemoryOptions& options);
 
-// Free bytes the allocator holds in its heaps (not returned to the system): glibc's free
-// heap blocks, tcmalloc's free page-heap pages, jemalloc's dirty pages.
+// Free bytes glibc's malloc holds in its heaps (free heap blocks, not returned to the system).
 size_t AllocatorFreeBytes();
 
-// Hands free heap memory back to the system (glibc: malloc_trim; tcmalloc:
-// MallocExtension_ReleaseFreeMemory; jemalloc: a purge of every arena); returns true if any
-// was released.
+// Hands free heap memory back to the system (malloc_trim); returns true if any was released.
 bool ReleaseFreeMemory();
 
 // A background thread that looks at the heaps every `release_interval` and calls

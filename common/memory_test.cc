@@ -13,14 +13,6 @@
 namespace rein {
 namespace {
 
-// The test is built once per allocator (BUILD: memory_test with glibc's malloc,
-// memory_tcmalloc_test linked with tcmalloc like rein-router); REIN_EXPECTED_ALLOCATOR names it.
-#ifndef REIN_EXPECTED_ALLOCATOR
-#define REIN_EXPECTED_ALLOCATOR glibc
-#endif
-#define REIN_STRINGIFY_(x) #x
-#define REIN_STRINGIFY(x) REIN_STRINGIFY_(x)
-
 // Under AddressSanitizer the sanitizer's allocator replaces the real one, which these tests are
 // about.
 #if defined(__SANITIZE_ADDRESS__)
@@ -54,11 +46,6 @@ void* FragmentHeap(long* peak_rss_kib = nullptr) {
   if (peak_rss_kib != nullptr) *peak_rss_kib = RssKiB();
   for (size_t i = 0; i + 1 < blocks.size(); ++i) free(blocks[i]);
   return blocks.back();
-}
-
-TEST(MemoryTest, FindsTheAllocatorThisBinaryIsLinkedWith) {
-  SKIP_UNDER_SANITIZER();
-  EXPECT_STREQ(AllocatorName(ActiveAllocator()), REIN_STRINGIFY(REIN_EXPECTED_ALLOCATOR));
 }
 
 TEST(MemoryTest, ReleaseFreeMemoryReturnsFreedHeapToTheSystem) {

@@ -173,12 +173,12 @@ std::string DefaultExecutorId() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  rein::TuneMallocOrReexec(argv);  // first: it may start this binary again
   rein::BlockTerminationSignals();
   CheckFlags(argc, argv);
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   if (rest.size() > 1) Die(absl::StrCat("unexpected argument \"", rest[1], "\""));
   rein::SetLogService("rein-executor");
+  rein::LogMallocTunables();
 
   rein::ExecutorOptions options;
   options.workspace_root = absl::GetFlag(FLAGS_workspace_root);

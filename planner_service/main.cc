@@ -62,12 +62,12 @@ int Fail(int exit_code, const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  rein::TuneMallocOrReexec(argv);  // first: it may start this binary again
   rein::BlockTerminationSignals();
   absl::SetProgramUsageMessage("Serves rein.v1.Planner: one model call per stage.");
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   if (rest.size() > 1) return Fail(2, absl::StrCat("unexpected argument: ", rest[1]));
   rein::SetLogService("rein-planner");
+  rein::LogMallocTunables();
 
   rein::PlannerOptions options;
   options.backend = absl::GetFlag(FLAGS_backend);

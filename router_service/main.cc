@@ -55,9 +55,6 @@ ABSL_FLAG(std::string, sqlite_synchronous, "NORMAL",
 ABSL_FLAG(int, sqlite_cache_mib, 2,
           "SQLite page cache of the router's connection, in MiB (1..4096; more keeps more "
           "runs' pages in memory instead of reading them again, and adds to the router's RSS)");
-ABSL_FLAG(bool, sqlite_gather_wal_writes, true,
-          "write each SQLite commit's WAL frames with one system call instead of two per frame "
-          "(false: SQLite's own VFS)");
 ABSL_FLAG(std::string, price_table, "",
           "file of per-model prices (lines `MODEL INPUT OUTPUT CACHE_READ CACHE_WRITE`, US "
           "dollars per million tokens; examples/price_table.txt): runs' cost_used_usd and "
@@ -110,12 +107,12 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  rein::TuneMallocOrReexec(argv);  // first: it may start this binary again
   rein::BlockTerminationSignals();
   rein::SetLogService("rein-router");
   absl::SetProgramUsageMessage(
       "rein-router --store=sqlite:PATH|postgres://... --planner_target=T --executor_target=T");
   absl::ParseCommandLine(argc, argv);
+  rein::LogMallocTunables();
   // Debian's Abseil is built with deadlock detection on, which records every lock in a global
   // graph: a few percent of the router's CPU per iteration. Tests keep it on.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
@@ -123,13 +120,12 @@ int main(int argc, char** argv) {
   rein::RunStoreOptions store_options;
   store_options.sqlite_synchronous = absl::GetFlag(FLAGS_sqlite_synchronous);
   store_options.sqlite_cache_mib = absl::GetFlag(FLAGS_sqlite_cache_mib);
-  store_options.sqlite_gather_wal_writes = absl::GetFlag(FLAGS_sqlite_gather_wal_writes);
   absl::StatusOr<std::string> store_uri =
       rein::ReadSecretFlag("--store", absl::GetFlag(FLAGS_store));
   if (!store_uri.ok()) return Fail(std::string(store_uri.status().message()));
   absl::StatusOr<rein::OpenedRunStore> opened = rein::OpenRunStore(*store_uri, store_options);
   if (!opened.ok()) return Fail(std::string(opened.status().message()));
-  rein::RunStore* const store = opened->store.get();
+  rein::RouterStore* const store = opened->store.get();
   if (absl::GetFlag(FLAGS_workers) < 1 || absl::GetFlag(FLAGS_workers) > 256) {
     return Fail("--workers: must be in [1, 256]");
   }
@@ -237,7 +233,6 @@ int main(int argc, char** argv) {
                             {"tls", tls.enabled() ? "on" : "off"},
                             {"auth", auth ? "tokens" : "none"},
                             {"client_certificates", require_client_cert ? public_tls.ca : "off"},
-                            {"allocator", rein::AllocatorName(rein::ActiveAllocator())},
                             {"price_table", absl::GetFlag(FLAGS_price_table).empty()
                                                 ? "none"
                                                 : absl::GetFlag(FLAGS_price_table)}});

@@ -181,7 +181,7 @@ class RouterAuthTest : public ::testing::Test {
   std::unique_ptr<Authenticator> auth_;
   FakePlannerClient planner_;
   FakeExecutorClient executor_;
-  std::unique_ptr<RunStore> store_;
+  std::unique_ptr<RouterStore> store_;
   std::unique_ptr<RunEngine> engine_;
   std::unique_ptr<RouterGrpcService> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -159,7 +159,7 @@ bool FailedCall(const Transition& t) {
 
 }  // namespace
 
-RunEngine::RunEngine(RunStore* store, PlannerClient* planner, ExecutorClient* executor,
+RunEngine::RunEngine(RouterStore* store, PlannerClient* planner, ExecutorClient* executor,
                      Clock* clock, RunEngineOptions options)
     : store_(store),
       committer_(store, options.group_commit),

@@ -22,6 +22,7 @@
 #include "router_service/scheduler.h"
 #include "router_service/stage_router.h"
 #include "router_service/store/group_commit.h"
+#include "router_service/store/router_store.h"
 #include "router_service/store/run_store.h"
 
 namespace rein {
@@ -70,7 +71,7 @@ struct RunEngineOptions {
 // measured on the monotonic real clock, not the injected Clock.
 class RunEngine {
  public:
-  RunEngine(RunStore* store, PlannerClient* planner, ExecutorClient* executor, Clock* clock,
+  RunEngine(RouterStore* store, PlannerClient* planner, ExecutorClient* executor, Clock* clock,
             RunEngineOptions options = {});
   ~RunEngine();
 
@@ -197,7 +198,7 @@ class RunEngine {
   // Removes a workspace ForkRun copied (best effort; logged when it fails).
   void DeleteCopiedWorkspace(const std::string& name);
 
-  RunStore* store_;
+  RouterStore* store_;
   GroupCommitter committer_;
   PlannerClient* planner_;
   ExecutorClient* executor_;

@@ -21,9 +21,6 @@ _LIBRARIES = {
     "prometheus": (["prometheus-cpp-core", "prometheus-cpp-pull"], []),
     "seccomp": (["libseccomp"], []),
     "libcrypto": (["libcrypto"], []),
-    # Other allocators, for the tests of common/memory's release hooks on each.
-    "tcmalloc": (["libtcmalloc_minimal"], []),
-    "jemalloc": (["jemalloc"], []),
 }
 
 def _system_libraries_impl(ctx):

@@ -90,6 +90,10 @@ run_in rein-router router.log --listen=127.0.0.1:$RP --store=sqlite:/var/lib/rei
   --planner_target=127.0.0.1:$PP --executor_target=127.0.0.1:$EP
 wait_serving 127.0.0.1:$RP || fail "router image did not report SERVING"
 echo "SERVING: router 127.0.0.1:$RP, planner :$PP, executor :$EP"
+for log in executor planner router; do  # the images' GLIBC_TUNABLES, in effect at start
+  grep -q '"msg":"malloc tunables","GLIBC_TUNABLES":"glibc.malloc.tcache_count=128"' \
+    "$dir/$log.log" || fail "$log image: not started with the images' GLIBC_TUNABLES"
+done
 
 echo "== the secrets-audit example with the reinctl image"
 ctl=$(buildah from -q "reinctl:$tag"); containers+=("$ctl")

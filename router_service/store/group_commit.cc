@@ -61,4 +61,9 @@ int64_t GroupCommitter::commits() {
   return commits_;
 }
 
+int64_t GroupCommitter::waiting() {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(queue_.size());
+}
+
 }  // namespace rein

@@ -43,6 +43,8 @@ class GroupCommitter {
   // Batches written so far, and the requests in them (their ratio is the mean batch size).
   int64_t batches();
   int64_t commits();
+  // Requests queued for the next batch (not yet taken by a leader).
+  int64_t waiting();
 
  private:
   struct Waiter {

@@ -45,7 +45,6 @@ absl::StatusOr<OpenedRunStore> OpenSqlite(const std::string& path,
                      SqliteRunStore::kMaxCacheMib, ", got ", store_options.sqlite_cache_mib));
   }
   options.cache_mib = store_options.sqlite_cache_mib;
-  options.gather_wal_writes = store_options.sqlite_gather_wal_writes;
   if (path.empty()) {
     return absl::InvalidArgumentError("--store: SQLite database path is empty");
   }

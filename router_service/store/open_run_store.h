@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "router_service/store/run_store.h"
+#include "router_service/store/router_store.h"
 
 namespace rein {
 
@@ -18,9 +18,6 @@ struct RunStoreOptions {
   // The SQLite connection's page cache in MiB (--sqlite_cache_mib, 1..4096; outside that,
   // INVALID_ARGUMENT naming the flag). Checked only for sqlite:PATH.
   int sqlite_cache_mib = 2;
-  // Each commit's WAL frames written with one system call (--sqlite_gather_wal_writes;
-  // SqliteRunStore::Options::gather_wal_writes).
-  bool sqlite_gather_wal_writes = true;
 };
 
 // Holds the lock file of a SQLite store (PATH.lock, flock'ed) until destroyed.
@@ -39,7 +36,7 @@ class StoreLock {
 struct OpenedRunStore {
   // Declared before `store` so that it is released after the store is closed.
   std::unique_ptr<StoreLock> lock;
-  std::unique_ptr<RunStore> store;
+  std::unique_ptr<RouterStore> store;
   // Safe to log: "sqlite:PATH" or "postgres:host:port/database" (never a password).
   std::string description;
 };

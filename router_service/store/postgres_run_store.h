@@ -16,7 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "rein/v1/types.pb.h"
-#include "router_service/store/run_store.h"
+#include "router_service/store/router_store.h"
 
 namespace rein {
 
@@ -28,8 +28,8 @@ struct pg_result;
 typedef struct pg_result PGresult;
 namespace rein {
 
-// A RunStore kept in a PostgreSQL database (libpq, PostgreSQL 12 or newer); the contract is
-// RunStore's (run_store.h).
+// A RouterStore kept in a PostgreSQL database (libpq, PostgreSQL 12 or newer); the contracts
+// are RunStore's, FleetStore's and CommitFeed's (run_store.h, fleet_store.h, commit_feed.h).
 //
 // Layout (the same as SqliteRunStore's): `runs` holds each run's immutable part (the run
 // without state and updated_at, serialized) in `run` and its state part in `state`, both BYTEA,
@@ -67,7 +67,7 @@ namespace rein {
 // OwnedRunVersions, LeaveFleet) have one more connection of their own, opened on first use: the
 // router's lease loop never waits behind the commits queued for the pool, which under load could
 // hold a renewal past the lease's ttl and hand a healthy router's runs to another.
-class PostgresRunStore final : public RunStore {
+class PostgresRunStore final : public RouterStore {
  public:
   struct Options {
     // Connections kept open at most; a call waits for a free one beyond that.

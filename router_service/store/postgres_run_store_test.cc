@@ -1,5 +1,5 @@
-// Tests of PostgresRunStore against a private PostgreSQL server: the RunStore conformance
-// suite plus what is particular to PostgreSQL.
+// Tests of PostgresRunStore against a private PostgreSQL server: the store conformance suites
+// plus what is particular to PostgreSQL.
 #include "router_service/store/postgres_run_store.h"
 
 #include <netinet/in.h>
@@ -19,6 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "common/status_reason.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rein/v1/types.pb.h"
@@ -69,10 +70,10 @@ RunStoreFactory PostgresFactory() {
     if (server == nullptr) return absl::FailedPreconditionError("no PostgreSQL server");
     return server->CreateDatabase();
   };
-  factory.open = [](const std::string& url) -> absl::StatusOr<std::unique_ptr<RunStore>> {
+  factory.open = [](const std::string& url) -> absl::StatusOr<std::unique_ptr<RouterStore>> {
     absl::StatusOr<std::unique_ptr<PostgresRunStore>> store = PostgresRunStore::Open(url);
     if (!store.ok()) return store.status();
-    return std::unique_ptr<RunStore>(std::move(*store));
+    return std::unique_ptr<RouterStore>(std::move(*store));
   };
   factory.remove = [](const std::string& url) {
     if (server != nullptr) server->DropDatabase(url).IgnoreError();
@@ -90,6 +91,10 @@ RunStoreFactory PostgresFactory() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Postgres, RunStoreConformanceTest, ::testing::Values(PostgresFactory()),
+                         RunStoreFactoryName);
+INSTANTIATE_TEST_SUITE_P(Postgres, FleetStoreConformanceTest, ::testing::Values(PostgresFactory()),
+                         RunStoreFactoryName);
+INSTANTIATE_TEST_SUITE_P(Postgres, CommitFeedConformanceTest, ::testing::Values(PostgresFactory()),
                          RunStoreFactoryName);
 
 using rein::testing::Event;
@@ -277,6 +282,7 @@ TEST_F(PostgresRunStoreTest, ExpiredOwnersRunsAreClaimedAndTheOldOwnerIsFenced) 
       a->CommitOwned("run-1", 1, 1, NextState(2), {Event("stale")}, std::nullopt,
                      absl::FromUnixSeconds(1700000001));
   EXPECT_TRUE(IsLeaseLost(stale.status())) << stale.status();
+  EXPECT_EQ(ReasonOf(stale.status()), reason::kLeaseLost);
   EXPECT_THAT(stale.status().message(), HasSubstr("router-b at epoch 2"));
   EXPECT_EQ(Query("SELECT count(*) FROM events WHERE run_id = 'run-1'"), "1");
   // a may renew again (it rejoins) but still cannot commit over b.
@@ -333,40 +339,6 @@ TEST_F(PostgresRunStoreTest, OrphansAreSharedAmongLiveRoutersAndNeverClaimedTwic
   }
   EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE owner = 'router-dead'"), "0");
   EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE lease_epoch = 2"), "10");
-}
-
-TEST_F(PostgresRunStoreTest, CommitsOfOtherRoutersAreNotified) {
-  std::unique_ptr<PostgresRunStore> a = OpenOrDie();
-  std::unique_ptr<PostgresRunStore> b = OpenOrDie();
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  ASSERT_TRUE(a->JoinFleet("router-a", absl::Seconds(30)).ok());
-  ASSERT_TRUE(b->JoinFleet("router-b", absl::Seconds(30)).ok());
-  absl::Mutex mu;
-  std::vector<CommitNotice> notices;
-  b->SubscribeCommits([&](const CommitNotice& notice) {
-    absl::MutexLock lock(&mu);
-    notices.push_back(notice);
-  });
-  absl::SleepFor(absl::Milliseconds(300));  // the LISTEN connection is up
-  ASSERT_TRUE(a->CreateRun(OwnedRun("run 1", "router-a"), {Event("x")}).ok());
-  ASSERT_TRUE(a->CommitOwned("run 1", 1, 1, NextState(2), {Event("y"), Event("z")}, std::nullopt,
-                             absl::FromUnixSeconds(1700000001))
-                  .ok());
-  // b's own commit is not passed back to b.
-  ASSERT_TRUE(b->Commit("run 1", 2, NextState(3), {Event("w")}, std::nullopt,
-                        absl::FromUnixSeconds(1700000002))
-                  .ok());
-  absl::MutexLock lock(&mu);
-  auto one = [&notices]() { return !notices.empty(); };
-  ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(&one), absl::Seconds(10)));
-  static const bool kNever = false;
-  mu.AwaitWithTimeout(absl::Condition(&kNever), absl::Milliseconds(300));
-  ASSERT_EQ(notices.size(), 1u);
-  EXPECT_EQ(notices[0].run_id, "run 1");
-  EXPECT_EQ(notices[0].last_seq, 3);
-  EXPECT_EQ(notices[0].router_id, "router-a");
-  EXPECT_FALSE(notices[0].ended);
 }
 
 TEST_F(PostgresRunStoreTest, StateIsStoredApartFromTheImmutableRun) {

@@ -1,18 +1,18 @@
-// RunStore: the router's durable record of runs, their event logs and state snapshots.
+// RunStore: the router's durable record of runs, their event logs and state snapshots, and the
+// one batched commit. The lease methods are FleetStore's (fleet_store.h), the notices of other
+// routers' commits CommitFeed's (commit_feed.h); RouterStore (router_store.h) is all three.
 #ifndef REIN_ROUTER_SERVICE_STORE_RUN_STORE_H_
 #define REIN_ROUTER_SERVICE_STORE_RUN_STORE_H_
 
 #include <cstdint>
-#include <functional>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/match.h"
 #include "absl/time/time.h"
+#include "common/status_reason.h"
 #include "rein/v1/router.pb.h"
 #include "rein/v1/types.pb.h"
 
@@ -36,20 +36,10 @@ struct RunPage {
   std::string next_page_token;      // empty on the last page
 };
 
-// A commit made through another store on the same location (another router), as the store
-// learns it (PostgreSQL: LISTEN/NOTIFY). Sent after the commit, at most once, and possibly not
-// at all (a lost connection): whoever waits on one also polls.
-struct CommitNotice {
-  std::string run_id;
-  int64_t last_seq = 0;   // the run's last event seq after the commit
-  bool ended = false;     // the commit ended the run
-  std::string router_id;  // the router that committed ("" when unknown)
-};
-
-// Whether `status` is the fencing error of CommitOwned: the run has another owner or epoch.
+// Whether `status` is the fencing error of CommitOwned: the run has another owner or epoch
+// (ABORTED with reason::kLeaseLost attached, common/status_reason.h).
 inline bool IsLeaseLost(const absl::Status& status) {
-  return status.code() == absl::StatusCode::kAborted &&
-         absl::StartsWith(status.message(), "lease lost");
+  return status.code() == absl::StatusCode::kAborted && HasReason(status, reason::kLeaseLost);
 }
 
 // One commit of a batch (RunStore::CommitBatch): CommitOwned's arguments when lease_epoch is
@@ -99,16 +89,14 @@ struct CreateResult {
 // again (runs, events, snapshots); request_id still deduplicates and seq goes on where it
 // stopped. Nothing is acknowledged before it is committed.
 //
-// Leases (several routers on one store): a router joins under its id with a lease ttl and
-// renews it; each unfinished run has an owner (a router id, in Run.owner) and a lease epoch
-// (Run.lease_epoch). CreateRun stores run.owner as the owner at epoch 1 (no owner when empty).
-// CommitOwned commits only while the run's owner is this store's router at the given epoch,
-// checked in the commit's transaction (a fencing token), else ABORTED "lease lost ...". A
-// router's lease is valid while its last renewal + ttl is ahead of the store's own clock (never
-// a router's). ClaimRuns moves runs whose owner's lease expired (or that have no owner) to this
-// router at epoch + 1. Commit (no owner check) stays for what any router may commit with the
-// version check alone: a review or a cancel on a run another router drives. A store with one
-// user (SQLite) keeps this trivially: its router owns every run at epoch 1.
+// Owners (several routers on one store, FleetStore): each unfinished run has an owner (a router
+// id, in Run.owner) and a lease epoch (Run.lease_epoch). CreateRun stores run.owner as the owner
+// at epoch 1 (no owner when empty). CommitOwned commits only while the run's owner is this
+// store's router (FleetStore::JoinFleet) at the given epoch, checked in the commit's transaction
+// (a fencing token), else ABORTED "lease lost ..." with reason::kLeaseLost (IsLeaseLost). Commit
+// (no owner check) stays for what any router may commit with the version check alone: a review
+// or a cancel on a run another router drives. A store with one user (SQLite) keeps this
+// trivially: its router owns every run at epoch 1.
 //
 // Errors of the storage itself: a stored row that does not parse is DATA_LOSS naming the run
 // (and the event's seq); a database that is busy or out of reach is UNAVAILABLE (the call may
@@ -153,37 +141,9 @@ class RunStore {
   // (created_at, then run_id).
   virtual absl::StatusOr<std::vector<std::string>> ListUnfinishedRunIds() = 0;
 
-  // --- Leases ---
-
-  // Whether other routers may use this store at the same time (and so take runs over): when
-  // false, this router's lease never lapses and nobody else commits to its runs.
-  virtual bool Shared() const { return false; }
-
-  // Registers the router `router_id` (1..128 bytes of [A-Za-z0-9._:-]) with lease `ttl` (> 0)
-  // and renews its lease now; later calls act as this router. A router with this id whose lease
-  // is still valid is FAILED_PRECONDITION naming the id (two routers with one id are refused).
-  virtual absl::Status JoinFleet(const std::string& router_id, absl::Duration ttl) = 0;
-
-  // Renews this router's lease: one statement for all its runs. UNAVAILABLE when the store is
-  // out of reach; FAILED_PRECONDITION when another process has joined under this id since (this
-  // router's lease had expired).
-  virtual absl::Status RenewLease() = 0;
-
-  // Ends this router's lease at once, so that the others may take its runs without waiting for
-  // it to expire (a clean shutdown).
-  virtual absl::Status LeaveFleet() = 0;
-
-  // Takes over unfinished runs whose owner's lease has expired, or that have no owner: each
-  // moves to this router at lease_epoch + 1. At most ceil(such runs / live routers) per call,
-  // so that live routers share them; runs another router is claiming at the same moment are
-  // skipped. With `include_mine`, also every unfinished run owned by this router's id (a
-  // restart, or a return after the lease lapsed), all of them. Returns the runs as claimed,
-  // oldest first.
-  virtual absl::StatusOr<std::vector<rein::v1::Run>> ClaimRuns(bool include_mine) = 0;
-
   // Commit (above) conditional on this router owning the run at `lease_epoch`, in the same
-  // transaction: else ABORTED with a message starting "lease lost" (IsLeaseLost), nothing
-  // written. The version checks are Commit's.
+  // transaction: else ABORTED with a message starting "lease lost" and reason::kLeaseLost
+  // (IsLeaseLost), nothing written. The version checks are Commit's.
   virtual absl::StatusOr<std::vector<rein::v1::RunEvent>> CommitOwned(
       const std::string& run_id, int64_t lease_epoch, int64_t expected_version,
       const rein::v1::RunState& new_state, std::vector<rein::v1::RunEvent> events,
@@ -212,15 +172,6 @@ class RunStore {
     }
     return results;
   }
-
-  // run_id -> state version of every unfinished run this router owns (a router compares them
-  // with what it holds, to notice commits by other routers whose notice it missed).
-  virtual absl::StatusOr<std::map<std::string, int64_t>> OwnedRunVersions() = 0;
-
-  // Calls `on_commit`, on a thread of the store, for commits made through other stores on the
-  // same location; never for this store's own. Set once, before the store is used by threads.
-  // A store with one user never calls it.
-  virtual void SubscribeCommits(std::function<void(const CommitNotice&)> on_commit) = 0;
 };
 
 }  // namespace rein

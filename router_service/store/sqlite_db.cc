@@ -15,7 +15,6 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
-#include "router_service/store/wal_write_vfs.h"
 
 namespace rein {
 
@@ -102,11 +101,10 @@ absl::Status SqliteDb::Transaction::Commit() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, bool create,
-                                                         const char* vfs) {
+absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, bool create) {
   sqlite3* db = nullptr;
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
-  const int rc = sqlite3_open_v2(path.c_str(), &db, flags, vfs);
+  const int rc = sqlite3_open_v2(path.c_str(), &db, flags, /*zVfs=*/nullptr);
   if (rc != SQLITE_OK) {
     const std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
@@ -180,8 +178,6 @@ void SqliteDb::SetWalHook(std::function<void(int frames)> hook) {
       },
       this);
 }
-
-bool SqliteDb::AttachWalWrites() { return WalWriteVfsAttach(db_); }
 
 absl::Status SqliteDb::Error(int rc, absl::string_view what) const {
   return absl::Status(CodeForSqlite(rc), absl::StrCat("SQLite database ", path_, ": ", what, ": ",

@@ -80,10 +80,8 @@ class SqliteDb {
 
   // Opens the database at `path` (creating the file when missing if `create`). A path that
   // cannot be opened, or a file that is not a database, is FAILED_PRECONDITION (or the code of
-  // the error, see CodeForSqlite) naming the path. `vfs`: the name of the SQLite VFS to open it
-  // with (nullptr: the default; WalWriteVfs() writes each commit's WAL frames with one call).
-  static absl::StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path, bool create,
-                                                        const char* vfs = nullptr);
+  // the error, see CodeForSqlite) naming the path.
+  static absl::StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path, bool create);
 
   // Finalizes the statements and closes the connection.
   ~SqliteDb();
@@ -119,11 +117,6 @@ class SqliteDb {
   // sets it decides when the WAL is checkpointed (the hook may call CheckpointPassive). Set it
   // once, before the connection is used.
   void SetWalHook(std::function<void(int frames)> hook);
-
-  // For a connection opened on WalWriteVfs(): links its database and WAL files so that its WAL
-  // writes are gathered (WalWriteVfsAttach). Call it once the connection has read the database
-  // in WAL mode. False (and nothing gathered) otherwise.
-  bool AttachWalWrites();
 
   // The status for a failed call: code by CodeForSqlite(rc), message "SQLite database PATH:
   // `what`: " and SQLite's message for the connection's last error.

@@ -18,7 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "rein/v1/types.pb.h"
-#include "router_service/store/run_store.h"
+#include "router_service/store/router_store.h"
 #include "router_service/store/sqlite_db.h"
 
 namespace rein {
@@ -36,7 +36,7 @@ namespace rein {
 // Thread-safe: one connection, used under a mutex; every method is one SQLite transaction
 // (writes use BEGIN IMMEDIATE, so several processes sharing the file also serialize). Nothing
 // here stops two routers from using one file: OpenRunStore (open_run_store.h) does, with a lock.
-class SqliteRunStore final : public RunStore {
+class SqliteRunStore final : public RouterStore {
  public:
   enum class Synchronous { kNormal, kFull };
 
@@ -59,9 +59,6 @@ class SqliteRunStore final : public RunStore {
     // read 5.7 pages per transition back from the file with 2 MiB, 0.6 with 8) at the price of
     // resident memory; on layout 3 the bench's throughput was level from 2 to 8 MiB.
     int cache_mib = 2;
-    // Write each transaction's WAL frames with one system call (WalWriteVfs) instead of two
-    // per frame; false: SQLite's default VFS.
-    bool gather_wal_writes = true;
   };
 
   // Opens (creating if missing) the database at `path` and its tables. A path that cannot be

@@ -84,12 +84,12 @@ RunStoreFactory SqliteFactory(const std::string& name, SqliteRunStore::Synchrono
     return dir + "/runs.db";
   };
   factory.open =
-      [synchronous](const std::string& path) -> absl::StatusOr<std::unique_ptr<RunStore>> {
+      [synchronous](const std::string& path) -> absl::StatusOr<std::unique_ptr<RouterStore>> {
     SqliteRunStore::Options options;
     options.synchronous = synchronous;
     absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path, options);
     if (!store.ok()) return store.status();
-    return std::unique_ptr<RunStore>(std::move(*store));
+    return std::unique_ptr<RouterStore>(std::move(*store));
   };
   factory.remove = [](const std::string& path) {
     std::error_code ignored;
@@ -110,6 +110,14 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(SqliteFactory("SynchronousNormal", SqliteRunStore::Synchronous::kNormal),
                       SqliteFactory("SynchronousFull", SqliteRunStore::Synchronous::kFull)),
     RunStoreFactoryName);
+INSTANTIATE_TEST_SUITE_P(Sqlite, FleetStoreConformanceTest,
+                         ::testing::Values(SqliteFactory("SynchronousNormal",
+                                                         SqliteRunStore::Synchronous::kNormal)),
+                         RunStoreFactoryName);
+INSTANTIATE_TEST_SUITE_P(Sqlite, CommitFeedConformanceTest,
+                         ::testing::Values(SqliteFactory("SynchronousNormal",
+                                                         SqliteRunStore::Synchronous::kNormal)),
+                         RunStoreFactoryName);
 
 using rein::testing::Event;
 using rein::testing::MakeRun;
