@@ -184,15 +184,31 @@ absl::Status Authenticator::Fail(absl::Status status, const std::string& credent
   return status;
 }
 
-absl::StatusOr<Principal> Authenticator::Authorize(absl::string_view method,
-                                                   absl::string_view authorization,
-                                                   absl::string_view peer) {
-  const absl::Time now = clock_->Now();
+namespace {
+
+// The SHA-256 of the bearer token in an authorization value, "" when there is none.
+std::string BearerHash(absl::string_view authorization) {
   absl::string_view token = authorization;
   // The scheme is case-insensitive (RFC 7235).
   const bool bearer = token.size() >= 7 && absl::EqualsIgnoreCase(token.substr(0, 7), "bearer ");
   token = bearer ? absl::StripAsciiWhitespace(token.substr(7)) : absl::string_view();
-  const std::string hash = token.empty() ? "" : Sha256Hex(token);
+  return token.empty() ? "" : Sha256Hex(token);
+}
+
+}  // namespace
+
+bool Authenticator::StillValid(absl::string_view authorization) {
+  const std::string hash = BearerHash(authorization);
+  absl::MutexLock lock(&mu_);
+  MaybeReloadLocked(clock_->Now());
+  return !hash.empty() && tokens_.count(hash) > 0;
+}
+
+absl::StatusOr<Principal> Authenticator::Authorize(absl::string_view method,
+                                                   absl::string_view authorization,
+                                                   absl::string_view peer) {
+  const absl::Time now = clock_->Now();
+  const std::string hash = BearerHash(authorization);
   // What a failure is counted against: the token itself, or (without one) where it came from.
   const std::string credential = hash.empty() ? absl::StrCat("none:", PeerHost(peer))
                                               : absl::StrCat("token:", hash.substr(0, 16));

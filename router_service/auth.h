@@ -70,6 +70,11 @@ class Authenticator {
   absl::StatusOr<Principal> Authorize(absl::string_view method, absl::string_view authorization,
                                       absl::string_view peer);
 
+  // Whether the token in `authorization` is still in the file (read again if it changed),
+  // for a long call checking that its caller was not revoked meanwhile. Not counted toward
+  // the rate limit.
+  bool StillValid(absl::string_view authorization);
+
  private:
   struct Window {
     absl::Time start;

@@ -40,6 +40,9 @@ ABSL_FLAG(std::string, store, "sqlite:var/rein.db",
 ABSL_FLAG(std::string, planner_target, "127.0.0.1:50052", "gRPC target of rein-planner");
 ABSL_FLAG(std::string, executor_target, "127.0.0.1:50053",
           "gRPC target of rein-executor (dns:///name:port or ipv4:a:p,b:p for several)");
+ABSL_FLAG(int, max_watch_streams_per_principal, 1024,
+          "open WatchRun streams one principal (or, without tokens, all callers) may hold; "
+          "past it WatchRun is RESOURCE_EXHAUSTED (0 = no cap)");
 ABSL_FLAG(int, workers, 64,
           "threads that apply call results and commit transitions (a worker waits while its "
           "commit is written with its group, so this also bounds a group commit's size; idle "
@@ -212,7 +215,13 @@ int main(int argc, char** argv) {
     engine_options.stage.prices = std::make_shared<const rein::PriceTable>(*std::move(table));
   }
   rein::RunEngine engine(store, &planner, &executor, clock, engine_options);
-  rein::RouterGrpcService service(&engine, auth.get());
+  rein::RouterGrpcOptions grpc_options;
+  grpc_options.max_watch_streams_per_principal =
+      absl::GetFlag(FLAGS_max_watch_streams_per_principal);
+  if (grpc_options.max_watch_streams_per_principal < 0) {
+    return Fail("--max_watch_streams_per_principal: must be >= 0 (0 = no cap)");
+  }
+  rein::RouterGrpcService service(&engine, auth.get(), grpc_options);
 
   rein::ServiceHostOptions host_options;
   host_options.listen = absl::GetFlag(FLAGS_listen);

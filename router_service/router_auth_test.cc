@@ -30,15 +30,16 @@ class RouterAuthTest : public ::testing::Test {
   void SetUp() override {
     const std::string dir = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
     const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::ofstream(dir + "/tokens-" + name)
-        << "# principal roles\n"
-        << "sha256:" << Sha256Hex("t-viewer") << " vera viewer\n"
-        << "sha256:" << Sha256Hex("t-operator") << " otto operator\n"
-        << "sha256:" << Sha256Hex("t-reviewer") << " rita reviewer\n"
-        << "sha256:" << Sha256Hex("t-both") << " bo operator,reviewer\n";
+    tokens_path_ = dir + "/tokens-" + name;
+    std::ofstream(tokens_path_) << "# principal roles\n"
+                                << "sha256:" << Sha256Hex("t-viewer") << " vera viewer\n"
+                                << "sha256:" << Sha256Hex("t-operator") << " otto operator\n"
+                                << "sha256:" << Sha256Hex("t-reviewer") << " rita reviewer\n"
+                                << "sha256:" << Sha256Hex("t-both") << " bo operator,reviewer\n";
     AuthOptions auth_options;
     auth_options.tokens_file = dir + "/tokens-" + name;
     auth_options.max_failures_per_window = 1000;  // this test fails on purpose many times
+    auth_options.reload_check = absl::Milliseconds(100);
     auth_ = std::make_unique<Authenticator>(auth_options, RealClock());
     ASSERT_TRUE(auth_->Load().ok());
 
@@ -76,7 +77,10 @@ class RouterAuthTest : public ::testing::Test {
     engine_ = std::make_unique<RunEngine>(store_.get(), &planner_, &executor_, RealClock(),
                                           RunEngineOptions());
     ASSERT_TRUE(engine_->Start().ok());
-    service_ = std::make_unique<RouterGrpcService>(engine_.get(), auth_.get());
+    RouterGrpcOptions grpc_options;
+    grpc_options.max_watch_streams_per_principal = kMaxWatches;
+    grpc_options.revalidate = absl::Milliseconds(100);
+    service_ = std::make_unique<RouterGrpcService>(engine_.get(), auth_.get(), grpc_options);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -178,6 +182,8 @@ class RouterAuthTest : public ::testing::Test {
     return run;
   }
 
+  static constexpr int kMaxWatches = 3;
+  std::string tokens_path_;
   std::unique_ptr<Authenticator> auth_;
   FakePlannerClient planner_;
   FakeExecutorClient executor_;
@@ -259,6 +265,54 @@ TEST_F(RouterAuthTest, PrincipalIsRecordedOnStartReviewAndCancel) {
   EXPECT_EQ(events.front().principal(), "bo");
   EXPECT_TRUE(events.back().has_finished());
   EXPECT_EQ(events.back().principal(), "bo");  // the cancel ended it
+}
+
+// One principal cannot hold every stream, and a revoked token's open streams end.
+TEST_F(RouterAuthTest, WatchStreamsAreCappedPerPrincipalAndEndWhenTheTokenIsRevoked) {
+  rein::v1::StartRunRequest start;
+  *start.mutable_spec() = Spec(/*pause=*/true);
+  rein::v1::Run run;
+  ASSERT_TRUE(stub_->StartRun(Context("t-operator").get(), start, &run).ok());
+  ASSERT_EQ(WaitPaused(run.run_id()).state().stage(), rein::v1::PAUSED);  // streams stay open
+  rein::v1::WatchRunRequest request;
+  request.set_run_id(run.run_id());
+  struct Stream {
+    std::unique_ptr<grpc::ClientContext> context;
+    std::unique_ptr<grpc::ClientReader<rein::v1::RunEvent>> reader;
+  };
+  auto open = [&](const std::string& token) {
+    Stream s{Context(token), nullptr};
+    s.reader = stub_->WatchRun(s.context.get(), request);
+    return s;
+  };
+  std::vector<Stream> vera;
+  for (int i = 0; i < kMaxWatches; ++i) {
+    vera.push_back(open("t-viewer"));
+    rein::v1::RunEvent first;
+    ASSERT_TRUE(vera.back().reader->Read(&first)) << "stream " << i;
+  }
+  Stream refused = open("t-viewer");
+  rein::v1::RunEvent event;
+  EXPECT_FALSE(refused.reader->Read(&event));
+  grpc::Status status = refused.reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(status.error_message().find("--max_watch_streams_per_principal"), std::string::npos);
+  Stream rita = open("t-reviewer");  // another principal is not affected
+  ASSERT_TRUE(rita.reader->Read(&event));
+
+  // Revoke vera's token: her streams end, rita's does not.
+  std::ofstream(tokens_path_) << "sha256:" << Sha256Hex("t-reviewer") << " rita reviewer\n";
+  for (Stream& s : vera) {
+    while (s.reader->Read(&event)) {
+    }
+    status = s.reader->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << status.error_message();
+    EXPECT_NE(status.error_message().find("revoked"), std::string::npos);
+  }
+  rita.context->TryCancel();
+  while (rita.reader->Read(&event)) {
+  }
+  EXPECT_EQ(rita.reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
 }
 
 // A Router RPC whose handler lacks the auth hook would be open to anyone: every method of the

@@ -1,6 +1,7 @@
 // The rein.v1.Router gRPC service.
 #include "router_service/router_grpc.h"
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 
@@ -41,8 +42,17 @@ class RunWatch final : public grpc::ServerWriteReactor<rein::v1::RunEvent> {
   // came (a notice can be lost; the store is the truth).
   static constexpr absl::Duration kRecheck = absl::Milliseconds(500);
 
-  static RunWatch* Begin(RunEngine* engine, std::string run_id, int64_t after_seq) {
+  // With `auth` (null: no auth), the stream ends UNAUTHENTICATED once the token in
+  // `authorization` is no longer in the token file, checked at every wake-up and at least every
+  // `revalidate`. `ticket` is the stream's slot in its principal's quota, given back at the end.
+  static RunWatch* Begin(RunEngine* engine, std::string run_id, int64_t after_seq,
+                         std::unique_ptr<StreamQuota::Ticket> ticket, Authenticator* auth,
+                         std::string authorization, absl::Duration revalidate) {
     auto watch = std::shared_ptr<RunWatch>(new RunWatch(engine, std::move(run_id), after_seq));
+    watch->ticket_ = std::move(ticket);
+    watch->auth_ = auth;
+    watch->authorization_ = std::move(authorization);
+    watch->revalidate_ = revalidate;
     watch->self_ = watch;
     watch->Drive();
     return watch.get();
@@ -76,6 +86,7 @@ class RunWatch final : public grpc::ServerWriteReactor<rein::v1::RunEvent> {
     }
     engine_->UnsubscribeEvents(run_id_, subscription);
     alarm_.reset();
+    ticket_.reset();
     // `self` goes last: a wake-up running now holds its own reference.
   }
 
@@ -120,6 +131,10 @@ class RunWatch final : public grpc::ServerWriteReactor<rein::v1::RunEvent> {
     engine_->UnsubscribeEvents(run_id_, armed);
     if (gone) return End(grpc::Status(grpc::StatusCode::CANCELLED, "client gone"));
     if (stop) return End(grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled"));
+    if (auth_ != nullptr && !auth_->StillValid(authorization_)) {
+      return End(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                              "the bearer token of this stream was revoked"));
+    }
     if (pending_.empty() && !ended_) {
       bool ended = false;
       absl::StatusOr<std::vector<rein::v1::RunEvent>> events =
@@ -156,9 +171,12 @@ class RunWatch final : public grpc::ServerWriteReactor<rein::v1::RunEvent> {
     }
     subscription_ = id;
     subscription_tag_ = next_id_ - 1;
-    if (recheck) {
+    if (recheck || auth_ != nullptr) {
+      const absl::Duration after = recheck && auth_ != nullptr ? std::min(kRecheck, revalidate_)
+                                   : recheck                   ? kRecheck
+                                                               : revalidate_;
       alarm_ = std::make_unique<grpc::Alarm>();
-      alarm_->Set(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(kRecheck),
+      alarm_->Set(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(after),
                   [weak](bool ok) {
                     if (ok) Wake(weak, 0);
                   });
@@ -197,6 +215,10 @@ class RunWatch final : public grpc::ServerWriteReactor<rein::v1::RunEvent> {
   rein::v1::RunEvent current_;              // the write in flight
   bool ended_ = false;                      // nothing follows pending_
   std::unique_ptr<grpc::Alarm> alarm_;
+  std::unique_ptr<StreamQuota::Ticket> ticket_;
+  Authenticator* auth_ = nullptr;
+  std::string authorization_;
+  absl::Duration revalidate_;
 
   absl::Mutex mu_;
   bool busy_ ABSL_GUARDED_BY(mu_) = false;   // a thread is in Drive's loop
@@ -213,14 +235,22 @@ class RunWatch final : public grpc::ServerWriteReactor<rein::v1::RunEvent> {
 
 }  // namespace
 
+namespace {
+
+absl::string_view AuthorizationOf(grpc::ServerContextBase* context) {
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) return {};
+  return absl::string_view(it->second.data(), it->second.size());
+}
+
+}  // namespace
+
 grpc::Status RouterGrpcService::Authorize(grpc::ServerContextBase* context, const char* method,
                                           std::string* principal) {
   if (auth_ == nullptr) return grpc::Status::OK;
-  const auto& metadata = context->client_metadata();
-  auto it = metadata.find("authorization");
-  absl::string_view value;
-  if (it != metadata.end()) value = absl::string_view(it->second.data(), it->second.size());
-  absl::StatusOr<Principal> who = auth_->Authorize(method, value, context->peer());
+  absl::StatusOr<Principal> who =
+      auth_->Authorize(method, AuthorizationOf(context), context->peer());
   if (!who.ok()) {
     Metrics::Global().Add("rein_router_rpcs_total", 1,
                           absl::StrCat("method=\"", method, "\",code=\"",
@@ -301,8 +331,18 @@ grpc::ServerWriteReactor<rein::v1::RunEvent>* RouterGrpcService::WatchRun(
       refused = ToGrpcStatus(absl::InvalidArgumentError("after_seq: must be >= 0"));
     }
   }
+  std::unique_ptr<StreamQuota::Ticket> ticket;
+  if (refused.ok()) {
+    absl::StatusOr<std::unique_ptr<StreamQuota::Ticket>> slot = watch_quota_.Acquire(principal);
+    if (slot.ok()) {
+      ticket = std::move(*slot);
+    } else {
+      refused = ToGrpcStatus(slot.status());
+    }
+  }
   if (!refused.ok()) return new RefusedWatch(refused);
-  return RunWatch::Begin(engine_, request->run_id(), request->after_seq());
+  return RunWatch::Begin(engine_, request->run_id(), request->after_seq(), std::move(ticket), auth_,
+                         std::string(AuthorizationOf(context)), options_.revalidate);
 }
 
 grpc::Status RouterGrpcService::ExportRun(grpc::ServerContext* context,

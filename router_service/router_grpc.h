@@ -5,6 +5,7 @@
 #include "rein/v1/router.grpc.pb.h"
 #include "router_service/auth.h"
 #include "router_service/run_engine.h"
+#include "router_service/stream_quota.h"
 
 namespace rein {
 
@@ -12,14 +13,28 @@ namespace rein {
 // the run's next commit (RunEngine::SubscribeEvents), writes one event at a time (the next
 // only once gRPC has taken the previous one), and so buffers at most one read's events (the
 // 12 the engine keeps in memory, or a page of 256 from the store) however slowly its client
-// reads. The other methods are synchronous.
+// reads. Streams are capped per principal (RouterGrpcOptions), and with auth a stream whose
+// token is revoked ends UNAUTHENTICATED. The other methods are synchronous.
+struct RouterGrpcOptions {
+  // Open WatchRun streams one principal may hold (--max_watch_streams_per_principal); past
+  // it WatchRun is RESOURCE_EXHAUSTED. 0 = no cap.
+  int max_watch_streams_per_principal = 1024;
+  // With auth, how often an idle WatchRun stream checks that its token was not revoked (a
+  // stream that is sending checks at every event).
+  absl::Duration revalidate = absl::Seconds(2);
+};
+
 class RouterGrpcService final
     : public rein::v1::Router::WithCallbackMethod_WatchRun<rein::v1::Router::Service> {
  public:
   // With `auth` (not owned; null = no auth), every call must carry a bearer token whose roles
   // allow it (router_service/auth.h).
-  explicit RouterGrpcService(RunEngine* engine, Authenticator* auth = nullptr)
-      : engine_(engine), auth_(auth) {}
+  explicit RouterGrpcService(RunEngine* engine, Authenticator* auth = nullptr,
+                             RouterGrpcOptions options = {})
+      : engine_(engine),
+        auth_(auth),
+        options_(options),
+        watch_quota_(options.max_watch_streams_per_principal) {}
 
   grpc::Status StartRun(grpc::ServerContext* context, const rein::v1::StartRunRequest* request,
                         rein::v1::Run* response) override;
@@ -46,6 +61,8 @@ class RouterGrpcService final
 
   RunEngine* engine_;
   Authenticator* auth_;
+  const RouterGrpcOptions options_;
+  StreamQuota watch_quota_;
 };
 
 }  // namespace rein
