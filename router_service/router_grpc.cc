@@ -349,24 +349,33 @@ grpc::Status RouterGrpcService::ExportRun(grpc::ServerContext* context,
                                           const rein::v1::ExportRunRequest* request,
                                           grpc::ServerWriter<rein::v1::RunSnapshot>* writer) {
   REIN_AUTHORIZE("ExportRun");
-  absl::StatusOr<std::vector<Snapshot>> snapshots = engine_->ListSnapshots(request->run_id());
-  if (!snapshots.ok()) return ToGrpcStatus(snapshots.status());
-  for (const Snapshot& s : *snapshots) {
-    rein::v1::RunSnapshot out;
-    out.set_run_id(request->run_id());
-    out.set_iteration(s.iteration);
-    out.set_version(s.version);
-    rein::v1::RunState state;
-    if (!state.ParseFromString(s.state)) {
-      return ToGrpcStatus(absl::DataLossError(absl::StrCat(
-          "snapshot of version ", s.version, " of run ", request->run_id(), " is corrupt")));
+  // Page by page, each page one short read of the store: nothing of the store is held while
+  // the client reads, and at most one page of snapshots is in memory.
+  constexpr int kPage = 16;
+  int64_t after_version = 0;
+  while (true) {
+    absl::StatusOr<std::vector<Snapshot>> page =
+        engine_->ListSnapshots(request->run_id(), after_version, kPage);
+    if (!page.ok()) return ToGrpcStatus(page.status());
+    if (page->empty()) return grpc::Status::OK;
+    after_version = page->back().version;
+    for (const Snapshot& s : *page) {
+      rein::v1::RunSnapshot out;
+      out.set_run_id(request->run_id());
+      out.set_iteration(s.iteration);
+      out.set_version(s.version);
+      rein::v1::RunState state;
+      if (!state.ParseFromString(s.state)) {
+        return ToGrpcStatus(absl::DataLossError(absl::StrCat(
+            "snapshot of version ", s.version, " of run ", request->run_id(), " is corrupt")));
+      }
+      google::protobuf::util::JsonPrintOptions options;
+      options.preserve_proto_field_names = true;
+      (void)google::protobuf::util::MessageToJsonString(state, out.mutable_state_json(), options);
+      if (!writer->Write(out)) return grpc::Status(grpc::StatusCode::CANCELLED, "client gone");
     }
-    google::protobuf::util::JsonPrintOptions options;
-    options.preserve_proto_field_names = true;
-    (void)google::protobuf::util::MessageToJsonString(state, out.mutable_state_json(), options);
-    if (!writer->Write(out)) return grpc::Status(grpc::StatusCode::CANCELLED, "client gone");
+    if (page->size() < kPage) return grpc::Status::OK;
   }
-  return grpc::Status::OK;
 }
 
 #undef REIN_AUTHORIZE

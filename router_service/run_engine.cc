@@ -1122,9 +1122,11 @@ absl::StatusOr<Run> RunEngine::ResumeElsewhere(const rein::v1::ResumeRunRequest&
   return run;
 }
 
-absl::StatusOr<std::vector<Snapshot>> RunEngine::ListSnapshots(const std::string& run_id) {
+absl::StatusOr<std::vector<Snapshot>> RunEngine::ListSnapshots(const std::string& run_id,
+                                                               int64_t after_version, int limit) {
   RETURN_IF_ERROR(CheckRunId(run_id));
-  absl::StatusOr<std::vector<Snapshot>> snapshots = store_->ListSnapshots(run_id);
+  absl::StatusOr<std::vector<Snapshot>> snapshots =
+      store_->ListSnapshotsAfter(run_id, after_version, limit);
   if (!snapshots.ok() && absl::IsNotFound(snapshots.status())) {
     return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
   }

@@ -97,7 +97,9 @@ class RunEngine {
                                           const std::string& principal = "");
   absl::StatusOr<rein::v1::Run> ResumeRun(const rein::v1::ResumeRunRequest& request,
                                           const std::string& principal = "");
-  absl::StatusOr<std::vector<Snapshot>> ListSnapshots(const std::string& run_id);
+  // The run's snapshots above `after_version`, oldest first, at most `limit` (0 = all).
+  absl::StatusOr<std::vector<Snapshot>> ListSnapshots(const std::string& run_id,
+                                                      int64_t after_version = 0, int limit = 0);
   // Starts a new run from the source's state at `request.at`, with the edits (router_service/
   // fork.h, StageRouter::Fork), and its own copy of the source's workspace (as it is now, or
   // with workspace_at_fork as it was at the point). The source may be running or ended; it is

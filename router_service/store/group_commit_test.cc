@@ -97,7 +97,8 @@ class BatchStore final : public RunStore {
   absl::StatusOr<RunPage> ListRuns(const RunFilter&, int, const std::string&) override {
     return Unused();
   }
-  absl::StatusOr<std::vector<Snapshot>> ListSnapshots(const std::string&) override {
+  absl::StatusOr<std::vector<Snapshot>> ListSnapshotsAfter(const std::string&, int64_t,
+                                                           int) override {
     return Unused();
   }
   absl::StatusOr<std::vector<std::string>> ListUnfinishedRunIds() override { return Unused(); }

@@ -508,7 +508,8 @@ absl::StatusOr<RunPage> PostgresRunStore::ListRuns(const RunFilter& filter, int 
   return page;
 }
 
-absl::StatusOr<std::vector<Snapshot>> PostgresRunStore::ListSnapshots(const std::string& run_id) {
+absl::StatusOr<std::vector<Snapshot>> PostgresRunStore::ListSnapshotsAfter(
+    const std::string& run_id, int64_t after_version, int limit) {
   ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Begin(pool_.get(), true));
   const std::string what = absl::StrCat("reading snapshots of run ", run_id);
   {
@@ -516,9 +517,12 @@ absl::StatusOr<std::vector<Snapshot>> PostgresRunStore::ListSnapshots(const std:
                                                PgParams().Text(run_id), what));
     if (PQntuples(exists.get()) == 0) return absl::NotFoundError(absl::StrCat("no run ", run_id));
   }
-  ASSIGN_OR_RETURN(PgResult result, tx->Exec("SELECT version, iteration, state FROM snapshots "
-                                             "WHERE run_id = $1 ORDER BY version",
-                                             PgParams().Text(run_id), what));
+  ASSIGN_OR_RETURN(
+      PgResult result,
+      tx->Exec("SELECT version, iteration, state FROM snapshots "
+               "WHERE run_id = $1 AND version > $2 ORDER BY version LIMIT $3",
+               PgParams().Text(run_id).Int(after_version).Int(limit > 0 ? limit : INT64_MAX),
+               what));
   RETURN_IF_ERROR(PgCheckColumns(result.get(), {kInt8Oid, kInt8Oid, kByteaOid}, target(), what));
   std::vector<Snapshot> snapshots;
   for (int row = 0; row < PQntuples(result.get()); ++row) {

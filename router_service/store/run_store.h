@@ -134,8 +134,17 @@ class RunStore {
   virtual absl::StatusOr<RunPage> ListRuns(const RunFilter& filter, int page_size,
                                            const std::string& page_token) = 0;
 
+  // The run's snapshots of a version above `after_version`, oldest first, at most `limit` of
+  // them (0 = all): a reader pages through a long run one short read at a time, holding
+  // nothing of the store between pages. NOT_FOUND for an unknown run.
+  virtual absl::StatusOr<std::vector<Snapshot>> ListSnapshotsAfter(const std::string& run_id,
+                                                                   int64_t after_version,
+                                                                   int limit) = 0;
+
   // Every snapshot of the run, oldest first. NOT_FOUND for an unknown run.
-  virtual absl::StatusOr<std::vector<Snapshot>> ListSnapshots(const std::string& run_id) = 0;
+  absl::StatusOr<std::vector<Snapshot>> ListSnapshots(const std::string& run_id) {
+    return ListSnapshotsAfter(run_id, /*after_version=*/0, /*limit=*/0);
+  }
 
   // Ids of every run whose stage is not terminal (FINISHED, FAILED, CANCELLED), oldest first
   // (created_at, then run_id).

@@ -346,6 +346,21 @@ TEST_P(RunStoreConformanceTest, SnapshotsAreListedOldestFirst) {
     EXPECT_EQ((*snapshots)[i].version, iterations[i] + 1);
     EXPECT_EQ((*snapshots)[i].state, absl::StrCat(R"({"iteration":)", iterations[i], "}"));
   }
+  // Paged by version: the same snapshots, in pages of 3, then 1, then none.
+  absl::StatusOr<std::vector<Snapshot>> first = store().ListSnapshotsAfter("run-1", 0, 3);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_THAT(*first, SizeIs(3));
+  EXPECT_EQ((*first)[2].version, (*snapshots)[2].version);
+  absl::StatusOr<std::vector<Snapshot>> rest =
+      store().ListSnapshotsAfter("run-1", first->back().version, 3);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  ASSERT_THAT(*rest, SizeIs(1));
+  EXPECT_EQ((*rest)[0].version, (*snapshots)[3].version);
+  absl::StatusOr<std::vector<Snapshot>> after_last =
+      store().ListSnapshotsAfter("run-1", rest->back().version, 3);
+  ASSERT_TRUE(after_last.ok()) << after_last.status();
+  EXPECT_THAT(*after_last, IsEmpty());
+  EXPECT_EQ(CodeOf(store().ListSnapshotsAfter("no-such-run", 0, 3)), absl::StatusCode::kNotFound);
 }
 
 TEST_P(RunStoreConformanceTest, DuplicateSnapshotVersionIsAlreadyExistsAndWritesNothing) {

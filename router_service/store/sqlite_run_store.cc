@@ -493,15 +493,19 @@ absl::StatusOr<RunPage> SqliteRunStore::ListRuns(const RunFilter& filter, int pa
   return page;
 }
 
-absl::StatusOr<std::vector<Snapshot>> SqliteRunStore::ListSnapshots(const std::string& run_id) {
+absl::StatusOr<std::vector<Snapshot>> SqliteRunStore::ListSnapshotsAfter(const std::string& run_id,
+                                                                         int64_t after_version,
+                                                                         int limit) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteDb::Transaction tx,
                    SqliteDb::Transaction::Begin(db_.get(), /*write=*/false));
   RETURN_IF_ERROR(RunExists(run_id));
   ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
                    db_->Prepare("SELECT version, iteration, state FROM snapshots "
-                                "WHERE run_id = ? ORDER BY version"));
+                                "WHERE run_id = ? AND version > ? ORDER BY version LIMIT ?"));
   stmt.BindText(1, run_id);
+  stmt.BindInt(2, after_version);
+  stmt.BindInt(3, limit > 0 ? limit : -1);  // a negative LIMIT is none
   std::vector<Snapshot> snapshots;
   int rc;
   while ((rc = stmt.Step()) == SQLITE_ROW) {

@@ -115,7 +115,9 @@ class SqliteRunStore final : public RouterStore {
                                                              int64_t after_seq, int limit) override;
   absl::StatusOr<RunPage> ListRuns(const RunFilter& filter, int page_size,
                                    const std::string& page_token) override;
-  absl::StatusOr<std::vector<Snapshot>> ListSnapshots(const std::string& run_id) override;
+  absl::StatusOr<std::vector<Snapshot>> ListSnapshotsAfter(const std::string& run_id,
+                                                           int64_t after_version,
+                                                           int limit) override;
   absl::StatusOr<std::vector<std::string>> ListUnfinishedRunIds() override;
 
   // Leases, kept trivially: one router uses a SQLite store (OpenRunStore locks it), so the
