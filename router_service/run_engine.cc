@@ -79,6 +79,7 @@ std::string NewRunId() {
 const std::string& CallLabel(Effect::Kind kind) {
   static const auto* labels = new std::map<Effect::Kind, std::string>{
       {Effect::Kind::kListTools, R"(call="ListTools")"},
+      {Effect::Kind::kCheckWorkspace, R"(call="CheckWorkspace")"},
       {Effect::Kind::kPlan, R"(call="Plan")"},
       {Effect::Kind::kDecide, R"(call="Decide")"},
       {Effect::Kind::kExecute, R"(call="Execute")"},
@@ -88,58 +89,11 @@ const std::string& CallLabel(Effect::Kind kind) {
   return labels->at(kind);
 }
 
-// The calls a stage makes one after another (INITIALIZING: ListTools, then the workspace
-// check), cancelled as one: a call set after Cancel() is cancelled at once.
-class ChainedCall final : public PendingCall {
- public:
-  void Set(std::shared_ptr<PendingCall> call) {
-    bool cancel;
-    {
-      absl::MutexLock lock(&mu_);
-      current_ = call;
-      cancel = cancelled_;
-    }
-    if (cancel && call) call->Cancel();
-  }
-  void Cancel() override {
-    std::shared_ptr<PendingCall> call;
-    {
-      absl::MutexLock lock(&mu_);
-      cancelled_ = true;
-      call = current_;
-    }
-    if (call) call->Cancel();
-  }
-
- private:
-  absl::Mutex mu_;
-  std::shared_ptr<PendingCall> current_ ABSL_GUARDED_BY(mu_);
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-};
-
 // A run id as a client sends it: present and of a sane length.
 absl::Status CheckRunId(const std::string& run_id) {
   if (run_id.empty()) return absl::InvalidArgumentError("run_id: required");
   if (run_id.size() > 128) return absl::InvalidArgumentError("run_id: at most 128 bytes");
   return absl::OkStatus();
-}
-
-// Whether the executors offer file_info, with which a workspace is checked.
-template <typename Tools>
-bool HasFileInfo(const Tools& tools) {
-  return std::any_of(tools.begin(), tools.end(),
-                     [](const rein::v1::ToolSpec& t) { return t.name() == "file_info"; });
-}
-
-// file_info {"path": "."} in `workspace`: fails (a tool error) when the workspace is missing.
-rein::v1::ExecuteRequest WorkspaceCheck(const std::string& run_id, const std::string& workspace) {
-  rein::v1::ExecuteRequest check;
-  check.set_call_id(absl::StrCat(run_id, "-workspace-check"));
-  check.set_run_id(run_id);
-  check.set_workspace(workspace);
-  check.set_tool("file_info");
-  check.set_args_json(R"({"path":"."})");
-  return check;
 }
 
 // The monotonic real clock the lease is measured on.
@@ -149,12 +103,6 @@ absl::Time MonotonicNow() {
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Whether a transition records a failed call (the run backs off before the next one).
-bool FailedCall(const Transition& t) {
-  return std::any_of(t.events.begin(), t.events.end(),
-                     [](const RunEvent& e) { return e.has_error(); });
 }
 
 }  // namespace
@@ -217,15 +165,9 @@ void RunEngine::Recover(const Run& run) {
     absl::MutexLock lock(&old->mu);
     DropLocked(old, "taken back at a new epoch");
   }
-  std::shared_ptr<Entry> entry = Track(run);
-  {
-    absl::MutexLock lock(&entry->mu);
-    if (auto t = router_.OnRecovery(entry->run, clock_->Now())) {
-      absl::Status status = CommitLocked(*entry, std::move(*t));
-      if (!status.ok()) LogError("recovery commit failed", {{"run_id", id}});
-    }
-  }
-  Advance(entry);
+  // Nothing to commit first: a call that was sent is asked again with the same call_id, a
+  // mutating one included, and the executors' call journal answers it (StageRouter::OnExecute).
+  Advance(Track(run));
 }
 
 void RunEngine::DropLocked(const std::shared_ptr<Entry>& entry, const std::string& why) {
@@ -504,17 +446,6 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
       Metrics::Global().Add(
           "rein_router_runs_ended_total", 1,
           absl::StrCat("reason=\"", rein::v1::TerminationReason_Name(st.outcome().reason()), "\""));
-      // The executors' call journal of the run can go (best effort, after the commit: a run
-      // the executors never hear about is swept by age, --journal_retention).
-      rein::v1::ForgetRunRequest forget;
-      forget.set_run_id(run.run_id());
-      executor_->ForgetRun(forget, now + options_.list_tools_timeout,
-                           [run_id = run.run_id()](absl::StatusOr<rein::v1::ForgetRunResponse> r) {
-                             if (!r.ok() && !absl::IsUnimplemented(r.status())) {
-                               LogInfo("ForgetRun failed; the executors sweep it by age",
-                                       {{"run_id", run_id}, {"error", r.status().ToString()}});
-                             }
-                           });
     } else if (st.stage() == rein::v1::PAUSED) {
       LogInfo("run paused", {{"run_id", run.run_id()},
                              {"reason", rein::v1::PauseReason_Name(st.pause().reason())},
@@ -528,6 +459,17 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
                                           {"code", event.error().code()},
                                           {"error", event.error().message()}});
     }
+  }
+  if (t.forget_run.has_value()) {
+    // The executors' call journal of the run can go (best effort, after the commit: a run
+    // the executors never hear about is swept by age, --journal_retention).
+    executor_->ForgetRun(*t.forget_run, now + options_.list_tools_timeout,
+                         [run_id = run.run_id()](absl::StatusOr<rein::v1::ForgetRunResponse> r) {
+                           if (!r.ok() && !absl::IsUnimplemented(r.status())) {
+                             LogInfo("ForgetRun failed; the executors sweep it by age",
+                                     {{"run_id", run_id}, {"error", r.status().ToString()}});
+                           }
+                         });
   }
   tail_.Append(run.run_id(), *stored, StageRouter::IsTerminal(run.state().stage()),
                t_deferred_wakes);
@@ -606,8 +548,7 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
       case NextStep::Kind::kIdle: return;
       case NextStep::Kind::kWaitUntil: scheduler_.WakeAt(next.until, run_id); return;
       case NextStep::Kind::kCommit:
-        if (next.transition->state.call_dispatched() && !entry->run.state().call_dispatched() &&
-            !LeaseAllows(/*mutating=*/true)) {
+        if (next.transition->dispatches_mutating_call && !LeaseAllows(/*mutating=*/true)) {
           // About to send a mutating call on a lease too old to be sure of: wait for renewal.
           scheduler_.WakeAt(now + lease_.retry_interval(), run_id);
           return;
@@ -620,8 +561,7 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
         }
         break;  // ask again
       case NextStep::Kind::kCall:
-        if (!LeaseAllows(next.effect.kind == Effect::Kind::kExecute &&
-                         entry->run.state().pending_call().mutating())) {
+        if (!LeaseAllows(next.effect.mutating)) {
           scheduler_.WakeAt(now + lease_.retry_interval(), run_id);
           return;
         }
@@ -632,14 +572,12 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
 }
 
 void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effect) {
-  const Run& run = entry->run;
-  const std::string& run_id = run.run_id();
   entry->in_flight = true;
   in_flight_.fetch_add(1);
   std::weak_ptr<Entry> weak = entry;
   const auto sent = std::chrono::steady_clock::now();  // latency metrics: real time
   const std::string* label = &CallLabel(effect.kind);
-  auto finish = [this, weak, sent, label](std::function<Transition(const Run&, absl::Time)> apply) {
+  auto finish = [this, weak, sent, label](StageReply reply) {
     const auto replied = std::chrono::steady_clock::now();
     Metrics::Global().Observe("rein_router_call_seconds",
                               std::chrono::duration<double>(replied - sent).count(), *label);
@@ -654,7 +592,7 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
       // run's mutex is taken: this thread may be the one holding it (a client that runs the
       // callback inside Dispatch or Cancel), or another is busy with the run.
       std::shared_ptr<Entry> e = weak.lock();
-      const bool applied = e == nullptr || Complete(e, apply, /*only_if_free=*/true);
+      const bool applied = e == nullptr || Complete(e, reply, /*only_if_free=*/true);
       EndInline();
       if (!applied) Metrics::Global().Add("rein_router_replies_queued_total", 1, "why=\"locked\"");
       if (applied) {
@@ -663,83 +601,55 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
         return;
       }
     }
-    Post([this, weak, replied, apply = std::move(apply)] {
+    Post([this, weak, replied, reply = std::move(reply)] {
       Metrics::Global().Observe("rein_router_queue_seconds", SecondsSince(replied));
-      if (std::shared_ptr<Entry> e = weak.lock()) Complete(e, apply);
+      if (std::shared_ptr<Entry> e = weak.lock()) Complete(e, reply);
       CallDone();
     });
   };
-  const StageRouter* router = &router_;
-  switch (effect.kind) {
-    case Effect::Kind::kListTools: {
-      // Tools, then (when the executor has file_info) the workspace: two calls, one stage.
-      ExecutorClient* executor = executor_;
-      rein::v1::ExecuteRequest check = WorkspaceCheck(run_id, run.spec().workspace());
-      absl::Time deadline = effect.deadline;
-      auto chain = std::make_shared<ChainedCall>();
-      entry->call = chain;
-      chain->Set(executor_->ListTools(
-          deadline, [finish, router, executor, check, deadline,
-                     chain](absl::StatusOr<rein::v1::ListToolsResponse> tools) {
-            if (!tools.ok() || !HasFileInfo(tools->tools())) {
-              finish([router, tools = std::move(tools)](const Run& r, absl::Time t) {
-                return router->OnTools(r, tools, std::nullopt, t);
-              });
-              return;
-            }
-            chain->Set(executor->Execute(check, deadline,
-                                         [finish, router, tools = std::move(tools)](
-                                             absl::StatusOr<rein::v1::ExecuteResponse> workspace) {
-                                           finish([router, tools, workspace = std::move(workspace)](
-                                                      const Run& r, absl::Time t) {
-                                             return router->OnTools(r, tools, workspace, t);
-                                           });
-                                         }));
-          }));
-      break;
-    }
-    case Effect::Kind::kPlan:
-      entry->call =
-          planner_->Plan(effect.plan, effect.deadline,
-                         [finish, router](absl::StatusOr<rein::v1::PlanResponse> reply) {
-                           finish([router, reply = std::move(reply)](const Run& r, absl::Time t) {
-                             return router->OnPlan(r, reply, t);
-                           });
-                         });
-      break;
-    case Effect::Kind::kDecide:
-      entry->call =
-          planner_->Decide(effect.decide, effect.deadline,
-                           [finish, router](absl::StatusOr<rein::v1::DecideResponse> reply) {
-                             finish([router, reply = std::move(reply)](const Run& r, absl::Time t) {
-                               return router->OnDecide(r, reply, t);
-                             });
-                           });
-      break;
-    case Effect::Kind::kExecute:
-      entry->call = executor_->Execute(
-          effect.execute, effect.deadline,
-          [finish, router](absl::StatusOr<rein::v1::ExecuteResponse> reply) {
-            finish([router, reply = std::move(reply)](const Run& r, absl::Time t) {
-              return router->OnExecute(r, reply, t);
-            });
-          });
-      break;
-    case Effect::Kind::kEvaluate:
-      entry->call = planner_->Evaluate(
-          effect.evaluate, effect.deadline,
-          [finish, router](absl::StatusOr<rein::v1::EvaluateResponse> reply) {
-            finish([router, reply = std::move(reply)](const Run& r, absl::Time t) {
-              return router->OnEvaluate(r, reply, t);
-            });
-          });
-      break;
-    case Effect::Kind::kNone: break;
-  }
+  entry->call = Call(effect, std::move(finish));
 }
 
-bool RunEngine::Complete(const std::shared_ptr<Entry>& entry,
-                         const std::function<Transition(const Run&, absl::Time)>& apply,
+std::shared_ptr<PendingCall> RunEngine::Call(const Effect& effect,
+                                             std::function<void(StageReply)> done) {
+  switch (effect.kind) {
+    case Effect::Kind::kListTools:
+      return executor_->ListTools(effect.deadline,
+                                  [done](absl::StatusOr<rein::v1::ListToolsResponse> tools) {
+                                    done(ToolsListed{std::move(tools)});
+                                  });
+    case Effect::Kind::kCheckWorkspace:
+      return executor_->Execute(
+          effect.execute, effect.deadline,
+          [done, tools = effect.tools](absl::StatusOr<rein::v1::ExecuteResponse> workspace) {
+            done(WorkspaceChecked{tools, std::move(workspace)});
+          });
+    case Effect::Kind::kPlan:
+      return planner_->Plan(effect.plan, effect.deadline,
+                            [done](absl::StatusOr<rein::v1::PlanResponse> reply) {
+                              done(Planned{std::move(reply)});
+                            });
+    case Effect::Kind::kDecide:
+      return planner_->Decide(effect.decide, effect.deadline,
+                              [done](absl::StatusOr<rein::v1::DecideResponse> reply) {
+                                done(Decided{std::move(reply)});
+                              });
+    case Effect::Kind::kExecute:
+      return executor_->Execute(effect.execute, effect.deadline,
+                                [done](absl::StatusOr<rein::v1::ExecuteResponse> reply) {
+                                  done(Executed{std::move(reply)});
+                                });
+    case Effect::Kind::kEvaluate:
+      return planner_->Evaluate(effect.evaluate, effect.deadline,
+                                [done](absl::StatusOr<rein::v1::EvaluateResponse> reply) {
+                                  done(Evaluated{std::move(reply)});
+                                });
+    case Effect::Kind::kNone: break;
+  }
+  return nullptr;
+}
+
+bool RunEngine::Complete(const std::shared_ptr<Entry>& entry, const StageReply& reply,
                          bool only_if_free) {
   if (only_if_free) {
     if (!entry->mu.TryLock()) return false;
@@ -748,24 +658,29 @@ bool RunEngine::Complete(const std::shared_ptr<Entry>& entry,
   }
   // The run's watchers are woken once its next call is on its way, not before.
   DeferredWakes defer;
-  const bool advance = ApplyLocked(*entry, apply);
+  const bool advance = ApplyLocked(entry, reply);
   entry->mu.Unlock();
   if (advance) Advance(entry);
   return true;
 }
 
-bool RunEngine::ApplyLocked(Entry& entry,
-                            const std::function<Transition(const Run&, absl::Time)>& apply) {
+bool RunEngine::ApplyLocked(const std::shared_ptr<Entry>& self, const StageReply& reply) {
+  Entry& entry = *self;
   entry.in_flight = false;
   entry.call.reset();
   if (entry.dropped) return false;  // another router drives the run now
   absl::Time now = clock_->Now();
-  Transition t = apply(entry.run, now);
-  bool spent = FailedCall(t);
-  if (!dispatching_ && spent && !entry.run.state().cancel_requested()) {
-    // Shutting down: a call we cancelled is not the run's failure; it runs again later.
+  Applied applied = router_.Apply(entry.run, reply, now);
+  if (applied.call.has_value()) {
+    // The stage's next call, before anything is committed (INITIALIZING's workspace check).
+    if (!dispatching_) return false;  // made again after the next start
+    Dispatch(self, *applied.call);
     return false;
   }
+  Transition t = std::move(*applied.transition);
+  const bool spent = t.attempt_failed;
+  // Shutting down: a call we cancelled is not the run's failure; it runs again later.
+  if (!dispatching_ && t.void_when_stopping) return false;
   absl::Status status = CommitLocked(entry, std::move(t));
   if (entry.dropped) return false;
   if (!status.ok()) {
@@ -1054,10 +969,7 @@ absl::StatusOr<Run> RunEngine::CancelElsewhere(const std::string& run_id, const 
   for (int attempt = 0;; ++attempt) {
     ASSIGN_OR_RETURN(Run run, GetRun(run_id));
     if (StageRouter::IsTerminal(run.state().stage())) return run;
-    // The owner may have a call in flight: record the request; the owner ends the run (a
-    // paused run, with nothing in flight, ends here at once).
-    const bool busy = run.state().stage() != rein::v1::PAUSED;
-    auto t = router_.OnCancel(run, busy, reason, clock_->Now());
+    auto t = router_.OnRemoteCancel(run, reason, clock_->Now());
     if (!t.has_value()) break;
     SetPrincipal(principal, &*t);
     absl::StatusOr<std::vector<RunEvent>> stored = store_->Commit(

@@ -142,8 +142,7 @@ class RunEngine {
                                                               int64_t after_seq, absl::Time until,
                                                               bool* ended);
   std::shared_ptr<Entry> Track(const rein::v1::Run& run);
-  // Takes on a run found unfinished in the store (start, takeover, rejoin): the restart
-  // recovery rules (StageRouter::OnRecovery), then Advance.
+  // Takes on a run found unfinished in the store (start, takeover, rejoin) and advances it.
   void Recover(const rein::v1::Run& run);
   // Drops a run this router no longer owns from memory (its call, if any, is cancelled; its
   // result will be ignored). Needs entry->mu held.
@@ -169,16 +168,17 @@ class RunEngine {
   void Advance(const std::shared_ptr<Entry>& entry);
   // Makes the effect's call; its result is applied by Complete. Needs entry->mu held.
   void Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effect);
+  // Sends the effect's call to the planner or the executors; `done` gets its reply.
+  std::shared_ptr<PendingCall> Call(const Effect& effect, std::function<void(StageReply)> done);
   // Drops an ended run from memory.
   void Forget(const std::string& run_id);
   // Applies a call's result and moves on. With `only_if_free`, does nothing and returns false
   // when the run's mutex is taken (by this thread, or another).
-  bool Complete(const std::shared_ptr<Entry>& entry,
-                const std::function<Transition(const rein::v1::Run&, absl::Time)>& apply,
+  bool Complete(const std::shared_ptr<Entry>& entry, const StageReply& reply,
                 bool only_if_free = false);
-  // Complete's work under entry.mu: applies and commits; returns whether to Advance.
-  bool ApplyLocked(Entry& entry,
-                   const std::function<Transition(const rein::v1::Run&, absl::Time)>& apply);
+  // Complete's work under entry->mu: applies (StageRouter::Apply) and commits, or makes the
+  // stage's next call; returns whether to Advance.
+  bool ApplyLocked(const std::shared_ptr<Entry>& entry, const StageReply& reply);
   absl::Status CommitLocked(Entry& entry, Transition transition);
   void Post(std::function<void()> work);
   // Whether a reply may be applied on the calling thread now (see inline_replies); if so,

@@ -19,7 +19,6 @@ namespace {
 using rein::v1::RunSpec;
 using rein::v1::ToolSpec;
 
-
 absl::Status CheckDuration(const google::protobuf::Duration& d, const std::string& field,
                            absl::Duration max) {
   if (!IsValidProtoDuration(d) || FromProtoDuration(d) <= absl::ZeroDuration()) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -109,6 +110,13 @@ class Step {
       s.version = state_.version();
       state_.SerializeToString(&s.state);
       t.snapshot = std::move(s);
+    }
+    t.attempt_failed = std::any_of(events_.begin(), events_.end(),
+                                   [](const RunEvent& e) { return e.has_error(); });
+    t.void_when_stopping = t.attempt_failed && !old().cancel_requested();
+    t.dispatches_mutating_call = state_.call_dispatched() && !old().call_dispatched();
+    if (StageRouter::IsTerminal(state_.stage()) && !StageRouter::IsTerminal(old().stage())) {
+      t.forget_run.emplace().set_run_id(run_.run_id());
     }
     t.state = std::move(state_);
     t.events = std::move(events_);
@@ -531,6 +539,16 @@ std::string WorkspaceGoneMessage(const Run& run, const rein::v1::ToolError& erro
 
 }  // namespace
 
+rein::v1::ExecuteRequest WorkspaceCheck(const std::string& run_id, const std::string& workspace) {
+  rein::v1::ExecuteRequest check;
+  check.set_call_id(absl::StrCat(run_id, "-workspace-check"));
+  check.set_run_id(run_id);
+  check.set_workspace(workspace);
+  check.set_tool("file_info");
+  check.set_args_json(R"({"path":"."})");
+  return check;
+}
+
 void StageRouter::Recycle(RunState&& used) {
   // A state keeps the capacity of its strings when cleared: a large one (long observations)
   // is not kept, so that each thread holds at most kMaxRecycledStateBytes. Its size as last
@@ -637,6 +655,7 @@ Effect StageRouter::NextEffect(const Run& run, absl::Time now) const {
       if (const ToolSpec* tool = FindTool(st, st.pending_call().tool())) {
         req.set_tool_schema_hash(tool->schema_hash());
       }
+      effect.mutating = st.pending_call().mutating();
       *req.mutable_limits()->mutable_timeout() =
           ToProtoDuration(std::max(absl::ZeroDuration(), effect.deadline - now));
       break;
@@ -661,6 +680,37 @@ Effect StageRouter::NextEffect(const Run& run, absl::Time now) const {
   return effect;
 }
 
+Applied StageRouter::Apply(const Run& run, const StageReply& reply, absl::Time now) const {
+  struct Visitor {
+    const StageRouter& router;
+    const Run& run;
+    absl::Time now;
+    Applied operator()(const ToolsListed& r) const {
+      if (r.tools.ok() && HasFileInfo(r.tools->tools())) {
+        // The executors can check the workspace: do so before the run moves on.
+        Effect check = router.NextEffect(run, now);
+        check.kind = Effect::Kind::kCheckWorkspace;
+        check.tools = *r.tools;
+        check.execute = WorkspaceCheck(run.run_id(), run.spec().workspace());
+        return {std::nullopt, std::move(check)};
+      }
+      return {router.OnTools(run, r.tools, std::nullopt, now), std::nullopt};
+    }
+    Applied operator()(const WorkspaceChecked& r) const {
+      return {router.OnTools(run, r.tools, r.workspace, now), std::nullopt};
+    }
+    Applied operator()(const Planned& r) const { return {router.OnPlan(run, r.reply, now), {}}; }
+    Applied operator()(const Decided& r) const { return {router.OnDecide(run, r.reply, now), {}}; }
+    Applied operator()(const Executed& r) const {
+      return {router.OnExecute(run, r.reply, now), std::nullopt};
+    }
+    Applied operator()(const Evaluated& r) const {
+      return {router.OnEvaluate(run, r.reply, now), std::nullopt};
+    }
+  };
+  return std::visit(Visitor{*this, run, now}, reply);
+}
+
 Transition StageRouter::OnTools(
     const Run& run, const absl::StatusOr<rein::v1::ListToolsResponse>& tools,
     const std::optional<absl::StatusOr<rein::v1::ExecuteResponse>>& workspace,
@@ -668,13 +718,13 @@ Transition StageRouter::OnTools(
   Step s(run, now);
   if (!tools.ok()) {
     SpendRetry(s, rein::v1::INITIALIZING, absl::StatusCodeToString(tools.status().code()),
-               absl::StrCat("executor ListTools: ", tools.status().message()));
+               absl::StrCat(kListToolsErrorPrefix, tools.status().message()));
     return std::move(s).Finish();
   }
   if (workspace.has_value()) {
     if (!workspace->ok()) {
       SpendRetry(s, rein::v1::INITIALIZING, absl::StatusCodeToString(workspace->status().code()),
-                 absl::StrCat("executor workspace check: ", workspace->status().message()));
+                 absl::StrCat(kWorkspaceCheckErrorPrefix, workspace->status().message()));
       return std::move(s).Finish();
     }
     if (!(*workspace)->ok()) {
@@ -886,7 +936,7 @@ Transition StageRouter::OnExecute(const Run& run,
     auto* error = s.AddEvent()->mutable_error();
     error->set_stage(rein::v1::EXECUTING);
     error->set_code(absl::StatusCodeToString(reply.status().code()));
-    error->set_message(absl::StrCat("executor: ", reply.status().message()));
+    error->set_message(absl::StrCat(kExecuteErrorPrefix, reply.status().message()));
     error->set_retry_spent(false);
     EndIfLimited(s, /*begins_iteration=*/false);
     return std::move(s).Finish();
@@ -896,7 +946,7 @@ Transition StageRouter::OnExecute(const Run& run,
     // again, after a backoff, with the same call_id: the executors' call journal then answers
     // with its recorded reply, waits for it, or says that its outcome is unknown (below).
     SpendRetry(s, rein::v1::EXECUTING, absl::StatusCodeToString(reply.status().code()),
-               absl::StrCat("executor: ", reply.status().message()));
+               absl::StrCat(kExecuteErrorPrefix, reply.status().message()));
     return std::move(s).Finish();
   }
   if (reply->outcome_unknown() && st.pending_call().mutating()) {
@@ -1207,6 +1257,13 @@ std::optional<Transition> StageRouter::OnCancel(const Run& run, bool call_in_fli
   return std::move(s).Finish();
 }
 
+std::optional<Transition> StageRouter::OnRemoteCancel(const Run& run, const std::string& reason,
+                                                      absl::Time now) const {
+  // The owner may have a call in flight: the request is recorded and the owner ends the run. A
+  // paused run has nothing in flight and ends here at once.
+  return OnCancel(run, /*call_in_flight=*/run.state().stage() != rein::v1::PAUSED, reason, now);
+}
+
 NextStep StageRouter::Next(const Run& run, absl::Time now, absl::Time not_before) const {
   NextStep next;
   const RunState& st = run.state();
@@ -1374,14 +1431,6 @@ Transition StageRouter::FailInternal(const Run& run, const std::string& message,
   Step s(run, now);
   Terminate(s, rein::v1::FAILED, rein::v1::INTERNAL, message);
   return std::move(s).Finish();
-}
-
-std::optional<Transition> StageRouter::OnRecovery(const Run& /*run*/, absl::Time /*now*/) const {
-  // A model call or a read-only tool call is simply repeated. A mutating call that was sent
-  // and whose result was not committed is asked again with the same call_id: the executors'
-  // call journal answers (OnExecute), and the run pauses RECOVERY only when it says the
-  // outcome is unknown. So nothing needs committing before the run goes on.
-  return std::nullopt;
 }
 
 }  // namespace rein

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -29,23 +30,89 @@ namespace rein {
 // (from_plan, no usage).
 inline constexpr int32_t kLogFormat = 3;
 
+// How an Error event's message begins, by the call that failed (the call's status message
+// follows). Replay takes them off again to rebuild the call's status.
+inline constexpr char kListToolsErrorPrefix[] = "executor ListTools: ";
+inline constexpr char kWorkspaceCheckErrorPrefix[] = "executor workspace check: ";
+inline constexpr char kExecuteErrorPrefix[] = "executor: ";
+
 // The result of one transition: the new state (version + 1), the events it emits (seq left
-// for the store to assign) and, at iteration boundaries, pauses and the end, a snapshot.
+// for the store to assign) and, at iteration boundaries, pauses and the end, a snapshot. The
+// flags say what the driver must do about it beyond committing it; it infers none of them.
 struct Transition {
   rein::v1::RunState state;
   std::vector<rein::v1::RunEvent> events;
   std::optional<Snapshot> snapshot;
+  // A call's attempt failed (an Error event): the driver backs off before the next call.
+  bool attempt_failed = false;
+  // A failed attempt of a run with no cancel requested: a driver that is stopping (and so
+  // cancelled the call itself) commits nothing for it; the call is made again after a start.
+  bool void_when_stopping = false;
+  // The transition marks a mutating call as sent (MarkDispatched): the driver commits it only
+  // while its lease allows a mutating call.
+  bool dispatches_mutating_call = false;
+  // The run ends with this transition: after the commit, the driver tells the executors they
+  // may forget the run's call journal (best effort).
+  std::optional<rein::v1::ForgetRunRequest> forget_run;
 };
 
 // What the driver must do next for a run.
 struct Effect {
-  enum class Kind { kNone, kListTools, kPlan, kDecide, kExecute, kEvaluate };
+  // kListTools then, when the executors offer file_info, kCheckWorkspace: the two calls of
+  // INITIALIZING, made one after another with nothing committed between them.
+  enum class Kind { kNone, kListTools, kCheckWorkspace, kPlan, kDecide, kExecute, kEvaluate };
   Kind kind = Kind::kNone;
   rein::v1::PlanRequest plan;
   rein::v1::DecideRequest decide;
-  rein::v1::ExecuteRequest execute;
+  rein::v1::ExecuteRequest execute;  // kExecute, and kCheckWorkspace's file_info
   rein::v1::EvaluateRequest evaluate;
+  rein::v1::ListToolsResponse tools;             // kCheckWorkspace: the tools listed just before
   absl::Time deadline = absl::InfiniteFuture();  // min(now + stage_timeout, run deadline)
+  // Whether this call is a mutating tool call (the lease must allow one).
+  bool mutating = false;
+};
+
+// The replies to the calls of an Effect, one type per call (Effect::Kind). A non-OK status is
+// the call's gRPC status.
+struct ToolsListed {  // kListTools
+  absl::StatusOr<rein::v1::ListToolsResponse> tools;
+};
+struct WorkspaceChecked {  // kCheckWorkspace: the executor's reply to file_info {"path": "."}
+  rein::v1::ListToolsResponse tools;
+  absl::StatusOr<rein::v1::ExecuteResponse> workspace;
+};
+struct Planned {  // kPlan
+  absl::StatusOr<rein::v1::PlanResponse> reply;
+};
+struct Decided {  // kDecide
+  absl::StatusOr<rein::v1::DecideResponse> reply;
+};
+struct Executed {  // kExecute
+  absl::StatusOr<rein::v1::ExecuteResponse> reply;
+};
+struct Evaluated {  // kEvaluate
+  absl::StatusOr<rein::v1::EvaluateResponse> reply;
+};
+using StageReply =
+    std::variant<ToolsListed, WorkspaceChecked, Planned, Decided, Executed, Evaluated>;
+
+// Whether the executors offer file_info, with which a run's workspace is checked.
+template <typename Tools>
+bool HasFileInfo(const Tools& tools) {
+  for (const rein::v1::ToolSpec& tool : tools) {
+    if (tool.name() == "file_info") return true;
+  }
+  return false;
+}
+
+// file_info {"path": "."} in `workspace`: fails (a tool error) when the workspace is missing.
+rein::v1::ExecuteRequest WorkspaceCheck(const std::string& run_id, const std::string& workspace);
+
+// What a reply comes to (StageRouter::Apply): a transition to commit, or, with nothing to
+// commit yet, the next call of the same stage (INITIALIZING's workspace check).
+struct Applied {
+  std::optional<Transition> transition;
+  std::optional<Effect> call;
 };
 
 // Everything the driver must do next for a run with no call in flight (StageRouter::Next).
@@ -104,7 +171,13 @@ class StageRouter {
   // The call for the run's stage (kNone for PAUSED and terminal runs). Part of Next.
   Effect NextEffect(const rein::v1::Run& run, absl::Time now) const;
 
-  // Results of the calls of NextEffect. A non-OK status is the call's gRPC status.
+  // The one place a call's reply is applied: `reply` answers the call of NextEffect (or of
+  // the Applied::call before it) for `run`. Listed tools that include file_info ask for the
+  // workspace check (Applied::call) before anything is committed; every other reply is a
+  // transition (the On* below).
+  Applied Apply(const rein::v1::Run& run, const StageReply& reply, absl::Time now) const;
+
+  // The transitions of Apply, by reply. A non-OK status is the call's gRPC status.
   // `workspace` is the executor's reply to file_info {"path": "."} in the run's workspace
   // (nullopt when the executor offers no file_info): a tool error there fails the run.
   // OnExecute: RESOURCE_EXHAUSTED (full) and ABORTED (the call is in progress on a live
@@ -149,6 +222,10 @@ class StageRouter {
   // call's result then ends the run). Ended runs are returned unchanged (nullopt).
   std::optional<Transition> OnCancel(const rein::v1::Run& run, bool call_in_flight,
                                      const std::string& reason, absl::Time now) const;
+  // OnCancel by a router that does not drive the run (it reads the run from the store): the
+  // owner may have a call in flight unless the run is PAUSED.
+  std::optional<Transition> OnRemoteCancel(const rein::v1::Run& run, const std::string& reason,
+                                           absl::Time now) const;
 
   // Ends a run, with no call in flight, whose deadline has passed or whose cancel was
   // requested (PAUSED, between calls, or recovered after a restart). Part of Next.
@@ -157,12 +234,6 @@ class StageRouter {
   // Ends a run that cannot go on for a reason of the router's own (INTERNAL).
   Transition FailInternal(const rein::v1::Run& run, const std::string& message,
                           absl::Time now) const;
-
-  // After a router restart or a takeover: what to commit before the run goes on. Nothing
-  // today: a call that was sent is asked again with the same call_id, a mutating one included,
-  // and the executors' call journal answers it (a recorded reply, or a wait); OnExecute pauses
-  // RECOVERY only when the journal says the outcome is unknown.
-  std::optional<Transition> OnRecovery(const rein::v1::Run& run, absl::Time now) const;
 
   // The first transition of a fork. `run` holds the fork's run_id, request_id and spec (with
   // its own workspace and any changed limits) and, as its state, the source's state at the
