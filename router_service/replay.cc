@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/proto_time.h"
+#include "common/status_reason.h"
 #include "common/usage_payload.h"
 #include "google/protobuf/util/message_differencer.h"
 
@@ -257,7 +258,15 @@ std::vector<StageReply> RecordedReplies(const Effect& effect,
       if (auto reply = DecideReply(tr)) replies.push_back(Decided{*std::move(reply)});
       break;
     case Effect::Kind::kExecute:
-      if (auto reply = ExecuteReply(tr)) replies.push_back(Executed{*std::move(reply)});
+      if (auto reply = ExecuteReply(tr)) {
+        replies.push_back(Executed{*reply});
+        // A failed call's ToolError.reason is not in the log: the one that ended the run
+        // because its workspace was gone is told apart by the transition the log holds.
+        if (reply->ok() && !(*reply)->ok()) {
+          (*reply)->mutable_error()->set_reason(reason::kWorkspaceNotFound);
+          replies.push_back(Executed{*std::move(reply)});
+        }
+      }
       break;
     case Effect::Kind::kEvaluate:
       if (auto reply = EvaluateReply(tr)) replies.push_back(Evaluated{*std::move(reply)});

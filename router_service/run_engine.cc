@@ -15,6 +15,7 @@
 #include "common/metrics.h"
 #include "common/proto_time.h"
 #include "common/status_macros.h"
+#include "common/status_reason.h"
 #include "router_service/fork.h"
 #include "router_service/spec.h"
 
@@ -403,7 +404,7 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
   if (!stored.ok()) {
     LogError("commit failed", {{"run_id", run.run_id()}, {"error", stored.status().ToString()}});
     Metrics::Global().Add("rein_router_commit_errors_total", 1);
-    if (IsLeaseLost(stored.status())) {
+    if (HasReason(stored.status(), reason::kLeaseLost)) {
       // Another router owns the run now: it is theirs to drive; nothing was written.
       if (std::shared_ptr<Entry> self = Find(run.run_id()); self.get() == &entry) {
         DropLocked(self, std::string(stored.status().message()));
@@ -849,7 +850,7 @@ absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request,
     const absl::Status& status = reply.status();
     switch (status.code()) {
       case absl::StatusCode::kFailedPrecondition:
-        if (absl::StrContains(status.message(), "before_call")) {
+        if (HasReason(status, reason::kSnapshotMissing)) {
           return absl::FailedPreconditionError(absl::StrCat(
               "workspace_at_fork: the executors' workspace history no longer holds run ",
               source.run_id(), "'s workspace at that point: ", status.message()));

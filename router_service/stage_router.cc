@@ -467,7 +467,7 @@ Transition StageRouter::OnExecute(const Run& run,
   event->set_truncated(reply->truncated());
   st.clear_pending_call();
   st.set_call_dispatched(false);
-  if (!reply->ok() && IsWorkspaceMissing(run, reply->error())) {
+  if (!reply->ok() && IsWorkspaceMissing(reply->error())) {
     // The workspace disappeared under the run: every further call would fail the same way.
     if (EndIfLimited(s, /*begins_iteration=*/false)) return std::move(s).Finish();
     Terminate(s, rein::v1::FAILED, rein::v1::CONSECUTIVE_TOOL_FAILURES,

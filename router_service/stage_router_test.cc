@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_reason.h"
 #include "common/usage_payload.h"
 #include "gtest/gtest.h"
 #include "router_service/spec.h"
@@ -1123,6 +1124,7 @@ TEST(StageRouterTest, MissingWorkspaceFailsAtInitializing) {
   rein::v1::ExecuteResponse missing;
   missing.set_ok(false);
   missing.mutable_error()->set_code("NOT_FOUND");
+  missing.mutable_error()->set_reason(reason::kWorkspaceNotFound);
   missing.mutable_error()->set_message(
       "workspace \"default\" does not exist or is not a directory");
   h.Apply(h.router.OnTools(h.run, ToolsReply(), missing, h.now));
@@ -1156,6 +1158,7 @@ TEST(StageRouterTest, ToolFailingBecauseTheWorkspaceIsGoneEndsTheRun) {
   rein::v1::ExecuteResponse gone;
   gone.set_ok(false);
   gone.mutable_error()->set_code("NOT_FOUND");
+  gone.mutable_error()->set_reason(reason::kWorkspaceNotFound);
   gone.mutable_error()->set_message("workspace \"default\" does not exist or is not a directory");
   h.Execute(gone);
   EXPECT_EQ(h.stage(), rein::v1::FAILED);
@@ -1171,6 +1174,7 @@ TEST(StageRouterTest, ToolFailingBecauseTheWorkspaceIsGoneEndsTheRun) {
   other.Decide(CallReply("list_files"));
   rein::v1::ExecuteResponse missing_path = gone;
   missing_path.mutable_error()->set_message("path \"x\" does not exist");
+  missing_path.mutable_error()->clear_reason();
   other.Execute(missing_path);
   EXPECT_EQ(other.stage(), rein::v1::EVALUATING);
 }
@@ -1783,6 +1787,7 @@ TEST(StageRouterTest, ApplyListedToolsWithFileInfoAsksForTheWorkspaceCheckFirst)
 
   rein::v1::ExecuteResponse missing;
   missing.mutable_error()->set_code("NOT_FOUND");
+  missing.mutable_error()->set_reason(reason::kWorkspaceNotFound);
   missing.mutable_error()->set_message("no workspace");
   Applied checked = h.router.Apply(h.run, WorkspaceChecked{tools, missing}, h.now);
   ASSERT_TRUE(checked.transition.has_value());

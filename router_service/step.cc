@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/proto_time.h"
+#include "common/status_reason.h"
 #include "common/usage_payload.h"
 #include "router_service/termination.h"
 
@@ -316,15 +317,13 @@ void ContinueAfterEvaluation(Step& s, Stage next, Pause pause) {
 
 // Whether a tool error says the run's workspace does not exist (the executor's NOT_FOUND
 // "workspace \"<name>\" does not exist ...").
-bool IsWorkspaceMissing(const Run& run, const rein::v1::ToolError& error) {
-  return error.code() == "NOT_FOUND" &&
-         absl::StartsWith(error.message(),
-                          absl::StrCat("workspace \"", run.spec().workspace(), "\""));
+bool IsWorkspaceMissing(const rein::v1::ToolError& error) {
+  return error.reason() == reason::kWorkspaceNotFound;
 }
 
 std::string WorkspaceGoneMessage(const Run& run, const rein::v1::ToolError& error) {
   return absl::StrCat("workspace \"", run.spec().workspace(), "\" ",
-                      IsWorkspaceMissing(run, error) ? "no longer exists" : "is not usable",
+                      IsWorkspaceMissing(error) ? "no longer exists" : "is not usable",
                       " on the executors (", error.code(), ": ", error.message(), ")");
 }
 

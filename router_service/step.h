@@ -129,9 +129,8 @@ rein::v1::Stage NextAfterEvaluation(const rein::v1::RunState& st);
 // move. `pause` is a candidate pause (reason unset = none).
 void ContinueAfterEvaluation(Step& s, rein::v1::Stage next, rein::v1::Pause pause);
 
-// Whether a tool error says the run's workspace does not exist (the executor's NOT_FOUND
-// "workspace \"<name>\" does not exist ...").
-bool IsWorkspaceMissing(const rein::v1::Run& run, const rein::v1::ToolError& error);
+// Whether a tool error says the run's workspace does not exist (reason WORKSPACE_NOT_FOUND).
+bool IsWorkspaceMissing(const rein::v1::ToolError& error);
 
 std::string WorkspaceGoneMessage(const rein::v1::Run& run, const rein::v1::ToolError& error);
 

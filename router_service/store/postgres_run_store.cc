@@ -25,6 +25,7 @@
 #include "absl/time/time.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "common/status_reason.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "rein/v1/types.pb.h"
 #include "router_service/store/pg_session.h"
@@ -426,9 +427,11 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::CommitChecked(
     const std::string owner = PgBytes(current.get(), 0, 1);
     const int64_t epoch = PgInt(current.get(), 0, 2);
     if (lease_epoch.has_value() && (owner != me || epoch != *lease_epoch)) {
-      return absl::AbortedError(absl::StrCat("lease lost: run ", run_id, " is owned by ",
-                                             owner.empty() ? "no router" : owner, " at epoch ",
-                                             epoch, "; router ", me, " held epoch ", *lease_epoch));
+      return WithReason(
+          absl::AbortedError(absl::StrCat("lease lost: run ", run_id, " is owned by ",
+                                          owner.empty() ? "no router" : owner, " at epoch ", epoch,
+                                          "; router ", me, " held epoch ", *lease_epoch)),
+          reason::kLeaseLost);
     }
     return absl::FailedPreconditionError(absl::StrCat("run ", run_id, " is at version ",
                                                       PgInt(current.get(), 0, 0),
