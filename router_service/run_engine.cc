@@ -16,7 +16,7 @@
 #include "common/proto_time.h"
 #include "common/status_macros.h"
 #include "common/status_reason.h"
-#include "router_service/fork.h"
+#include "router_service/fork_run.h"
 #include "router_service/spec.h"
 
 namespace rein {
@@ -63,19 +63,6 @@ class DeferredWakes {
   std::vector<std::function<void()>> wakes_;
 };
 
-// Records who caused a transition (RunEvent.principal) on each of its events.
-void SetPrincipal(const std::string& principal, Transition* t) {
-  if (principal.empty()) return;
-  for (rein::v1::RunEvent& event : t->events) event.set_principal(principal);
-}
-
-std::string NewRunId() {
-  static absl::Mutex mu(absl::kConstInit);
-  static absl::BitGen* gen = new absl::BitGen();
-  absl::MutexLock lock(&mu);
-  return absl::StrFormat("run-%016x", absl::Uniform<uint64_t>(*gen));
-}
-
 // The `call` label of a call's metrics (built once: every reply records two).
 const std::string& CallLabel(Effect::Kind kind) {
   static const auto* labels = new std::map<Effect::Kind, std::string>{
@@ -117,8 +104,11 @@ RunEngine::RunEngine(RunStore* store, PlannerClient* planner, ExecutorClient* ex
       clock_(clock),
       options_(options),
       router_(options.stage),
-      scheduler_(clock,
-                 [this](const std::string& run_id) { Post([this, run_id] { Wake(run_id); }); }),
+      pool_(options.inline_replies),
+      tools_(executor, clock, options.tools_cache_ttl, options.list_tools_timeout),
+      scheduler_(
+          clock,
+          [this](const std::string& run_id) { pool_.Post([this, run_id] { Wake(run_id); }); }),
       tail_(clock),
       lease_(options.lease_ttl),
       shared_(store->Shared()) {}
@@ -129,9 +119,7 @@ absl::Status RunEngine::Start() {
   const absl::Time sent = MonotonicNow();
   RETURN_IF_ERROR(store_->JoinFleet(options_.router_id, options_.lease_ttl));
   lease_.Renewed(sent);
-  for (int i = 0; i < std::max(1, options_.workers); ++i) {
-    workers_.emplace_back([this] { WorkerLoop(); });
-  }
+  pool_.Start(options_.workers);
   scheduler_.Start();
   int recovered = 0;
   if (shared_) {
@@ -224,7 +212,7 @@ void RunEngine::Refresh(const std::string& run_id) {
 
 void RunEngine::OnCommitNotice(const CommitNotice& notice) {
   tail_.NoteRemote(notice.run_id, notice.last_seq, notice.ended);
-  if (Find(notice.run_id)) Post([this, id = notice.run_id] { Refresh(id); });
+  if (Find(notice.run_id)) pool_.Post([this, id = notice.run_id] { Refresh(id); });
 }
 
 void RunEngine::LeaseLoop() {
@@ -289,7 +277,7 @@ bool RunEngine::LeaseRound(bool* lapsed) {
             {{"run_id", run.run_id()}, {"epoch", std::to_string(run.lease_epoch())}});
     Metrics::Global().Add("rein_router_runs_claimed_total", 1);
     // On a worker, in the order claimed: a recovery commits, and this thread renews the lease.
-    Post([this, run] { Recover(run); });
+    pool_.Post([this, run] { Recover(run); });
   }
   // Commits other routers made on this router's runs (reviews, cancels) whose notice was
   // missed, and runs another router now owns.
@@ -297,7 +285,7 @@ bool RunEngine::LeaseRound(bool* lapsed) {
   if (!owned.ok()) return true;
   // Compared on a worker: a run's mutex is held while its commit waits for the store, and this
   // thread must be back in time for the next renewal however busy the store is.
-  Post([this, owned = *std::move(owned)] {
+  pool_.Post([this, owned = *std::move(owned)] {
     std::vector<std::pair<std::string, std::shared_ptr<Entry>>> entries;
     {
       absl::MutexLock lock(&runs_mu_);
@@ -310,7 +298,7 @@ bool RunEngine::LeaseRound(bool* lapsed) {
         version = entry->run.state().version();
       }
       auto it = owned.find(id);
-      if (it == owned.end() || it->second > version) Post([this, id = id] { Refresh(id); });
+      if (it == owned.end() || it->second > version) pool_.Post([this, id = id] { Refresh(id); });
     }
   });
   return true;
@@ -352,17 +340,7 @@ void RunEngine::Shutdown(absl::Duration grace) {
     LogError("calls still in flight after shutdown",
              {{"calls", std::to_string(in_flight_.load())}});
   }
-  {
-    absl::MutexLock lock(&queue_mu_);
-    stopping_ = true;
-    queue_cv_.SignalAll();
-    // A reply being applied on a gRPC thread is waited for like the workers' work below (no new
-    // one starts once stopping_ is set).
-    while (inline_active_ > 0) inline_cv_.Wait(&queue_mu_);
-  }
-  const bool started = !workers_.empty();
-  for (std::thread& worker : workers_) worker.join();
-  workers_.clear();
+  const bool started = pool_.Stop();
   scheduler_.Stop();
   if (started && shared_) {
     // Let the other routers take this router's runs now rather than after its lease.
@@ -427,7 +405,7 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
         run = *std::move(fresh);
         // Whoever called may not advance the run after a failure (a stale review): make sure
         // the newer state is acted on.
-        Post([this, id = run.run_id()] { Wake(id); });
+        pool_.Post([this, id = run.run_id()] { Wake(id); });
       }
     }
     return stored.status();
@@ -475,46 +453,6 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
   tail_.Append(run.run_id(), *stored, StageRouter::IsTerminal(run.state().stage()),
                t_deferred_wakes);
   return absl::OkStatus();
-}
-
-void RunEngine::Post(std::function<void()> work) {
-  absl::MutexLock lock(&queue_mu_);
-  queue_.push_back(std::move(work));
-  queue_cv_.Signal();
-}
-
-bool RunEngine::BeginInline() {
-  if (options_.inline_replies <= 0) return false;
-  {
-    absl::MutexLock lock(&queue_mu_);
-    // Work queued before this reply goes first (the workers have it); so does shutdown.
-    if (stopping_ || !queue_.empty() || inline_active_ >= options_.inline_replies) {
-      Metrics::Global().Add("rein_router_replies_queued_total", 1,
-                            !queue_.empty() ? "why=\"queued\"" : "why=\"busy\"");
-      return false;
-    }
-    ++inline_active_;
-  }
-  return true;
-}
-
-void RunEngine::EndInline() {
-  absl::MutexLock lock(&queue_mu_);
-  if (--inline_active_ == 0) inline_cv_.SignalAll();
-}
-
-void RunEngine::WorkerLoop() {
-  while (true) {
-    std::function<void()> work;
-    {
-      absl::MutexLock lock(&queue_mu_);
-      while (!stopping_ && queue_.empty()) queue_cv_.Wait(&queue_mu_);
-      if (queue_.empty()) return;  // stopping
-      work = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    work();
-  }
 }
 
 void RunEngine::CallDone() {
@@ -587,14 +525,14 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
     // may arrive on another callback thread while they are being written to, is applied there
     // and then, not handed to a worker because this thread still counted as applying one.
     DeferredWakes defer;
-    if (BeginInline()) {
+    if (pool_.BeginInline()) {
       // Applied here, on the thread that received the reply: no hand-off to a worker (the
       // thread hop and its futex wake-up were the largest cost of an iteration). Not when the
       // run's mutex is taken: this thread may be the one holding it (a client that runs the
       // callback inside Dispatch or Cancel), or another is busy with the run.
       std::shared_ptr<Entry> e = weak.lock();
       const bool applied = e == nullptr || Complete(e, reply, /*only_if_free=*/true);
-      EndInline();
+      pool_.EndInline();
       if (!applied) Metrics::Global().Add("rein_router_replies_queued_total", 1, "why=\"locked\"");
       if (applied) {
         Metrics::Global().Observe("rein_router_queue_seconds", SecondsSince(replied));
@@ -602,7 +540,7 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
         return;
       }
     }
-    Post([this, weak, replied, reply = std::move(reply)] {
+    pool_.Post([this, weak, replied, reply = std::move(reply)] {
       Metrics::Global().Observe("rein_router_queue_seconds", SecondsSince(replied));
       if (std::shared_ptr<Entry> e = weak.lock()) Complete(e, reply);
       CallDone();
@@ -698,53 +636,6 @@ bool RunEngine::ApplyLocked(const std::shared_ptr<Entry>& self, const StageReply
   return true;
 }
 
-absl::StatusOr<std::vector<rein::v1::ToolSpec>> RunEngine::KnownTools() {
-  {
-    absl::MutexLock lock(&tools_mu_);
-    if (!tools_.empty() && clock_->Now() - tools_at_ < options_.tools_cache_ttl) return tools_;
-  }
-  absl::Notification done;
-  absl::StatusOr<rein::v1::ListToolsResponse> result;
-  executor_->ListTools(clock_->Now() + options_.list_tools_timeout,
-                       [&](absl::StatusOr<rein::v1::ListToolsResponse> reply) {
-                         result = std::move(reply);
-                         done.Notify();
-                       });
-  done.WaitForNotification();
-  if (!result.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot list tools from an executor: ", result.status().message()));
-  }
-  absl::MutexLock lock(&tools_mu_);
-  tools_.assign(result->tools().begin(), result->tools().end());
-  tools_at_ = clock_->Now();
-  return tools_;
-}
-
-absl::Status RunEngine::CheckWorkspace(const std::string& run_id, const rein::v1::RunSpec& spec,
-                                       const std::vector<rein::v1::ToolSpec>& tools) {
-  if (!HasFileInfo(tools)) return absl::OkStatus();
-  absl::Notification done;
-  absl::StatusOr<rein::v1::ExecuteResponse> reply;
-  executor_->Execute(WorkspaceCheck(run_id, spec.workspace()),
-                     clock_->Now() + options_.list_tools_timeout,
-                     [&](absl::StatusOr<rein::v1::ExecuteResponse> r) {
-                       reply = std::move(r);
-                       done.Notify();
-                     });
-  done.WaitForNotification();
-  if (!reply.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot check spec.workspace on an executor: ", reply.status().message()));
-  }
-  if (!reply->ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "spec.workspace: workspace \"", spec.workspace(), "\" is not usable on the executors (",
-        reply->error().code(), ": ", reply->error().message(), ")"));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request,
                                         const std::string& principal) {
   if (request.request_id().size() > 128) {
@@ -756,13 +647,13 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
     return absl::UnavailableError(
         "this router cannot renew its lease on the store; start the run on another router");
   }
-  absl::StatusOr<std::vector<rein::v1::ToolSpec>> tools = KnownTools();
+  absl::StatusOr<std::vector<rein::v1::ToolSpec>> tools = tools_.Tools();
   if (!tools.ok()) return tools.status();
   absl::StatusOr<rein::v1::RunSpec> spec = NormalizeSpec(request.spec(), *tools);
   if (!spec.ok()) return spec.status();
   RETURN_IF_ERROR(CheckCostBudget(*spec, options_.stage.prices.get()));
   const std::string run_id = NewRunId();
-  RETURN_IF_ERROR(CheckWorkspace(run_id, *spec, *tools));
+  RETURN_IF_ERROR(tools_.CheckWorkspace(run_id, spec->workspace(), *tools));
   Run run;
   Transition t = router_.NewRun(run_id, request.request_id(), *spec, clock_->Now(), &run);
   run.set_owner(options_.router_id);  // the router that accepted StartRun drives the run
@@ -790,115 +681,18 @@ absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request,
   // Forking only reads what the source has committed, so a running source is allowed: the
   // fork starts from a committed point and the source goes on untouched.
   ASSIGN_OR_RETURN(Run source, GetRun(request.run_id()));
-  ASSIGN_OR_RETURN(std::vector<RunEvent> events, store_->ReadEvents(source.run_id(), 0, 0));
-  ASSIGN_OR_RETURN(std::vector<Snapshot> snapshots, store_->ListSnapshots(source.run_id()));
-  ASSIGN_OR_RETURN(ForkPoint point, FindForkPoint(router_, source, events, snapshots, request));
-
-  rein::v1::RunSpec spec = source.spec();
-  if (request.edits().has_limits()) {
-    // The fields given override the source's; the others stay as the source had them.
-    spec.mutable_limits()->MergeFrom(request.edits().limits());
-    ASSIGN_OR_RETURN(std::vector<rein::v1::ToolSpec> tools, KnownTools());
-    absl::StatusOr<rein::v1::RunSpec> normalized = NormalizeSpec(spec, tools);
-    if (!normalized.ok()) {
-      std::string message(normalized.status().message());
-      if (absl::StartsWith(message, "spec.limits")) message.replace(0, 11, "edits.limits");
-      return absl::Status(normalized.status().code(), message);
-    }
-    spec = *std::move(normalized);
-  }
-  if (absl::Status priced = CheckCostBudget(spec, options_.stage.prices.get()); !priced.ok()) {
-    std::string message(priced.message());
-    if (request.edits().limits().cost_budget_usd() != 0 &&
-        absl::StartsWith(message, "spec.limits")) {
-      message.replace(0, 11, "edits.limits");
-    }
-    return absl::Status(priced.code(), message);
-  }
-  const std::string run_id = NewRunId();
-  const std::string source_workspace = source.spec().workspace();
-  spec.set_workspace(absl::StrCat(source_workspace.substr(0, 200), "-", run_id));
-  const absl::Time now = clock_->Now();
-  Run fork;
-  fork.set_run_id(run_id);
-  fork.set_request_id(request.request_id());
-  *fork.mutable_spec() = spec;
-  *fork.mutable_created_at() = ToProtoTime(now);
-  *fork.mutable_updated_at() = ToProtoTime(now);
-  *fork.mutable_state() = point.state;
-  ASSIGN_OR_RETURN(Transition t, router_.Fork(fork, point.from, request.edits(),
-                                              request.workspace_at_fork(), now));
-  *fork.mutable_state() = t.state;
-  SetPrincipal(principal, &t);
-  fork.set_owner(options_.router_id);  // the router that accepted ForkRun drives the fork
-  fork.set_lease_epoch(1);
-
-  rein::v1::CopyWorkspaceRequest copy;
-  copy.set_workspace(source_workspace);
-  copy.set_run_id(source.run_id());
-  if (request.workspace_at_fork()) copy.set_before_call(point.first_mutating_call_after);
-  copy.set_target(spec.workspace());
-  absl::Notification copied;
-  absl::StatusOr<rein::v1::CopyWorkspaceResponse> reply;
-  executor_->CopyWorkspace(copy, now + options_.workspace_copy_timeout,
-                           [&](absl::StatusOr<rein::v1::CopyWorkspaceResponse> r) {
-                             reply = std::move(r);
-                             copied.Notify();
-                           });
-  copied.WaitForNotification();
-  if (!reply.ok()) {
-    const absl::Status& status = reply.status();
-    switch (status.code()) {
-      case absl::StatusCode::kFailedPrecondition:
-        if (HasReason(status, reason::kSnapshotMissing)) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "workspace_at_fork: the executors' workspace history no longer holds run ",
-              source.run_id(), "'s workspace at that point: ", status.message()));
-        }
-        return absl::FailedPreconditionError(
-            absl::StrCat("workspace: cannot copy the source's workspace: ", status.message()));
-      case absl::StatusCode::kNotFound:
-        return absl::FailedPreconditionError(
-            absl::StrCat("workspace: the source's workspace \"", source_workspace,
-                         "\" no longer exists on the executors (", status.message(), ")"));
-      case absl::StatusCode::kUnimplemented:
-        return absl::FailedPreconditionError(
-            absl::StrCat("workspace: the executors cannot copy workspaces (", status.message(),
-                         "); update them to fork runs"));
-      default:
-        return absl::UnavailableError(
-            absl::StrCat("cannot copy the source's workspace on an executor: ", status.message()));
-    }
-  }
-  absl::StatusOr<CreateResult> created = store_->CreateRun(fork, std::move(t.events));
-  if (!created.ok() || !created->created) DeleteCopiedWorkspace(spec.workspace());
-  if (!created.ok()) return created.status();
-  if (!created->created) return created->run;  // the same request_id: the first fork
+  ForkContext ctx{store_,
+                  &router_,
+                  &tools_,
+                  executor_,
+                  clock_,
+                  options_.router_id,
+                  options_.workspace_copy_timeout};
+  ASSIGN_OR_RETURN(CreateResult created, CreateFork(ctx, request, source, principal));
+  if (!created.created) return created.run;  // the same request_id: the first fork
   Metrics::Global().Add("rein_router_runs_forked_total", 1);
-  LogInfo("run forked", {{"run_id", run_id},
-                         {"source", source.run_id()},
-                         {"seq", absl::StrCat(point.from.seq())},
-                         {"workspace", spec.workspace()},
-                         {"copied_bytes", absl::StrCat(reply->bytes())}});
-  Advance(Track(created->run));
-  return created->run;
-}
-
-void RunEngine::DeleteCopiedWorkspace(const std::string& name) {
-  rein::v1::DeleteWorkspaceRequest request;
-  request.set_workspace(name);
-  absl::Notification done;
-  absl::Status status;
-  executor_->DeleteWorkspace(request, clock_->Now() + options_.workspace_copy_timeout,
-                             [&](absl::StatusOr<rein::v1::DeleteWorkspaceResponse> r) {
-                               status = r.status();
-                               done.Notify();
-                             });
-  done.WaitForNotification();
-  if (!status.ok()) {
-    LogError("cannot delete a copied workspace",
-             {{"workspace", name}, {"error", status.ToString()}});
-  }
+  Advance(Track(created.run));
+  return created.run;
 }
 
 absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id) {

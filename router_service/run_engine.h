@@ -23,6 +23,8 @@
 #include "router_service/stage_router.h"
 #include "router_service/store/group_commit.h"
 #include "router_service/store/run_store.h"
+#include "router_service/tool_catalog.h"
+#include "router_service/work_pool.h"
 
 namespace rein {
 
@@ -180,22 +182,9 @@ class RunEngine {
   // stage's next call; returns whether to Advance.
   bool ApplyLocked(const std::shared_ptr<Entry>& entry, const StageReply& reply);
   absl::Status CommitLocked(Entry& entry, Transition transition);
-  void Post(std::function<void()> work);
-  // Whether a reply may be applied on the calling thread now (see inline_replies); if so,
-  // EndInline must follow once it is applied.
-  bool BeginInline();
-  void EndInline();
   void Wake(const std::string& run_id);
   // A call's callback has been applied (or dropped): one call fewer in flight.
   void CallDone();
-  absl::StatusOr<std::vector<rein::v1::ToolSpec>> KnownTools();
-  // FAILED_PRECONDITION naming spec.workspace when an executor offering file_info says the
-  // workspace is missing or unusable; OK when no executor offers file_info.
-  absl::Status CheckWorkspace(const std::string& run_id, const rein::v1::RunSpec& spec,
-                              const std::vector<rein::v1::ToolSpec>& tools);
-  void WorkerLoop();
-  // Removes a workspace ForkRun copied (best effort; logged when it fails).
-  void DeleteCopiedWorkspace(const std::string& name);
 
   RunStore* store_;
   GroupCommitter committer_;
@@ -208,23 +197,10 @@ class RunEngine {
   absl::Mutex runs_mu_;
   std::map<std::string, std::shared_ptr<Entry>> runs_ ABSL_GUARDED_BY(runs_mu_);
 
-  // Idle workers wait on queue_cv_, not with Mutex::Await: absl evaluates every Await
-  // condition of the waiters at each unlock, which with dozens of idle workers made every
-  // reply's BeginInline and EndInline scan them all.
-  absl::Mutex queue_mu_;
-  absl::CondVar queue_cv_;   // work was queued, or stopping_
-  absl::CondVar inline_cv_;  // inline_active_ reached 0
-  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(queue_mu_);
-  bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
-  int inline_active_ ABSL_GUARDED_BY(queue_mu_) = 0;  // replies being applied inline
-  std::vector<std::thread> workers_;
-
+  WorkPool pool_;
+  ToolCatalog tools_;
   Scheduler scheduler_;
   EventTail tail_;
-
-  absl::Mutex tools_mu_;
-  std::vector<rein::v1::ToolSpec> tools_ ABSL_GUARDED_BY(tools_mu_);
-  absl::Time tools_at_ ABSL_GUARDED_BY(tools_mu_) = absl::InfinitePast();
 
   std::atomic<bool> dispatching_{true};
 
