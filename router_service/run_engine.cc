@@ -84,11 +84,6 @@ absl::Status CheckRunId(const std::string& run_id) {
   return absl::OkStatus();
 }
 
-// The monotonic real clock the lease is measured on.
-absl::Time MonotonicNow() {
-  return absl::UnixEpoch() + absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
-}
-
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -110,19 +105,24 @@ RunEngine::RunEngine(RunStore* store, PlannerClient* planner, ExecutorClient* ex
           clock,
           [this](const std::string& run_id) { pool_.Post([this, run_id] { Wake(run_id); }); }),
       tail_(clock),
-      lease_(options.lease_ttl),
-      shared_(store->Shared()) {}
+      fleet_(store, &router_, clock, options.router_id, options.lease_ttl, options.cancel_wait,
+             FleetMember::Hooks{
+                 [this] { return dispatching_.load(); },
+                 [this] { DropAll("lease lapsed"); },
+                 // On a worker, in the order claimed: a recovery commits, and the lease thread
+                 // renews the lease.
+                 [this](const Run& run) { pool_.Post([this, run] { Recover(run); }); },
+                 [this](std::map<std::string, int64_t> owned) { CheckOwned(std::move(owned)); },
+             }) {}
 
 RunEngine::~RunEngine() { Shutdown(absl::ZeroDuration()); }
 
 absl::Status RunEngine::Start() {
-  const absl::Time sent = MonotonicNow();
-  RETURN_IF_ERROR(store_->JoinFleet(options_.router_id, options_.lease_ttl));
-  lease_.Renewed(sent);
+  RETURN_IF_ERROR(fleet_.Join());
   pool_.Start(options_.workers);
   scheduler_.Start();
   int recovered = 0;
-  if (shared_) {
+  if (fleet_.shared()) {
     store_->SubscribeCommits([this](const CommitNotice& notice) { OnCommitNotice(notice); });
     // This router's id may own runs from before a restart: take them back (epoch + 1), and a
     // share of the runs of routers that are gone.
@@ -130,7 +130,7 @@ absl::Status RunEngine::Start() {
     if (!claimed.ok()) return claimed.status();
     for (const Run& run : *claimed) Recover(run);
     recovered = static_cast<int>(claimed->size());
-    lease_thread_ = std::thread([this] { LeaseLoop(); });
+    fleet_.Start();
   } else {
     absl::StatusOr<std::vector<std::string>> ids = store_->ListUnfinishedRunIds();
     if (!ids.ok()) return ids.status();
@@ -174,16 +174,6 @@ void RunEngine::DropLocked(const std::shared_ptr<Entry>& entry, const std::strin
   LogInfo("run dropped", {{"run_id", run_id}, {"why", why}});
 }
 
-bool RunEngine::StillMine(const Run& fresh, int64_t epoch) const {
-  return !shared_ || (fresh.owner() == options_.router_id && fresh.lease_epoch() == epoch);
-}
-
-bool RunEngine::LeaseAllows(bool mutating) const {
-  if (!shared_) return true;
-  const absl::Time now = MonotonicNow();
-  return mutating ? lease_.MayMutate(now) : lease_.Live(now);
-}
-
 void RunEngine::Refresh(const std::string& run_id) {
   std::shared_ptr<Entry> entry = Find(run_id);
   if (!entry) return;
@@ -192,7 +182,7 @@ void RunEngine::Refresh(const std::string& run_id) {
   {
     absl::MutexLock lock(&entry->mu);
     if (entry->dropped) return;
-    if (!StillMine(*fresh, entry->run.lease_epoch())) {
+    if (!fleet_.StillMine(*fresh, entry->run.lease_epoch())) {
       DropLocked(entry,
                  absl::StrCat("owned by ", fresh->owner(), " at epoch ", fresh->lease_epoch()));
       return;
@@ -215,77 +205,22 @@ void RunEngine::OnCommitNotice(const CommitNotice& notice) {
   if (Find(notice.run_id)) pool_.Post([this, id = notice.run_id] { Refresh(id); });
 }
 
-void RunEngine::LeaseLoop() {
-  bool lapsed = false;
-  absl::Time next = MonotonicNow() + lease_.renew_interval();
-  while (true) {
-    {
-      absl::MutexLock lock(&lease_mu_);
-      lease_mu_.AwaitWithTimeout(absl::Condition(&lease_stop_),
-                                 std::max(absl::ZeroDuration(), next - MonotonicNow()));
-      if (lease_stop_) return;
-    }
-    const absl::Time sent = MonotonicNow();
-    next = LeaseRound(&lapsed) ? sent + lease_.renew_interval()
-                               : MonotonicNow() + lease_.retry_interval();
+void RunEngine::DropAll(const std::string& why) {
+  std::vector<std::shared_ptr<Entry>> entries;
+  {
+    absl::MutexLock lock(&runs_mu_);
+    for (auto& [id, entry] : runs_) entries.push_back(entry);
+  }
+  for (auto& entry : entries) {
+    absl::MutexLock lock(&entry->mu);
+    if (!entry->dropped) DropLocked(entry, why);
   }
 }
 
-bool RunEngine::LeaseRound(bool* lapsed) {
-  const absl::Time sent = MonotonicNow();
-  absl::Status renewed = store_->RenewLease();
-  if (renewed.ok()) {
-    lease_.Renewed(sent);
-    if (renew_failing_) LogInfo("lease renewed again", {{"router_id", options_.router_id}});
-    renew_failing_ = false;
-  } else {
-    Metrics::Global().Add("rein_router_lease_renewal_errors_total", 1);
-    // Once per outage, not once per retry.
-    if (!renew_failing_) {
-      LogError("cannot renew the lease",
-               {{"router_id", options_.router_id}, {"error", renewed.ToString()}});
-    }
-    renew_failing_ = true;
-  }
-  if (!lease_.Live(MonotonicNow()) && !*lapsed) {
-    // Another router may take any of these runs from now on: stop driving all of them.
-    *lapsed = true;
-    LogError("lease lapsed: dropping every run until a renewal succeeds",
-             {{"router_id", options_.router_id}});
-    std::vector<std::shared_ptr<Entry>> entries;
-    {
-      absl::MutexLock lock(&runs_mu_);
-      for (auto& [id, entry] : runs_) entries.push_back(entry);
-    }
-    for (auto& entry : entries) {
-      absl::MutexLock lock(&entry->mu);
-      if (!entry->dropped) DropLocked(entry, "lease lapsed");
-    }
-  }
-  if (!renewed.ok()) return false;
-  if (!dispatching_) return true;
-  const bool rejoin = *lapsed;
-  if (rejoin) LogInfo("lease renewed: rejoining", {{"router_id", options_.router_id}});
-  absl::StatusOr<std::vector<Run>> claimed = store_->ClaimRuns(/*include_mine=*/rejoin);
-  if (!claimed.ok()) {
-    LogError("cannot claim runs", {{"error", claimed.status().ToString()}});
-    return true;
-  }
-  *lapsed = false;
-  for (const Run& run : *claimed) {
-    LogInfo("run taken over",
-            {{"run_id", run.run_id()}, {"epoch", std::to_string(run.lease_epoch())}});
-    Metrics::Global().Add("rein_router_runs_claimed_total", 1);
-    // On a worker, in the order claimed: a recovery commits, and this thread renews the lease.
-    pool_.Post([this, run] { Recover(run); });
-  }
-  // Commits other routers made on this router's runs (reviews, cancels) whose notice was
-  // missed, and runs another router now owns.
-  absl::StatusOr<std::map<std::string, int64_t>> owned = store_->OwnedRunVersions();
-  if (!owned.ok()) return true;
-  // Compared on a worker: a run's mutex is held while its commit waits for the store, and this
-  // thread must be back in time for the next renewal however busy the store is.
-  pool_.Post([this, owned = *std::move(owned)] {
+void RunEngine::CheckOwned(std::map<std::string, int64_t> owned) {
+  // Compared on a worker: a run's mutex is held while its commit waits for the store, and the
+  // lease thread must be back in time for the next renewal however busy the store is.
+  pool_.Post([this, owned = std::move(owned)] {
     std::vector<std::pair<std::string, std::shared_ptr<Entry>>> entries;
     {
       absl::MutexLock lock(&runs_mu_);
@@ -301,18 +236,13 @@ bool RunEngine::LeaseRound(bool* lapsed) {
       if (it == owned.end() || it->second > version) pool_.Post([this, id = id] { Refresh(id); });
     }
   });
-  return true;
 }
 
 void RunEngine::StopDispatching() { dispatching_ = false; }
 
 void RunEngine::Shutdown(absl::Duration grace) {
   StopDispatching();
-  {
-    absl::MutexLock lock(&lease_mu_);
-    lease_stop_ = true;
-  }
-  if (lease_thread_.joinable()) lease_thread_.join();
+  fleet_.Stop();
   auto idle = [this]() { return in_flight_.load() == 0; };
   {
     absl::MutexLock lock(&flight_mu_);
@@ -342,11 +272,8 @@ void RunEngine::Shutdown(absl::Duration grace) {
   }
   const bool started = pool_.Stop();
   scheduler_.Stop();
-  if (started && shared_) {
-    // Let the other routers take this router's runs now rather than after its lease.
-    absl::Status left = store_->LeaveFleet();
-    if (!left.ok()) LogError("cannot leave the fleet", {{"error", left.ToString()}});
-  }
+  // Let the other routers take this router's runs now rather than after its lease.
+  if (started) fleet_.Leave();
 }
 
 std::shared_ptr<RunEngine::Entry> RunEngine::Find(const std::string& run_id) {
@@ -395,7 +322,7 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
       // Someone else wrote this run (a review or cancel through another router): take its
       // state, unless the run has changed hands.
       absl::StatusOr<Run> fresh = store_->GetRun(run.run_id());
-      if (fresh.ok() && !StillMine(*fresh, run.lease_epoch())) {
+      if (fresh.ok() && !fleet_.StillMine(*fresh, run.lease_epoch())) {
         if (std::shared_ptr<Entry> self = Find(run.run_id()); self.get() == &entry) {
           DropLocked(self, "owned by another router");
         } else {
@@ -487,9 +414,9 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
       case NextStep::Kind::kIdle: return;
       case NextStep::Kind::kWaitUntil: scheduler_.WakeAt(next.until, run_id); return;
       case NextStep::Kind::kCommit:
-        if (next.transition->dispatches_mutating_call && !LeaseAllows(/*mutating=*/true)) {
+        if (next.transition->dispatches_mutating_call && !fleet_.Allows(/*mutating=*/true)) {
           // About to send a mutating call on a lease too old to be sure of: wait for renewal.
-          scheduler_.WakeAt(now + lease_.retry_interval(), run_id);
+          scheduler_.WakeAt(now + fleet_.retry_interval(), run_id);
           return;
         }
         if (!CommitLocked(*entry, std::move(*next.transition)).ok()) {
@@ -500,8 +427,8 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
         }
         break;  // ask again
       case NextStep::Kind::kCall:
-        if (!LeaseAllows(next.effect.mutating)) {
-          scheduler_.WakeAt(now + lease_.retry_interval(), run_id);
+        if (!fleet_.Allows(next.effect.mutating)) {
+          scheduler_.WakeAt(now + fleet_.retry_interval(), run_id);
           return;
         }
         Dispatch(entry, next.effect);
@@ -643,7 +570,7 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   }
   if (!request.has_spec()) return absl::InvalidArgumentError("spec: required");
   if (!dispatching_) return absl::UnavailableError("the router is shutting down");
-  if (!LeaseAllows(/*mutating=*/false)) {
+  if (!fleet_.Allows(/*mutating=*/false)) {
     return absl::UnavailableError(
         "this router cannot renew its lease on the store; start the run on another router");
   }
@@ -733,7 +660,7 @@ absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::s
   RETURN_IF_ERROR(CheckRunId(run_id));
   if (reason.size() > 4096) return absl::InvalidArgumentError("reason: at most 4096 bytes");
   std::shared_ptr<Entry> entry = Find(run_id);
-  if (!entry && shared_) return CancelElsewhere(run_id, reason, principal);
+  if (!entry && fleet_.shared()) return fleet_.Cancel(run_id, reason, principal);
   if (!entry) return GetRun(run_id);  // unknown (NOT_FOUND) or already ended
   bool lost = false;                  // the run changed hands: cancel it through the store instead
   do {
@@ -754,38 +681,16 @@ absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::s
     clock_->AwaitWithDeadline(&entry->mu, absl::Condition(&ended),
                               clock_->Now() + options_.cancel_wait);
   } while (false);
-  if (lost) return CancelElsewhere(run_id, reason, principal);
+  if (lost) return fleet_.Cancel(run_id, reason, principal);
   Advance(entry);
   return GetRun(run_id);
-}
-
-absl::StatusOr<Run> RunEngine::CancelElsewhere(const std::string& run_id, const std::string& reason,
-                                               const std::string& principal) {
-  for (int attempt = 0;; ++attempt) {
-    ASSIGN_OR_RETURN(Run run, GetRun(run_id));
-    if (StageRouter::IsTerminal(run.state().stage())) return run;
-    auto t = router_.OnRemoteCancel(run, reason, clock_->Now());
-    if (!t.has_value()) break;
-    SetPrincipal(principal, &*t);
-    absl::StatusOr<std::vector<RunEvent>> stored = store_->Commit(
-        run_id, run.state().version(), t->state, std::move(t->events), t->snapshot, clock_->Now());
-    if (stored.ok()) break;
-    if (!absl::IsFailedPrecondition(stored.status()) || attempt >= 5) return stored.status();
-  }
-  // The owner, woken by the commit's notice, ends the run; wait a little for it.
-  const absl::Time until = clock_->Now() + options_.cancel_wait;
-  while (true) {
-    ASSIGN_OR_RETURN(Run run, GetRun(run_id));
-    if (StageRouter::IsTerminal(run.state().stage()) || clock_->Now() >= until) return run;
-    clock_->SleepUntil(std::min(until, clock_->Now() + absl::Milliseconds(50)));
-  }
 }
 
 absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& request,
                                          const std::string& principal) {
   RETURN_IF_ERROR(CheckRunId(request.run_id()));
   std::shared_ptr<Entry> entry = Find(request.run_id());
-  if (!entry && shared_) return ResumeElsewhere(request, principal);
+  if (!entry && fleet_.shared()) return fleet_.Resume(request, principal);
   if (!entry) {
     absl::StatusOr<Run> run = GetRun(request.run_id());
     if (!run.ok()) return run.status();
@@ -801,7 +706,7 @@ absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& reque
     if (!t.ok()) return t.status();
     SetPrincipal(principal, &*t);
     absl::Status status = CommitLocked(*entry, std::move(*t));
-    if (entry->dropped) return ResumeElsewhere(request, principal);
+    if (entry->dropped) return fleet_.Resume(request, principal);
     if (!status.ok()) return status;
     entry->failed_attempts = 0;
     entry->not_before = absl::InfinitePast();
@@ -809,24 +714,6 @@ absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& reque
   }
   Advance(entry);
   return result;
-}
-
-absl::StatusOr<Run> RunEngine::ResumeElsewhere(const rein::v1::ResumeRunRequest& request,
-                                               const std::string& principal) {
-  ASSIGN_OR_RETURN(Run run, GetRun(request.run_id()));
-  const absl::Time now = clock_->Now();
-  ASSIGN_OR_RETURN(Transition t,
-                   router_.OnReview(run, request.review(), request.expected_version(), now));
-  SetPrincipal(principal, &t);
-  // The version check makes this safe against the owner and other reviewers; the commit's
-  // notice wakes the owner, which continues the run.
-  RETURN_IF_ERROR(store_
-                      ->Commit(run.run_id(), run.state().version(), t.state, std::move(t.events),
-                               t.snapshot, now)
-                      .status());
-  *run.mutable_state() = std::move(t.state);
-  *run.mutable_updated_at() = ToProtoTime(now);
-  return run;
 }
 
 absl::StatusOr<std::vector<Snapshot>> RunEngine::ListSnapshots(const std::string& run_id) {
@@ -852,7 +739,7 @@ absl::StatusOr<std::vector<RunEvent>> RunEngine::ReadEventsNow(const std::string
 
 uint64_t RunEngine::SubscribeEvents(const std::string& run_id, int64_t after_seq,
                                     std::function<void()> wake, bool* recheck) {
-  *recheck = shared_ && !Find(run_id);
+  *recheck = fleet_.shared() && !Find(run_id);
   return tail_.Subscribe(run_id, after_seq, std::move(wake));
 }
 
@@ -871,7 +758,7 @@ absl::StatusOr<std::vector<RunEvent>> RunEngine::EventsUntil(const std::string& 
     // reaches back far enough. Another router's run is read from the store, and the wait
     // below is woken by that router's commit notices (or ends at `until`, which bounds the
     // delay when a notice is lost).
-    if (!shared_ || Find(run_id)) {
+    if (!fleet_.shared() || Find(run_id)) {
       EventTail::Read read = tail_.ReadAfter(run_id, after_seq, until);
       switch (read.kind) {
         case EventTail::Read::Kind::kEnded: *ended = true; return std::vector<RunEvent>();

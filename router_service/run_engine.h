@@ -18,6 +18,7 @@
 #include "rein/v1/router.pb.h"
 #include "router_service/clients.h"
 #include "router_service/event_tail.h"
+#include "router_service/fleet_member.h"
 #include "router_service/lease_timer.h"
 #include "router_service/scheduler.h"
 #include "router_service/stage_router.h"
@@ -151,21 +152,14 @@ class RunEngine {
   void DropLocked(const std::shared_ptr<Entry>& entry, const std::string& why);
   // Re-reads a run from the store after another router committed to it.
   void Refresh(const std::string& run_id);
-  // Whether the run (as the store returned it) is still this router's at `epoch`.
-  bool StillMine(const rein::v1::Run& fresh, int64_t epoch) const;
-  // Renewals, claims and the check of owned runs, until Shutdown (shared stores only).
-  void LeaseLoop();
-  // One renewal (and, when it succeeds, claims and checks); returns whether it succeeded.
-  bool LeaseRound(bool* lapsed);
-  // Whether the lease allows a call now (`mutating`: a mutating tool call).
-  bool LeaseAllows(bool mutating) const;
-  // ResumeRun and CancelRun on a run this router does not drive: committed through the store
-  // with the version check, which wakes the owner.
-  absl::StatusOr<rein::v1::Run> ResumeElsewhere(const rein::v1::ResumeRunRequest& request,
-                                                const std::string& principal);
   absl::StatusOr<rein::v1::Run> CancelElsewhere(const std::string& run_id,
                                                 const std::string& reason,
                                                 const std::string& principal);
+  // The lease lapsed (FleetMember): stops driving every run.
+  void DropAll(const std::string& why);
+  // Re-reads the runs whose version in the store (`owned`) is newer, or that are no longer
+  // this router's.
+  void CheckOwned(std::map<std::string, int64_t> owned);
   // Does what StageRouter::Next says for the run, unless a call is in flight.
   void Advance(const std::shared_ptr<Entry>& entry);
   // Makes the effect's call; its result is applied by Complete. Needs entry->mu held.
@@ -204,16 +198,12 @@ class RunEngine {
 
   std::atomic<bool> dispatching_{true};
 
-  // The lease (shared stores); the lease thread waits on lease_mu_.
-  LeaseTimer lease_;
-  const bool shared_;
-  absl::Mutex lease_mu_;
-  bool lease_stop_ ABSL_GUARDED_BY(lease_mu_) = false;
-  std::thread lease_thread_;
-  bool renew_failing_ = false;  // used by the lease thread only
   // Calls in flight; changed under flight_mu_ so that Shutdown can wait on it.
   absl::Mutex flight_mu_;
   std::atomic<int> in_flight_{0};
+
+  // The lease, claims and remote commits (shared stores); last, so that its thread ends first.
+  FleetMember fleet_;
 };
 
 }  // namespace rein
