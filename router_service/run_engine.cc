@@ -16,8 +16,11 @@
 #include "common/proto_time.h"
 #include "common/status_macros.h"
 #include "common/status_reason.h"
+#include "router_service/deferred_wakes.h"
 #include "router_service/fork_run.h"
+#include "router_service/run_log.h"
 #include "router_service/spec.h"
+#include "router_service/stage_calls.h"
 
 namespace rein {
 
@@ -36,53 +39,6 @@ struct RunEngine::Entry {
 };
 
 namespace {
-
-// The watchers' wake-ups (EventTail::Subscribe) of the commits a thread makes inside a
-// DeferredWakes scope; null outside one.
-thread_local std::vector<std::function<void()>>* t_deferred_wakes = nullptr;
-
-// While one lives on a thread, the wake-ups of live watchers (WatchRun streams) that this
-// thread's commits cause wait until it ends: a reply's commit, then the run's next call, then
-// its watchers, so that writing to watchers never delays the run they watch. Scopes nest (the
-// outermost runs them).
-class DeferredWakes {
- public:
-  DeferredWakes() : outer_(t_deferred_wakes != nullptr) {
-    if (!outer_) t_deferred_wakes = &wakes_;
-  }
-  ~DeferredWakes() {
-    if (outer_) return;
-    t_deferred_wakes = nullptr;
-    for (std::function<void()>& wake : wakes_) wake();
-  }
-  DeferredWakes(const DeferredWakes&) = delete;
-  DeferredWakes& operator=(const DeferredWakes&) = delete;
-
- private:
-  const bool outer_;
-  std::vector<std::function<void()>> wakes_;
-};
-
-// The `call` label of a call's metrics (built once: every reply records two).
-const std::string& CallLabel(Effect::Kind kind) {
-  static const auto* labels = new std::map<Effect::Kind, std::string>{
-      {Effect::Kind::kListTools, R"(call="ListTools")"},
-      {Effect::Kind::kCheckWorkspace, R"(call="CheckWorkspace")"},
-      {Effect::Kind::kPlan, R"(call="Plan")"},
-      {Effect::Kind::kDecide, R"(call="Decide")"},
-      {Effect::Kind::kExecute, R"(call="Execute")"},
-      {Effect::Kind::kEvaluate, R"(call="Evaluate")"},
-      {Effect::Kind::kNone, R"(call="none")"},
-  };
-  return labels->at(kind);
-}
-
-// A run id as a client sends it: present and of a sane length.
-absl::Status CheckRunId(const std::string& run_id) {
-  if (run_id.empty()) return absl::InvalidArgumentError("run_id: required");
-  if (run_id.size() > 128) return absl::InvalidArgumentError("run_id: at most 128 bytes");
-  return absl::OkStatus();
-}
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -342,30 +298,7 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
   StageRouter::Recycle(std::move(t.state));
   *run.mutable_updated_at() = ToProtoTime(now);
   Metrics::Global().Add("rein_router_transitions_total", 1);
-  if (run.state().stage() != before) {
-    const auto& st = run.state();
-    if (StageRouter::IsTerminal(st.stage())) {
-      LogInfo("run ended", {{"run_id", run.run_id()},
-                            {"stage", rein::v1::Stage_Name(st.stage())},
-                            {"reason", rein::v1::TerminationReason_Name(st.outcome().reason())},
-                            {"message", st.outcome().message()}});
-      Metrics::Global().Add(
-          "rein_router_runs_ended_total", 1,
-          absl::StrCat("reason=\"", rein::v1::TerminationReason_Name(st.outcome().reason()), "\""));
-    } else if (st.stage() == rein::v1::PAUSED) {
-      LogInfo("run paused", {{"run_id", run.run_id()},
-                             {"reason", rein::v1::PauseReason_Name(st.pause().reason())},
-                             {"detail", st.pause().detail()}});
-    }
-  }
-  for (const RunEvent& event : *stored) {
-    if (event.has_error()) {
-      LogWarning("stage attempt failed", {{"run_id", run.run_id()},
-                                          {"stage", rein::v1::Stage_Name(event.error().stage())},
-                                          {"code", event.error().code()},
-                                          {"error", event.error().message()}});
-    }
-  }
+  LogCommitted(run, before, *stored);
   if (t.forget_run.has_value()) {
     // The executors' call journal of the run can go (best effort, after the commit: a run
     // the executors never hear about is swept by age, --journal_retention).
@@ -378,7 +311,7 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
                          });
   }
   tail_.Append(run.run_id(), *stored, StageRouter::IsTerminal(run.state().stage()),
-               t_deferred_wakes);
+               DeferredWakes::Current());
   return absl::OkStatus();
 }
 
@@ -473,46 +406,7 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
       CallDone();
     });
   };
-  entry->call = Call(effect, std::move(finish));
-}
-
-std::shared_ptr<PendingCall> RunEngine::Call(const Effect& effect,
-                                             std::function<void(StageReply)> done) {
-  switch (effect.kind) {
-    case Effect::Kind::kListTools:
-      return executor_->ListTools(effect.deadline,
-                                  [done](absl::StatusOr<rein::v1::ListToolsResponse> tools) {
-                                    done(ToolsListed{std::move(tools)});
-                                  });
-    case Effect::Kind::kCheckWorkspace:
-      return executor_->Execute(
-          effect.execute, effect.deadline,
-          [done, tools = effect.tools](absl::StatusOr<rein::v1::ExecuteResponse> workspace) {
-            done(WorkspaceChecked{tools, std::move(workspace)});
-          });
-    case Effect::Kind::kPlan:
-      return planner_->Plan(effect.plan, effect.deadline,
-                            [done](absl::StatusOr<rein::v1::PlanResponse> reply) {
-                              done(Planned{std::move(reply)});
-                            });
-    case Effect::Kind::kDecide:
-      return planner_->Decide(effect.decide, effect.deadline,
-                              [done](absl::StatusOr<rein::v1::DecideResponse> reply) {
-                                done(Decided{std::move(reply)});
-                              });
-    case Effect::Kind::kExecute:
-      return executor_->Execute(effect.execute, effect.deadline,
-                                [done](absl::StatusOr<rein::v1::ExecuteResponse> reply) {
-                                  done(Executed{std::move(reply)});
-                                });
-    case Effect::Kind::kEvaluate:
-      return planner_->Evaluate(effect.evaluate, effect.deadline,
-                                [done](absl::StatusOr<rein::v1::EvaluateResponse> reply) {
-                                  done(Evaluated{std::move(reply)});
-                                });
-    case Effect::Kind::kNone: break;
-  }
-  return nullptr;
+  entry->call = SendCall(planner_, executor_, effect, std::move(finish));
 }
 
 bool RunEngine::Complete(const std::shared_ptr<Entry>& entry, const StageReply& reply,
@@ -636,17 +530,7 @@ absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id) {
 }
 
 absl::StatusOr<RunPage> RunEngine::ListRuns(const rein::v1::ListRunsRequest& request) {
-  if (!rein::v1::Stage_IsValid(request.stage())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("stage: unknown stage ", static_cast<int>(request.stage())));
-  }
-  if (!rein::v1::TerminationReason_IsValid(request.outcome())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("outcome: unknown termination reason ", static_cast<int>(request.outcome())));
-  }
-  if (request.page_size() < 0 || request.page_size() > 1000) {
-    return absl::InvalidArgumentError("page_size: must be in [0, 1000] (0 = 50)");
-  }
+  RETURN_IF_ERROR(CheckListRuns(request));
   RunFilter filter;
   filter.stage = request.stage();
   filter.outcome = request.outcome();

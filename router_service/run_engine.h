@@ -164,8 +164,6 @@ class RunEngine {
   void Advance(const std::shared_ptr<Entry>& entry);
   // Makes the effect's call; its result is applied by Complete. Needs entry->mu held.
   void Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effect);
-  // Sends the effect's call to the planner or the executors; `done` gets its reply.
-  std::shared_ptr<PendingCall> Call(const Effect& effect, std::function<void(StageReply)> done);
   // Drops an ended run from memory.
   void Forget(const std::string& run_id);
   // Applies a call's result and moves on. With `only_if_free`, does nothing and returns false
