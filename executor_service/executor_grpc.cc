@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/proto_time.h"
+#include "common/status_reason.h"
 #include "executor_service/json_schema.h"
 #include "executor_service/output_buffer.h"
 
@@ -157,7 +158,8 @@ grpc::Status ExecutorGrpcService::CopyWorkspace(grpc::ServerContext* /*context*/
                              {"rpc_status", stats.ok() ? "OK" : stats.status().ToString()}});
   if (!stats.ok()) {
     return ToGrpcStatus(
-        absl::Status(stats.status().code(), SanitizeUtf8(stats.status().message())));
+        WithReason(absl::Status(stats.status().code(), SanitizeUtf8(stats.status().message())),
+                   ReasonOf(stats.status())));
   }
   response->set_files(stats->files);
   response->set_bytes(stats->bytes);

@@ -20,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/status_reason.h"
 #include "executor_service/unique_fd.h"
 #include "executor_service/workspace.h"
 
@@ -291,12 +292,14 @@ absl::StatusOr<CopyStats> WorkspaceHistory::Copy(absl::string_view workspace,
     if (before_call.empty()) {
       return absl::NotFoundError(absl::StrCat("workspace \"", workspace, "\" does not exist"));
     }
-    return absl::FailedPreconditionError(absl::StrCat(
-        "before_call: the workspace history holds no snapshot before call ", before_call,
-        " of run ", run_id,
-        retention_ <= 0 ? " (this executor keeps no history: --workspace_history=0)"
-                        : absl::StrCat(" (history off when the call ran, or dropped: at most ",
-                                       retention_, " snapshots are kept per run)")));
+    return WithReason(
+        absl::FailedPreconditionError(absl::StrCat(
+            "before_call: the workspace history holds no snapshot before call ", before_call,
+            " of run ", run_id,
+            retention_ <= 0 ? " (this executor keeps no history: --workspace_history=0)"
+                            : absl::StrCat(" (history off when the call ran, or dropped: at most ",
+                                           retention_, " snapshots are kept per run)"))),
+        reason::kSnapshotMissing);
   }
   const std::string to = absl::StrCat(root_, "/", target);
   if (lstat(to.c_str(), &st) == 0) {

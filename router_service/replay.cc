@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/proto_time.h"
+#include "common/status_reason.h"
 #include "common/usage_payload.h"
 #include "google/protobuf/util/message_differencer.h"
 
@@ -58,29 +59,28 @@ const RunEvent::Error* FindError(const std::vector<const RunEvent*>& tr) {
   return nullptr;
 }
 
-// A refusal: the pause of a NEED_HUMAN the model asked for by refusing, in `tr`.
-std::optional<std::string> FindRefusal(const std::vector<const RunEvent*>& tr,
-                                       absl::string_view what) {
+// A refusal: the NEED_HUMAN pause, asking the model's refusal as its question, of a transition
+// that holds no plan, decision or evaluation (the callers look for those first).
+std::optional<std::string> FindRefusal(const std::vector<const RunEvent*>& tr) {
   for (const RunEvent* e : tr) {
     if (e->has_paused() && e->paused().pause().reason() == rein::v1::NEED_HUMAN &&
-        absl::StartsWith(e->paused().pause().detail(),
-                         absl::StrCat("the model refused to ", what, ": "))) {
+        !e->paused().pause().question().empty()) {
       return e->paused().pause().question();
     }
   }
   return std::nullopt;
 }
 
-template <typename Reply>
-std::optional<absl::StatusOr<Reply>> FromError(const std::vector<const RunEvent*>& tr) {
+template <typename Response>
+std::optional<absl::StatusOr<Response>> FromError(const std::vector<const RunEvent*>& tr) {
   const RunEvent::Error* error = FindError(tr);
   if (error == nullptr) return std::nullopt;
   if (!error->reply().empty()) {
-    Reply reply;
-    if (reply.ParseFromString(error->reply())) return absl::StatusOr<Reply>(reply);
+    Response reply;
+    if (reply.ParseFromString(error->reply())) return absl::StatusOr<Response>(reply);
   }
   if (error->code() == "INVALID_OUTPUT") return std::nullopt;
-  return absl::StatusOr<Reply>(StatusOf(*error, ""));
+  return absl::StatusOr<Response>(StatusOf(*error, ""));
 }
 
 std::optional<absl::StatusOr<rein::v1::PlanResponse>> PlanReply(
@@ -102,7 +102,7 @@ std::optional<absl::StatusOr<rein::v1::PlanResponse>> PlanReply(
     }
     return reply;
   }
-  if (auto refusal = FindRefusal(tr, "plan")) {
+  if (auto refusal = FindRefusal(tr)) {
     rein::v1::PlanResponse reply;
     reply.set_refusal(*refusal);
     return reply;
@@ -129,7 +129,7 @@ std::optional<absl::StatusOr<rein::v1::DecideResponse>> DecideReply(
     reply.set_backend(d.planner_backend());
     return reply;
   }
-  if (auto refusal = FindRefusal(tr, "decide")) {
+  if (auto refusal = FindRefusal(tr)) {
     rein::v1::DecideResponse reply;
     reply.set_refusal(*refusal);
     return reply;
@@ -158,7 +158,7 @@ std::optional<absl::StatusOr<rein::v1::EvaluateResponse>> EvaluateReply(
     reply.set_next_call_dropped(v.next_call_dropped());
     return reply;
   }
-  if (auto refusal = FindRefusal(tr, "evaluate")) {
+  if (auto refusal = FindRefusal(tr)) {
     rein::v1::EvaluateResponse reply;
     reply.set_refusal(*refusal);
     return reply;
@@ -184,7 +184,7 @@ std::string OutputOf(const std::string& observation) {
 std::optional<absl::StatusOr<rein::v1::ExecuteResponse>> ExecuteReply(
     const std::vector<const RunEvent*>& tr) {
   if (const RunEvent::Error* error = FindError(tr)) {
-    return absl::StatusOr<rein::v1::ExecuteResponse>(StatusOf(*error, "executor: "));
+    return absl::StatusOr<rein::v1::ExecuteResponse>(StatusOf(*error, kExecuteErrorPrefix));
   }
   for (const RunEvent* e : tr) {
     if (!e->has_tool_result()) continue;
@@ -223,6 +223,72 @@ bool EndsCancelled(const std::vector<const RunEvent*>& tr) {
     }
   }
   return false;
+}
+
+// The replies the log's transition `tr` holds for the call of `effect`, most likely first.
+// INITIALIZING's failed attempt may be the tool listing's or the workspace check's: both are
+// offered, the tool listing's first (the caller keeps the one whose transition the log holds).
+std::vector<StageReply> RecordedReplies(const Effect& effect,
+                                        const std::vector<const RunEvent*>& tr,
+                                        const Run& recorded) {
+  rein::v1::ListToolsResponse tools;
+  *tools.mutable_tools() = recorded.state().tools();
+  const RunEvent::Error* error = FindError(tr);
+  std::vector<StageReply> replies;
+  switch (effect.kind) {
+    case Effect::Kind::kListTools:
+      if (error != nullptr) {
+        replies.push_back(ToolsListed{StatusOf(*error, kListToolsErrorPrefix)});
+      }
+      replies.push_back(ToolsListed{tools});
+      break;
+    case Effect::Kind::kCheckWorkspace: {
+      rein::v1::ExecuteResponse usable;
+      usable.set_ok(true);
+      replies.push_back(WorkspaceChecked{
+          effect.tools, error != nullptr ? absl::StatusOr<rein::v1::ExecuteResponse>(
+                                               StatusOf(*error, kWorkspaceCheckErrorPrefix))
+                                         : usable});
+      break;
+    }
+    case Effect::Kind::kPlan:
+      if (auto reply = PlanReply(tr)) replies.push_back(Planned{*std::move(reply)});
+      break;
+    case Effect::Kind::kDecide:
+      if (auto reply = DecideReply(tr)) replies.push_back(Decided{*std::move(reply)});
+      break;
+    case Effect::Kind::kExecute:
+      if (auto reply = ExecuteReply(tr)) {
+        replies.push_back(Executed{*reply});
+        // A failed call's ToolError.reason is not in the log: the one that ended the run
+        // because its workspace was gone is told apart by the transition the log holds.
+        if (reply->ok() && !(*reply)->ok()) {
+          (*reply)->mutable_error()->set_reason(reason::kWorkspaceNotFound);
+          replies.push_back(Executed{*std::move(reply)});
+        }
+      }
+      break;
+    case Effect::Kind::kEvaluate:
+      if (auto reply = EvaluateReply(tr)) replies.push_back(Evaluated{*std::move(reply)});
+      break;
+    case Effect::Kind::kNone: break;
+  }
+  return replies;
+}
+
+// Whether the log holds `t`'s events from `index` on.
+bool Matches(const Transition& t, const std::vector<RunEvent>& events, size_t index,
+             const std::string& run_id) {
+  if (index + t.events.size() > events.size()) return false;
+  for (size_t i = 0; i < t.events.size(); ++i) {
+    RunEvent produced = t.events[i];
+    produced.set_run_id(run_id);
+    produced.set_seq(static_cast<int64_t>(index + i + 1));
+    if (!google::protobuf::util::MessageDifferencer::Equals(events[index + i], produced)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -409,17 +475,6 @@ absl::StatusOr<ReplayResult> ReplayRun(const StageRouter& router, const Run& rec
       }
       continue;
     }
-    if (next.has_paused() && next.paused().pause().reason() == rein::v1::RECOVERY &&
-        FindError(tr) == nullptr) {
-      // A router restart found the run's mutating call sent and its result not committed.
-      std::optional<Transition> t = router.OnRecovery(run, now);
-      if (!t) {
-        diverge(DescribeEvent(next), "(no recovery pause: no mutating call was in flight)", "");
-        return result;
-      }
-      if (!match(std::move(*t))) return result;
-      continue;
-    }
     NextStep step = router.Next(run, now);
     if (step.kind == NextStep::Kind::kCommit) {
       if (!match(std::move(*step.transition))) return result;
@@ -438,41 +493,31 @@ absl::StatusOr<ReplayResult> ReplayRun(const StageRouter& router, const Run& rec
       std::optional<Transition> t = router.OnCancel(run, /*call_in_flight=*/true, "", now);
       if (t) *run.mutable_state() = std::move(t->state);
     }
+    // The calls of the stage (at most two: INITIALIZING's tools, then its workspace check),
+    // each answered from the log and applied as the engine applies a reply.
     std::optional<Transition> t;
-    switch (step.effect.kind) {
-      case Effect::Kind::kListTools: {
-        if (const RunEvent::Error* error = FindError(tr)) {
-          absl::string_view message = error->message();
-          if (absl::ConsumePrefix(&message, "executor workspace check: ")) {
-            rein::v1::ListToolsResponse tools;
-            *tools.mutable_tools() = recorded.state().tools();
-            t = router.OnTools(run, tools,
-                               absl::StatusOr<rein::v1::ExecuteResponse>(
-                                   StatusOf(*error, "executor workspace check: ")),
-                               now);
-          } else {
-            t = router.OnTools(run, StatusOf(*error, "executor ListTools: "), std::nullopt, now);
-          }
-        } else {
-          rein::v1::ListToolsResponse tools;
-          *tools.mutable_tools() = recorded.state().tools();
-          t = router.OnTools(run, tools, std::nullopt, now);
+    Effect effect = step.effect;
+    for (int call = 0; call < 2 && !t; ++call) {
+      std::vector<StageReply> replies = RecordedReplies(effect, tr, recorded);
+      if (replies.empty()) break;
+      // Where the log allows more than one reply (a failed INITIALIZING attempt: the tool
+      // listing or the workspace check), the one whose transition the log holds is taken.
+      std::optional<Applied> applied;
+      for (const StageReply& reply : replies) {
+        Applied a = router.Apply(run, reply, now);
+        if (a.transition.has_value() && replies.size() > 1 &&
+            !Matches(*a.transition, events, index, recorded.run_id())) {
+          continue;
         }
+        applied = std::move(a);
         break;
       }
-      case Effect::Kind::kPlan:
-        if (auto reply = PlanReply(tr)) t = router.OnPlan(run, *reply, now);
-        break;
-      case Effect::Kind::kDecide:
-        if (auto reply = DecideReply(tr)) t = router.OnDecide(run, *reply, now);
-        break;
-      case Effect::Kind::kExecute:
-        if (auto reply = ExecuteReply(tr)) t = router.OnExecute(run, *reply, now);
-        break;
-      case Effect::Kind::kEvaluate:
-        if (auto reply = EvaluateReply(tr)) t = router.OnEvaluate(run, *reply, now);
-        break;
-      case Effect::Kind::kNone: break;
+      if (!applied) applied = router.Apply(run, replies.back(), now);
+      if (applied->call.has_value()) {
+        effect = *std::move(applied->call);
+        continue;
+      }
+      t = std::move(applied->transition);
     }
     if (!t) {
       diverge(DescribeEvent(next),

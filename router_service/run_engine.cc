@@ -15,8 +15,12 @@
 #include "common/metrics.h"
 #include "common/proto_time.h"
 #include "common/status_macros.h"
-#include "router_service/fork.h"
+#include "common/status_reason.h"
+#include "router_service/deferred_wakes.h"
+#include "router_service/fork_run.h"
+#include "router_service/run_log.h"
 #include "router_service/spec.h"
+#include "router_service/stage_calls.h"
 
 namespace rein {
 
@@ -36,125 +40,8 @@ struct RunEngine::Entry {
 
 namespace {
 
-// The watchers' wake-ups (EventTail::Subscribe) of the commits a thread makes inside a
-// DeferredWakes scope; null outside one.
-thread_local std::vector<std::function<void()>>* t_deferred_wakes = nullptr;
-
-// While one lives on a thread, the wake-ups of live watchers (WatchRun streams) that this
-// thread's commits cause wait until it ends: a reply's commit, then the run's next call, then
-// its watchers, so that writing to watchers never delays the run they watch. Scopes nest (the
-// outermost runs them).
-class DeferredWakes {
- public:
-  DeferredWakes() : outer_(t_deferred_wakes != nullptr) {
-    if (!outer_) t_deferred_wakes = &wakes_;
-  }
-  ~DeferredWakes() {
-    if (outer_) return;
-    t_deferred_wakes = nullptr;
-    for (std::function<void()>& wake : wakes_) wake();
-  }
-  DeferredWakes(const DeferredWakes&) = delete;
-  DeferredWakes& operator=(const DeferredWakes&) = delete;
-
- private:
-  const bool outer_;
-  std::vector<std::function<void()>> wakes_;
-};
-
-// Records who caused a transition (RunEvent.principal) on each of its events.
-void SetPrincipal(const std::string& principal, Transition* t) {
-  if (principal.empty()) return;
-  for (rein::v1::RunEvent& event : t->events) event.set_principal(principal);
-}
-
-std::string NewRunId() {
-  static absl::Mutex mu(absl::kConstInit);
-  static absl::BitGen* gen = new absl::BitGen();
-  absl::MutexLock lock(&mu);
-  return absl::StrFormat("run-%016x", absl::Uniform<uint64_t>(*gen));
-}
-
-// The `call` label of a call's metrics (built once: every reply records two).
-const std::string& CallLabel(Effect::Kind kind) {
-  static const auto* labels = new std::map<Effect::Kind, std::string>{
-      {Effect::Kind::kListTools, R"(call="ListTools")"},
-      {Effect::Kind::kPlan, R"(call="Plan")"},
-      {Effect::Kind::kDecide, R"(call="Decide")"},
-      {Effect::Kind::kExecute, R"(call="Execute")"},
-      {Effect::Kind::kEvaluate, R"(call="Evaluate")"},
-      {Effect::Kind::kNone, R"(call="none")"},
-  };
-  return labels->at(kind);
-}
-
-// The calls a stage makes one after another (INITIALIZING: ListTools, then the workspace
-// check), cancelled as one: a call set after Cancel() is cancelled at once.
-class ChainedCall final : public PendingCall {
- public:
-  void Set(std::shared_ptr<PendingCall> call) {
-    bool cancel;
-    {
-      absl::MutexLock lock(&mu_);
-      current_ = call;
-      cancel = cancelled_;
-    }
-    if (cancel && call) call->Cancel();
-  }
-  void Cancel() override {
-    std::shared_ptr<PendingCall> call;
-    {
-      absl::MutexLock lock(&mu_);
-      cancelled_ = true;
-      call = current_;
-    }
-    if (call) call->Cancel();
-  }
-
- private:
-  absl::Mutex mu_;
-  std::shared_ptr<PendingCall> current_ ABSL_GUARDED_BY(mu_);
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-};
-
-// A run id as a client sends it: present and of a sane length.
-absl::Status CheckRunId(const std::string& run_id) {
-  if (run_id.empty()) return absl::InvalidArgumentError("run_id: required");
-  if (run_id.size() > 128) return absl::InvalidArgumentError("run_id: at most 128 bytes");
-  return absl::OkStatus();
-}
-
-// Whether the executors offer file_info, with which a workspace is checked.
-template <typename Tools>
-bool HasFileInfo(const Tools& tools) {
-  return std::any_of(tools.begin(), tools.end(),
-                     [](const rein::v1::ToolSpec& t) { return t.name() == "file_info"; });
-}
-
-// file_info {"path": "."} in `workspace`: fails (a tool error) when the workspace is missing.
-rein::v1::ExecuteRequest WorkspaceCheck(const std::string& run_id, const std::string& workspace) {
-  rein::v1::ExecuteRequest check;
-  check.set_call_id(absl::StrCat(run_id, "-workspace-check"));
-  check.set_run_id(run_id);
-  check.set_workspace(workspace);
-  check.set_tool("file_info");
-  check.set_args_json(R"({"path":"."})");
-  return check;
-}
-
-// The monotonic real clock the lease is measured on.
-absl::Time MonotonicNow() {
-  return absl::UnixEpoch() + absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
-}
-
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Whether a transition records a failed call (the run backs off before the next one).
-bool FailedCall(const Transition& t) {
-  return std::any_of(t.events.begin(), t.events.end(),
-                     [](const RunEvent& e) { return e.has_error(); });
 }
 
 }  // namespace
@@ -168,24 +55,30 @@ RunEngine::RunEngine(RouterStore* store, PlannerClient* planner, ExecutorClient*
       clock_(clock),
       options_(options),
       router_(options.stage),
-      scheduler_(clock,
-                 [this](const std::string& run_id) { Post([this, run_id] { Wake(run_id); }); }),
+      pool_(options.inline_replies),
+      tools_(executor, clock, options.tools_cache_ttl, options.list_tools_timeout),
+      scheduler_(
+          clock,
+          [this](const std::string& run_id) { pool_.Post([this, run_id] { Wake(run_id); }); }),
       tail_(clock),
-      lease_(options.lease_ttl),
-      shared_(store->Shared()) {}
+      fleet_(store, &router_, clock, options.router_id, options.lease_ttl, options.cancel_wait,
+             FleetMember::Hooks{
+                 [this] { return dispatching_.load(); },
+                 [this] { DropAll("lease lapsed"); },
+                 // On a worker, in the order claimed: a recovery commits, and the lease thread
+                 // renews the lease.
+                 [this](const Run& run) { pool_.Post([this, run] { Recover(run); }); },
+                 [this](std::map<std::string, int64_t> owned) { CheckOwned(std::move(owned)); },
+             }) {}
 
 RunEngine::~RunEngine() { Shutdown(absl::ZeroDuration()); }
 
 absl::Status RunEngine::Start() {
-  const absl::Time sent = MonotonicNow();
-  RETURN_IF_ERROR(store_->JoinFleet(options_.router_id, options_.lease_ttl));
-  lease_.Renewed(sent);
-  for (int i = 0; i < std::max(1, options_.workers); ++i) {
-    workers_.emplace_back([this] { WorkerLoop(); });
-  }
+  RETURN_IF_ERROR(fleet_.Join());
+  pool_.Start(options_.workers);
   scheduler_.Start();
   int recovered = 0;
-  if (shared_) {
+  if (fleet_.shared()) {
     store_->SubscribeCommits([this](const CommitNotice& notice) { OnCommitNotice(notice); });
     // This router's id may own runs from before a restart: take them back (epoch + 1), and a
     // share of the runs of routers that are gone.
@@ -193,7 +86,7 @@ absl::Status RunEngine::Start() {
     if (!claimed.ok()) return claimed.status();
     for (const Run& run : *claimed) Recover(run);
     recovered = static_cast<int>(claimed->size());
-    lease_thread_ = std::thread([this] { LeaseLoop(); });
+    fleet_.Start();
   } else {
     absl::StatusOr<std::vector<std::string>> ids = store_->ListUnfinishedRunIds();
     if (!ids.ok()) return ids.status();
@@ -217,15 +110,9 @@ void RunEngine::Recover(const Run& run) {
     absl::MutexLock lock(&old->mu);
     DropLocked(old, "taken back at a new epoch");
   }
-  std::shared_ptr<Entry> entry = Track(run);
-  {
-    absl::MutexLock lock(&entry->mu);
-    if (auto t = router_.OnRecovery(entry->run, clock_->Now())) {
-      absl::Status status = CommitLocked(*entry, std::move(*t));
-      if (!status.ok()) LogError("recovery commit failed", {{"run_id", id}});
-    }
-  }
-  Advance(entry);
+  // Nothing to commit first: a call that was sent is asked again with the same call_id, a
+  // mutating one included, and the executors' call journal answers it (StageRouter::OnExecute).
+  Advance(Track(run));
 }
 
 void RunEngine::DropLocked(const std::shared_ptr<Entry>& entry, const std::string& why) {
@@ -243,16 +130,6 @@ void RunEngine::DropLocked(const std::shared_ptr<Entry>& entry, const std::strin
   LogInfo("run dropped", {{"run_id", run_id}, {"why", why}});
 }
 
-bool RunEngine::StillMine(const Run& fresh, int64_t epoch) const {
-  return !shared_ || (fresh.owner() == options_.router_id && fresh.lease_epoch() == epoch);
-}
-
-bool RunEngine::LeaseAllows(bool mutating) const {
-  if (!shared_) return true;
-  const absl::Time now = MonotonicNow();
-  return mutating ? lease_.MayMutate(now) : lease_.Live(now);
-}
-
 void RunEngine::Refresh(const std::string& run_id) {
   std::shared_ptr<Entry> entry = Find(run_id);
   if (!entry) return;
@@ -261,7 +138,7 @@ void RunEngine::Refresh(const std::string& run_id) {
   {
     absl::MutexLock lock(&entry->mu);
     if (entry->dropped) return;
-    if (!StillMine(*fresh, entry->run.lease_epoch())) {
+    if (!fleet_.StillMine(*fresh, entry->run.lease_epoch())) {
       DropLocked(entry,
                  absl::StrCat("owned by ", fresh->owner(), " at epoch ", fresh->lease_epoch()));
       return;
@@ -281,80 +158,25 @@ void RunEngine::Refresh(const std::string& run_id) {
 
 void RunEngine::OnCommitNotice(const CommitNotice& notice) {
   tail_.NoteRemote(notice.run_id, notice.last_seq, notice.ended);
-  if (Find(notice.run_id)) Post([this, id = notice.run_id] { Refresh(id); });
+  if (Find(notice.run_id)) pool_.Post([this, id = notice.run_id] { Refresh(id); });
 }
 
-void RunEngine::LeaseLoop() {
-  bool lapsed = false;
-  absl::Time next = MonotonicNow() + lease_.renew_interval();
-  while (true) {
-    {
-      absl::MutexLock lock(&lease_mu_);
-      lease_mu_.AwaitWithTimeout(absl::Condition(&lease_stop_),
-                                 std::max(absl::ZeroDuration(), next - MonotonicNow()));
-      if (lease_stop_) return;
-    }
-    const absl::Time sent = MonotonicNow();
-    next = LeaseRound(&lapsed) ? sent + lease_.renew_interval()
-                               : MonotonicNow() + lease_.retry_interval();
+void RunEngine::DropAll(const std::string& why) {
+  std::vector<std::shared_ptr<Entry>> entries;
+  {
+    absl::MutexLock lock(&runs_mu_);
+    for (auto& [id, entry] : runs_) entries.push_back(entry);
+  }
+  for (auto& entry : entries) {
+    absl::MutexLock lock(&entry->mu);
+    if (!entry->dropped) DropLocked(entry, why);
   }
 }
 
-bool RunEngine::LeaseRound(bool* lapsed) {
-  const absl::Time sent = MonotonicNow();
-  absl::Status renewed = store_->RenewLease();
-  if (renewed.ok()) {
-    lease_.Renewed(sent);
-    if (renew_failing_) LogInfo("lease renewed again", {{"router_id", options_.router_id}});
-    renew_failing_ = false;
-  } else {
-    Metrics::Global().Add("rein_router_lease_renewal_errors_total", 1);
-    // Once per outage, not once per retry.
-    if (!renew_failing_) {
-      LogError("cannot renew the lease",
-               {{"router_id", options_.router_id}, {"error", renewed.ToString()}});
-    }
-    renew_failing_ = true;
-  }
-  if (!lease_.Live(MonotonicNow()) && !*lapsed) {
-    // Another router may take any of these runs from now on: stop driving all of them.
-    *lapsed = true;
-    LogError("lease lapsed: dropping every run until a renewal succeeds",
-             {{"router_id", options_.router_id}});
-    std::vector<std::shared_ptr<Entry>> entries;
-    {
-      absl::MutexLock lock(&runs_mu_);
-      for (auto& [id, entry] : runs_) entries.push_back(entry);
-    }
-    for (auto& entry : entries) {
-      absl::MutexLock lock(&entry->mu);
-      if (!entry->dropped) DropLocked(entry, "lease lapsed");
-    }
-  }
-  if (!renewed.ok()) return false;
-  if (!dispatching_) return true;
-  const bool rejoin = *lapsed;
-  if (rejoin) LogInfo("lease renewed: rejoining", {{"router_id", options_.router_id}});
-  absl::StatusOr<std::vector<Run>> claimed = store_->ClaimRuns(/*include_mine=*/rejoin);
-  if (!claimed.ok()) {
-    LogError("cannot claim runs", {{"error", claimed.status().ToString()}});
-    return true;
-  }
-  *lapsed = false;
-  for (const Run& run : *claimed) {
-    LogInfo("run taken over",
-            {{"run_id", run.run_id()}, {"epoch", std::to_string(run.lease_epoch())}});
-    Metrics::Global().Add("rein_router_runs_claimed_total", 1);
-    // On a worker, in the order claimed: a recovery commits, and this thread renews the lease.
-    Post([this, run] { Recover(run); });
-  }
-  // Commits other routers made on this router's runs (reviews, cancels) whose notice was
-  // missed, and runs another router now owns.
-  absl::StatusOr<std::map<std::string, int64_t>> owned = store_->OwnedRunVersions();
-  if (!owned.ok()) return true;
-  // Compared on a worker: a run's mutex is held while its commit waits for the store, and this
-  // thread must be back in time for the next renewal however busy the store is.
-  Post([this, owned = *std::move(owned)] {
+void RunEngine::CheckOwned(std::map<std::string, int64_t> owned) {
+  // Compared on a worker: a run's mutex is held while its commit waits for the store, and the
+  // lease thread must be back in time for the next renewal however busy the store is.
+  pool_.Post([this, owned = std::move(owned)] {
     std::vector<std::pair<std::string, std::shared_ptr<Entry>>> entries;
     {
       absl::MutexLock lock(&runs_mu_);
@@ -367,21 +189,16 @@ bool RunEngine::LeaseRound(bool* lapsed) {
         version = entry->run.state().version();
       }
       auto it = owned.find(id);
-      if (it == owned.end() || it->second > version) Post([this, id = id] { Refresh(id); });
+      if (it == owned.end() || it->second > version) pool_.Post([this, id = id] { Refresh(id); });
     }
   });
-  return true;
 }
 
 void RunEngine::StopDispatching() { dispatching_ = false; }
 
 void RunEngine::Shutdown(absl::Duration grace) {
   StopDispatching();
-  {
-    absl::MutexLock lock(&lease_mu_);
-    lease_stop_ = true;
-  }
-  if (lease_thread_.joinable()) lease_thread_.join();
+  fleet_.Stop();
   auto idle = [this]() { return in_flight_.load() == 0; };
   {
     absl::MutexLock lock(&flight_mu_);
@@ -409,23 +226,10 @@ void RunEngine::Shutdown(absl::Duration grace) {
     LogError("calls still in flight after shutdown",
              {{"calls", std::to_string(in_flight_.load())}});
   }
-  {
-    absl::MutexLock lock(&queue_mu_);
-    stopping_ = true;
-    queue_cv_.SignalAll();
-    // A reply being applied on a gRPC thread is waited for like the workers' work below (no new
-    // one starts once stopping_ is set).
-    while (inline_active_ > 0) inline_cv_.Wait(&queue_mu_);
-  }
-  const bool started = !workers_.empty();
-  for (std::thread& worker : workers_) worker.join();
-  workers_.clear();
+  const bool started = pool_.Stop();
   scheduler_.Stop();
-  if (started && shared_) {
-    // Let the other routers take this router's runs now rather than after its lease.
-    absl::Status left = store_->LeaveFleet();
-    if (!left.ok()) LogError("cannot leave the fleet", {{"error", left.ToString()}});
-  }
+  // Let the other routers take this router's runs now rather than after its lease.
+  if (started) fleet_.Leave();
 }
 
 std::shared_ptr<RunEngine::Entry> RunEngine::Find(const std::string& run_id) {
@@ -461,7 +265,7 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
   if (!stored.ok()) {
     LogError("commit failed", {{"run_id", run.run_id()}, {"error", stored.status().ToString()}});
     Metrics::Global().Add("rein_router_commit_errors_total", 1);
-    if (IsLeaseLost(stored.status())) {
+    if (HasReason(stored.status(), reason::kLeaseLost)) {
       // Another router owns the run now: it is theirs to drive; nothing was written.
       if (std::shared_ptr<Entry> self = Find(run.run_id()); self.get() == &entry) {
         DropLocked(self, std::string(stored.status().message()));
@@ -474,7 +278,7 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
       // Someone else wrote this run (a review or cancel through another router): take its
       // state, unless the run has changed hands.
       absl::StatusOr<Run> fresh = store_->GetRun(run.run_id());
-      if (fresh.ok() && !StillMine(*fresh, run.lease_epoch())) {
+      if (fresh.ok() && !fleet_.StillMine(*fresh, run.lease_epoch())) {
         if (std::shared_ptr<Entry> self = Find(run.run_id()); self.get() == &entry) {
           DropLocked(self, "owned by another router");
         } else {
@@ -484,7 +288,7 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
         run = *std::move(fresh);
         // Whoever called may not advance the run after a failure (a stale review): make sure
         // the newer state is acted on.
-        Post([this, id = run.run_id()] { Wake(id); });
+        pool_.Post([this, id = run.run_id()] { Wake(id); });
       }
     }
     return stored.status();
@@ -494,84 +298,21 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
   StageRouter::Recycle(std::move(t.state));
   *run.mutable_updated_at() = ToProtoTime(now);
   Metrics::Global().Add("rein_router_transitions_total", 1);
-  if (run.state().stage() != before) {
-    const auto& st = run.state();
-    if (StageRouter::IsTerminal(st.stage())) {
-      LogInfo("run ended", {{"run_id", run.run_id()},
-                            {"stage", rein::v1::Stage_Name(st.stage())},
-                            {"reason", rein::v1::TerminationReason_Name(st.outcome().reason())},
-                            {"message", st.outcome().message()}});
-      Metrics::Global().Add(
-          "rein_router_runs_ended_total", 1,
-          absl::StrCat("reason=\"", rein::v1::TerminationReason_Name(st.outcome().reason()), "\""));
-      // The executors' call journal of the run can go (best effort, after the commit: a run
-      // the executors never hear about is swept by age, --journal_retention).
-      rein::v1::ForgetRunRequest forget;
-      forget.set_run_id(run.run_id());
-      executor_->ForgetRun(forget, now + options_.list_tools_timeout,
-                           [run_id = run.run_id()](absl::StatusOr<rein::v1::ForgetRunResponse> r) {
-                             if (!r.ok() && !absl::IsUnimplemented(r.status())) {
-                               LogInfo("ForgetRun failed; the executors sweep it by age",
-                                       {{"run_id", run_id}, {"error", r.status().ToString()}});
-                             }
-                           });
-    } else if (st.stage() == rein::v1::PAUSED) {
-      LogInfo("run paused", {{"run_id", run.run_id()},
-                             {"reason", rein::v1::PauseReason_Name(st.pause().reason())},
-                             {"detail", st.pause().detail()}});
-    }
-  }
-  for (const RunEvent& event : *stored) {
-    if (event.has_error()) {
-      LogWarning("stage attempt failed", {{"run_id", run.run_id()},
-                                          {"stage", rein::v1::Stage_Name(event.error().stage())},
-                                          {"code", event.error().code()},
-                                          {"error", event.error().message()}});
-    }
+  LogCommitted(run, before, *stored);
+  if (t.forget_run.has_value()) {
+    // The executors' call journal of the run can go (best effort, after the commit: a run
+    // the executors never hear about is swept by age, --journal_retention).
+    executor_->ForgetRun(*t.forget_run, now + options_.list_tools_timeout,
+                         [run_id = run.run_id()](absl::StatusOr<rein::v1::ForgetRunResponse> r) {
+                           if (!r.ok() && !absl::IsUnimplemented(r.status())) {
+                             LogInfo("ForgetRun failed; the executors sweep it by age",
+                                     {{"run_id", run_id}, {"error", r.status().ToString()}});
+                           }
+                         });
   }
   tail_.Append(run.run_id(), *stored, StageRouter::IsTerminal(run.state().stage()),
-               t_deferred_wakes);
+               DeferredWakes::Current());
   return absl::OkStatus();
-}
-
-void RunEngine::Post(std::function<void()> work) {
-  absl::MutexLock lock(&queue_mu_);
-  queue_.push_back(std::move(work));
-  queue_cv_.Signal();
-}
-
-bool RunEngine::BeginInline() {
-  if (options_.inline_replies <= 0) return false;
-  {
-    absl::MutexLock lock(&queue_mu_);
-    // Work queued before this reply goes first (the workers have it); so does shutdown.
-    if (stopping_ || !queue_.empty() || inline_active_ >= options_.inline_replies) {
-      Metrics::Global().Add("rein_router_replies_queued_total", 1,
-                            !queue_.empty() ? "why=\"queued\"" : "why=\"busy\"");
-      return false;
-    }
-    ++inline_active_;
-  }
-  return true;
-}
-
-void RunEngine::EndInline() {
-  absl::MutexLock lock(&queue_mu_);
-  if (--inline_active_ == 0) inline_cv_.SignalAll();
-}
-
-void RunEngine::WorkerLoop() {
-  while (true) {
-    std::function<void()> work;
-    {
-      absl::MutexLock lock(&queue_mu_);
-      while (!stopping_ && queue_.empty()) queue_cv_.Wait(&queue_mu_);
-      if (queue_.empty()) return;  // stopping
-      work = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    work();
-  }
 }
 
 void RunEngine::CallDone() {
@@ -606,10 +347,9 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
       case NextStep::Kind::kIdle: return;
       case NextStep::Kind::kWaitUntil: scheduler_.WakeAt(next.until, run_id); return;
       case NextStep::Kind::kCommit:
-        if (next.transition->state.call_dispatched() && !entry->run.state().call_dispatched() &&
-            !LeaseAllows(/*mutating=*/true)) {
+        if (next.transition->dispatches_mutating_call && !fleet_.Allows(/*mutating=*/true)) {
           // About to send a mutating call on a lease too old to be sure of: wait for renewal.
-          scheduler_.WakeAt(now + lease_.retry_interval(), run_id);
+          scheduler_.WakeAt(now + fleet_.retry_interval(), run_id);
           return;
         }
         if (!CommitLocked(*entry, std::move(*next.transition)).ok()) {
@@ -620,9 +360,8 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
         }
         break;  // ask again
       case NextStep::Kind::kCall:
-        if (!LeaseAllows(next.effect.kind == Effect::Kind::kExecute &&
-                         entry->run.state().pending_call().mutating())) {
-          scheduler_.WakeAt(now + lease_.retry_interval(), run_id);
+        if (!fleet_.Allows(next.effect.mutating)) {
+          scheduler_.WakeAt(now + fleet_.retry_interval(), run_id);
           return;
         }
         Dispatch(entry, next.effect);
@@ -632,14 +371,12 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
 }
 
 void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effect) {
-  const Run& run = entry->run;
-  const std::string& run_id = run.run_id();
   entry->in_flight = true;
   in_flight_.fetch_add(1);
   std::weak_ptr<Entry> weak = entry;
   const auto sent = std::chrono::steady_clock::now();  // latency metrics: real time
   const std::string* label = &CallLabel(effect.kind);
-  auto finish = [this, weak, sent, label](std::function<Transition(const Run&, absl::Time)> apply) {
+  auto finish = [this, weak, sent, label](StageReply reply) {
     const auto replied = std::chrono::steady_clock::now();
     Metrics::Global().Observe("rein_router_call_seconds",
                               std::chrono::duration<double>(replied - sent).count(), *label);
@@ -648,14 +385,14 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
     // may arrive on another callback thread while they are being written to, is applied there
     // and then, not handed to a worker because this thread still counted as applying one.
     DeferredWakes defer;
-    if (BeginInline()) {
+    if (pool_.BeginInline()) {
       // Applied here, on the thread that received the reply: no hand-off to a worker (the
       // thread hop and its futex wake-up were the largest cost of an iteration). Not when the
       // run's mutex is taken: this thread may be the one holding it (a client that runs the
       // callback inside Dispatch or Cancel), or another is busy with the run.
       std::shared_ptr<Entry> e = weak.lock();
-      const bool applied = e == nullptr || Complete(e, apply, /*only_if_free=*/true);
-      EndInline();
+      const bool applied = e == nullptr || Complete(e, reply, /*only_if_free=*/true);
+      pool_.EndInline();
       if (!applied) Metrics::Global().Add("rein_router_replies_queued_total", 1, "why=\"locked\"");
       if (applied) {
         Metrics::Global().Observe("rein_router_queue_seconds", SecondsSince(replied));
@@ -663,83 +400,16 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
         return;
       }
     }
-    Post([this, weak, replied, apply = std::move(apply)] {
+    pool_.Post([this, weak, replied, reply = std::move(reply)] {
       Metrics::Global().Observe("rein_router_queue_seconds", SecondsSince(replied));
-      if (std::shared_ptr<Entry> e = weak.lock()) Complete(e, apply);
+      if (std::shared_ptr<Entry> e = weak.lock()) Complete(e, reply);
       CallDone();
     });
   };
-  const StageRouter* router = &router_;
-  switch (effect.kind) {
-    case Effect::Kind::kListTools: {
-      // Tools, then (when the executor has file_info) the workspace: two calls, one stage.
-      ExecutorClient* executor = executor_;
-      rein::v1::ExecuteRequest check = WorkspaceCheck(run_id, run.spec().workspace());
-      absl::Time deadline = effect.deadline;
-      auto chain = std::make_shared<ChainedCall>();
-      entry->call = chain;
-      chain->Set(executor_->ListTools(
-          deadline, [finish, router, executor, check, deadline,
-                     chain](absl::StatusOr<rein::v1::ListToolsResponse> tools) {
-            if (!tools.ok() || !HasFileInfo(tools->tools())) {
-              finish([router, tools = std::move(tools)](const Run& r, absl::Time t) {
-                return router->OnTools(r, tools, std::nullopt, t);
-              });
-              return;
-            }
-            chain->Set(executor->Execute(check, deadline,
-                                         [finish, router, tools = std::move(tools)](
-                                             absl::StatusOr<rein::v1::ExecuteResponse> workspace) {
-                                           finish([router, tools, workspace = std::move(workspace)](
-                                                      const Run& r, absl::Time t) {
-                                             return router->OnTools(r, tools, workspace, t);
-                                           });
-                                         }));
-          }));
-      break;
-    }
-    case Effect::Kind::kPlan:
-      entry->call =
-          planner_->Plan(effect.plan, effect.deadline,
-                         [finish, router](absl::StatusOr<rein::v1::PlanResponse> reply) {
-                           finish([router, reply = std::move(reply)](const Run& r, absl::Time t) {
-                             return router->OnPlan(r, reply, t);
-                           });
-                         });
-      break;
-    case Effect::Kind::kDecide:
-      entry->call =
-          planner_->Decide(effect.decide, effect.deadline,
-                           [finish, router](absl::StatusOr<rein::v1::DecideResponse> reply) {
-                             finish([router, reply = std::move(reply)](const Run& r, absl::Time t) {
-                               return router->OnDecide(r, reply, t);
-                             });
-                           });
-      break;
-    case Effect::Kind::kExecute:
-      entry->call = executor_->Execute(
-          effect.execute, effect.deadline,
-          [finish, router](absl::StatusOr<rein::v1::ExecuteResponse> reply) {
-            finish([router, reply = std::move(reply)](const Run& r, absl::Time t) {
-              return router->OnExecute(r, reply, t);
-            });
-          });
-      break;
-    case Effect::Kind::kEvaluate:
-      entry->call = planner_->Evaluate(
-          effect.evaluate, effect.deadline,
-          [finish, router](absl::StatusOr<rein::v1::EvaluateResponse> reply) {
-            finish([router, reply = std::move(reply)](const Run& r, absl::Time t) {
-              return router->OnEvaluate(r, reply, t);
-            });
-          });
-      break;
-    case Effect::Kind::kNone: break;
-  }
+  entry->call = SendCall(planner_, executor_, effect, std::move(finish));
 }
 
-bool RunEngine::Complete(const std::shared_ptr<Entry>& entry,
-                         const std::function<Transition(const Run&, absl::Time)>& apply,
+bool RunEngine::Complete(const std::shared_ptr<Entry>& entry, const StageReply& reply,
                          bool only_if_free) {
   if (only_if_free) {
     if (!entry->mu.TryLock()) return false;
@@ -748,24 +418,29 @@ bool RunEngine::Complete(const std::shared_ptr<Entry>& entry,
   }
   // The run's watchers are woken once its next call is on its way, not before.
   DeferredWakes defer;
-  const bool advance = ApplyLocked(*entry, apply);
+  const bool advance = ApplyLocked(entry, reply);
   entry->mu.Unlock();
   if (advance) Advance(entry);
   return true;
 }
 
-bool RunEngine::ApplyLocked(Entry& entry,
-                            const std::function<Transition(const Run&, absl::Time)>& apply) {
+bool RunEngine::ApplyLocked(const std::shared_ptr<Entry>& self, const StageReply& reply) {
+  Entry& entry = *self;
   entry.in_flight = false;
   entry.call.reset();
   if (entry.dropped) return false;  // another router drives the run now
   absl::Time now = clock_->Now();
-  Transition t = apply(entry.run, now);
-  bool spent = FailedCall(t);
-  if (!dispatching_ && spent && !entry.run.state().cancel_requested()) {
-    // Shutting down: a call we cancelled is not the run's failure; it runs again later.
+  Applied applied = router_.Apply(entry.run, reply, now);
+  if (applied.call.has_value()) {
+    // The stage's next call, before anything is committed (INITIALIZING's workspace check).
+    if (!dispatching_) return false;  // made again after the next start
+    Dispatch(self, *applied.call);
     return false;
   }
+  Transition t = std::move(*applied.transition);
+  const bool spent = t.attempt_failed;
+  // Shutting down: a call we cancelled is not the run's failure; it runs again later.
+  if (!dispatching_ && t.void_when_stopping) return false;
   absl::Status status = CommitLocked(entry, std::move(t));
   if (entry.dropped) return false;
   if (!status.ok()) {
@@ -782,53 +457,6 @@ bool RunEngine::ApplyLocked(Entry& entry,
   return true;
 }
 
-absl::StatusOr<std::vector<rein::v1::ToolSpec>> RunEngine::KnownTools() {
-  {
-    absl::MutexLock lock(&tools_mu_);
-    if (!tools_.empty() && clock_->Now() - tools_at_ < options_.tools_cache_ttl) return tools_;
-  }
-  absl::Notification done;
-  absl::StatusOr<rein::v1::ListToolsResponse> result;
-  executor_->ListTools(clock_->Now() + options_.list_tools_timeout,
-                       [&](absl::StatusOr<rein::v1::ListToolsResponse> reply) {
-                         result = std::move(reply);
-                         done.Notify();
-                       });
-  done.WaitForNotification();
-  if (!result.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot list tools from an executor: ", result.status().message()));
-  }
-  absl::MutexLock lock(&tools_mu_);
-  tools_.assign(result->tools().begin(), result->tools().end());
-  tools_at_ = clock_->Now();
-  return tools_;
-}
-
-absl::Status RunEngine::CheckWorkspace(const std::string& run_id, const rein::v1::RunSpec& spec,
-                                       const std::vector<rein::v1::ToolSpec>& tools) {
-  if (!HasFileInfo(tools)) return absl::OkStatus();
-  absl::Notification done;
-  absl::StatusOr<rein::v1::ExecuteResponse> reply;
-  executor_->Execute(WorkspaceCheck(run_id, spec.workspace()),
-                     clock_->Now() + options_.list_tools_timeout,
-                     [&](absl::StatusOr<rein::v1::ExecuteResponse> r) {
-                       reply = std::move(r);
-                       done.Notify();
-                     });
-  done.WaitForNotification();
-  if (!reply.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot check spec.workspace on an executor: ", reply.status().message()));
-  }
-  if (!reply->ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "spec.workspace: workspace \"", spec.workspace(), "\" is not usable on the executors (",
-        reply->error().code(), ": ", reply->error().message(), ")"));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request,
                                         const std::string& principal) {
   if (request.request_id().size() > 128) {
@@ -836,17 +464,17 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   }
   if (!request.has_spec()) return absl::InvalidArgumentError("spec: required");
   if (!dispatching_) return absl::UnavailableError("the router is shutting down");
-  if (!LeaseAllows(/*mutating=*/false)) {
+  if (!fleet_.Allows(/*mutating=*/false)) {
     return absl::UnavailableError(
         "this router cannot renew its lease on the store; start the run on another router");
   }
-  absl::StatusOr<std::vector<rein::v1::ToolSpec>> tools = KnownTools();
+  absl::StatusOr<std::vector<rein::v1::ToolSpec>> tools = tools_.Tools();
   if (!tools.ok()) return tools.status();
   absl::StatusOr<rein::v1::RunSpec> spec = NormalizeSpec(request.spec(), *tools);
   if (!spec.ok()) return spec.status();
   RETURN_IF_ERROR(CheckCostBudget(*spec, options_.stage.prices.get()));
   const std::string run_id = NewRunId();
-  RETURN_IF_ERROR(CheckWorkspace(run_id, *spec, *tools));
+  RETURN_IF_ERROR(tools_.CheckWorkspace(run_id, spec->workspace(), *tools));
   Run run;
   Transition t = router_.NewRun(run_id, request.request_id(), *spec, clock_->Now(), &run);
   run.set_owner(options_.router_id);  // the router that accepted StartRun drives the run
@@ -874,115 +502,18 @@ absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request,
   // Forking only reads what the source has committed, so a running source is allowed: the
   // fork starts from a committed point and the source goes on untouched.
   ASSIGN_OR_RETURN(Run source, GetRun(request.run_id()));
-  ASSIGN_OR_RETURN(std::vector<RunEvent> events, store_->ReadEvents(source.run_id(), 0, 0));
-  ASSIGN_OR_RETURN(std::vector<Snapshot> snapshots, store_->ListSnapshots(source.run_id()));
-  ASSIGN_OR_RETURN(ForkPoint point, FindForkPoint(router_, source, events, snapshots, request));
-
-  rein::v1::RunSpec spec = source.spec();
-  if (request.edits().has_limits()) {
-    // The fields given override the source's; the others stay as the source had them.
-    spec.mutable_limits()->MergeFrom(request.edits().limits());
-    ASSIGN_OR_RETURN(std::vector<rein::v1::ToolSpec> tools, KnownTools());
-    absl::StatusOr<rein::v1::RunSpec> normalized = NormalizeSpec(spec, tools);
-    if (!normalized.ok()) {
-      std::string message(normalized.status().message());
-      if (absl::StartsWith(message, "spec.limits")) message.replace(0, 11, "edits.limits");
-      return absl::Status(normalized.status().code(), message);
-    }
-    spec = *std::move(normalized);
-  }
-  if (absl::Status priced = CheckCostBudget(spec, options_.stage.prices.get()); !priced.ok()) {
-    std::string message(priced.message());
-    if (request.edits().limits().cost_budget_usd() != 0 &&
-        absl::StartsWith(message, "spec.limits")) {
-      message.replace(0, 11, "edits.limits");
-    }
-    return absl::Status(priced.code(), message);
-  }
-  const std::string run_id = NewRunId();
-  const std::string source_workspace = source.spec().workspace();
-  spec.set_workspace(absl::StrCat(source_workspace.substr(0, 200), "-", run_id));
-  const absl::Time now = clock_->Now();
-  Run fork;
-  fork.set_run_id(run_id);
-  fork.set_request_id(request.request_id());
-  *fork.mutable_spec() = spec;
-  *fork.mutable_created_at() = ToProtoTime(now);
-  *fork.mutable_updated_at() = ToProtoTime(now);
-  *fork.mutable_state() = point.state;
-  ASSIGN_OR_RETURN(Transition t, router_.Fork(fork, point.from, request.edits(),
-                                              request.workspace_at_fork(), now));
-  *fork.mutable_state() = t.state;
-  SetPrincipal(principal, &t);
-  fork.set_owner(options_.router_id);  // the router that accepted ForkRun drives the fork
-  fork.set_lease_epoch(1);
-
-  rein::v1::CopyWorkspaceRequest copy;
-  copy.set_workspace(source_workspace);
-  copy.set_run_id(source.run_id());
-  if (request.workspace_at_fork()) copy.set_before_call(point.first_mutating_call_after);
-  copy.set_target(spec.workspace());
-  absl::Notification copied;
-  absl::StatusOr<rein::v1::CopyWorkspaceResponse> reply;
-  executor_->CopyWorkspace(copy, now + options_.workspace_copy_timeout,
-                           [&](absl::StatusOr<rein::v1::CopyWorkspaceResponse> r) {
-                             reply = std::move(r);
-                             copied.Notify();
-                           });
-  copied.WaitForNotification();
-  if (!reply.ok()) {
-    const absl::Status& status = reply.status();
-    switch (status.code()) {
-      case absl::StatusCode::kFailedPrecondition:
-        if (absl::StrContains(status.message(), "before_call")) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "workspace_at_fork: the executors' workspace history no longer holds run ",
-              source.run_id(), "'s workspace at that point: ", status.message()));
-        }
-        return absl::FailedPreconditionError(
-            absl::StrCat("workspace: cannot copy the source's workspace: ", status.message()));
-      case absl::StatusCode::kNotFound:
-        return absl::FailedPreconditionError(
-            absl::StrCat("workspace: the source's workspace \"", source_workspace,
-                         "\" no longer exists on the executors (", status.message(), ")"));
-      case absl::StatusCode::kUnimplemented:
-        return absl::FailedPreconditionError(
-            absl::StrCat("workspace: the executors cannot copy workspaces (", status.message(),
-                         "); update them to fork runs"));
-      default:
-        return absl::UnavailableError(
-            absl::StrCat("cannot copy the source's workspace on an executor: ", status.message()));
-    }
-  }
-  absl::StatusOr<CreateResult> created = store_->CreateRun(fork, std::move(t.events));
-  if (!created.ok() || !created->created) DeleteCopiedWorkspace(spec.workspace());
-  if (!created.ok()) return created.status();
-  if (!created->created) return created->run;  // the same request_id: the first fork
+  ForkContext ctx{store_,
+                  &router_,
+                  &tools_,
+                  executor_,
+                  clock_,
+                  options_.router_id,
+                  options_.workspace_copy_timeout};
+  ASSIGN_OR_RETURN(CreateResult created, CreateFork(ctx, request, source, principal));
+  if (!created.created) return created.run;  // the same request_id: the first fork
   Metrics::Global().Add("rein_router_runs_forked_total", 1);
-  LogInfo("run forked", {{"run_id", run_id},
-                         {"source", source.run_id()},
-                         {"seq", absl::StrCat(point.from.seq())},
-                         {"workspace", spec.workspace()},
-                         {"copied_bytes", absl::StrCat(reply->bytes())}});
-  Advance(Track(created->run));
-  return created->run;
-}
-
-void RunEngine::DeleteCopiedWorkspace(const std::string& name) {
-  rein::v1::DeleteWorkspaceRequest request;
-  request.set_workspace(name);
-  absl::Notification done;
-  absl::Status status;
-  executor_->DeleteWorkspace(request, clock_->Now() + options_.workspace_copy_timeout,
-                             [&](absl::StatusOr<rein::v1::DeleteWorkspaceResponse> r) {
-                               status = r.status();
-                               done.Notify();
-                             });
-  done.WaitForNotification();
-  if (!status.ok()) {
-    LogError("cannot delete a copied workspace",
-             {{"workspace", name}, {"error", status.ToString()}});
-  }
+  Advance(Track(created.run));
+  return created.run;
 }
 
 absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id) {
@@ -999,17 +530,7 @@ absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id) {
 }
 
 absl::StatusOr<RunPage> RunEngine::ListRuns(const rein::v1::ListRunsRequest& request) {
-  if (!rein::v1::Stage_IsValid(request.stage())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("stage: unknown stage ", static_cast<int>(request.stage())));
-  }
-  if (!rein::v1::TerminationReason_IsValid(request.outcome())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("outcome: unknown termination reason ", static_cast<int>(request.outcome())));
-  }
-  if (request.page_size() < 0 || request.page_size() > 1000) {
-    return absl::InvalidArgumentError("page_size: must be in [0, 1000] (0 = 50)");
-  }
+  RETURN_IF_ERROR(CheckListRuns(request));
   RunFilter filter;
   filter.stage = request.stage();
   filter.outcome = request.outcome();
@@ -1023,7 +544,7 @@ absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::s
   RETURN_IF_ERROR(CheckRunId(run_id));
   if (reason.size() > 4096) return absl::InvalidArgumentError("reason: at most 4096 bytes");
   std::shared_ptr<Entry> entry = Find(run_id);
-  if (!entry && shared_) return CancelElsewhere(run_id, reason, principal);
+  if (!entry && fleet_.shared()) return fleet_.Cancel(run_id, reason, principal);
   if (!entry) return GetRun(run_id);  // unknown (NOT_FOUND) or already ended
   bool lost = false;                  // the run changed hands: cancel it through the store instead
   do {
@@ -1044,41 +565,16 @@ absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::s
     clock_->AwaitWithDeadline(&entry->mu, absl::Condition(&ended),
                               clock_->Now() + options_.cancel_wait);
   } while (false);
-  if (lost) return CancelElsewhere(run_id, reason, principal);
+  if (lost) return fleet_.Cancel(run_id, reason, principal);
   Advance(entry);
   return GetRun(run_id);
-}
-
-absl::StatusOr<Run> RunEngine::CancelElsewhere(const std::string& run_id, const std::string& reason,
-                                               const std::string& principal) {
-  for (int attempt = 0;; ++attempt) {
-    ASSIGN_OR_RETURN(Run run, GetRun(run_id));
-    if (StageRouter::IsTerminal(run.state().stage())) return run;
-    // The owner may have a call in flight: record the request; the owner ends the run (a
-    // paused run, with nothing in flight, ends here at once).
-    const bool busy = run.state().stage() != rein::v1::PAUSED;
-    auto t = router_.OnCancel(run, busy, reason, clock_->Now());
-    if (!t.has_value()) break;
-    SetPrincipal(principal, &*t);
-    absl::StatusOr<std::vector<RunEvent>> stored = store_->Commit(
-        run_id, run.state().version(), t->state, std::move(t->events), t->snapshot, clock_->Now());
-    if (stored.ok()) break;
-    if (!absl::IsFailedPrecondition(stored.status()) || attempt >= 5) return stored.status();
-  }
-  // The owner, woken by the commit's notice, ends the run; wait a little for it.
-  const absl::Time until = clock_->Now() + options_.cancel_wait;
-  while (true) {
-    ASSIGN_OR_RETURN(Run run, GetRun(run_id));
-    if (StageRouter::IsTerminal(run.state().stage()) || clock_->Now() >= until) return run;
-    clock_->SleepUntil(std::min(until, clock_->Now() + absl::Milliseconds(50)));
-  }
 }
 
 absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& request,
                                          const std::string& principal) {
   RETURN_IF_ERROR(CheckRunId(request.run_id()));
   std::shared_ptr<Entry> entry = Find(request.run_id());
-  if (!entry && shared_) return ResumeElsewhere(request, principal);
+  if (!entry && fleet_.shared()) return fleet_.Resume(request, principal);
   if (!entry) {
     absl::StatusOr<Run> run = GetRun(request.run_id());
     if (!run.ok()) return run.status();
@@ -1094,7 +590,7 @@ absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& reque
     if (!t.ok()) return t.status();
     SetPrincipal(principal, &*t);
     absl::Status status = CommitLocked(*entry, std::move(*t));
-    if (entry->dropped) return ResumeElsewhere(request, principal);
+    if (entry->dropped) return fleet_.Resume(request, principal);
     if (!status.ok()) return status;
     entry->failed_attempts = 0;
     entry->not_before = absl::InfinitePast();
@@ -1102,24 +598,6 @@ absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& reque
   }
   Advance(entry);
   return result;
-}
-
-absl::StatusOr<Run> RunEngine::ResumeElsewhere(const rein::v1::ResumeRunRequest& request,
-                                               const std::string& principal) {
-  ASSIGN_OR_RETURN(Run run, GetRun(request.run_id()));
-  const absl::Time now = clock_->Now();
-  ASSIGN_OR_RETURN(Transition t,
-                   router_.OnReview(run, request.review(), request.expected_version(), now));
-  SetPrincipal(principal, &t);
-  // The version check makes this safe against the owner and other reviewers; the commit's
-  // notice wakes the owner, which continues the run.
-  RETURN_IF_ERROR(store_
-                      ->Commit(run.run_id(), run.state().version(), t.state, std::move(t.events),
-                               t.snapshot, now)
-                      .status());
-  *run.mutable_state() = std::move(t.state);
-  *run.mutable_updated_at() = ToProtoTime(now);
-  return run;
 }
 
 absl::StatusOr<std::vector<Snapshot>> RunEngine::ListSnapshots(const std::string& run_id,
@@ -1147,7 +625,7 @@ absl::StatusOr<std::vector<RunEvent>> RunEngine::ReadEventsNow(const std::string
 
 uint64_t RunEngine::SubscribeEvents(const std::string& run_id, int64_t after_seq,
                                     std::function<void()> wake, bool* recheck) {
-  *recheck = shared_ && !Find(run_id);
+  *recheck = fleet_.shared() && !Find(run_id);
   return tail_.Subscribe(run_id, after_seq, std::move(wake));
 }
 
@@ -1166,7 +644,7 @@ absl::StatusOr<std::vector<RunEvent>> RunEngine::EventsUntil(const std::string& 
     // reaches back far enough. Another router's run is read from the store, and the wait
     // below is woken by that router's commit notices (or ends at `until`, which bounds the
     // delay when a notice is lost).
-    if (!shared_ || Find(run_id)) {
+    if (!fleet_.shared() || Find(run_id)) {
       EventTail::Read read = tail_.ReadAfter(run_id, after_seq, until);
       switch (read.kind) {
         case EventTail::Read::Kind::kEnded: *ended = true; return std::vector<RunEvent>();

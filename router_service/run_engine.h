@@ -18,12 +18,15 @@
 #include "rein/v1/router.pb.h"
 #include "router_service/clients.h"
 #include "router_service/event_tail.h"
+#include "router_service/fleet_member.h"
 #include "router_service/lease_timer.h"
 #include "router_service/scheduler.h"
 #include "router_service/stage_router.h"
 #include "router_service/store/group_commit.h"
 #include "router_service/store/router_store.h"
 #include "router_service/store/run_store.h"
+#include "router_service/tool_catalog.h"
+#include "router_service/work_pool.h"
 
 namespace rein {
 
@@ -145,29 +148,21 @@ class RunEngine {
                                                               int64_t after_seq, absl::Time until,
                                                               bool* ended);
   std::shared_ptr<Entry> Track(const rein::v1::Run& run);
-  // Takes on a run found unfinished in the store (start, takeover, rejoin): the restart
-  // recovery rules (StageRouter::OnRecovery), then Advance.
+  // Takes on a run found unfinished in the store (start, takeover, rejoin) and advances it.
   void Recover(const rein::v1::Run& run);
   // Drops a run this router no longer owns from memory (its call, if any, is cancelled; its
   // result will be ignored). Needs entry->mu held.
   void DropLocked(const std::shared_ptr<Entry>& entry, const std::string& why);
   // Re-reads a run from the store after another router committed to it.
   void Refresh(const std::string& run_id);
-  // Whether the run (as the store returned it) is still this router's at `epoch`.
-  bool StillMine(const rein::v1::Run& fresh, int64_t epoch) const;
-  // Renewals, claims and the check of owned runs, until Shutdown (shared stores only).
-  void LeaseLoop();
-  // One renewal (and, when it succeeds, claims and checks); returns whether it succeeded.
-  bool LeaseRound(bool* lapsed);
-  // Whether the lease allows a call now (`mutating`: a mutating tool call).
-  bool LeaseAllows(bool mutating) const;
-  // ResumeRun and CancelRun on a run this router does not drive: committed through the store
-  // with the version check, which wakes the owner.
-  absl::StatusOr<rein::v1::Run> ResumeElsewhere(const rein::v1::ResumeRunRequest& request,
-                                                const std::string& principal);
   absl::StatusOr<rein::v1::Run> CancelElsewhere(const std::string& run_id,
                                                 const std::string& reason,
                                                 const std::string& principal);
+  // The lease lapsed (FleetMember): stops driving every run.
+  void DropAll(const std::string& why);
+  // Re-reads the runs whose version in the store (`owned`) is newer, or that are no longer
+  // this router's.
+  void CheckOwned(std::map<std::string, int64_t> owned);
   // Does what StageRouter::Next says for the run, unless a call is in flight.
   void Advance(const std::shared_ptr<Entry>& entry);
   // Makes the effect's call; its result is applied by Complete. Needs entry->mu held.
@@ -176,29 +171,15 @@ class RunEngine {
   void Forget(const std::string& run_id);
   // Applies a call's result and moves on. With `only_if_free`, does nothing and returns false
   // when the run's mutex is taken (by this thread, or another).
-  bool Complete(const std::shared_ptr<Entry>& entry,
-                const std::function<Transition(const rein::v1::Run&, absl::Time)>& apply,
+  bool Complete(const std::shared_ptr<Entry>& entry, const StageReply& reply,
                 bool only_if_free = false);
-  // Complete's work under entry.mu: applies and commits; returns whether to Advance.
-  bool ApplyLocked(Entry& entry,
-                   const std::function<Transition(const rein::v1::Run&, absl::Time)>& apply);
+  // Complete's work under entry->mu: applies (StageRouter::Apply) and commits, or makes the
+  // stage's next call; returns whether to Advance.
+  bool ApplyLocked(const std::shared_ptr<Entry>& entry, const StageReply& reply);
   absl::Status CommitLocked(Entry& entry, Transition transition);
-  void Post(std::function<void()> work);
-  // Whether a reply may be applied on the calling thread now (see inline_replies); if so,
-  // EndInline must follow once it is applied.
-  bool BeginInline();
-  void EndInline();
   void Wake(const std::string& run_id);
   // A call's callback has been applied (or dropped): one call fewer in flight.
   void CallDone();
-  absl::StatusOr<std::vector<rein::v1::ToolSpec>> KnownTools();
-  // FAILED_PRECONDITION naming spec.workspace when an executor offering file_info says the
-  // workspace is missing or unusable; OK when no executor offers file_info.
-  absl::Status CheckWorkspace(const std::string& run_id, const rein::v1::RunSpec& spec,
-                              const std::vector<rein::v1::ToolSpec>& tools);
-  void WorkerLoop();
-  // Removes a workspace ForkRun copied (best effort; logged when it fails).
-  void DeleteCopiedWorkspace(const std::string& name);
 
   RouterStore* store_;
   GroupCommitter committer_;
@@ -211,36 +192,19 @@ class RunEngine {
   absl::Mutex runs_mu_;
   std::map<std::string, std::shared_ptr<Entry>> runs_ ABSL_GUARDED_BY(runs_mu_);
 
-  // Idle workers wait on queue_cv_, not with Mutex::Await: absl evaluates every Await
-  // condition of the waiters at each unlock, which with dozens of idle workers made every
-  // reply's BeginInline and EndInline scan them all.
-  absl::Mutex queue_mu_;
-  absl::CondVar queue_cv_;   // work was queued, or stopping_
-  absl::CondVar inline_cv_;  // inline_active_ reached 0
-  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(queue_mu_);
-  bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
-  int inline_active_ ABSL_GUARDED_BY(queue_mu_) = 0;  // replies being applied inline
-  std::vector<std::thread> workers_;
-
+  WorkPool pool_;
+  ToolCatalog tools_;
   Scheduler scheduler_;
   EventTail tail_;
 
-  absl::Mutex tools_mu_;
-  std::vector<rein::v1::ToolSpec> tools_ ABSL_GUARDED_BY(tools_mu_);
-  absl::Time tools_at_ ABSL_GUARDED_BY(tools_mu_) = absl::InfinitePast();
-
   std::atomic<bool> dispatching_{true};
 
-  // The lease (shared stores); the lease thread waits on lease_mu_.
-  LeaseTimer lease_;
-  const bool shared_;
-  absl::Mutex lease_mu_;
-  bool lease_stop_ ABSL_GUARDED_BY(lease_mu_) = false;
-  std::thread lease_thread_;
-  bool renew_failing_ = false;  // used by the lease thread only
   // Calls in flight; changed under flight_mu_ so that Shutdown can wait on it.
   absl::Mutex flight_mu_;
   std::atomic<int> in_flight_{0};
+
+  // The lease, claims and remote commits (shared stores); last, so that its thread ends first.
+  FleetMember fleet_;
 };
 
 }  // namespace rein

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/proto_time.h"
+#include "common/status_reason.h"
 #include "common/testing/fake_clock.h"
 #include "gtest/gtest.h"
 #include "router_service/store/sqlite_run_store.h"
@@ -324,6 +325,7 @@ class RunEngineWorkspaceTest : public RunEngineTest {
     rein::v1::ExecuteResponse reply;
     reply.set_ok(false);
     reply.mutable_error()->set_code("NOT_FOUND");
+    reply.mutable_error()->set_reason(reason::kWorkspaceNotFound);
     reply.mutable_error()->set_message(
         absl::StrCat("workspace \"", r.workspace(), "\" does not exist or is not a directory"));
     return reply;

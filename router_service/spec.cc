@@ -203,4 +203,25 @@ absl::StatusOr<RunSpec> NormalizeSpec(const RunSpec& in, const std::vector<ToolS
   return spec;
 }
 
+absl::Status CheckRunId(const std::string& run_id) {
+  if (run_id.empty()) return absl::InvalidArgumentError("run_id: required");
+  if (run_id.size() > 128) return absl::InvalidArgumentError("run_id: at most 128 bytes");
+  return absl::OkStatus();
+}
+
+absl::Status CheckListRuns(const rein::v1::ListRunsRequest& request) {
+  if (!rein::v1::Stage_IsValid(request.stage())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stage: unknown stage ", static_cast<int>(request.stage())));
+  }
+  if (!rein::v1::TerminationReason_IsValid(request.outcome())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("outcome: unknown termination reason ", static_cast<int>(request.outcome())));
+  }
+  if (request.page_size() < 0 || request.page_size() > 1000) {
+    return absl::InvalidArgumentError("page_size: must be in [0, 1000] (0 = 50)");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace rein

@@ -9,9 +9,16 @@
 #include "absl/status/statusor.h"
 #include "google/protobuf/message.h"
 #include "rein/v1/executor.pb.h"
+#include "rein/v1/router.pb.h"
 #include "rein/v1/types.pb.h"
 
 namespace rein {
+
+// A run id as a client sends it: present and of a sane length (INVALID_ARGUMENT naming run_id).
+absl::Status CheckRunId(const std::string& run_id);
+
+// INVALID_ARGUMENT naming stage, outcome or page_size when ListRuns cannot take them.
+absl::Status CheckListRuns(const rein::v1::ListRunsRequest& request);
 
 // Validates a client's spec against the tools executors offer and fills in every default.
 // Errors are INVALID_ARGUMENT naming the field (e.g. "spec.limits.max_iterations: ...").

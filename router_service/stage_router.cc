@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -11,550 +12,35 @@
 #include "common/proto_time.h"
 #include "common/status_macros.h"
 #include "common/usage_payload.h"
-#include "nlohmann/json.hpp"
+#include "router_service/fork_start.h"
 #include "router_service/price_table.h"
+#include "router_service/proposals.h"
+#include "router_service/review.h"
+#include "router_service/step.h"
+#include "router_service/subtasks.h"
 #include "router_service/termination.h"
 
 namespace rein {
 namespace {
 
 using rein::v1::Action;
-using rein::v1::HumanInput;
 using rein::v1::Pause;
 using rein::v1::Run;
-using rein::v1::RunEvent;
 using rein::v1::RunSpec;
 using rein::v1::RunState;
 using rein::v1::Stage;
 using rein::v1::SubTask;
-using rein::v1::TerminationReason;
 using rein::v1::ToolCall;
 using rein::v1::ToolSpec;
 
-constexpr int kMaxSubtasksPerPlan = 64;   // per plan or edited plan
-constexpr int kMaxPendingSubtasks = 256;  // on the stack at once
-constexpr size_t kMaxTextBytes = 4096;    // a subtask's description or summary
-constexpr int kMaxCompletedKept = 200;    // ended subtasks kept in RunState (the log has all)
-
-std::string Cap(const std::string& text, size_t max_bytes) {
-  if (text.size() <= max_bytes) return text;
-  size_t cut = max_bytes;
-  // Do not split a UTF-8 sequence.
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return absl::StrCat(text.substr(0, cut), "\n[observation truncated: ", text.size() - cut,
-                      " bytes omitted]");
-}
-
-bool IsJsonObject(const std::string& text) {
-  nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  return parsed.is_object();
-}
-
-// A state handed back by StageRouter::Recycle on this thread, for the next Step to copy into,
-// and the largest one kept.
-thread_local std::optional<RunState> recycled_state;
-constexpr int kMaxRecycledStateBytes = 64 * 1024;
-
-// Builds one transition: a copy of the state with version + 1, and its events.
-class Step {
- public:
-  Step(const Run& run, absl::Time now) : run_(run), now_(now) {
-    if (recycled_state.has_value()) {
-      state_ = std::move(*recycled_state);
-      recycled_state.reset();
-    }
-    state_.CopyFrom(run.state());
-    state_.set_version(run.state().version() + 1);
-  }
-
-  const Run& run() const { return run_; }
-  const RunSpec& spec() const { return run_.spec(); }
-  const RunState& old() const { return run_.state(); }
-  RunState& state() { return state_; }
-  const RunState& state() const { return state_; }
-  absl::Time now() const { return now_; }
-
-  RunEvent* AddEvent() {
-    events_.emplace_back();
-    return &events_.back();
-  }
-  std::vector<RunEvent>& events() { return events_; }
-
-  // A reply of this step could not be priced while the run has a cost budget (ChargeReply):
-  // rule 6's cost budget then ends the run, whatever the counters say.
-  const std::optional<std::string>& unpriced() const { return unpriced_; }
-  void set_unpriced(std::string why) { unpriced_ = std::move(why); }
-
-  void MoveTo(Stage next) {
-    if (state_.stage() == next) return;
-    auto* changed = AddEvent()->mutable_stage_changed();
-    changed->set_from(state_.stage());
-    changed->set_to(next);
-    state_.set_stage(next);
-  }
-
-  Transition Finish() && {
-    Transition t;
-    for (RunEvent& event : events_) {
-      event.set_run_id(run_.run_id());
-      *event.mutable_time() = ToProtoTime(now_);
-      event.set_version(state_.version());
-    }
-    bool snapshot = state_.iteration() != old().iteration() ||
-                    StageRouter::IsTerminal(state_.stage()) ||
-                    (state_.stage() == rein::v1::PAUSED && old().stage() != rein::v1::PAUSED);
-    if (snapshot) {
-      Snapshot s;
-      s.iteration = state_.iteration();
-      s.version = state_.version();
-      state_.SerializeToString(&s.state);
-      t.snapshot = std::move(s);
-    }
-    t.state = std::move(state_);
-    t.events = std::move(events_);
-    return t;
-  }
-
- private:
-  const Run& run_;
-  absl::Time now_;
-  RunState state_;
-  std::vector<RunEvent> events_;
-  std::optional<std::string> unpriced_;
-};
-
-void Terminate(Step& s, Stage status, TerminationReason reason, const std::string& message) {
-  RunState& st = s.state();
-  st.clear_pause();
-  st.clear_pending_call();
-  st.set_call_dispatched(false);
-  st.set_cancel_requested(false);
-  auto* outcome = st.mutable_outcome();
-  outcome->set_status(status);
-  outcome->set_reason(reason);
-  outcome->set_message(message);
-  if (st.has_usage()) *outcome->mutable_usage() = st.usage();
-  outcome->set_cost_usd(st.cost_used_usd());
-  s.MoveTo(status);
-  *s.AddEvent()->mutable_finished()->mutable_outcome() = *outcome;
-}
-
-// Applies rules 1-6; returns true when the run ended. A reply that could not be priced under a
-// cost budget counts as over it (the last check of rule 6).
-bool EndIfLimited(Step& s, bool begins_iteration) {
-  std::optional<Verdict> verdict = CheckLimits(s.spec(), s.state(), s.now(), begins_iteration);
-  if (!verdict && s.unpriced()) verdict = Verdict{rein::v1::COST_BUDGET_EXHAUSTED, *s.unpriced()};
-  if (verdict) {
-    Terminate(s, TerminalStageFor(verdict->reason), verdict->reason, verdict->message);
-    return true;
-  }
-  return false;
-}
-
-void SetPause(Step& s, Pause pause) {
-  s.state().clear_pending_call();
-  s.MoveTo(rein::v1::PAUSED);
-  *s.state().mutable_pause() = pause;
-  *s.AddEvent()->mutable_paused()->mutable_pause() = std::move(pause);
-}
-
-// Pauses after rules 1-6 (a limit that fires wins over the pause).
-void PauseRun(Step& s, Pause pause) {
-  if (EndIfLimited(s, /*begins_iteration=*/false)) return;
-  SetPause(s, std::move(pause));
-}
-
-void FinishRun(Step& s) {
-  if (EndIfLimited(s, /*begins_iteration=*/false)) return;
-  Terminate(
-      s, rein::v1::FINISHED, rein::v1::GOAL_ACHIEVED,
-      s.state().completed_subtasks_size() > 0
-          ? absl::StrCat(
-                "goal achieved; last: ",
-                s.state().completed_subtasks(s.state().completed_subtasks_size() - 1).summary())
-          : "goal achieved");
-}
-
-// Moves into a working stage after rules 1-6; an iteration begins when entering PLANNING or
-// DECIDING from another stage.
-void Enter(Step& s, Stage next) {
-  bool begins =
-      (next == rein::v1::PLANNING || next == rein::v1::DECIDING) && s.state().stage() != next;
-  if (EndIfLimited(s, begins)) return;
-  if (begins) s.state().set_iteration(s.state().iteration() + 1);
-  s.state().clear_pause();
-  s.MoveTo(next);
-}
-
-// Spends one unit of the retry budget for a failed stage attempt and stays in the stage.
-// Returns the error event (valid until the next AddEvent) so callers can add to it.
-RunEvent::Error* SpendRetry(Step& s, Stage stage, const std::string& code,
-                            const std::string& message) {
-  const bool spent = !CancelledOrPastDeadline(s.state(), s.now());
-  if (spent) s.state().set_retries_used(s.state().retries_used() + 1);
-  const size_t index = s.events().size();
-  auto* error = s.AddEvent()->mutable_error();
-  error->set_stage(stage);
-  error->set_code(code);
-  error->set_message(message);
-  error->set_retry_spent(spent);
-  EndIfLimited(s, /*begins_iteration=*/false);
-  return s.events()[index].mutable_error();
-}
-
-void ChargeReply(Step& s, const rein::v1::Usage& usage, const std::string& backend,
-                 const PriceTable* prices);
-
-// A planner error: fatal ones end the run at once, others spend a retry.
-void PlannerFailed(Step& s, Stage stage, const absl::Status& status, const PriceTable* prices) {
-  // A reply that failed validation still cost tokens (recorded in the event for replay). The
-  // error does not say which model served it: the run's last one, else the one it asks for.
-  std::optional<rein::v1::Usage> usage = UsageOf(status);
-  if (usage) {
-    ChargeReply(s, *usage,
-                !s.state().planner_backend().empty()
-                    ? s.state().planner_backend()
-                    : absl::StrCat("anthropic:", s.spec().model().model()),
-                prices);
-  }
-  if (StageRouter::IsFatalPlannerError(status.code())) {
-    if (CancelledOrPastDeadline(s.state(), s.now())) {  // rules 1 and 3 come first
-      auto* error = SpendRetry(s, stage, absl::StatusCodeToString(status.code()),
-                               std::string(status.message()));
-      if (usage) *error->mutable_usage() = *usage;
-      return;
-    }
-    auto* error = s.AddEvent()->mutable_error();
-    error->set_stage(stage);
-    error->set_code(absl::StatusCodeToString(status.code()));
-    error->set_message(std::string(status.message()));
-    error->set_retry_spent(false);
-    if (usage) *error->mutable_usage() = *usage;
-    Terminate(s, rein::v1::FAILED, rein::v1::PLANNER_ERROR,
-              absl::StrCat("planner error: ", status.message()));
-    return;
-  }
-  auto* error =
-      SpendRetry(s, stage, absl::StatusCodeToString(status.code()), std::string(status.message()));
-  if (usage) *error->mutable_usage() = *usage;
-}
-
-// The router judged the planner's `reply` invalid; the reply is kept in the event for replay.
-void InvalidOutput(Step& s, Stage stage, const std::string& what,
-                   const google::protobuf::Message& reply) {
-  auto* error = SpendRetry(s, stage, "INVALID_OUTPUT", absl::StrCat("invalid output: ", what));
-  error->set_reply(reply.SerializeAsString());
-}
-
-// Adds one model reply's usage to the run: tokens_used (input, cache reads and writes, and
-// output: the token budget's counter), the usage split and its cost at `backend`'s price
-// ("anthropic:<model>"; other backends cost nothing). A reply that cannot be priced adds no
-// cost; under a cost budget it marks the step (Step::unpriced), which ends the run.
-void ChargeReply(Step& s, const rein::v1::Usage& usage, const std::string& backend,
-                 const PriceTable* prices) {
-  RunState& st = s.state();
-  st.set_tokens_used(st.tokens_used() + usage.input_tokens() + usage.output_tokens() +
-                     usage.cache_read_input_tokens() + usage.cache_creation_input_tokens());
-  if (usage.ByteSizeLong() == 0) return;
-  rein::v1::Usage* total = st.mutable_usage();
-  total->set_input_tokens(total->input_tokens() + usage.input_tokens());
-  total->set_output_tokens(total->output_tokens() + usage.output_tokens());
-  total->set_cache_read_input_tokens(total->cache_read_input_tokens() +
-                                     usage.cache_read_input_tokens());
-  total->set_cache_creation_input_tokens(total->cache_creation_input_tokens() +
-                                         usage.cache_creation_input_tokens());
-  absl::StatusOr<double> cost = ReplyCostUsd(prices, backend, usage);
-  if (cost.ok()) {
-    st.set_cost_used_usd(st.cost_used_usd() + *cost);
-  } else if (s.spec().limits().cost_budget_usd() > 0) {
-    s.set_unpriced(absl::StrCat(cost.status().message(), "; the cost budget cannot be kept"));
-  }
-}
-
-// The backend a reply names, else (an older planner) the run's last one.
-std::string BackendOf(const RunState& st, const std::string& backend) {
-  return backend.empty() ? st.planner_backend() : backend;
-}
-
-void AddNote(Step& s, const std::string& notes, int max_notes) {
-  if (notes.empty()) return;
-  auto* list = s.state().mutable_notes();
-  list->Add(std::string(notes));
-  while (list->size() > max_notes) list->erase(list->begin());
-}
-
-bool PausesOnNotes(const RunSpec& spec) {
-  return !spec.has_pause_on_notes() || spec.pause_on_notes();
-}
-
-bool CombinesEvaluateDecide(const RunSpec& spec) {
-  return !spec.has_combine_evaluate_decide() || spec.combine_evaluate_decide();
-}
-
-bool CombinesPlanDecide(const RunSpec& spec) {
-  return !spec.has_combine_plan_decide() || spec.combine_plan_decide();
-}
-
-bool HasPausePoint(const RunSpec& spec, rein::v1::PausePoint point) {
-  for (int p : spec.pause_points()) {
-    if (p == point) return true;
-  }
-  return false;
-}
-
-Pause MakePause(rein::v1::PauseReason reason, Stage resume, const std::string& detail) {
-  Pause pause;
-  pause.set_reason(reason);
-  pause.set_resume_stage(resume);
-  pause.set_detail(detail);
-  return pause;
-}
-
-const ToolSpec* FindTool(const RunState& st, const std::string& name) {
-  for (const ToolSpec& tool : st.tools()) {
-    if (tool.name() == name) return &tool;
-  }
-  return nullptr;
-}
-
-// Moves `task` to the ended subtasks with `status` and `summary` (capped), keeping at most
-// kMaxCompletedKept of them.
-void EndSubtask(RunState& st, const SubTask& task, SubTask::Status status,
-                const std::string& summary) {
-  SubTask* ended = st.add_completed_subtasks();
-  *ended = task;
-  ended->set_status(status);
-  ended->set_summary(Cap(summary, kMaxTextBytes));
-  if (st.completed_subtasks_size() > kMaxCompletedKept) {
-    st.mutable_completed_subtasks()->erase(st.mutable_completed_subtasks()->begin(),
-                                           st.mutable_completed_subtasks()->begin() +
-                                               (st.completed_subtasks_size() - kMaxCompletedKept));
-  }
-}
-
-// Ends every pending subtask (the stack) as FAILED with `why`.
-void DropStack(RunState& st, const std::string& why) {
-  const std::string summary = Cap(why, 512);
-  google::protobuf::RepeatedPtrField<SubTask> stack;
-  stack.Swap(st.mutable_subtasks());
-  for (const SubTask& task : stack) EndSubtask(st, task, SubTask::FAILED, summary);
-}
-
-// Validates subtasks from the planner or a reviewer; fills in defaults. `field` prefixes
-// error messages.
-absl::Status ValidateSubtasks(const RunState& st, const std::string& field,
-                              google::protobuf::RepeatedPtrField<SubTask>* tasks) {
-  if (tasks->size() > kMaxSubtasksPerPlan) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": ", tasks->size(), " subtasks, at most ", kMaxSubtasksPerPlan));
-  }
-  if (st.subtasks_size() + tasks->size() > kMaxPendingSubtasks) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": the stack would hold ",
-                                                   st.subtasks_size() + tasks->size(),
-                                                   " subtasks, at most ", kMaxPendingSubtasks));
-  }
-  std::set<std::string> seen;
-  for (const SubTask& t : st.subtasks()) seen.insert(t.id());
-  for (const SubTask& t : st.completed_subtasks()) seen.insert(t.id());
-  for (int i = 0; i < tasks->size(); ++i) {
-    SubTask& task = tasks->at(i);
-    std::string at = absl::StrCat(field, "[", i, "]");
-    if (task.id().empty() || task.id().size() > 128) {
-      return absl::InvalidArgumentError(absl::StrCat(at, ".id: must be 1..128 bytes"));
-    }
-    if (!seen.insert(task.id()).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(at, ".id: \"", task.id(), "\" is not unique in the run"));
-    }
-    if (task.description().empty() || task.description().size() > kMaxTextBytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(at, ".description: must be 1..", kMaxTextBytes, " bytes"));
-    }
-    std::set<std::string> tools;
-    for (int k = 0; k < task.allowed_tools_size(); ++k) {
-      const std::string& name = task.allowed_tools(k);
-      if (FindTool(st, name) == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(at, ".allowed_tools[", k, "]: \"", name,
-                                                       "\" is not one of the run's tools"));
-      }
-      if (!tools.insert(name).second) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(at, ".allowed_tools[", k, "]: \"", name, "\" is listed twice"));
-      }
-    }
-    if (task.allowed_tools_size() == 0) {
-      for (const ToolSpec& tool : st.tools()) task.add_allowed_tools(tool.name());
-    }
-    task.set_status(SubTask::PENDING);
-    task.clear_summary();
-  }
-  return absl::OkStatus();
-}
-
-// A call chosen for the top subtask; error when the tool is not allowed or args are bad.
-absl::StatusOr<ToolCall> MakeCall(const Run& run, RunState& st, const std::string& tool,
-                                  const std::string& args_json, const std::string& field) {
-  if (st.subtasks_size() == 0) {
-    return absl::FailedPreconditionError("no subtask to call a tool for");
-  }
-  const SubTask& top = st.subtasks(0);
-  if (std::find(top.allowed_tools().begin(), top.allowed_tools().end(), tool) ==
-      top.allowed_tools().end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".tool: \"", tool, "\" is not allowed for subtask \"", top.id(),
-                     "\" (allowed: ", absl::StrJoin(top.allowed_tools(), ", "), ")"));
-  }
-  const ToolSpec* spec = FindTool(st, tool);
-  if (spec == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ".tool: unknown tool \"", tool, "\""));
-  }
-  if (!IsJsonObject(args_json)) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ".args_json: must be a JSON object"));
-  }
-  ToolCall call;
-  st.set_call_counter(st.call_counter() + 1);
-  call.set_call_id(absl::StrCat(run.run_id(), "-", st.call_counter()));
-  call.set_tool(tool);
-  call.set_args_json(args_json);
-  call.set_mutating(spec->mutating());
-  return call;
-}
-
-// Why the call an evaluation proposed cannot be the next decision, or nullopt when it can:
-// asked for, with NEEDS_MORE_WORK and no goal claim, and a call a Decide reply could carry (a
-// tool the top subtask may use, a JSON object of arguments).
-std::optional<std::string> ProposalProblem(const Run& run, const RunState& st,
-                                           const rein::v1::EvaluateResponse& reply) {
-  if (!CombinesEvaluateDecide(run.spec())) {
-    return "not asked for: the run's combine_evaluate_decide is false";
-  }
-  if (reply.status() != rein::v1::RunEvent::Evaluation::NEEDS_MORE_WORK || reply.goal_achieved()) {
-    return "a next call comes only with status NEEDS_MORE_WORK and goal_achieved false";
-  }
-  RunState scratch = st;  // MakeCall bumps the call counter: the real call is made later
-  absl::StatusOr<ToolCall> call =
-      MakeCall(run, scratch, reply.next_call().tool(), reply.next_call().args_json(), "next_call");
-  if (!call.ok()) return std::string(call.status().message());
-  return std::nullopt;
-}
-
-// Why the first call a plan proposed cannot be the next decision, or nullopt when it can: asked
-// for, and a call a Decide reply for the plan's top subtask could carry. `st` holds the applied
-// plan (its top subtask on top of the stack).
-std::optional<std::string> FirstCallProblem(const Run& run, const RunState& st,
-                                            const rein::v1::PlanResponse& reply, int planned) {
-  if (!CombinesPlanDecide(run.spec())) {
-    return "not asked for: the run's combine_plan_decide is false";
-  }
-  if (planned == 0) return "the plan has no subtasks";
-  if (reply.first_call().tool().empty()) return "first_call.tool: missing";
-  RunState scratch = st;  // MakeCall bumps the call counter: the real call is made later
-  absl::StatusOr<ToolCall> call = MakeCall(run, scratch, reply.first_call().tool(),
-                                           reply.first_call().args_json(), "first_call");
-  if (!call.ok()) return std::string(call.status().message());
-  return std::nullopt;
-}
-
-// Keeps the proposed call `call` as the DECIDING stage's pending call when the transition in
-// `s` went on to DECIDING: Next commits it as the decision (OnProposedCall), after the checks of
-// rules 1 and 3, as if a Decide reply had come. Otherwise returns why it was not kept.
-std::optional<std::string> KeepProposedCall(Step& s, const ToolCall& call) {
-  RunState& st = s.state();
-  if (st.stage() == rein::v1::DECIDING) {
-    st.mutable_pending_call()->set_tool(call.tool());
-    st.mutable_pending_call()->set_args_json(call.args_json());
-    return std::nullopt;
-  }
-  return absl::StrCat("the run went on to ", rein::v1::Stage_Name(st.stage()),
-                      st.stage() == rein::v1::PAUSED
-                          ? absl::StrCat(" (", rein::v1::PauseReason_Name(st.pause().reason()), ")")
-                          : "",
-                      ", not DECIDING");
-}
-
-// Where the loop goes after EVALUATING (or after a review that finished an evaluation).
-Stage NextAfterEvaluation(const RunState& st) {
-  if (MayFinish(st)) return rein::v1::FINISHED;  // rule 8
-  return st.subtasks_size() > 0 ? rein::v1::DECIDING : rein::v1::PLANNING;
-}
-
-// Goes to `next` from EVALUATING: rules 1-6, then stagnation (rule 7), then pauses, then the
-// move. `pause` is a candidate pause (reason unset = none).
-void ContinueAfterEvaluation(Step& s, Stage next, Pause pause) {
-  if (EndIfLimited(s, next == rein::v1::DECIDING || next == rein::v1::PLANNING)) return;
-  if (auto pattern = DetectStagnation(s.spec(), s.state())) {
-    RunState& st = s.state();
-    st.set_stagnation_mark(st.actions_total());
-    auto mode = s.spec().limits().on_stagnation();
-    if (mode == rein::v1::FAIL) {
-      Terminate(s, rein::v1::FAILED, rein::v1::STAGNATION, *pattern);
-      return;
-    }
-    if (mode == rein::v1::REPLAN_THEN_PAUSE && st.stagnation_replans() == 0) {
-      st.set_stagnation_replans(st.stagnation_replans() + 1);
-      st.set_replan_reason(absl::StrCat("stagnation: ", *pattern));
-      if (st.subtasks_size() > 0) {
-        EndSubtask(st, st.subtasks(0), SubTask::FAILED, absl::StrCat("stagnated: ", *pattern));
-        st.mutable_subtasks()->erase(st.mutable_subtasks()->begin());
-      }
-      Enter(s, rein::v1::PLANNING);
-      return;
-    }
-    SetPause(s, MakePause(rein::v1::STAGNATED, next, *pattern));
-    return;
-  }
-  if (pause.reason() != rein::v1::PAUSE_REASON_UNSPECIFIED) {
-    pause.set_resume_stage(next);
-    SetPause(s, std::move(pause));
-    return;
-  }
-  if (next == rein::v1::FINISHED) {
-    FinishRun(s);
-    return;
-  }
-  Enter(s, next);
-}
-
-// Whether a tool error says the run's workspace does not exist (the executor's NOT_FOUND
-// "workspace \"<name>\" does not exist ...").
-bool IsWorkspaceMissing(const Run& run, const rein::v1::ToolError& error) {
-  return error.code() == "NOT_FOUND" &&
-         absl::StartsWith(error.message(),
-                          absl::StrCat("workspace \"", run.spec().workspace(), "\""));
-}
-
-std::string WorkspaceGoneMessage(const Run& run, const rein::v1::ToolError& error) {
-  return absl::StrCat("workspace \"", run.spec().workspace(), "\" ",
-                      IsWorkspaceMissing(run, error) ? "no longer exists" : "is not usable",
-                      " on the executors (", error.code(), ": ", error.message(), ")");
-}
-
 }  // namespace
 
-void StageRouter::Recycle(RunState&& used) {
-  // A state keeps the capacity of its strings when cleared: a large one (long observations)
-  // is not kept, so that each thread holds at most kMaxRecycledStateBytes. Its size as last
-  // serialized (every committed state was) costs nothing to read.
-  if (!recycled_state.has_value() && used.GetCachedSize() <= kMaxRecycledStateBytes) {
-    recycled_state.emplace(std::move(used));
-  }
-}
+void StageRouter::Recycle(RunState&& used) { RecycleState(std::move(used)); }
 
-bool StageRouter::IsTerminal(Stage stage) {
-  return stage == rein::v1::FINISHED || stage == rein::v1::FAILED || stage == rein::v1::CANCELLED;
-}
+bool StageRouter::IsTerminal(Stage stage) { return IsTerminalStage(stage); }
 
 bool StageRouter::IsFatalPlannerError(absl::StatusCode code) {
-  switch (code) {
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kUnauthenticated:
-    case absl::StatusCode::kPermissionDenied:
-    case absl::StatusCode::kNotFound:
-    case absl::StatusCode::kFailedPrecondition:
-    case absl::StatusCode::kOutOfRange:
-    case absl::StatusCode::kUnimplemented: return true;
-    default: return false;
-  }
+  return rein::IsFatalPlannerError(code);
 }
 
 Transition StageRouter::NewRun(const std::string& run_id, const std::string& request_id,
@@ -637,6 +123,7 @@ Effect StageRouter::NextEffect(const Run& run, absl::Time now) const {
       if (const ToolSpec* tool = FindTool(st, st.pending_call().tool())) {
         req.set_tool_schema_hash(tool->schema_hash());
       }
+      effect.mutating = st.pending_call().mutating();
       *req.mutable_limits()->mutable_timeout() =
           ToProtoDuration(std::max(absl::ZeroDuration(), effect.deadline - now));
       break;
@@ -661,6 +148,37 @@ Effect StageRouter::NextEffect(const Run& run, absl::Time now) const {
   return effect;
 }
 
+Applied StageRouter::Apply(const Run& run, const StageReply& reply, absl::Time now) const {
+  struct Visitor {
+    const StageRouter& router;
+    const Run& run;
+    absl::Time now;
+    Applied operator()(const ToolsListed& r) const {
+      if (r.tools.ok() && HasFileInfo(r.tools->tools())) {
+        // The executors can check the workspace: do so before the run moves on.
+        Effect check = router.NextEffect(run, now);
+        check.kind = Effect::Kind::kCheckWorkspace;
+        check.tools = *r.tools;
+        check.execute = WorkspaceCheck(run.run_id(), run.spec().workspace());
+        return {std::nullopt, std::move(check)};
+      }
+      return {router.OnTools(run, r.tools, std::nullopt, now), std::nullopt};
+    }
+    Applied operator()(const WorkspaceChecked& r) const {
+      return {router.OnTools(run, r.tools, r.workspace, now), std::nullopt};
+    }
+    Applied operator()(const Planned& r) const { return {router.OnPlan(run, r.reply, now), {}}; }
+    Applied operator()(const Decided& r) const { return {router.OnDecide(run, r.reply, now), {}}; }
+    Applied operator()(const Executed& r) const {
+      return {router.OnExecute(run, r.reply, now), std::nullopt};
+    }
+    Applied operator()(const Evaluated& r) const {
+      return {router.OnEvaluate(run, r.reply, now), std::nullopt};
+    }
+  };
+  return std::visit(Visitor{*this, run, now}, reply);
+}
+
 Transition StageRouter::OnTools(
     const Run& run, const absl::StatusOr<rein::v1::ListToolsResponse>& tools,
     const std::optional<absl::StatusOr<rein::v1::ExecuteResponse>>& workspace,
@@ -668,13 +186,13 @@ Transition StageRouter::OnTools(
   Step s(run, now);
   if (!tools.ok()) {
     SpendRetry(s, rein::v1::INITIALIZING, absl::StatusCodeToString(tools.status().code()),
-               absl::StrCat("executor ListTools: ", tools.status().message()));
+               absl::StrCat(kListToolsErrorPrefix, tools.status().message()));
     return std::move(s).Finish();
   }
   if (workspace.has_value()) {
     if (!workspace->ok()) {
       SpendRetry(s, rein::v1::INITIALIZING, absl::StatusCodeToString(workspace->status().code()),
-                 absl::StrCat("executor workspace check: ", workspace->status().message()));
+                 absl::StrCat(kWorkspaceCheckErrorPrefix, workspace->status().message()));
       return std::move(s).Finish();
     }
     if (!(*workspace)->ok()) {
@@ -886,7 +404,7 @@ Transition StageRouter::OnExecute(const Run& run,
     auto* error = s.AddEvent()->mutable_error();
     error->set_stage(rein::v1::EXECUTING);
     error->set_code(absl::StatusCodeToString(reply.status().code()));
-    error->set_message(absl::StrCat("executor: ", reply.status().message()));
+    error->set_message(absl::StrCat(kExecuteErrorPrefix, reply.status().message()));
     error->set_retry_spent(false);
     EndIfLimited(s, /*begins_iteration=*/false);
     return std::move(s).Finish();
@@ -896,7 +414,7 @@ Transition StageRouter::OnExecute(const Run& run,
     // again, after a backoff, with the same call_id: the executors' call journal then answers
     // with its recorded reply, waits for it, or says that its outcome is unknown (below).
     SpendRetry(s, rein::v1::EXECUTING, absl::StatusCodeToString(reply.status().code()),
-               absl::StrCat("executor: ", reply.status().message()));
+               absl::StrCat(kExecuteErrorPrefix, reply.status().message()));
     return std::move(s).Finish();
   }
   if (reply->outcome_unknown() && st.pending_call().mutating()) {
@@ -949,7 +467,7 @@ Transition StageRouter::OnExecute(const Run& run,
   event->set_truncated(reply->truncated());
   st.clear_pending_call();
   st.set_call_dispatched(false);
-  if (!reply->ok() && IsWorkspaceMissing(run, reply->error())) {
+  if (!reply->ok() && IsWorkspaceMissing(reply->error())) {
     // The workspace disappeared under the run: every further call would fail the same way.
     if (EndIfLimited(s, /*begins_iteration=*/false)) return std::move(s).Finish();
     Terminate(s, rein::v1::FAILED, rein::v1::CONSECUTIVE_TOOL_FAILURES,
@@ -1061,136 +579,7 @@ Transition StageRouter::OnProposedCall(const Run& run, absl::Time now) const {
 
 absl::StatusOr<Transition> StageRouter::OnReview(const Run& run, const rein::v1::Review& review,
                                                  int64_t expected_version, absl::Time now) const {
-  const RunState& old = run.state();
-  if (old.stage() != rein::v1::PAUSED) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "run ", run.run_id(), " is ", rein::v1::Stage_Name(old.stage()), ", not PAUSED"));
-  }
-  if (expected_version != old.version()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("stale version: the review was made against version ", expected_version,
-                     ", the run is at version ", old.version()));
-  }
-  const Pause& pause = old.pause();
-  Step s(run, now);
-  RunState& st = s.state();
-  auto resumed = [&](Stage to) {
-    auto* event = s.AddEvent()->mutable_resumed();
-    *event->mutable_review() = review;
-    event->set_to(to);
-  };
-  // Goes on to the pause's resume stage (the pending call, if any, is run).
-  auto go_on = [&](Stage to) {
-    resumed(to);
-    if (pause.reason() == rein::v1::STAGNATED) st.set_stagnation_mark(st.actions_total());
-    if (to == rein::v1::EXECUTING) {
-      *st.mutable_pending_call() = pause.pending_call();
-      st.set_call_dispatched(false);
-      if (pause.reason() == rein::v1::RECOVERY) {
-        // Approving a call whose outcome is unknown runs it again: under a new call_id, since
-        // the journal answers the old one with "unknown" for ever.
-        st.set_call_counter(st.call_counter() + 1);
-        st.mutable_pending_call()->set_call_id(absl::StrCat(run.run_id(), "-", st.call_counter()));
-      }
-    }
-    if (to == rein::v1::FINISHED) {
-      FinishRun(s);
-    } else {
-      Enter(s, to);
-    }
-  };
-  switch (review.kind_case()) {
-    case rein::v1::Review::kApprove:
-      if (pause.reason() == rein::v1::NEED_HUMAN) {
-        return absl::FailedPreconditionError(
-            "the run waits for an answer (NEED_HUMAN): use answer, reject or edit_plan");
-      }
-      go_on(pause.resume_stage());
-      break;
-    case rein::v1::Review::kAnswer: {
-      if (review.answer().text().empty()) {
-        return absl::InvalidArgumentError("review.answer.text: must not be empty");
-      }
-      if (review.answer().text().size() > 16 * 1024) {
-        return absl::InvalidArgumentError("review.answer.text: at most 16 KiB");
-      }
-      HumanInput* input = st.add_human_inputs();
-      input->set_kind(HumanInput::ANSWER);
-      input->set_text(review.answer().text());
-      input->set_question(pause.question().empty() ? pause.detail() : pause.question());
-      input->set_iteration(st.iteration());
-      while (st.human_inputs_size() > options_.max_human_inputs) {
-        st.mutable_human_inputs()->erase(st.mutable_human_inputs()->begin());
-      }
-      go_on(pause.resume_stage());
-      break;
-    }
-    case rein::v1::Review::kReject: {
-      if (review.reject().feedback().size() > 16 * 1024) {
-        return absl::InvalidArgumentError("review.reject.feedback: at most 16 KiB");
-      }
-      resumed(review.reject().abort() ? rein::v1::FAILED : rein::v1::PLANNING);
-      if (review.reject().abort()) {
-        Terminate(s, rein::v1::FAILED, rein::v1::REJECTED_BY_REVIEWER,
-                  absl::StrCat("rejected by reviewer: ", review.reject().feedback()));
-        break;
-      }
-      if (!review.reject().feedback().empty()) {
-        HumanInput* input = st.add_human_inputs();
-        input->set_kind(HumanInput::FEEDBACK);
-        input->set_text(review.reject().feedback());
-        input->set_iteration(st.iteration());
-      }
-      st.set_replan_reason(absl::StrCat("rejected by reviewer: ", review.reject().feedback()));
-      DropStack(st, absl::StrCat("dropped: rejected by reviewer: ", review.reject().feedback()));
-      st.clear_pending_call();
-      st.set_call_dispatched(false);
-      st.set_goal_achieved(false);
-      Enter(s, rein::v1::PLANNING);
-      break;
-    }
-    case rein::v1::Review::kEditPlan: {
-      google::protobuf::RepeatedPtrField<SubTask> tasks = review.edit_plan().subtasks();
-      if (tasks.empty()) {
-        return absl::InvalidArgumentError("review.edit_plan.subtasks: must not be empty");
-      }
-      RunState without_stack = st;
-      without_stack.clear_subtasks();
-      if (absl::Status valid = ValidateSubtasks(without_stack, "review.edit_plan.subtasks", &tasks);
-          !valid.ok()) {
-        return valid;
-      }
-      resumed(rein::v1::DECIDING);
-      DropStack(st, "dropped: replaced by the reviewer's plan");
-      *st.mutable_subtasks() = std::move(tasks);
-      st.clear_pending_call();
-      st.set_call_dispatched(false);
-      st.set_goal_achieved(false);
-      if (pause.reason() == rein::v1::STAGNATED) st.set_stagnation_mark(st.actions_total());
-      Enter(s, rein::v1::DECIDING);
-      break;
-    }
-    case rein::v1::Review::kEditToolCall: {
-      if (!pause.has_pending_call() || pause.pending_call().tool().empty()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("the run is paused for ", rein::v1::PauseReason_Name(pause.reason()),
-                         " with no pending tool call; edit_tool_call needs one"));
-      }
-      absl::StatusOr<ToolCall> call =
-          MakeCall(run, st, review.edit_tool_call().tool(), review.edit_tool_call().args_json(),
-                   "review.edit_tool_call");
-      if (!call.ok()) return call.status();
-      resumed(rein::v1::EXECUTING);
-      *st.mutable_pending_call() = *call;
-      st.set_call_dispatched(false);
-      Enter(s, rein::v1::EXECUTING);
-      break;
-    }
-    default:
-      return absl::InvalidArgumentError(
-          "review: one of approve, reject, edit_plan, edit_tool_call, answer is required");
-  }
-  return std::move(s).Finish();
+  return ApplyReview(options_, run, review, expected_version, now);
 }
 
 std::optional<Transition> StageRouter::OnCancel(const Run& run, bool call_in_flight,
@@ -1205,6 +594,13 @@ std::optional<Transition> StageRouter::OnCancel(const Run& run, bool call_in_fli
               reason.empty() ? "cancelled by user" : absl::StrCat("cancelled by user: ", reason));
   }
   return std::move(s).Finish();
+}
+
+std::optional<Transition> StageRouter::OnRemoteCancel(const Run& run, const std::string& reason,
+                                                      absl::Time now) const {
+  // The owner may have a call in flight: the request is recorded and the owner ends the run. A
+  // paused run has nothing in flight and ends here at once.
+  return OnCancel(run, /*call_in_flight=*/run.state().stage() != rein::v1::PAUSED, reason, now);
 }
 
 NextStep StageRouter::Next(const Run& run, absl::Time now, absl::Time not_before) const {
@@ -1261,103 +657,7 @@ NextStep StageRouter::Next(const Run& run, absl::Time now, absl::Time not_before
 absl::StatusOr<Transition> StageRouter::Fork(const Run& run, const rein::v1::ForkedFrom& from,
                                              const rein::v1::ForkEdits& edits,
                                              bool workspace_at_fork, absl::Time now) const {
-  const RunState& point = run.state();
-  if (IsTerminal(point.stage()) || point.stage() == rein::v1::STAGE_UNSPECIFIED) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("at: run ", from.run_id(), " was ", rein::v1::Stage_Name(point.stage()),
-                     " at that point (seq ", from.seq(), "); fork from a point before it ended"));
-  }
-  if (edits.has_plan() && edits.has_call()) {
-    return absl::InvalidArgumentError("edits: plan and call cannot both be set");
-  }
-  // The starting state: the source's, with what belongs to the source's life reset.
-  Run start = run;
-  RunState& st0 = *start.mutable_state();
-  st0.set_version(0);
-  st0.clear_outcome();
-  st0.set_cancel_requested(false);
-  st0.set_call_dispatched(false);
-  *st0.mutable_forked_from() = from;
-  *st0.mutable_started_at() = ToProtoTime(now);
-  *st0.mutable_deadline() = ToProtoTime(now + FromProtoDuration(run.spec().limits().deadline()));
-  // A pending call gets an id of the fork's own: the executors' journal must not answer it
-  // with the source's reply.
-  if (st0.has_pending_call() || st0.pause().has_pending_call()) {
-    st0.set_call_counter(st0.call_counter() + 1);
-    const std::string id = absl::StrCat(run.run_id(), "-", st0.call_counter());
-    if (st0.has_pending_call()) st0.mutable_pending_call()->set_call_id(id);
-    if (st0.pause().has_pending_call())
-      st0.mutable_pause()->mutable_pending_call()->set_call_id(id);
-  }
-  Step s(start, now);
-  RunState& st = s.state();
-  auto* forked = s.AddEvent()->mutable_forked();
-  *forked->mutable_from() = from;
-  *forked->mutable_edits() = edits;
-  forked->set_workspace(run.spec().workspace());
-  forked->set_workspace_at_fork(workspace_at_fork);
-  forked->set_log_format(kLogFormat);
-  *forked->mutable_start() = point;  // as given: replay resets it the same way again
-  const bool need_human =
-      point.stage() == rein::v1::PAUSED && point.pause().reason() == rein::v1::NEED_HUMAN;
-  if (edits.has_human_input()) {
-    const std::string& text = edits.human_input().text();
-    if (text.empty()) {
-      return absl::InvalidArgumentError("edits.human_input.text: must not be empty");
-    }
-    if (text.size() > 16 * 1024) {
-      return absl::InvalidArgumentError("edits.human_input.text: at most 16 KiB");
-    }
-    HumanInput* input = st.add_human_inputs();
-    input->set_kind(HumanInput::ANSWER);
-    input->set_text(text);
-    if (need_human) input->set_question(point.pause().question());
-    input->set_iteration(st.iteration());
-    while (st.human_inputs_size() > options_.max_human_inputs) {
-      st.mutable_human_inputs()->erase(st.mutable_human_inputs()->begin());
-    }
-  }
-  if (edits.has_plan()) {
-    google::protobuf::RepeatedPtrField<SubTask> tasks = edits.plan().subtasks();
-    if (tasks.empty()) return absl::InvalidArgumentError("edits.plan.subtasks: must not be empty");
-    RunState without_stack = st;
-    without_stack.clear_subtasks();
-    RETURN_IF_ERROR(ValidateSubtasks(without_stack, "edits.plan.subtasks", &tasks));
-    DropStack(st, "dropped: replaced by the fork's plan");
-    *st.mutable_subtasks() = std::move(tasks);
-    st.clear_pending_call();
-    st.clear_pause();
-    st.set_goal_achieved(false);
-    s.MoveTo(rein::v1::DECIDING);
-  } else if (edits.has_call()) {
-    const bool pending = (st.stage() == rein::v1::EXECUTING && st.has_pending_call()) ||
-                         (st.stage() == rein::v1::PAUSED && st.pause().has_pending_call() &&
-                          !st.pause().pending_call().tool().empty());
-    if (!pending) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "edits.call: run ", from.run_id(), " had no pending tool call at that point (stage ",
-          rein::v1::Stage_Name(point.stage()),
-          "); fork at a point in EXECUTING or paused before a tool"));
-    }
-    ASSIGN_OR_RETURN(ToolCall call, MakeCall(start, st, edits.call().tool(),
-                                             edits.call().args_json(), "edits.call"));
-    *st.mutable_pending_call() = call;
-    st.clear_pause();
-    s.MoveTo(rein::v1::EXECUTING);
-  } else if (edits.has_human_input() && need_human) {
-    const Stage resume = point.pause().resume_stage();
-    st.clear_pause();
-    s.MoveTo(resume);
-  }
-  Transition t = std::move(s).Finish();
-  if (!t.snapshot) {
-    Snapshot snap;
-    snap.iteration = t.state.iteration();
-    snap.version = t.state.version();
-    t.state.SerializeToString(&snap.state);
-    t.snapshot = std::move(snap);
-  }
-  return t;
+  return StartFork(options_, run, from, edits, workspace_at_fork, now);
 }
 
 std::optional<Transition> StageRouter::OnTick(const Run& run, absl::Time now) const {
@@ -1374,14 +674,6 @@ Transition StageRouter::FailInternal(const Run& run, const std::string& message,
   Step s(run, now);
   Terminate(s, rein::v1::FAILED, rein::v1::INTERNAL, message);
   return std::move(s).Finish();
-}
-
-std::optional<Transition> StageRouter::OnRecovery(const Run& /*run*/, absl::Time /*now*/) const {
-  // A model call or a read-only tool call is simply repeated. A mutating call that was sent
-  // and whose result was not committed is asked again with the same call_id: the executors'
-  // call journal answers (OnExecute), and the run pauses RECOVERY only when it says the
-  // outcome is unknown. So nothing needs committing before the run goes on.
-  return std::nullopt;
 }
 
 }  // namespace rein

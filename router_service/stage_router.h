@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -16,65 +17,9 @@
 #include "rein/v1/types.pb.h"
 #include "router_service/price_table.h"
 #include "router_service/store/run_store.h"
+#include "router_service/transition.h"
 
 namespace rein {
-
-// The format of the event log this router writes, recorded on a run's first event
-// (RunEvent.StageChanged.log_format, RunEvent.Forked.log_format). Replay (replay.h) reads logs
-// of this format. 1: first events carry the format; Error events carry the failed reply's usage
-// and, for router-judged invalid output, the reply itself. 2: the terminal Outcome carries the
-// run's usage and cost; an Evaluation may carry a proposed next call (next_call,
-// next_call_dropped) and a Decision may come from it (from_evaluation, no usage). 3: a Plan may
-// carry a proposed first call (first_call, first_call_dropped) and a Decision may come from it
-// (from_plan, no usage).
-inline constexpr int32_t kLogFormat = 3;
-
-// The result of one transition: the new state (version + 1), the events it emits (seq left
-// for the store to assign) and, at iteration boundaries, pauses and the end, a snapshot.
-struct Transition {
-  rein::v1::RunState state;
-  std::vector<rein::v1::RunEvent> events;
-  std::optional<Snapshot> snapshot;
-};
-
-// What the driver must do next for a run.
-struct Effect {
-  enum class Kind { kNone, kListTools, kPlan, kDecide, kExecute, kEvaluate };
-  Kind kind = Kind::kNone;
-  rein::v1::PlanRequest plan;
-  rein::v1::DecideRequest decide;
-  rein::v1::ExecuteRequest execute;
-  rein::v1::EvaluateRequest evaluate;
-  absl::Time deadline = absl::InfiniteFuture();  // min(now + stage_timeout, run deadline)
-};
-
-// Everything the driver must do next for a run with no call in flight (StageRouter::Next).
-struct NextStep {
-  enum class Kind {
-    kEnded,      // the run is terminal: nothing more; the driver may forget it
-    kIdle,       // PAUSED with no deadline: nothing until a review or a cancel
-    kCommit,     // commit `transition` now, then ask again
-    kWaitUntil,  // nothing to do before `until` (a paused run's deadline, a retry backoff)
-    kCall,       // make `effect`'s call
-  };
-  Kind kind = Kind::kIdle;
-  std::optional<Transition> transition;       // kCommit
-  absl::Time until = absl::InfiniteFuture();  // kWaitUntil
-  Effect effect;                              // kCall
-};
-
-struct StageRouterOptions {
-  size_t max_observation_bytes = 8 * 1024;  // Action.observation and latest_observation cap
-  int max_completed_in_plan = 20;           // completed summaries shown to Plan
-  int max_human_inputs_in_request = 10;     // human inputs shown to Plan and Decide
-  int decide_actions = 3;                   // recent actions shown to Decide
-  int max_notes = 20;                       // notes kept in RunState
-  int max_human_inputs = 50;                // human inputs kept in RunState
-  // The router's --price_table: each model reply's cost (RunState.cost_used_usd) and rule 6's
-  // cost budget. nullptr = none: replies of priced backends ("anthropic:<model>") then cost
-  // nothing, and a run with a cost budget ends at its first such reply.
-  std::shared_ptr<const PriceTable> prices;
-};
 
 // Decides every step of a run from its spec and state. Holds no run data: every method is a
 // pure function of its arguments, so the class is thread-safe and trivially testable.
@@ -105,7 +50,13 @@ class StageRouter {
   // The call for the run's stage (kNone for PAUSED and terminal runs). Part of Next.
   Effect NextEffect(const rein::v1::Run& run, absl::Time now) const;
 
-  // Results of the calls of NextEffect. A non-OK status is the call's gRPC status.
+  // The one place a call's reply is applied: `reply` answers the call of NextEffect (or of
+  // the Applied::call before it) for `run`. Listed tools that include file_info ask for the
+  // workspace check (Applied::call) before anything is committed; every other reply is a
+  // transition (the On* below).
+  Applied Apply(const rein::v1::Run& run, const StageReply& reply, absl::Time now) const;
+
+  // The transitions of Apply, by reply. A non-OK status is the call's gRPC status.
   // `workspace` is the executor's reply to file_info {"path": "."} in the run's workspace
   // (nullopt when the executor offers no file_info): a tool error there fails the run.
   // OnExecute: RESOURCE_EXHAUSTED (full) and ABORTED (the call is in progress on a live
@@ -150,6 +101,10 @@ class StageRouter {
   // call's result then ends the run). Ended runs are returned unchanged (nullopt).
   std::optional<Transition> OnCancel(const rein::v1::Run& run, bool call_in_flight,
                                      const std::string& reason, absl::Time now) const;
+  // OnCancel by a router that does not drive the run (it reads the run from the store): the
+  // owner may have a call in flight unless the run is PAUSED.
+  std::optional<Transition> OnRemoteCancel(const rein::v1::Run& run, const std::string& reason,
+                                           absl::Time now) const;
 
   // Ends a run, with no call in flight, whose deadline has passed or whose cancel was
   // requested (PAUSED, between calls, or recovered after a restart). Part of Next.
@@ -158,12 +113,6 @@ class StageRouter {
   // Ends a run that cannot go on for a reason of the router's own (INTERNAL).
   Transition FailInternal(const rein::v1::Run& run, const std::string& message,
                           absl::Time now) const;
-
-  // After a router restart or a takeover: what to commit before the run goes on. Nothing
-  // today: a call that was sent is asked again with the same call_id, a mutating one included,
-  // and the executors' call journal answers it (a recorded reply, or a wait); OnExecute pauses
-  // RECOVERY only when the journal says the outcome is unknown.
-  std::optional<Transition> OnRecovery(const rein::v1::Run& run, absl::Time now) const;
 
   // The first transition of a fork. `run` holds the fork's run_id, request_id and spec (with
   // its own workspace and any changed limits) and, as its state, the source's state at the

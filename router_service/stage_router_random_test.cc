@@ -404,8 +404,7 @@ class RandomRun {
     }
     if (Pick(10) == 0) Jump();
     if (mutating_call && Pick(25) == 0) {  // the router restarts; the reply is lost
-      if (auto t = router_.OnRecovery(run_, clock_.Now())) Apply(*t, "recovery");
-      return;
+      return;  // nothing is committed: the call is asked again with the same call_id
     }
     const absl::Time now = clock_.Now();
     const std::vector<absl::StatusCode> retryable = {absl::StatusCode::kUnavailable,

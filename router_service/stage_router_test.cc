@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_reason.h"
 #include "common/usage_payload.h"
 #include "gtest/gtest.h"
 #include "router_service/spec.h"
@@ -891,9 +892,7 @@ TEST(StageRouterTest, RecoveryAsksDispatchedMutatingCallAgainWithSameCallId) {
   h.Tools();
   h.Plan(PlanReply({"a"}));
   h.Decide(CallReply("write_file", R"({"path":"a","content":"b"})"));
-  EXPECT_FALSE(h.router.OnRecovery(h.run, h.now).has_value());  // not sent yet: repeat is safe
   h.Apply(h.router.MarkDispatched(h.run, h.now));
-  EXPECT_FALSE(h.router.OnRecovery(h.run, h.now).has_value());  // the journal will answer
   NextStep next = h.router.Next(h.run, h.now);
   ASSERT_EQ(next.kind, NextStep::Kind::kCall);
   EXPECT_EQ(next.effect.execute.call_id(), "r1-1");
@@ -956,7 +955,6 @@ TEST(StageRouterTest, ReadOnlyCallIsRepeatedOnRecovery) {
   h.Tools();
   h.Plan(PlanReply({"a"}));
   h.Decide(CallReply("list_files", "{}"));
-  EXPECT_FALSE(h.router.OnRecovery(h.run, h.now).has_value());
   EXPECT_EQ(h.router.NextEffect(h.run, h.now).execute.call_id(), "r1-1");
 }
 
@@ -1126,6 +1124,7 @@ TEST(StageRouterTest, MissingWorkspaceFailsAtInitializing) {
   rein::v1::ExecuteResponse missing;
   missing.set_ok(false);
   missing.mutable_error()->set_code("NOT_FOUND");
+  missing.mutable_error()->set_reason(reason::kWorkspaceNotFound);
   missing.mutable_error()->set_message(
       "workspace \"default\" does not exist or is not a directory");
   h.Apply(h.router.OnTools(h.run, ToolsReply(), missing, h.now));
@@ -1159,6 +1158,7 @@ TEST(StageRouterTest, ToolFailingBecauseTheWorkspaceIsGoneEndsTheRun) {
   rein::v1::ExecuteResponse gone;
   gone.set_ok(false);
   gone.mutable_error()->set_code("NOT_FOUND");
+  gone.mutable_error()->set_reason(reason::kWorkspaceNotFound);
   gone.mutable_error()->set_message("workspace \"default\" does not exist or is not a directory");
   h.Execute(gone);
   EXPECT_EQ(h.stage(), rein::v1::FAILED);
@@ -1174,6 +1174,7 @@ TEST(StageRouterTest, ToolFailingBecauseTheWorkspaceIsGoneEndsTheRun) {
   other.Decide(CallReply("list_files"));
   rein::v1::ExecuteResponse missing_path = gone;
   missing_path.mutable_error()->set_message("path \"x\" does not exist");
+  missing_path.mutable_error()->clear_reason();
   other.Execute(missing_path);
   EXPECT_EQ(other.stage(), rein::v1::EVALUATING);
 }
@@ -1770,6 +1771,89 @@ TEST(StageRouterPlanDecideTest, TerminationBeforeDecidingDropsTheFirstCall) {
   EXPECT_FALSE(h.state().has_pending_call());
   EXPECT_NE(LastPlan(h)->first_call_dropped().find("FAILED"), std::string::npos);
   EXPECT_EQ(h.CountFinished(), 1);
+}
+
+TEST(StageRouterTest, ApplyListedToolsWithFileInfoAsksForTheWorkspaceCheckFirst) {
+  Harness h;
+  rein::v1::ListToolsResponse tools = ToolsReply();
+  tools.add_tools()->set_name("file_info");
+  Applied listed = h.router.Apply(h.run, ToolsListed{tools}, h.now);
+  EXPECT_FALSE(listed.transition.has_value());
+  ASSERT_TRUE(listed.call.has_value());
+  EXPECT_EQ(listed.call->kind, Effect::Kind::kCheckWorkspace);
+  EXPECT_EQ(listed.call->execute.tool(), "file_info");
+  EXPECT_EQ(listed.call->execute.workspace(), h.run.spec().workspace());
+  EXPECT_EQ(listed.call->tools.tools_size(), 4);
+
+  rein::v1::ExecuteResponse missing;
+  missing.mutable_error()->set_code("NOT_FOUND");
+  missing.mutable_error()->set_reason(reason::kWorkspaceNotFound);
+  missing.mutable_error()->set_message("no workspace");
+  Applied checked = h.router.Apply(h.run, WorkspaceChecked{tools, missing}, h.now);
+  ASSERT_TRUE(checked.transition.has_value());
+  EXPECT_FALSE(checked.call.has_value());
+  EXPECT_EQ(checked.transition->state.stage(), rein::v1::FAILED);
+  ASSERT_TRUE(checked.transition->forget_run.has_value());
+  EXPECT_EQ(checked.transition->forget_run->run_id(), "r1");
+}
+
+TEST(StageRouterTest, ApplyListedToolsWithoutFileInfoEntersPlanning) {
+  Harness h;
+  Applied applied = h.router.Apply(h.run, ToolsListed{ToolsReply()}, h.now);
+  ASSERT_TRUE(applied.transition.has_value());
+  EXPECT_FALSE(applied.call.has_value());
+  EXPECT_EQ(applied.transition->state.stage(), rein::v1::PLANNING);
+  EXPECT_FALSE(applied.transition->attempt_failed);
+  EXPECT_FALSE(applied.transition->forget_run.has_value());
+}
+
+TEST(StageRouterTest, ApplyFailedCallSaysTheAttemptFailed) {
+  Harness h;
+  h.Tools();
+  Applied failed = h.router.Apply(h.run, Planned{absl::UnavailableError("down")}, h.now);
+  ASSERT_TRUE(failed.transition.has_value());
+  EXPECT_TRUE(failed.transition->attempt_failed);
+  EXPECT_TRUE(failed.transition->void_when_stopping);
+  // With a cancel requested, the failed attempt is the run's end, stopping or not.
+  h.Apply(*h.router.OnCancel(h.run, /*call_in_flight=*/true, "", h.now));
+  Applied cancelled = h.router.Apply(h.run, Planned{absl::UnavailableError("down")}, h.now);
+  ASSERT_TRUE(cancelled.transition.has_value());
+  EXPECT_FALSE(cancelled.transition->void_when_stopping);
+}
+
+TEST(StageRouterTest, MarkDispatchedSaysItDispatchesAMutatingCall) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("write_file", R"({"path":"a","content":"b"})"));
+  NextStep next = h.router.Next(h.run, h.now);
+  ASSERT_EQ(next.kind, NextStep::Kind::kCommit);
+  EXPECT_TRUE(next.transition->dispatches_mutating_call);
+  h.Apply(*next.transition);
+  next = h.router.Next(h.run, h.now);
+  ASSERT_EQ(next.kind, NextStep::Kind::kCall);
+  EXPECT_TRUE(next.effect.mutating);
+  Applied done = h.router.Apply(h.run, Executed{ExecReply(true)}, h.now);
+  ASSERT_TRUE(done.transition.has_value());
+  EXPECT_FALSE(done.transition->dispatches_mutating_call);
+}
+
+TEST(StageRouterTest, RemoteCancelEndsAPausedRunAndRecordsOtherwise) {
+  Harness h;
+  h.Tools();
+  std::optional<Transition> busy = h.router.OnRemoteCancel(h.run, "stop", h.now);
+  ASSERT_TRUE(busy.has_value());
+  EXPECT_EQ(busy->state.stage(), rein::v1::PLANNING);
+  EXPECT_TRUE(busy->state.cancel_requested());
+  h.Plan(PlanReply({"a"}));
+  h.Decide(rein::v1::DecideResponse());  // neither call nor query: a retry, still DECIDING
+  rein::v1::DecideResponse ask;
+  ask.set_human_query("which file?");
+  h.Decide(ask);
+  ASSERT_EQ(h.stage(), rein::v1::PAUSED);
+  std::optional<Transition> paused = h.router.OnRemoteCancel(h.run, "stop", h.now);
+  ASSERT_TRUE(paused.has_value());
+  EXPECT_EQ(paused->state.stage(), rein::v1::CANCELLED);
 }
 
 }  // namespace

@@ -1,0 +1,49 @@
+// CreateFork: the fork a ForkRun asks for (the source's state at a point, the edits, a copy of
+// its workspace), created in the store; and the helpers the public calls share.
+#ifndef REIN_ROUTER_SERVICE_FORK_RUN_H_
+#define REIN_ROUTER_SERVICE_FORK_RUN_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "rein/v1/router.pb.h"
+#include "rein/v1/types.pb.h"
+#include "router_service/clients.h"
+#include "router_service/stage_router.h"
+#include "router_service/store/run_store.h"
+#include "router_service/tool_catalog.h"
+
+namespace rein {
+
+// A new run id: "run-" and 16 random hex digits.
+std::string NewRunId();
+
+// Records who caused a transition (RunEvent.principal) on each of its events ("" = unknown).
+void SetPrincipal(const std::string& principal, Transition* t);
+
+// What CreateFork works with (the engine's).
+struct ForkContext {
+  RunStore* store;
+  const StageRouter* router;
+  ToolCatalog* tools;
+  ExecutorClient* executor;
+  Clock* clock;
+  std::string router_id;        // the fork's owner, at epoch 1
+  absl::Duration copy_timeout;  // CopyWorkspace's and DeleteWorkspace's
+};
+
+// The fork of `source` that `request` asks for (StageRouter::Fork, router_service/fork.h), with
+// its own copy of the source's workspace (as it is now, or with workspace_at_fork as it was at
+// the point), created in the store. On any error nothing is left behind (no run, no copy); the
+// same request_id twice returns the first fork (CreateResult.created false).
+// FAILED_PRECONDITION naming workspace_at_fork when the executors no longer hold the workspace
+// at the point (reason SNAPSHOT_MISSING), naming workspace when they cannot copy it.
+absl::StatusOr<CreateResult> CreateFork(const ForkContext& ctx,
+                                        const rein::v1::ForkRunRequest& request,
+                                        const rein::v1::Run& source, const std::string& principal);
+
+}  // namespace rein
+
+#endif  // REIN_ROUTER_SERVICE_FORK_RUN_H_

@@ -1,0 +1,50 @@
+// ToolCatalog: the tools the executors offer (a cached ListTools) and StartRun's workspace check.
+#ifndef REIN_ROUTER_SERVICE_TOOL_CATALOG_H_
+#define REIN_ROUTER_SERVICE_TOOL_CATALOG_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "rein/v1/executor.pb.h"
+#include "rein/v1/types.pb.h"
+#include "router_service/clients.h"
+
+namespace rein {
+
+// Asks the executors what tools they offer, at most once per `ttl` on the injected Clock, and
+// whether a run's workspace is usable. Each call waits at most `timeout` for the executors.
+// Thread-safe.
+class ToolCatalog {
+ public:
+  ToolCatalog(ExecutorClient* executor, Clock* clock, absl::Duration ttl, absl::Duration timeout)
+      : executor_(executor), clock_(clock), ttl_(ttl), timeout_(timeout) {}
+
+  // The tools the executors offer (from the cache when it is younger than ttl); UNAVAILABLE
+  // when the executors cannot be asked.
+  absl::StatusOr<std::vector<rein::v1::ToolSpec>> Tools();
+
+  // FAILED_PRECONDITION naming spec.workspace when an executor offering file_info says the
+  // workspace is missing or unusable; OK when `tools` has no file_info; UNAVAILABLE when the
+  // executors cannot be asked.
+  absl::Status CheckWorkspace(const std::string& run_id, const std::string& workspace,
+                              const std::vector<rein::v1::ToolSpec>& tools);
+
+ private:
+  ExecutorClient* const executor_;
+  Clock* const clock_;
+  const absl::Duration ttl_;
+  const absl::Duration timeout_;
+
+  absl::Mutex mu_;
+  std::vector<rein::v1::ToolSpec> tools_ ABSL_GUARDED_BY(mu_);
+  absl::Time tools_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+};
+
+}  // namespace rein
+
+#endif  // REIN_ROUTER_SERVICE_TOOL_CATALOG_H_

@@ -1,0 +1,55 @@
+// WorkPool: the engine's workers, and the replies applied on the thread that received them.
+#ifndef REIN_ROUTER_SERVICE_WORK_POOL_H_
+#define REIN_ROUTER_SERVICE_WORK_POOL_H_
+
+#include <deque>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+
+namespace rein {
+
+// A fixed pool of threads running posted work in order, and the count of replies applied
+// inline (on a gRPC callback thread) instead: at most `max_inline` at once, and only when no
+// work is queued (work queued before a reply goes first). Thread-safe.
+class WorkPool {
+ public:
+  explicit WorkPool(int max_inline) : max_inline_(max_inline) {}
+  ~WorkPool() { Stop(); }
+
+  WorkPool(const WorkPool&) = delete;
+  WorkPool& operator=(const WorkPool&) = delete;
+
+  // Starts `workers` threads (at least one).
+  void Start(int workers);
+  // Queues `work` for a worker.
+  void Post(std::function<void()> work);
+  // Whether a reply may be applied on the calling thread now; if so, EndInline must follow
+  // once it is applied. False once stopping.
+  bool BeginInline();
+  void EndInline();
+  // Waits for the replies being applied inline and for the queued work, then ends the
+  // workers. Idempotent. Returns whether workers had been started.
+  bool Stop();
+
+ private:
+  void WorkerLoop();
+
+  const int max_inline_;
+  // Idle workers wait on queue_cv_, not with Mutex::Await: absl evaluates every Await
+  // condition of the waiters at each unlock, which with dozens of idle workers made every
+  // reply's BeginInline and EndInline scan them all.
+  absl::Mutex mu_;
+  absl::CondVar queue_cv_;   // work was queued, or stopping_
+  absl::CondVar inline_cv_;  // inline_active_ reached 0
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int inline_active_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace rein
+
+#endif  // REIN_ROUTER_SERVICE_WORK_POOL_H_
