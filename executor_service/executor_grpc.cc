@@ -9,8 +9,8 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/proto_time.h"
-#include "executor_service/json_schema.h"
-#include "executor_service/output_buffer.h"
+#include "executor_service/process/output_buffer.h"
+#include "executor_service/tools/json_schema.h"
 
 namespace rein {
 namespace {

@@ -3,7 +3,7 @@
 #define REIN_EXECUTOR_SERVICE_EXECUTOR_GRPC_H_
 
 #include "executor_service/tool_executor.h"
-#include "executor_service/workspace_history.h"
+#include "executor_service/workspace/workspace_history.h"
 #include "rein/v1/executor.grpc.pb.h"
 
 namespace rein {

@@ -21,9 +21,9 @@
 #include "common/server.h"
 #include "common/tls.h"
 #include "executor_service/executor_grpc.h"
-#include "executor_service/sandbox_mode.h"
+#include "executor_service/sandbox/sandbox_mode.h"
 #include "executor_service/tool_executor.h"
-#include "executor_service/workspace_history.h"
+#include "executor_service/workspace/workspace_history.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50053", "HOST:PORT to serve gRPC on");
 ABSL_FLAG(int, metrics_port, 0, "Port of the Prometheus /metrics endpoint; 0 = off");
@@ -71,7 +71,7 @@ ABSL_FLAG(std::string, tools_dir, "",
           "a bad file refuses start");
 ABSL_FLAG(int64_t, sandbox_max_processes, 512,
           "Processes per command: pids.max of its cgroup, and RLIMIT_NPROC");
-// The call journal (executor_service/call_journal.h) under --workspace_root.
+// The call journal (executor_service/journal/call_journal.h) under --workspace_root.
 ABSL_FLAG(absl::Duration, journal_retention, absl::Hours(24 * 7),
           "How long the call journal keeps a run's records when the router never said the run "
           "ended (ForgetRun); at least 2h, longer than any call may run");

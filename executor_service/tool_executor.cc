@@ -8,10 +8,10 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "executor_service/declared_tool.h"
-#include "executor_service/json_schema.h"
-#include "executor_service/mcp/mcp_config.h"
-#include "executor_service/mcp/mcp_tool.h"
+#include "executor_service/tools/declared_tool.h"
+#include "executor_service/tools/json_schema.h"
+#include "executor_service/tools/mcp/mcp_config.h"
+#include "executor_service/tools/mcp/mcp_tool.h"
 
 namespace rein {
 namespace {

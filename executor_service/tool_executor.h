@@ -10,11 +10,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "executor_service/call_journal.h"
-#include "executor_service/sandbox.h"
-#include "executor_service/tool.h"
-#include "executor_service/tool_registry.h"
-#include "executor_service/workspace.h"
+#include "executor_service/journal/call_journal.h"
+#include "executor_service/sandbox/sandbox.h"
+#include "executor_service/tools/tool.h"
+#include "executor_service/tools/tool_registry.h"
+#include "executor_service/workspace/workspace.h"
 
 namespace rein {
 

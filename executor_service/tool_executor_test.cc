@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "executor_service/sandbox_mode.h"
+#include "executor_service/sandbox/sandbox_mode.h"
 #include "executor_service/testing/temp_workspace.h"
 #include "gtest/gtest.h"
 
