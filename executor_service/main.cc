@@ -44,15 +44,18 @@ ABSL_FLAG(std::string, bwrap, "/usr/bin/bwrap", "The bubblewrap binary");
 ABSL_FLAG(std::string, sandbox_cgroup, "",
           "cgroup directory (v1 pids or delegated v2 with +pids) for per-command cgroups; "
           "empty = detect a writable v1 pids hierarchy; off = none");
-ABSL_FLAG(bool, sandbox_prefork, true,
-          "Fork each pooled per-command cgroup's process ahead of time, already inside it, so "
-          "that a command does not wait for the kernel to move it there");
-ABSL_FLAG(bool, sandbox_resident, true,
-          "Resident sandboxes (executor_service/SANDBOX.md): the commands of one run start "
-          "inside one sandbox set up by its first command, each as a fresh process that is "
-          "killed with everything it started before the reply; never shared between runs. "
-          "Without rein-sandbox-init next to the executor (and no --sandbox_init), every "
-          "command gets a sandbox of its own, with a warning");
+// The resident sandbox is a performance mode, off by default: by default every command gets a
+// fresh bubblewrap sandbox (fresh namespaces), an isolation that holds by construction; a
+// resident sandbox instead cleans up after each command of a run from an enumerated list of
+// what a command may change (executor_service/SANDBOX.md, "Resident sandbox").
+ABSL_FLAG(bool, sandbox_resident, false,
+          "Performance mode, off by default (executor_service/SANDBOX.md, \"Resident "
+          "sandbox\"): the commands of one run start inside one sandbox set up by its first "
+          "command, each as a fresh process that is killed with everything it started before "
+          "the reply; never shared between runs. Weaker isolation between a run's commands "
+          "than the default fresh sandbox per command. Without rein-sandbox-init next to the "
+          "executor (and no --sandbox_init), every command gets a sandbox of its own, with a "
+          "warning");
 ABSL_FLAG(std::string, sandbox_init, "",
           "rein-sandbox-init, pid 1 of a resident sandbox; default: next to this executable "
           "(given, it must be an executable)");
@@ -182,7 +185,6 @@ int main(int argc, char** argv) {
   sandbox.protected_paths = absl::GetFlag(FLAGS_protected_paths);
   sandbox.bwrap_path = absl::GetFlag(FLAGS_bwrap);
   sandbox.cgroup = absl::GetFlag(FLAGS_sandbox_cgroup);
-  sandbox.prefork = absl::GetFlag(FLAGS_sandbox_prefork);
   sandbox.resident = absl::GetFlag(FLAGS_sandbox_resident);
   sandbox.resident_idle = absl::GetFlag(FLAGS_sandbox_resident_idle);
   sandbox.max_residents = absl::GetFlag(FLAGS_sandbox_max_residents);
@@ -261,14 +263,16 @@ int main(int argc, char** argv) {
     Die(absl::StrCat("--metrics_port must be 0..65535, got ", metrics_port));
   }
 
-  absl::StatusOr<std::unique_ptr<rein::ToolExecutor>> executor =
-      rein::ToolExecutor::Create(options);
-  if (!executor.ok()) Die(std::string(executor.status().message()));
   const int history_retention = absl::GetFlag(FLAGS_workspace_history);
   if (history_retention < 0 || history_retention > 100000) {
     Die(absl::StrCat("--workspace_history must be 0..100000, got ", history_retention));
   }
   rein::WorkspaceHistory history(options.workspace_root, history_retention);
+  options.history = &history;
+  options.clock = rein::RealClock();  // the one real clock; tests hand the executor a fake
+  absl::StatusOr<std::unique_ptr<rein::ToolExecutor>> executor =
+      rein::ToolExecutor::Create(options);
+  if (!executor.ok()) Die(std::string(executor.status().message()));
   rein::ExecutorGrpcService service(executor->get(), &history);
   // The sandbox state, for health checks and dashboards (grpc.health.v1 has no details).
   const rein::Sandbox::State state = (*executor)->sandbox().state();

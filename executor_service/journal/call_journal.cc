@@ -22,6 +22,7 @@
 #include "common/status_macros.h"
 #include "executor_service/process/output_buffer.h"
 #include "executor_service/process/unique_fd.h"
+#include "executor_service/workspace/durable_file.h"
 
 namespace rein {
 namespace {
@@ -58,13 +59,8 @@ absl::Status MakeDir(const std::string& path) {
   return absl::OkStatus();
 }
 
-void SyncDir(const std::string& path) {
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() >= 0) fsync(fd.get());
-}
-
 // Writes `data` to a new file at `path`; with `sync`, makes its content durable (fdatasync)
-// before returning. The caller makes its name durable (SyncDir).
+// before returning. The caller makes its name durable (SyncDirectory).
 absl::Status WriteRecord(const std::string& path, const std::string& data, bool sync) {
   UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (fd.get() < 0) {
@@ -72,16 +68,9 @@ absl::Status WriteRecord(const std::string& path, const std::string& data, bool 
       return absl::NotFoundError(absl::StrCat("call journal: ", path, " is gone"));
     return ErrnoError("create", path, errno);
   }
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = write(fd.get(), data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : EIO;
-      unlink(path.c_str());
-      return ErrnoError("write", path, err);
-    }
-    off += static_cast<size_t>(n);
+  if (const int err = WriteAll(fd.get(), data); err != 0) {
+    unlink(path.c_str());
+    return ErrnoError("write", path, err);
   }
   if (sync && fdatasync(fd.get()) != 0) {
     const int err = errno;
@@ -104,13 +93,7 @@ absl::Status WriteReply(const std::string& path, const std::string& data) {
   if (fstat(fd.get(), &st) != 0) return ErrnoError("stat", path, errno);
   if (st.st_size != 0)
     return absl::InternalError(absl::StrCat("call journal: ", path, " was written already"));
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = write(fd.get(), data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return ErrnoError("write", path, n < 0 ? errno : EIO);
-    off += static_cast<size_t>(n);
-  }
+  if (const int err = WriteAll(fd.get(), data); err != 0) return ErrnoError("write", path, err);
   if (fdatasync(fd.get()) != 0) return ErrnoError("fdatasync", path, errno);
   return absl::OkStatus();
 }
@@ -187,6 +170,7 @@ absl::StatusOr<JournalReply> ReplyFromRecord(const nlohmann::json& j) {
     reply.result.truncated = r->at("truncated").get<bool>();
     reply.result.error_code = r->at("error_code").get<std::string>();
     reply.result.error_message = r->at("error_message").get<std::string>();
+    reply.result.error_reason = r->value("error_reason", std::string());
     reply.result.exit_code = r->at("exit_code").get<int>();
     reply.result.timed_out = r->at("timed_out").get<bool>();
     reply.executor_id = j.at("executor_id").get<std::string>();
@@ -273,7 +257,10 @@ CallJournal::CallJournal(CallJournalOptions options, std::string dir, std::strin
       heartbeat_path_(absl::StrCat(dir_, "/live/", instance_)) {}
 
 CallJournal::~CallJournal() {
-  stop_.Notify();
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
   if (background_.joinable()) background_.join();
   unlink(heartbeat_path_.c_str());
 }
@@ -291,13 +278,21 @@ absl::Status CallJournal::Beat() {
 }
 
 void CallJournal::BackgroundLoop() {
+  Clock* const clock = options_.clock;
   absl::Time last_sweep = absl::InfinitePast();
-  while (!stop_.WaitForNotificationWithTimeout(options_.heartbeat_interval)) {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      const absl::Time until = clock->Now() + options_.heartbeat_interval;
+      auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; };
+      clock->AwaitWithDeadline(&mu_, absl::Condition(&stopping), until);
+      if (stop_) return;
+    }
     absl::Status beat = Beat();
     if (!beat.ok()) std::fprintf(stderr, "rein-executor: %s\n", beat.ToString().c_str());
-    if (absl::Now() - last_sweep >= options_.sweep_interval) {
+    if (clock->Now() - last_sweep >= options_.sweep_interval) {
       SweepExpired();
-      last_sweep = absl::Now();
+      last_sweep = clock->Now();
     }
   }
 }
@@ -336,6 +331,24 @@ bool CallJournal::InstanceAlive(const std::string& instance, const std::string& 
     *why = absl::StrCat("its heartbeat stopped ",
                         absl::FormatDuration(absl::Trunc(age, absl::Milliseconds(100))),
                         " ago (the executor died mid-call)");
+    return false;
+  }
+  // And on this executor's clock: a heartbeat seen unchanged for longer than the timeout is
+  // stopped too, whatever the filesystem's clock says (a filesystem whose clock stands still,
+  // or a test's fake clock).
+  const absl::Time now = options_.clock->Now();
+  absl::MutexLock lock(&mu_);
+  auto [it, first] = seen_.try_emplace(instance, Seen{MtimeOf(theirs), now});
+  Seen& seen = it->second;
+  if (first || seen.mtime != MtimeOf(theirs)) {
+    seen = {MtimeOf(theirs), now};
+    return true;
+  }
+  const absl::Duration unchanged = now - seen.since;
+  if (unchanged > options_.liveness_timeout) {
+    *why = absl::StrCat("its heartbeat has not changed for ",
+                        absl::FormatDuration(absl::Trunc(unchanged, absl::Milliseconds(100))),
+                        " (the executor died mid-call)");
     return false;
   }
   return true;
@@ -439,7 +452,7 @@ absl::StatusOr<JournalVerdict> CallJournal::TryClaim(const JournalCall& call) {
           Abandon(call);
           return ErrnoError("create", reply_path, open_errno);
         }
-        SyncDir(run_dir);
+        SyncDirectory(run_dir);
         JournalVerdict v;
         v.kind = JournalVerdict::Kind::kRun;
         return v;
@@ -520,9 +533,9 @@ absl::StatusOr<JournalVerdict> CallJournal::Begin(const JournalCall& call, absl:
       }
     }
     if (!v.ok() || v->kind != JournalVerdict::Kind::kRunning) return v;
-    const absl::Time now = absl::Now();
+    const absl::Time now = options_.clock->Now();
     if (now >= wait_until) return v;
-    absl::SleepFor(std::min(absl::Milliseconds(50), wait_until - now));
+    options_.clock->SleepUntil(now + std::min(absl::Milliseconds(50), wait_until - now));
   }
 }
 
@@ -542,6 +555,7 @@ absl::Status CallJournal::Finish(const JournalCall& call, const JournalReply& re
                              {"truncated", r.truncated},
                              {"error_code", SanitizeUtf8(r.error_code)},
                              {"error_message", SanitizeUtf8(r.error_message)},
+                             {"error_reason", SanitizeUtf8(r.error_reason)},
                              {"exit_code", r.exit_code},
                              {"timed_out", r.timed_out}}}};
   // Written in place into the file the claim made (its name is already durable), under an
@@ -572,7 +586,7 @@ absl::StatusOr<int> CallJournal::ForgetRun(const std::string& run_id) {
   struct stat tomb;
   if (lstat(ended.c_str(), &tomb) != 0) {
     absl::Status written = WriteRecord(ended, "ended\n", /*sync=*/true);
-    if (written.ok()) SyncDir(absl::StrCat(dir_, "/runs"));
+    if (written.ok()) SyncDirectory(absl::StrCat(dir_, "/runs"));
     // Another executor may have written it just now (ForgetRun goes to any of them).
     if (!written.ok() && lstat(ended.c_str(), &tomb) != 0) return written;
   }

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -15,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "executor_service/tools/tool.h"
 
 namespace rein {
@@ -38,6 +40,9 @@ struct CallJournalOptions {
   absl::Duration retention = absl::Hours(24 * 7);
   // How often the journal is swept for runs past `retention`.
   absl::Duration sweep_interval = absl::Hours(1);
+  // Times the heartbeat, the sweeps and Begin's polling, and how long another executor's
+  // heartbeat has been seen unchanged. Not owned; never null.
+  Clock* clock = RealClock();
 };
 
 // The identity of one mutating call, as the request gave it.
@@ -144,7 +149,15 @@ class CallJournal {
   // Calls this process has claimed and not finished (by their started record's path).
   std::set<std::string> running_ ABSL_GUARDED_BY(mu_);
 
-  absl::Notification stop_;
+  // Per other executor instance: its heartbeat's mtime when last seen, and since when (on
+  // options_.clock) it has been seen unchanged.
+  struct Seen {
+    absl::Time mtime;
+    absl::Time since;
+  };
+  std::map<std::string, Seen> seen_ ABSL_GUARDED_BY(mu_);
+
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread background_;
 };
 

@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/testing/fake_clock.h"
 #include "gtest/gtest.h"
 
 namespace rein {
@@ -36,8 +37,10 @@ class CallJournalTest : public ::testing::Test {
 
   std::unique_ptr<CallJournal> Open(const std::string& executor_id,
                                     absl::Duration heartbeat = absl::Seconds(1),
-                                    absl::Duration liveness = absl::Seconds(5)) {
+                                    absl::Duration liveness = absl::Seconds(5),
+                                    Clock* clock = RealClock()) {
     CallJournalOptions options;
+    options.clock = clock;
     options.workspace_root = root_;
     options.executor_id = executor_id;
     options.heartbeat_interval = heartbeat;
@@ -213,6 +216,28 @@ TEST_F(CallJournalTest, StaleHeartbeatIsDeadExecutor) {
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->kind, Kind::kUnknown);
   EXPECT_NE(v->detail.find("died mid-call"), std::string::npos) << v->detail;
+}
+
+TEST_F(CallJournalTest, ClaimOfAnExecutorWhoseHeartbeatStopsOnAFakeClockBecomesUnknown) {
+  // Each executor has a clock of its own. exec-a's never moves, so it never beats again after
+  // Open: to exec-b it is an executor that hung or died holding its claim.
+  FakeClock a_clock;
+  FakeClock b_clock;
+  auto a = Open("exec-a", absl::Seconds(1), absl::Seconds(5), &a_clock);
+  auto b = Open("exec-b", absl::Seconds(1), absl::Seconds(5), &b_clock);
+  ASSERT_EQ(a->Begin(Call(), a_clock.Now())->kind, Kind::kRun);
+  absl::StatusOr<JournalVerdict> busy = b->Begin(Call(), b_clock.Now());
+  ASSERT_TRUE(busy.ok()) << busy.status();
+  EXPECT_EQ(busy->kind, Kind::kRunning);  // seen for the first time: alive
+  b_clock.Advance(absl::Seconds(4));
+  EXPECT_EQ(b->Begin(Call(), b_clock.Now())->kind, Kind::kRunning);  // within the timeout
+  // Begin's polls move b's clock (FakeClock::kSleepMovesTime): it waits past the liveness
+  // timeout without a real sleep, and finds the claim's owner dead.
+  absl::StatusOr<JournalVerdict> v = b->Begin(Call(), b_clock.Now() + absl::Seconds(10));
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->kind, Kind::kUnknown);
+  EXPECT_EQ(v->executor_id, "exec-a");
+  EXPECT_NE(v->detail.find("has not changed for"), std::string::npos) << v->detail;
 }
 
 TEST_F(CallJournalTest, CorruptStartedRecordIsUnknown) {

@@ -8,9 +8,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "executor_service/process/errno_status.h"
 #include "executor_service/process/unique_fd.h"
 
 namespace rein {
@@ -41,7 +40,6 @@ struct ChildArgs {
   size_t pass_count;
   int cwd_fd;
   int cgroup_fd;
-  int keep_fd;  // a spawner's socket: kept open (close-on-exec) until execve, else -1
   bool new_session;
   int resources[6];
   struct rlimit limits[6];
@@ -75,11 +73,6 @@ int ChildMain(void* arg) {
   if (a->cwd_fd >= 0 && fchdir(a->cwd_fd) != 0) return Fail(a, "fchdir");
   // Move every kept descriptor above the targets first, so that no dup2 clobbers another.
   const int base = static_cast<int>(3 + a->pass_count);
-  int keep = -1;
-  if (a->keep_fd >= 0) {
-    keep = fcntl(a->keep_fd, F_DUPFD_CLOEXEC, base);
-    if (keep < 0) return Fail(a, "dup");
-  }
   const int in = fcntl(a->stdin_fd, F_DUPFD, base);
   const int out = fcntl(a->out_fd, F_DUPFD, base);
   const int std_out = fcntl(a->stdout_fd, F_DUPFD, base);
@@ -93,23 +86,13 @@ int ChildMain(void* arg) {
   for (size_t i = 0; i < a->pass_count; ++i) {
     if (dup2(high[i], static_cast<int>(3 + i)) < 0) return Fail(a, "dup2");
   }
-  // Everything at or above `base` goes, but for a spawner's socket.
-  const unsigned first = static_cast<unsigned>(base);
-  if (keep >= 0) {
-    const unsigned k = static_cast<unsigned>(keep);
-    if ((k > first && syscall(SYS_close_range, first, k - 1, 0) != 0) ||
-        syscall(SYS_close_range, k + 1, ~0u, 0) != 0) {
-      return Fail(a, "close_range");
-    }
-  } else if (syscall(SYS_close_range, first, ~0u, 0) != 0) {
+  // Everything at or above `base` goes.
+  if (syscall(SYS_close_range, static_cast<unsigned>(base), ~0u, 0) != 0) {
     return Fail(a, "close_range");
   }
   for (int i = 0; i < 6; ++i) {
     if (setrlimit(a->resources[i], &a->limits[i]) != 0) return Fail(a, "setrlimit");
   }
-  // A spawner dies with the thread that forked it while it waits; the command it becomes
-  // does not (as a command started by clone does not).
-  if (a->keep_fd >= 0) prctl(PR_SET_PDEATHSIG, 0);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -131,18 +114,20 @@ std::vector<char*> CStrings(const std::vector<std::string>& strings) {
   return out;
 }
 
-absl::Status ErrnoStatus(int err, absl::string_view what) {
-  const std::string message = absl::StrCat(what, ": ", strerror(err));
-  if (err == EMFILE || err == ENFILE || err == ENOMEM || err == EAGAIN) {
-    return absl::ResourceExhaustedError(message);
-  }
+// ErrnoStatus, but what an exec's errors mean for starting a child: a program that is missing
+// or not executable is FAILED_PRECONDITION, too long a command line INVALID_ARGUMENT.
+absl::Status StartStatus(int err, absl::string_view what) {
   if (err == E2BIG) {
-    return absl::InvalidArgumentError(absl::StrCat(message, " (the command line is too long)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", strerror(err), " (the command line is too long)"));
   }
   if (err == ENOENT || err == EACCES || err == ENOEXEC || err == ENOTDIR) {
-    return absl::FailedPreconditionError(message);
+    return absl::FailedPreconditionError(absl::StrCat(what, ": ", strerror(err)));
   }
-  return absl::InternalError(message);
+  if (err == ENOSPC || err == EDQUOT || err == EEXIST) {
+    return absl::InternalError(absl::StrCat(what, ": ", strerror(err)));
+  }
+  return ErrnoStatus(err, what);
 }
 
 }  // namespace
@@ -167,255 +152,13 @@ bool ReadAvailableOutput(int fd, std::string& chunk, size_t max_output_bytes,
   }
 }
 
-// What a spawner reads and writes of the executor's memory (which it shares until it executes
-// the command): how it was started, and the command's ChildArgs, whose pointers point into
-// `data`.
-constexpr size_t kSpawnerAreaBytes = 4 << 20;  // reserved, not committed (MAP_NORESERVE)
-constexpr size_t kSpawnerFds = kMaxPassFds + 4;
-
-struct SpawnerArea {
-  int sock;      // its end of the socket pair
-  int procs_fd;  // cgroup.procs to join, or -1
-  pid_t parent;  // the executor
-  pid_t pid;     // set by the spawner before it says it is ready
-  ChildArgs args;
-  char data[1];  // to the end of the mapping
-};
-
-namespace {
-
-size_t SpawnerDataBytes() { return kSpawnerAreaBytes - offsetof(SpawnerArea, data); }
-
-// The spawner: a child sharing the executor's memory (CLONE_VM) on a stack of its own, while
-// the thread that started it waits (CLONE_VFORK), so that nothing else uses that thread's
-// thread-local errno meanwhile. System calls only, on memory prepared before it.
-int SpawnerMain(void* arg) {
-  SpawnerArea* area = static_cast<SpawnerArea*>(arg);
-  const int sock = area->sock;
-  const int procs_fd = area->procs_fd;
-  ResetSignalHandlers();
-  prctl(PR_SET_PDEATHSIG, SIGKILL);  // while unused, it dies with the thread waiting for it
-  if (getppid() != area->parent) _exit(1);
-  // Nothing of the executor's stays open here (another command's pipe would never see EOF, and
-  // a copy of a journal record's lock would outlive Finish), closed before the slow part.
-  const unsigned lo = static_cast<unsigned>(procs_fd >= 0 ? std::min(sock, procs_fd) : sock);
-  const unsigned hi = static_cast<unsigned>(procs_fd >= 0 ? std::max(sock, procs_fd) : sock);
-  if (lo > 0) syscall(SYS_close_range, 0u, lo - 1, 0);
-  if (hi > lo + 1) syscall(SYS_close_range, lo + 1, hi - 1, 0);
-  syscall(SYS_close_range, hi + 1, ~0u, 0);
-  // The slow part (a task migration on cgroup v1), done before any command waits for it.
-  if (procs_fd >= 0) {
-    if (write(procs_fd, "0", 1) != 1) _exit(1);
-    close(procs_fd);
-  }
-  area->pid = static_cast<pid_t>(syscall(SYS_getpid));
-  const char ready = 'R';
-  if (write(sock, &ready, 1) != 1) _exit(1);
-
-  char byte;
-  struct iovec iov = {&byte, 1};
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * kSpawnerFds)];
-  struct msghdr msg;
-  memset(&msg, 0, sizeof(msg));
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  ssize_t n;
-  do {
-    n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
-  if (n <= 0) _exit(0);  // the executor dropped this spawner
-  ChildArgs* a = &area->args;
-  int fds[kSpawnerFds];
-  size_t count = 0;
-  for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    const size_t got = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < got && count < kSpawnerFds; ++i) {
-      memcpy(&fds[count++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-    }
-  }
-  const size_t want = 3 + (a->cwd_fd >= 0 ? 1 : 0) + a->pass_count;
-  if ((msg.msg_flags & MSG_CTRUNC) != 0 || count != want) {
-    errno = EBADF;
-    Fail(a, "receiving the descriptors");
-  }
-  size_t i = 0;
-  a->stdin_fd = fds[i++];
-  a->out_fd = fds[i++];
-  a->stdout_fd = fds[i++];
-  if (a->cwd_fd >= 0) a->cwd_fd = fds[i++];
-  for (size_t j = 0; j < a->pass_count; ++j) a->pass_fds[j] = fds[i++];
-  a->cgroup_fd = -1;  // joined above
-  a->keep_fd = sock;  // closes on execve: the executor's sign that it happened
-  ChildMain(a);
-  _exit(127);
-}
-
-// Copies `args` into `area`, with its strings and arrays in the area's data. False when they
-// do not fit.
-bool FillArea(SpawnerArea* area, const ChildArgs& args) {
-  char* p = area->data;
-  char* const end = area->data + SpawnerDataBytes();
-  auto copy = [&](const char* str) -> char* {
-    const size_t n = strlen(str) + 1;
-    if (static_cast<size_t>(end - p) < n) return nullptr;
-    char* out = static_cast<char*>(memcpy(p, str, n));
-    p += n;
-    return out;
-  };
-  auto copy_array = [&](char* const* strings) -> char** {
-    size_t count = 0;
-    while (strings[count] != nullptr) ++count;
-    p += (alignof(char*) - reinterpret_cast<uintptr_t>(p) % alignof(char*)) % alignof(char*);
-    if (static_cast<size_t>(end - p) < (count + 1) * sizeof(char*)) return nullptr;
-    char** out = reinterpret_cast<char**>(p);
-    p += (count + 1) * sizeof(char*);
-    for (size_t i = 0; i < count; ++i) {
-      out[i] = copy(strings[i]);
-      if (out[i] == nullptr) return nullptr;
-    }
-    out[count] = nullptr;
-    return out;
-  };
-  ChildArgs& a = area->args;
-  a = args;
-  a.path = copy(args.path);
-  char** argv = copy_array(args.argv);
-  char** envp = copy_array(args.envp);
-  if (a.path == nullptr || argv == nullptr || envp == nullptr) return false;
-  a.argv = argv;
-  a.envp = envp;
-  a.keep_fd = -1;
-  a.error = 0;
-  a.step = nullptr;
-  return true;
-}
-
-}  // namespace
-
-// RunChild's access to a spawner.
-struct SpawnerAccess {
-  // Hands the command in `args` to `spawner` and waits until it has executed it or failed
-  // (then `error`/`step` of the area say why). False, with the spawner untouched, when it
-  // cannot take it (too large a command, or the spawner is gone): start it another way.
-  static bool Launch(Spawner* spawner, const ChildArgs& args, ChildArgs** result) {
-    if (spawner->used_ || !FillArea(spawner->area_, args)) return false;
-    int fds[kSpawnerFds];
-    size_t count = 0;
-    fds[count++] = args.stdin_fd;
-    fds[count++] = args.out_fd;
-    fds[count++] = args.stdout_fd;
-    if (args.cwd_fd >= 0) fds[count++] = args.cwd_fd;
-    for (size_t i = 0; i < args.pass_count; ++i) fds[count++] = args.pass_fds[i];
-    char go = 'G';
-    struct iovec iov = {&go, 1};
-    alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * kSpawnerFds)];
-    memset(control, 0, sizeof(control));
-    struct msghdr msg;
-    memset(&msg, 0, sizeof(msg));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * count);
-    struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * count);
-    memcpy(CMSG_DATA(c), fds, sizeof(int) * count);
-    ssize_t n;
-    do {
-      n = sendmsg(spawner->socket_, &msg, MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    if (n != 1) return false;
-    spawner->used_ = true;  // from here the pid is the command's: RunChild reaps it
-    // EOF once it executed (the socket is close-on-exec) or exited.
-    struct pollfd wait = {spawner->socket_, POLLIN, 0};
-    while (true) {
-      const int ready = poll(&wait, 1, 30000);
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready <= 0) kill(spawner->pid_, SIGKILL);  // stuck: cannot be; killed, then reaped
-      break;
-    }
-    *result = &spawner->area_->args;
-    return true;
-  }
-};
-
-absl::StatusOr<std::unique_ptr<Spawner>> Spawner::Start(int cgroup_procs_fd) {
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-    return ErrnoStatus(errno, "spawner socketpair");
-  }
-  void* memory = mmap(nullptr, kSpawnerAreaBytes, PROT_READ | PROT_WRITE,
-                      MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (memory == MAP_FAILED) {
-    close(sv[0]);
-    close(sv[1]);
-    return ErrnoStatus(errno, "spawner memory");
-  }
-  std::unique_ptr<Spawner> spawner(new Spawner());
-  spawner->socket_ = sv[0];
-  SpawnerArea* area = static_cast<SpawnerArea*>(memory);
-  spawner->area_ = area;
-  area->sock = sv[1];
-  area->procs_fd = cgroup_procs_fd;
-  area->parent = getpid();
-  area->pid = -1;
-  // The holder thread starts the spawner and stays suspended in clone until the spawner has
-  // executed its command or exited; then it waits until the spawner is released. The command
-  // (bubblewrap asks to die with its parent) never outlives it.
-  spawner->holder_ = std::thread([spawner = spawner.get(), theirs = sv[1]] {
-    void* stack = mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-    if (stack != MAP_FAILED) {
-      sigset_t all, old;
-      sigfillset(&all);
-      pthread_sigmask(SIG_SETMASK, &all, &old);
-      spawner->cloned_pid_ = clone(SpawnerMain, static_cast<char*>(stack) + kChildStackBytes,
-                                   CLONE_VM | CLONE_VFORK | SIGCHLD, spawner->area_);
-      pthread_sigmask(SIG_SETMASK, &old, nullptr);
-      munmap(stack, kChildStackBytes);
-    }
-    close(theirs);  // the executor's copy: EOF for the executor once the spawner's is gone too
-    spawner->release_.WaitForNotification();
-  });
-  struct pollfd ready = {spawner->socket_, POLLIN, 0};
-  char byte = 0;
-  int r;
-  do {
-    r = poll(&ready, 1, 10000);
-  } while (r < 0 && errno == EINTR);
-  if (r != 1 || read(spawner->socket_, &byte, 1) != 1 || byte != 'R') {
-    return absl::InternalError("a spawner could not be started in its cgroup");
-  }
-  spawner->pid_ = area->pid;
-  return spawner;
-}
-
-Spawner::~Spawner() {
-  if (socket_ >= 0) close(socket_);  // an unused spawner exits on EOF
-  if (!used_ && pid_ > 0) kill(pid_, SIGKILL);
-  release_.Notify();
-  if (holder_.joinable()) holder_.join();  // returns once the spawner executed or exited
-  // Known from clone even when the spawner never said it was ready.
-  const int pid = pid_ > 0 ? pid_ : cloned_pid_;
-  if (!used_ && pid > 0) {
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
-  if (area_ != nullptr) munmap(area_, kSpawnerAreaBytes);
-}
-
 absl::StatusOr<int> StartChild(const ChildSpec& spec, int output_fd) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("argv must not be empty");
   if (spec.pass_fds.size() > kMaxPassFds) {
     return absl::InvalidArgumentError(absl::StrCat("at most ", kMaxPassFds, " fds are passed"));
   }
   UniqueFd dev_null(open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!dev_null.valid()) return ErrnoStatus(errno, "/dev/null");
+  if (!dev_null.valid()) return StartStatus(errno, "/dev/null");
 
   std::vector<char*> argv = CStrings(spec.argv);
   std::vector<char*> envp = CStrings(spec.env);
@@ -444,33 +187,24 @@ absl::StatusOr<int> StartChild(const ChildSpec& spec, int output_fd) {
   // RLIMIT_CORE 0 means no core dumps, not "unlimited".
   args.limits[5].rlim_cur = args.limits[5].rlim_max = static_cast<rlim_t>(spec.limits.core_bytes);
 
-  args.keep_fd = -1;
-  int pid = -1;
-  ChildArgs* started = nullptr;
-  if (spec.spawner != nullptr && SpawnerAccess::Launch(spec.spawner, args, &started)) {
-    pid = spec.spawner->pid();
-  } else {
-    void* stack = mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-    if (stack == MAP_FAILED) return ErrnoStatus(errno, "child stack");
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    // Like posix_spawn: the child shares our memory and we are suspended until it executes.
-    pid = clone(ChildMain, static_cast<char*>(stack) + kChildStackBytes,
-                CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
-    const int clone_errno = errno;
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    munmap(stack, kChildStackBytes);
-    if (pid < 0) return ErrnoStatus(clone_errno, "clone");
-    started = &args;
-  }
-  if (started->error != 0) {
+  void* stack = mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return StartStatus(errno, "child stack");
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  // Like posix_spawn: the child shares our memory and we are suspended until it executes.
+  const int pid = clone(ChildMain, static_cast<char*>(stack) + kChildStackBytes,
+                        CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+  const int clone_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  munmap(stack, kChildStackBytes);
+  if (pid < 0) return StartStatus(clone_errno, "clone");
+  if (args.error != 0) {
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    return ErrnoStatus(started->error,
-                       absl::StrCat("cannot start ", spec.path, " (", started->step, ")"));
+    return StartStatus(args.error, absl::StrCat("cannot start ", spec.path, " (", args.step, ")"));
   }
   return pid;
 }
@@ -480,7 +214,7 @@ absl::StatusOr<ChildOutcome> RunChild(const ChildSpec& spec, absl::Time deadline
                                       const std::function<void(int pid)>& kill_rest) {
   const absl::Time start = absl::Now();
   int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return ErrnoStatus(errno, "pipe");
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return StartStatus(errno, "pipe");
   UniqueFd read_end(pipe_fds[0]);
   UniqueFd write_end(pipe_fds[1]);
   absl::StatusOr<int> started = StartChild(spec, write_end.get());

@@ -16,13 +16,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "executor_service/process/errno_status.h"
 
 namespace rein {
 namespace {
-
-absl::Status Errno(absl::string_view what) {
-  return absl::InternalError(absl::StrCat(what, ": ", strerror(errno)));
-}
 
 // The content of the file placeholder kept for the missing protected path `path`, or null when
 // a missing `path` gets an empty directory.
@@ -82,7 +79,7 @@ absl::StatusOr<std::vector<ProtectedMount>> PlanProtectedMounts(
             " (a protected path and the directories above it must not be symbolic links)"));
       }
       struct stat st;
-      if (fstat(fd->get(), &st) != 0) return Errno("fstat");
+      if (fstat(fd->get(), &st) != 0) return ErrnoStatus("fstat");
       if (S_ISLNK(st.st_mode)) {
         return absl::FailedPreconditionError(
             absl::StrCat("protected path \"", path, "\": \"", prefix, "\" is a symbolic link"));

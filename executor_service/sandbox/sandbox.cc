@@ -30,25 +30,22 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "executor_service/process/errno_status.h"
 #include "executor_service/sandbox/seccomp_filter.h"
 
 namespace rein {
 namespace {
 
-absl::Status Errno(absl::string_view what) {
-  return absl::InternalError(absl::StrCat(what, ": ", strerror(errno)));
-}
-
 // A pipe holding `data` (small: below the pipe buffer); returns the read end.
 absl::StatusOr<UniqueFd> DataPipe(absl::string_view data) {
   int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return Errno("pipe");
+  if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoStatus("pipe");
   UniqueFd read_end(fds[0]);
   UniqueFd write_end(fds[1]);
   while (!data.empty()) {
     const ssize_t n = write(write_end.get(), data.data(), data.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Errno("pipe write");
+    if (n <= 0) return ErrnoStatus("pipe write");
     data.remove_prefix(static_cast<size_t>(n));
   }
   return read_end;
@@ -112,7 +109,7 @@ absl::StatusOr<std::string> StageEtc(uint32_t uid, uint32_t gid) {
   RemoveStaleDirs(parent, "etc", pid_namespace);
   std::string dir =
       absl::StrCat(parent, "/rein-sandbox-etc-", pid_namespace, "-", getpid(), "-XXXXXX");
-  if (mkdtemp(dir.data()) == nullptr) return Errno(absl::StrCat("mkdtemp ", dir));
+  if (mkdtemp(dir.data()) == nullptr) return ErrnoStatus(absl::StrCat("mkdtemp ", dir));
   std::error_code error;
   auto fail = [&](absl::string_view what) {
     fs::remove_all(dir, error);
@@ -239,7 +236,7 @@ void AddProtectedMounts(const std::vector<ProtectedMount>& mounts, BwrapCommand*
 absl::StatusOr<std::string> MountPlan(const Workspace& workspace,
                                       const std::vector<ProtectedMount>& mounts) {
   struct stat st;
-  if (fstat(workspace.dir_fd(), &st) != 0) return Errno("fstat workspace");
+  if (fstat(workspace.dir_fd(), &st) != 0) return ErrnoStatus("fstat workspace");
   std::string plan = absl::StrCat(st.st_dev, ":", st.st_ino);
   for (const ProtectedMount& mount : mounts) {
     absl::StrAppend(&plan, "|", static_cast<int>(mount.kind), " ", mount.path);
@@ -260,7 +257,7 @@ absl::StatusOr<std::string> MountPlan(const Workspace& workspace,
       placeholder = *std::move(opened);
     }
     const int fd = mount.fd.valid() ? mount.fd.get() : placeholder.get();
-    if (fstat(fd, &st) != 0) return Errno("fstat protected path");
+    if (fstat(fd, &st) != 0) return ErrnoStatus("fstat protected path");
     absl::StrAppend(&plan, " ", st.st_dev, ":", st.st_ino, ":", st.st_mode);
   }
   return plan;
@@ -280,142 +277,6 @@ bool ResidentEligible(const CommandRequest& request) {
 }
 
 }  // namespace
-
-// The resident sandboxes: idle ones by run id, the runs whose one is running a command, and a
-// thread that removes idle ones past their time and tears down dead ones off the commands' path.
-class Sandbox::Residents {
- public:
-  Residents(absl::Duration idle, int max) : idle_limit_(idle), max_(static_cast<size_t>(max)) {
-    thread_ = std::thread([this] { Janitor(); });
-  }
-  ~Residents() {
-    {
-      absl::MutexLock lock(&mu_);
-      stop_ = true;
-    }
-    thread_.join();
-  }
-
-  // For a command of `run` whose sandbox would have `plan`: the run's idle resident when it has
-  // that plan (another plan: it is discarded). Null with *cold when the command must not use
-  // one (the run's resident is busy with another command, or all are busy); null otherwise
-  // means "start one" (a place is reserved: Put gives it back).
-  std::unique_ptr<ResidentSandbox> Take(const std::string& run, const std::string& plan,
-                                        bool* cold) {
-    absl::MutexLock lock(&mu_);
-    *cold = false;
-    if (stop_ || busy_.count(run) > 0) {
-      *cold = true;
-      return nullptr;
-    }
-    auto it = idle_.find(run);
-    if (it != idle_.end()) {
-      std::unique_ptr<ResidentSandbox> resident = std::move(it->second.sandbox);
-      idle_.erase(it);
-      if (resident->alive() && resident->plan() == plan) {
-        busy_.insert(run);
-        return resident;
-      }
-      dead_.push_back(std::move(resident));
-      --alive_;
-    }
-    if (alive_ >= max_ && !idle_.empty()) {
-      auto oldest = idle_.begin();
-      for (auto i = idle_.begin(); i != idle_.end(); ++i) {
-        if (i->second.since < oldest->second.since) oldest = i;
-      }
-      dead_.push_back(std::move(oldest->second.sandbox));
-      idle_.erase(oldest);
-      --alive_;
-    }
-    if (alive_ >= max_) {
-      *cold = true;
-      return nullptr;
-    }
-    ++alive_;
-    busy_.insert(run);
-    return nullptr;
-  }
-
-  // Gives `run`'s place back, with its resident (null: none was started). A run forgotten
-  // while its command ran keeps no resident.
-  void Put(const std::string& run, std::unique_ptr<ResidentSandbox> resident) {
-    absl::MutexLock lock(&mu_);
-    busy_.erase(run);
-    const bool forgotten = forgotten_.erase(run) > 0;
-    if (resident != nullptr && resident->alive() && !stop_ && !forgotten) {
-      idle_[run] = {std::move(resident), absl::Now()};
-      return;
-    }
-    if (resident != nullptr) dead_.push_back(std::move(resident));
-    --alive_;
-  }
-
-  // The run's idle resident goes now; a busy one when its command ends (Put).
-  void Forget(const std::string& run) {
-    absl::MutexLock lock(&mu_);
-    if (busy_.count(run) > 0) forgotten_.insert(run);
-    auto it = idle_.find(run);
-    if (it == idle_.end()) return;
-    dead_.push_back(std::move(it->second.sandbox));
-    idle_.erase(it);
-    --alive_;
-  }
-
-  size_t alive() const {
-    absl::MutexLock lock(&mu_);
-    return alive_;
-  }
-
- private:
-  struct Idle {
-    std::unique_ptr<ResidentSandbox> sandbox;
-    absl::Time since;
-  };
-
-  void Janitor() {
-    const absl::Duration tick =
-        std::max(absl::Milliseconds(50), std::min(absl::Seconds(1), idle_limit_ / 4));
-    for (;;) {
-      std::vector<std::unique_ptr<ResidentSandbox>> gone;
-      bool stopping;
-      {
-        absl::MutexLock lock(&mu_);
-        mu_.AwaitWithTimeout(absl::Condition(this, &Residents::HasWork), tick);
-        stopping = stop_;
-        const absl::Time now = absl::Now();
-        for (auto it = idle_.begin(); it != idle_.end();) {
-          if (stopping || now - it->second.since >= idle_limit_) {
-            gone.push_back(std::move(it->second.sandbox));
-            it = idle_.erase(it);
-            --alive_;
-          } else {
-            ++it;
-          }
-        }
-        for (auto& dead : dead_) gone.push_back(std::move(dead));
-        dead_.clear();
-      }
-      gone.clear();  // kills what is still alive, reaps, removes cgroups and placeholders
-      if (stopping) return;
-    }
-  }
-
-  bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !dead_.empty(); }
-
-  const absl::Duration idle_limit_;
-  const size_t max_;
-  mutable absl::Mutex mu_;
-  std::map<std::string, Idle> idle_ ABSL_GUARDED_BY(mu_);
-  std::set<std::string> busy_ ABSL_GUARDED_BY(mu_);
-  std::set<std::string> forgotten_ ABSL_GUARDED_BY(mu_);  // busy runs ForgetRun named
-  std::vector<std::unique_ptr<ResidentSandbox>> dead_ ABSL_GUARDED_BY(mu_);
-  size_t alive_ ABSL_GUARDED_BY(mu_) = 0;  // idle + busy
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
-};
-
-void Sandbox::ResidentsDeleter::operator()(Residents* residents) const { delete residents; }
 
 std::string LookUpProgram(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
@@ -511,8 +372,8 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options)
             absl::StrCat("sandbox_init: ", sandbox->options_.init_binary,
                          " is not an executable: ", strerror(errno)));
       }
-      sandbox->residents_.reset(
-          new Residents(sandbox->options_.resident_idle, sandbox->options_.max_residents));
+      sandbox->residents_ = std::make_unique<ResidentPool>(
+          sandbox->options_.resident_idle, sandbox->options_.max_residents, RealClock());
     }
   } else {
     sandbox->state_ = State::kUnavailable;
@@ -549,7 +410,7 @@ absl::Status Sandbox::Probe() {
                      "); install bubblewrap (apt-get install bubblewrap)"));
   }
   UniqueFd root(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!root.valid()) return Errno("open /");
+  if (!root.valid()) return ErrnoStatus("open /");
   Workspace probe("probe", std::move(root));
   CommandRequest request;
   // With the staged device nodes, the probe opens one: they work, or the sandbox is unavailable.
@@ -639,8 +500,7 @@ size_t Sandbox::ResidentCount() const { return residents_ != nullptr ? residents
 
 absl::StatusOr<std::unique_ptr<PidsCgroup>> Sandbox::TakeCgroup() const {
   if (!cgroups_) return std::unique_ptr<PidsCgroup>();
-  return cgroups_->Take(options_.max_pids, /*pool_size=*/std::min(options_.max_concurrent, 8),
-                        /*spawners=*/options_.prefork);
+  return cgroups_->Take(options_.max_pids, /*pool_size=*/std::min(options_.max_concurrent, 8));
 }
 
 void Sandbox::RetireCgroup(std::unique_ptr<PidsCgroup> cgroup) const {
@@ -668,7 +528,7 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   absl::StatusOr<UniqueFd> seccomp = SandboxSeccompProgramFd(request.share_network);
   if (!seccomp.ok()) return seccomp.status();
   int status_fds[2];
-  if (pipe2(status_fds, O_CLOEXEC) != 0) return Errno("pipe");
+  if (pipe2(status_fds, O_CLOEXEC) != 0) return ErrnoStatus("pipe");
   UniqueFd status_read(status_fds[0]);
   UniqueFd status_write(status_fds[1]);
   // The staged /etc has passwd and group, but cannot take a mount point for a path in /etc.
@@ -708,7 +568,6 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   spec.env.insert(spec.env.end(), request.env.begin(), request.env.end());
   spec.limits = options_.limits;
   spec.cgroup_procs_fd = *cgroup ? (*cgroup)->procs_fd() : -1;
-  spec.spawner = *cgroup ? (*cgroup)->spawner() : nullptr;
   spec.new_session = true;
   spec.stdin_fd = request.stdin_fd;
   spec.stdout_fd = request.stdout_fd;
@@ -786,7 +645,7 @@ absl::StatusOr<std::unique_ptr<ResidentSandbox>> Sandbox::StartResident(const Wo
                                                                         absl::Time deadline) const {
   ResidentHoldings holdings;
   UniqueFd dir(fcntl(workspace.dir_fd(), F_DUPFD_CLOEXEC, 0));
-  if (!dir.valid()) return Errno("dup");
+  if (!dir.valid()) return ErrnoStatus("dup");
   holdings.workspace = std::make_unique<Workspace>(workspace.name(), std::move(dir));
   absl::StatusOr<ProtectedMountLease> lease = protected_mounts_.Acquire(*holdings.workspace);
   if (!lease.ok()) return lease.status();
@@ -805,12 +664,12 @@ absl::StatusOr<std::unique_ptr<ResidentSandbox>> Sandbox::StartResident(const Wo
   absl::StatusOr<UniqueFd> seccomp = SandboxSeccompProgramFd(/*share_network=*/false);
   if (!seccomp.ok()) return seccomp.status();
   int status_fds[2];
-  if (pipe2(status_fds, O_CLOEXEC) != 0) return Errno("pipe");
+  if (pipe2(status_fds, O_CLOEXEC) != 0) return ErrnoStatus("pipe");
   UniqueFd status_read(status_fds[0]);
   UniqueFd status_write(status_fds[1]);
   int sockets[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockets) != 0) {
-    return Errno("socketpair");
+    return ErrnoStatus("socketpair");
   }
   UniqueFd ours(sockets[0]);
   UniqueFd theirs(sockets[1]);
@@ -871,7 +730,6 @@ absl::StatusOr<CommandOutcome> Sandbox::RunUnsandboxed(const Workspace& workspac
   absl::StatusOr<std::unique_ptr<PidsCgroup>> cgroup = TakeCgroup();
   if (!cgroup.ok()) return cgroup.status();
   spec.cgroup_procs_fd = *cgroup ? (*cgroup)->procs_fd() : -1;
-  spec.spawner = *cgroup ? (*cgroup)->spawner() : nullptr;
   absl::StatusOr<ChildOutcome> child =
       RunChild(spec, request.deadline, request.max_output_bytes, [&](int pid) {
         kill(-pid, SIGKILL);  // its process group (it called setsid)

@@ -20,6 +20,7 @@
 #include "executor_service/sandbox/bwrap_command.h"
 #include "executor_service/sandbox/protected_mounts.h"
 #include "executor_service/sandbox/protected_paths.h"
+#include "executor_service/sandbox/resident/resident_pool.h"
 #include "executor_service/sandbox/resident/resident_sandbox.h"
 #include "executor_service/sandbox/sandbox_mode.h"
 #include "executor_service/workspace/workspace.h"
@@ -46,15 +47,14 @@ struct SandboxOptions {
   // A cgroup directory (v1 pids hierarchy or delegated v2 with +pids) for per-command
   // cgroups; "" = detect a writable v1 pids hierarchy; "off" = none.
   std::string cgroup;
-  // Each pooled cgroup gets a process forked ahead of time that has already joined it
-  // (Spawner): a command then starts without waiting for the kernel to move a process into its
-  // cgroup. Only with a pids cgroup.
-  bool prefork = true;
   std::vector<std::string> protected_paths;  // in addition to kDefaultProtectedPaths
   int max_concurrent = 8;                    // commands at once; more are RESOURCE_EXHAUSTED
-  // Resident sandboxes (SANDBOX.md, "Resident sandbox"): the commands of one run start inside
-  // one sandbox set up by its first command, each as a fresh process of rein-sandbox-init that
-  // kills everything the command left before the reply. Never shared between runs.
+  // Resident sandboxes (--sandbox_resident, off by default; SANDBOX.md, "Resident sandbox"):
+  // a performance mode. The commands of one run start inside one sandbox set up by its first
+  // command, each as a fresh process of rein-sandbox-init that kills everything the command
+  // left before the reply. Never shared between runs. Its isolation between the commands of a
+  // run rests on that cleanup (an enumerated list of what a command may change), not on fresh
+  // namespaces per command as by default.
   bool resident = false;
   std::string init_binary;  // rein-sandbox-init, absolute; "" = residents off
   absl::Duration resident_idle = absl::Seconds(60);  // an idle resident is removed after this
@@ -192,11 +192,7 @@ class Sandbox {
   std::vector<std::string> per_entry_etc_args_;
   std::atomic<int> in_use_{0};
   mutable ProtectedMounts protected_mounts_;  // counts placeholders across const Run calls
-  class Residents;
-  struct ResidentsDeleter {
-    void operator()(Residents* residents) const;  // where Residents is complete
-  };
-  std::unique_ptr<Residents, ResidentsDeleter> residents_;  // null when residents are off
+  std::unique_ptr<ResidentPool> residents_;   // null when residents are off
 };
 
 }  // namespace rein

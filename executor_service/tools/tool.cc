@@ -6,11 +6,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/status_reason.h"
 
 namespace rein {
 
 ToolResult ToolResult::Failure(const absl::Status& status) {
-  return Failure(absl::StatusCodeToString(status.code()), std::string(status.message()));
+  ToolResult result =
+      Failure(absl::StatusCodeToString(status.code()), std::string(status.message()));
+  result.error_reason = ReasonOf(status);
+  return result;
 }
 
 ToolResult ToolResult::Failure(std::string code, std::string message) {

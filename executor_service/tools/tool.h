@@ -37,6 +37,9 @@ struct ToolResult {
   bool truncated = false;
   std::string error_code;
   std::string error_message;
+  // The structured reason of the failure (common/status_reason.h), "" when none: what a caller
+  // tells failures apart by, never error_message.
+  std::string error_reason;
   int exit_code = 0;
   bool timed_out = false;
   std::string structured_content_json;  // an MCP tool's structuredContent, "" when none
@@ -44,7 +47,7 @@ struct ToolResult {
   // executor answers with an RPC error (UNKNOWN), so the router pauses the run for RECOVERY.
   bool outcome_unknown = false;
 
-  // A failed call with the status's code name and message.
+  // A failed call with the status's code name, message and reason.
   static ToolResult Failure(const absl::Status& status);
   static ToolResult Failure(std::string code, std::string message);
   // A successful call whose output is `output`, finished.

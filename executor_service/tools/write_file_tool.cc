@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "executor_service/workspace/durable_file.h"
 
 namespace rein {
 namespace {
@@ -148,26 +149,8 @@ ToolResult WriteFileTool::Execute(const ToolContext& context, const nlohmann::js
     if (S_ISREG(st.st_mode)) mode = st.st_mode & 0777;  // never set-id bits
     replaced_link = S_ISLNK(st.st_mode);
   }
-  const std::string temp = TempName();
-  UniqueFd file(
-      openat(dir->get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!file.valid()) return ToolResult::Failure(PathError(errno, path));
-  auto fail = [&](int err) {
-    file.Reset();
-    unlinkat(dir->get(), temp.c_str(), 0);
-    return ToolResult::Failure(PathError(err, path));
-  };
-  size_t written = 0;
-  while (written < content.size()) {
-    const ssize_t n = write(file.get(), content.data() + written, content.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail(n < 0 ? errno : EIO);
-    written += static_cast<size_t>(n);
-  }
-  if (fchmod(file.get(), mode) != 0) return fail(errno);
-  if (fsync(file.get()) != 0) return fail(errno);
-  file.Reset();
-  if (renameat(dir->get(), temp.c_str(), dir->get(), name.c_str()) != 0) return fail(errno);
+  const int err = WriteFileDurably(dir->get(), name, TempName(), content, mode);
+  if (err != 0) return ToolResult::Failure(PathError(err, path));
 
   OutputBuffer out(context.max_output_bytes);
   out.Append(absl::StrCat(existed ? "replaced " : "created ", DisplayPath(resolved), " (",

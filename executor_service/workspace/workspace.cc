@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/limits.h"
+#include "common/status_reason.h"
 
 namespace rein {
 namespace {
@@ -173,8 +174,9 @@ absl::StatusOr<std::unique_ptr<Workspace>> WorkspaceRoot::OpenWorkspace(
     const absl::StatusCode code = fd.status().code();
     if (code == absl::StatusCode::kNotFound) {
       // ENOENT, or ENOTDIR because the name is a file.
-      return absl::NotFoundError(
-          absl::StrCat("workspace ", Quote(name), " does not exist or is not a directory"));
+      return WithReason(absl::NotFoundError(absl::StrCat("workspace ", Quote(name),
+                                                         " does not exist or is not a directory")),
+                        reason::kWorkspaceNotFound);
     }
     return absl::Status(code, absl::StrCat("workspace ", Quote(name), ": ", fd.status().message()));
   }

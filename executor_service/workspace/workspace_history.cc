@@ -20,6 +20,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/status_reason.h"
+#include "executor_service/process/errno_status.h"
 #include "executor_service/process/unique_fd.h"
 #include "executor_service/workspace/workspace.h"
 
@@ -27,11 +29,7 @@ namespace rein {
 namespace {
 
 absl::Status Errno(int err, absl::string_view what, absl::string_view path) {
-  std::string message = absl::StrCat(what, " ", path, ": ", strerror(err));
-  if (err == ENOENT) return absl::NotFoundError(message);
-  if (err == EEXIST) return absl::AlreadyExistsError(message);
-  if (err == ENOSPC || err == EDQUOT) return absl::ResourceExhaustedError(message);
-  return absl::InternalError(message);
+  return ErrnoStatus(err, absl::StrCat(what, " ", path));
 }
 
 // Copies the regular file `in` (open) to `out` (open, empty): a reflink when the file system
@@ -289,14 +287,18 @@ absl::StatusOr<CopyStats> WorkspaceHistory::Copy(absl::string_view workspace,
   struct stat st;
   if (lstat(from.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     if (before_call.empty()) {
-      return absl::NotFoundError(absl::StrCat("workspace \"", workspace, "\" does not exist"));
+      return WithReason(
+          absl::NotFoundError(absl::StrCat("workspace \"", workspace, "\" does not exist")),
+          reason::kWorkspaceNotFound);
     }
-    return absl::FailedPreconditionError(absl::StrCat(
-        "before_call: the workspace history holds no snapshot before call ", before_call,
-        " of run ", run_id,
-        retention_ <= 0 ? " (this executor keeps no history: --workspace_history=0)"
-                        : absl::StrCat(" (history off when the call ran, or dropped: at most ",
-                                       retention_, " snapshots are kept per run)")));
+    return WithReason(
+        absl::FailedPreconditionError(absl::StrCat(
+            "before_call: the workspace history holds no snapshot before call ", before_call,
+            " of run ", run_id,
+            retention_ <= 0 ? " (this executor keeps no history: --workspace_history=0)"
+                            : absl::StrCat(" (history off when the call ran, or dropped: at most ",
+                                           retention_, " snapshots are kept per run)"))),
+        reason::kSnapshotMissing);
   }
   const std::string to = absl::StrCat(root_, "/", target);
   if (lstat(to.c_str(), &st) == 0) {

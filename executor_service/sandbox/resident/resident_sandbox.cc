@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "executor_service/process/fd_passing.h"
 #include "executor_service/sandbox/resident/sandbox_init_limits.h"
 
 namespace rein {
@@ -71,18 +72,6 @@ absl::StatusOr<std::unique_ptr<ResidentSandbox>> ResidentSandbox::Start(
     UniqueFd status_write, ResidentHoldings holdings, absl::Time deadline) {
   std::unique_ptr<ResidentSandbox> resident(new ResidentSandbox(std::move(holdings)));
   PidsCgroup* cgroup = resident->holdings_.cgroup.get();
-  // bubblewrap asks to die with its parent, which is the thread that started it: a spawner's
-  // holder thread lives as long as the spawner (this sandbox), where a gRPC handler thread may
-  // end while the sandbox idles.
-  if (cgroup != nullptr && cgroup->spawner() != nullptr && !cgroup->spawner()->used()) {
-    spec.spawner = cgroup->spawner();
-  } else {
-    absl::StatusOr<std::unique_ptr<Spawner>> spawner =
-        Spawner::Start(cgroup != nullptr ? cgroup->procs_fd() : -1);
-    if (!spawner.ok()) return spawner.status();
-    resident->spawner_ = *std::move(spawner);
-    spec.spawner = resident->spawner_.get();
-  }
   spec.cgroup_procs_fd = cgroup != nullptr ? cgroup->procs_fd() : -1;
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
@@ -90,7 +79,17 @@ absl::StatusOr<std::unique_ptr<ResidentSandbox>> ResidentSandbox::Start(
   }
   resident->output_ = UniqueFd(pipe_fds[0]);
   UniqueFd output_write(pipe_fds[1]);
-  absl::StatusOr<int> pid = StartChild(spec, output_write.get());
+  // bubblewrap asks to die with its parent, which is the thread that started it: a thread of
+  // this sandbox's own starts it and lives as long as the sandbox, where a gRPC handler thread
+  // may end while the sandbox idles.
+  absl::StatusOr<int> pid = absl::InternalError("not started");
+  absl::Notification started;
+  resident->holder_ = std::thread([&pid, &started, &spec, &output_write, r = resident.get()] {
+    pid = StartChild(spec, output_write.get());
+    started.Notify();
+    r->release_.WaitForNotification();
+  });
+  started.WaitForNotification();
   if (!pid.ok()) return pid.status();
   resident->bwrap_pid_ = *pid;
   resident->socket_ = std::move(socket);
@@ -98,11 +97,6 @@ absl::StatusOr<std::unique_ptr<ResidentSandbox>> ResidentSandbox::Start(
   output_write.Reset();
   init_socket.Reset();
   status_write.Reset();
-  if (!spec.spawner->used()) {
-    // Started by clone from this thread after all (cannot be): not a parent to rely on.
-    resident->Kill();
-    return absl::InternalError("the resident sandbox could not be started from its spawner");
-  }
 
   struct pollfd ready = {resident->socket_.get(), POLLIN, 0};
   int r;
@@ -170,24 +164,8 @@ ResidentSandbox::Result ResidentSandbox::Run(const std::vector<std::string>& arg
   UniqueFd write_end(pipe_fds[1]);
 
   const int fds[3] = {dev_null.get(), write_end.get(), write_end.get()};
-  struct iovec iov = {payload.data(), payload.size()};
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(fds))];
-  memset(control, 0, sizeof(control));
-  struct msghdr msg;
-  memset(&msg, 0, sizeof(msg));
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(fds));
-  memcpy(CMSG_DATA(c), fds, sizeof(fds));
-  ssize_t sent;
-  do {
-    sent = sendmsg(socket_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-  } while (sent < 0 && errno == EINTR);
+  const ssize_t sent =
+      SendWithFds(socket_.get(), payload.data(), payload.size(), fds, 3, MSG_DONTWAIT);
   if (sent != static_cast<ssize_t>(payload.size())) {
     // Not delivered (init is gone, or the message did not fit): nothing ran.
     result.error = absl::StrCat("the resident sandbox did not take the command: ",
@@ -293,7 +271,8 @@ void ResidentSandbox::Destroy() {
   reaped_ = true;
   socket_.Reset();
   holdings_.cgroup.reset();
-  spawner_.reset();
+  release_.Notify();
+  if (holder_.joinable()) holder_.join();
   holdings_.mounts.reset();
   holdings_.workspace.reset();
 }

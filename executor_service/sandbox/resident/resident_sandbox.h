@@ -6,9 +6,11 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "executor_service/process/child_process.h"
 #include "executor_service/process/pids_cgroup.h"
@@ -90,7 +92,8 @@ class ResidentSandbox {
   explicit ResidentSandbox(ResidentHoldings holdings) : holdings_(std::move(holdings)) {}
 
   ResidentHoldings holdings_;
-  std::unique_ptr<Spawner> spawner_;  // when the cgroup has none of its own
+  std::thread holder_;  // started bubblewrap; waits for release_ (bubblewrap dies with it)
+  absl::Notification release_;
   int bwrap_pid_ = -1;
   int init_pid_ = 0;
   UniqueFd init_pidfd_;

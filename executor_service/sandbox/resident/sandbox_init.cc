@@ -43,6 +43,7 @@
 
 #include <initializer_list>
 
+#include "executor_service/process/fd_passing.h"
 #include "executor_service/sandbox/resident/sandbox_init_limits.h"
 
 namespace {
@@ -430,35 +431,10 @@ bool StateAsRecorded() {
 
 // Reads one command; false on EOF or a malformed message (then init exits).
 bool ReceiveCommand(int sock, int fds[3], char** cwd, char*** argv, char*** envp) {
-  struct iovec iov = {message, kMaxMessageBytes};
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)];
-  struct msghdr msg;
-  memset(&msg, 0, sizeof(msg));
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  ssize_t n;
-  do {
-    n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
+  rein::ReceivedFds got;
+  const ssize_t n = rein::ReceiveWithFds(sock, message, kMaxMessageBytes, fds, 3, &got);
   if (n <= 0) return false;
-  int count = 0;
-  for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    const size_t got = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < got; ++i) {
-      int fd;
-      memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      if (count < 3) {
-        fds[count] = fd;
-      } else {
-        close(fd);
-      }
-      ++count;
-    }
-  }
-  if (count != 3 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 || n < 8) return false;
+  if (got.count != 3 || got.dropped || got.truncated || n < 8) return false;
   message[n] = '\0';
   uint32_t argc, envc;
   memcpy(&argc, message, 4);
