@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_reason.h"
 #include "executor_service/testing/temp_workspace.h"
 #include "executor_service/workspace/workspace.h"
 #include "gtest/gtest.h"
@@ -66,7 +67,9 @@ TEST(WorkspaceHistoryTest, CopyOfTheWorkspaceAsItIsNow) {
   ASSERT_TRUE(history.Copy("ws", "", "", "copy").ok());
   EXPECT_EQ(Read(ws.root() + "/copy/a.txt"), "now");
   EXPECT_EQ(history.Copy("ws", "", "", "copy").status().code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(history.Copy("missing", "", "", "copy2").status().code(), absl::StatusCode::kNotFound);
+  const absl::Status missing = history.Copy("missing", "", "", "copy2").status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ReasonOf(missing), reason::kWorkspaceNotFound);
   EXPECT_FALSE(Exists(ws.root() + "/copy2"));
 }
 
@@ -83,6 +86,7 @@ TEST(WorkspaceHistoryTest, RetentionDropsTheOldestSnapshotsAndSaysSo) {
   absl::Status gone = history.Copy("ws", "run-1", "run-1-9", "t9").status();
   EXPECT_EQ(gone.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(gone.message().find("before_call"), std::string::npos) << gone;
+  EXPECT_EQ(ReasonOf(gone), reason::kSnapshotMissing);
   EXPECT_FALSE(Exists(ws.root() + "/t9"));
 }
 
