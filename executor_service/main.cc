@@ -44,6 +44,9 @@ ABSL_FLAG(std::string, bwrap, "/usr/bin/bwrap", "The bubblewrap binary");
 ABSL_FLAG(std::string, sandbox_cgroup, "",
           "cgroup directory (v1 pids or delegated v2 with +pids) for per-command cgroups; "
           "empty = detect a writable v1 pids hierarchy; off = none");
+ABSL_FLAG(bool, sandbox_prefork, true,
+          "Fork each pooled per-command cgroup's process ahead of time, already inside it, so "
+          "that a command does not wait for the kernel to move it there");
 // The resident sandbox is a performance mode, off by default: by default every command gets a
 // fresh bubblewrap sandbox (fresh namespaces), an isolation that holds by construction; a
 // resident sandbox instead cleans up after each command of a run from an enumerated list of
@@ -185,6 +188,7 @@ int main(int argc, char** argv) {
   sandbox.protected_paths = absl::GetFlag(FLAGS_protected_paths);
   sandbox.bwrap_path = absl::GetFlag(FLAGS_bwrap);
   sandbox.cgroup = absl::GetFlag(FLAGS_sandbox_cgroup);
+  sandbox.prefork = absl::GetFlag(FLAGS_sandbox_prefork);
   sandbox.resident = absl::GetFlag(FLAGS_sandbox_resident);
   sandbox.resident_idle = absl::GetFlag(FLAGS_sandbox_resident_idle);
   sandbox.max_residents = absl::GetFlag(FLAGS_sandbox_max_residents);

@@ -5,10 +5,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 
 namespace rein {
@@ -23,6 +26,8 @@ struct ResourceLimits {
   uint64_t core_bytes = 0;           // RLIMIT_CORE; always set, 0 = no core dumps
 };
 
+class Spawner;
+
 // What to start. Every descriptor of the parent is closed in the child except stdin
 // (/dev/null), stdout and stderr (both the capture pipe) and `pass_fds`, which become
 // descriptors 3, 4, 5, ... in their order.
@@ -34,7 +39,11 @@ struct ChildSpec {
   int cwd_fd = -1;  // a directory to fchdir into; -1 = the executor's cwd
   ResourceLimits limits;
   int cgroup_procs_fd = -1;  // when >= 0, the child joins this cgroup ("0" written)
-  bool new_session = true;   // setsid(): own session and process group
+  // When set and unused, the command starts in this pre-forked process (which joined its
+  // cgroup ahead of time; cgroup_procs_fd is then only for the fallback) instead of a new
+  // child. Not owned; marked used once the command went to it.
+  Spawner* spawner = nullptr;
+  bool new_session = true;  // setsid(): own session and process group
   // For a long-lived child that speaks over its stdin and stdout (an MCP stdio server): when
   // >= 0, its stdin instead of /dev/null and its stdout instead of the capture pipe (stderr is
   // still captured). Not owned.
@@ -63,6 +72,45 @@ int PollMillis(absl::Time until);
 // kept in output up to `max_output_bytes`; `chunk` is the caller's read buffer. True at EOF.
 bool ReadAvailableOutput(int fd, std::string& chunk, size_t max_output_bytes,
                          ChildOutcome& outcome);
+
+struct SpawnerArea;
+
+// A process started ahead of time that waits to become one command's process: it has already
+// joined its cgroup (a task migration that takes the kernel milliseconds on cgroup v1) when the
+// command arrives, so the command's start does not wait for it. It is forked (a copy of the
+// executor, not sharing its memory) by a thread of its own that lives as long as it. At command
+// time it receives the command's descriptors over a socket (SCM_RIGHTS) and reads its argv,
+// environment and limits from a shared mapping the executor prepared,
+// and executes the command itself: the command is the executor's child, waited for, killed and
+// limited exactly as one started by clone. It makes system calls only (no allocation, no
+// locks). Used for exactly one command.
+class Spawner {
+ public:
+  // Starts the spawner; it joins the cgroup whose cgroup.procs is open for writing as
+  // `cgroup_procs_fd` (-1 = none) and closes every other descriptor. Returns once it is ready
+  // (or INTERNAL/RESOURCE_EXHAUSTED saying why it is not). `cgroup_procs_fd` must stay open
+  // until then.
+  static absl::StatusOr<std::unique_ptr<Spawner>> Start(int cgroup_procs_fd);
+  // An unused spawner is killed and reaped; a used one is the command's, reaped by RunChild.
+  ~Spawner();
+  Spawner(const Spawner&) = delete;
+  Spawner& operator=(const Spawner&) = delete;
+
+  int pid() const { return pid_; }
+  bool used() const { return used_; }
+
+ private:
+  friend struct SpawnerAccess;  // RunChild's side, in child_process.cc
+  Spawner() = default;
+
+  int pid_ = -1;
+  int cloned_pid_ = -1;  // clone's answer, set by holder_ (read after joining it)
+  int socket_ = -1;
+  SpawnerArea* area_ = nullptr;  // read by the spawner
+  bool used_ = false;
+  std::thread holder_;  // started it; suspended until it executed, then waits for release_
+  absl::Notification release_;
+};
 
 // Starts `spec` with its stdout (unless ChildSpec::stdout_fd) and stderr on `output_fd` (not
 // owned; the caller closes its copy) and returns its pid once it has executed; the caller waits

@@ -10,8 +10,9 @@
 
 namespace rein {
 
-// Most descriptors one message carries.
-inline constexpr size_t kMaxPassedFds = 16;
+// Most descriptors one message carries: a command's 64 passed descriptors and its 4 standard
+// ones (child_process.cc's spawner).
+inline constexpr size_t kMaxPassedFds = 68;
 
 // Sends `size` bytes of `data` (at least one) with `fd_count` descriptors (at most
 // kMaxPassedFds) as one message on `sock`, with sendmsg `flags` (MSG_DONTWAIT, say) and

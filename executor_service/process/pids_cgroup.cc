@@ -59,6 +59,7 @@ PidsCgroupParent::PidsCgroupParent(std::string path, bool owned)
     : path_(std::move(path)), owned_(owned), instance_(next_instance.fetch_add(1)) {}
 
 PidsCgroup::~PidsCgroup() {
+  spawner_.reset();  // an unused one is killed and reaped here
   KillAll();
   procs_.Reset();
   const absl::Time until = absl::Now() + absl::Seconds(2);
@@ -169,17 +170,18 @@ PidsCgroupParent::~PidsCgroupParent() {
   if (owned_) rmdir(path_.c_str());
 }
 
-absl::StatusOr<std::unique_ptr<PidsCgroup>> PidsCgroupParent::Take(uint64_t max_pids,
-                                                                   int pool_size) {
+absl::StatusOr<std::unique_ptr<PidsCgroup>> PidsCgroupParent::Take(uint64_t max_pids, int pool_size,
+                                                                   bool spawners) {
   {
     absl::MutexLock lock(&mu_);
     if (!thread_.joinable()) thread_ = std::thread([this] { Background(); });
     pool_size_ = static_cast<size_t>(std::max(pool_size, 0));
-    if (pool_max_pids_ != max_pids) {
+    if (pool_max_pids_ != max_pids || pool_spawners_ != spawners) {
       // A different kind: the pooled ones do not fit (retire them, they were never used).
       for (auto& unused : pool_) retired_.push_back(std::move(unused));
       pool_.clear();
       pool_max_pids_ = max_pids;
+      pool_spawners_ = spawners;
     }
     ++in_flight_;
     if (!pool_.empty()) {
@@ -215,7 +217,7 @@ size_t PidsCgroupParent::retiring() const {
 }
 
 void PidsCgroupParent::Background() {
-  // Making a cgroup and removing one take the kernel's cgroup
+  // Making a cgroup (and moving a spawner into it) and removing one take the kernel's cgroup
   // locks, which a starting command's fork, execve and exit wait for too: that work waits
   // while a command is in flight, unless the pool ran dry or too much awaits removal.
   auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -239,15 +241,21 @@ void PidsCgroupParent::Background() {
       continue;
     }
     const uint64_t max_pids = pool_max_pids_;
+    const bool spawner = pool_spawners_;
     mu_.Unlock();
     absl::StatusOr<std::unique_ptr<PidsCgroup>> fresh = Create(max_pids);
+    if (fresh.ok() && spawner) {
+      absl::StatusOr<std::unique_ptr<Spawner>> started = Spawner::Start((*fresh)->procs_fd());
+      // Without one (the machine is short of processes now) it is still a fresh cgroup.
+      if (started.ok()) (*fresh)->set_spawner(*std::move(started));
+    }
     mu_.Lock();
     if (!fresh.ok()) {
       // The hierarchy refuses now: stop filling; Take creates on demand (and says why).
       pool_size_ = 0;
       continue;
     }
-    if (max_pids == pool_max_pids_) {
+    if (max_pids == pool_max_pids_ && spawner == pool_spawners_) {
       pool_.push_back(*std::move(fresh));
     } else {
       retired_.push_back(*std::move(fresh));

@@ -23,7 +23,7 @@ namespace rein {
 // executor leaves behind are compared only within one.
 uint64_t PidNamespace();
 
-// One cgroup holding one command's processes.
+// One cgroup holding one command's processes, and possibly a spawner already inside it.
 // Destruction kills them all and removes it. Not thread-safe.
 class PidsCgroup {
  public:
@@ -35,6 +35,11 @@ class PidsCgroup {
   const std::string& path() const { return path_; }
   // cgroup.procs opened for writing: a process joins by writing "0" to it.
   int procs_fd() const { return procs_.get(); }
+  // A process forked ahead of time that has joined this cgroup and waits for the command
+  // (ChildSpec::spawner), or null.
+  Spawner* spawner() const { return spawner_.get(); }
+  void set_spawner(std::unique_ptr<Spawner> spawner) { spawner_ = std::move(spawner); }
+
   // SIGKILLs every process in the cgroup, repeatedly, until its cgroup.procs is empty
   // (bounded to ~2 s): on return no process of it runs any more. Removing the empty cgroup
   // (the destructor) may still have to wait a moment for the kernel to release them.
@@ -43,6 +48,7 @@ class PidsCgroup {
  private:
   std::string path_;
   UniqueFd procs_;
+  std::unique_ptr<Spawner> spawner_;
 };
 
 // A directory of a cgroup hierarchy with the pids controller, where the executor makes one
@@ -78,8 +84,11 @@ class PidsCgroupParent {
   absl::StatusOr<std::unique_ptr<PidsCgroup>> Create(uint64_t max_pids);
 
   // A fresh child cgroup limited to `max_pids`: a pooled one when there is one, else made now.
-  // The first call starts the background thread that keeps `pool_size` of them ready.
-  absl::StatusOr<std::unique_ptr<PidsCgroup>> Take(uint64_t max_pids, int pool_size = 4);
+  // The first call starts the background thread that keeps `pool_size` of them ready. With
+  // `spawners`, each pooled cgroup also holds a Spawner (forked by that thread) that has
+  // already joined it; one made now has none.
+  absl::StatusOr<std::unique_ptr<PidsCgroup>> Take(uint64_t max_pids, int pool_size = 4,
+                                                   bool spawners = false);
 
   // Hands a used cgroup over for removal in the background: the caller must already have
   // killed its processes (PidsCgroup::KillAll); the background thread kills again whatever
@@ -104,6 +113,7 @@ class PidsCgroupParent {
   std::vector<std::unique_ptr<PidsCgroup>> retired_ ABSL_GUARDED_BY(mu_);
   size_t removing_ ABSL_GUARDED_BY(mu_) = 0;  // taken from retired_, being removed
   uint64_t pool_max_pids_ ABSL_GUARDED_BY(mu_) = 0;
+  bool pool_spawners_ ABSL_GUARDED_BY(mu_) = false;
   size_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // taken and not yet retired
   size_t pool_size_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

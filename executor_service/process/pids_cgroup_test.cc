@@ -134,26 +134,38 @@ ResourceLimits Limits() {
   return limits;
 }
 
-// A fresh cgroup from the pool (or made now).
-std::unique_ptr<PidsCgroup> TakeFresh(PidsCgroupParent* parent) {
-  absl::StatusOr<std::unique_ptr<PidsCgroup>> cgroup =
-      parent->Take(/*max_pids=*/16, /*pool_size=*/2);
-  return cgroup.ok() ? *std::move(cgroup) : nullptr;
+// A pooled cgroup with its spawner: the pool is filled in the background once nothing is in
+// flight, so this retires what it takes until one comes with a spawner (or 10 s pass).
+std::unique_ptr<PidsCgroup> TakeWithSpawner(PidsCgroupParent* parent) {
+  const absl::Time until = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < until) {
+    absl::StatusOr<std::unique_ptr<PidsCgroup>> cgroup =
+        parent->Take(/*max_pids=*/16, /*pool_size=*/2, /*spawners=*/true);
+    if (!cgroup.ok()) return nullptr;
+    if ((*cgroup)->spawner() != nullptr) return *std::move(cgroup);
+    parent->Retire(*std::move(cgroup));
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return nullptr;
 }
 
-TEST_F(PidsCgroupTest, ACommandRunsInsideItsCgroupAsOurChild) {
-  std::unique_ptr<PidsCgroup> cgroup = TakeFresh(parent_.get());
+TEST_F(PidsCgroupTest, ASpawnerRunsItsCommandInsideItsCgroupAsOurChild) {
+  std::unique_ptr<PidsCgroup> cgroup = TakeWithSpawner(parent_.get());
   ASSERT_NE(cgroup, nullptr);
-  EXPECT_EQ(ReadAll(cgroup->path() + "/cgroup.procs"), "");  // nothing before the command
+  Spawner* spawner = cgroup->spawner();
+  // Already inside its cgroup before any command came.
+  EXPECT_EQ(ReadAll(cgroup->path() + "/cgroup.procs"), absl::StrCat(spawner->pid(), "\n"));
   ChildSpec spec;
   spec.path = "/bin/sh";
   spec.argv = {"sh", "-c", "cat /proc/self/cgroup; echo ppid=$PPID; echo out; echo err >&2"};
   spec.env = {"PATH=/usr/bin:/bin"};
   spec.limits = Limits();
   spec.cgroup_procs_fd = cgroup->procs_fd();
+  spec.spawner = spawner;
   absl::StatusOr<ChildOutcome> outcome =
       RunChild(spec, absl::Now() + absl::Seconds(20), 1 << 20, [&](int) { cgroup->KillAll(); });
   ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_TRUE(spawner->used());
   EXPECT_EQ(outcome->exit_code, 0) << outcome->output;
   const std::string relative = cgroup->path().substr(std::string("/sys/fs/cgroup/pids").size());
   EXPECT_TRUE(absl::StrContains(outcome->output, absl::StrCat("pids:", relative, "\n")))
@@ -166,14 +178,15 @@ TEST_F(PidsCgroupTest, ACommandRunsInsideItsCgroupAsOurChild) {
   EXPECT_TRUE(GoneSoon(path));
 }
 
-TEST_F(PidsCgroupTest, ATimedOutCommandIsKilledAndOneThatCannotStartIsReported) {
-  std::unique_ptr<PidsCgroup> cgroup = TakeFresh(parent_.get());
+TEST_F(PidsCgroupTest, ASpawnerKillsATimedOutCommandAndReportsOneItCannotStart) {
+  std::unique_ptr<PidsCgroup> cgroup = TakeWithSpawner(parent_.get());
   ASSERT_NE(cgroup, nullptr);
   ChildSpec spec;
   spec.path = "/bin/sleep";
   spec.argv = {"sleep", "60"};
   spec.limits = Limits();
   spec.cgroup_procs_fd = cgroup->procs_fd();
+  spec.spawner = cgroup->spawner();
   const absl::Time start = absl::Now();
   absl::StatusOr<ChildOutcome> outcome = RunChild(spec, absl::Now() + absl::Milliseconds(300),
                                                   1 << 20, [&](int) { cgroup->KillAll(); });
@@ -184,16 +197,28 @@ TEST_F(PidsCgroupTest, ATimedOutCommandIsKilledAndOneThatCannotStartIsReported) 
   EXPECT_EQ(ReadAll(cgroup->path() + "/cgroup.procs"), "");
   parent_->Retire(std::move(cgroup));
 
-  cgroup = TakeFresh(parent_.get());
+  cgroup = TakeWithSpawner(parent_.get());
   ASSERT_NE(cgroup, nullptr);
   spec.path = "/nonexistent/program";
   spec.argv = {"program"};
   spec.cgroup_procs_fd = cgroup->procs_fd();
+  spec.spawner = cgroup->spawner();
   outcome =
       RunChild(spec, absl::Now() + absl::Seconds(20), 1 << 20, [&](int) { cgroup->KillAll(); });
   EXPECT_EQ(outcome.status().code(), absl::StatusCode::kFailedPrecondition) << outcome.status();
   EXPECT_EQ(ReadAll(cgroup->path() + "/cgroup.procs"), "");
   parent_->Retire(std::move(cgroup));
+}
+
+TEST_F(PidsCgroupTest, AnUnusedSpawnerIsKilledAndReapedWithItsCgroup) {
+  std::unique_ptr<PidsCgroup> cgroup = TakeWithSpawner(parent_.get());
+  ASSERT_NE(cgroup, nullptr);
+  const pid_t pid = cgroup->spawner()->pid();
+  const std::string path = cgroup->path();
+  cgroup.reset();
+  EXPECT_FALSE(Exists(path));
+  EXPECT_EQ(kill(pid, 0), -1);  // reaped: not even a zombie
+  EXPECT_EQ(errno, ESRCH);
 }
 
 TEST_F(PidsCgroupTest, StaleCgroupsOfDeadExecutorsAreRemovedAndNoOthers) {

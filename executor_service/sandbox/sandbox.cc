@@ -500,7 +500,8 @@ size_t Sandbox::ResidentCount() const { return residents_ != nullptr ? residents
 
 absl::StatusOr<std::unique_ptr<PidsCgroup>> Sandbox::TakeCgroup() const {
   if (!cgroups_) return std::unique_ptr<PidsCgroup>();
-  return cgroups_->Take(options_.max_pids, /*pool_size=*/std::min(options_.max_concurrent, 8));
+  return cgroups_->Take(options_.max_pids, /*pool_size=*/std::min(options_.max_concurrent, 8),
+                        /*spawners=*/options_.prefork);
 }
 
 void Sandbox::RetireCgroup(std::unique_ptr<PidsCgroup> cgroup) const {
@@ -568,6 +569,7 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   spec.env.insert(spec.env.end(), request.env.begin(), request.env.end());
   spec.limits = options_.limits;
   spec.cgroup_procs_fd = *cgroup ? (*cgroup)->procs_fd() : -1;
+  spec.spawner = *cgroup ? (*cgroup)->spawner() : nullptr;
   spec.new_session = true;
   spec.stdin_fd = request.stdin_fd;
   spec.stdout_fd = request.stdout_fd;
@@ -730,6 +732,7 @@ absl::StatusOr<CommandOutcome> Sandbox::RunUnsandboxed(const Workspace& workspac
   absl::StatusOr<std::unique_ptr<PidsCgroup>> cgroup = TakeCgroup();
   if (!cgroup.ok()) return cgroup.status();
   spec.cgroup_procs_fd = *cgroup ? (*cgroup)->procs_fd() : -1;
+  spec.spawner = *cgroup ? (*cgroup)->spawner() : nullptr;
   absl::StatusOr<ChildOutcome> child =
       RunChild(spec, request.deadline, request.max_output_bytes, [&](int pid) {
         kill(-pid, SIGKILL);  // its process group (it called setsid)

@@ -47,6 +47,10 @@ struct SandboxOptions {
   // A cgroup directory (v1 pids hierarchy or delegated v2 with +pids) for per-command
   // cgroups; "" = detect a writable v1 pids hierarchy; "off" = none.
   std::string cgroup;
+  // Each pooled cgroup gets a process forked ahead of time that has already joined it
+  // (Spawner): a command then starts without waiting for the kernel to move a process into its
+  // cgroup. Only with a pids cgroup.
+  bool prefork = true;
   std::vector<std::string> protected_paths;  // in addition to kDefaultProtectedPaths
   int max_concurrent = 8;                    // commands at once; more are RESOURCE_EXHAUSTED
   // Resident sandboxes (--sandbox_resident, off by default; SANDBOX.md, "Resident sandbox"):
