@@ -1,12 +1,12 @@
 // Benchmark: sandbox spawn latency, side by side in one run. Interleaved round-robin so that
 // machine noise hits all three alike:
 //  - run_command /bin/true through the real rein-executor over gRPC (as a router calls it),
-//    on the default path (a resident sandbox per run, SANDBOX.md), and through a second
-//    executor with --nosandbox_resident (a sandbox per command: "cold"). All calls of an
-//    executor belong to ONE run (run_id "bench"), the realistic case: a run issues many
-//    commands, and only its first starts a resident sandbox, here during the warm-up. Each
-//    executor has its own workspace (a resident sandbox's placeholders stay in its workspace
-//    while it lives).
+//    on the default path (a fresh sandbox per command), and through a second executor with
+//    --sandbox_resident (the opt-in performance mode, a resident sandbox per run, SANDBOX.md).
+//    All calls of an executor belong to ONE run (run_id "bench"), the realistic case: a run
+//    issues many commands, and only its first starts a resident sandbox, here during the
+//    warm-up. Each executor has its own workspace (a resident sandbox's placeholders stay in
+//    its workspace while it lives).
 //  - bare bubblewrap: bwrap --unshare-all (minimal read-only mounts) /bin/true,
 //  - fork/exec: posix_spawn /bin/true + waitpid.
 // Prints a table and one `BENCH<TAB>key<TAB>value<TAB>unit` line per figure; never asserts a
@@ -63,11 +63,11 @@ namespace {
 
 std::atomic<pid_t> executor_pgid{0};
 std::atomic<pid_t> variant_pgid{0};
-std::atomic<pid_t> cold_pgid{0};
+std::atomic<pid_t> resident_pgid{0};
 
 [[noreturn]] void Die(const std::string& why) {
   std::fprintf(stderr, "sandbox_bench: %s\n", why.c_str());
-  for (pid_t pgid : {executor_pgid.load(), variant_pgid.load(), cold_pgid.load()}) {
+  for (pid_t pgid : {executor_pgid.load(), variant_pgid.load(), resident_pgid.load()}) {
     if (pgid > 0) kill(-pgid, SIGKILL);
   }
   std::fflush(nullptr);
@@ -218,7 +218,7 @@ int main(int argc, char** argv) {
   std::string root = absl::StrCat(absl::GetFlag(FLAGS_dir), "/rein-sandbox-bench-XXXXXX");
   if (mkdtemp(root.data()) == nullptr) Die(absl::StrCat("mkdtemp ", root, ": ", strerror(errno)));
   mkdir((root + "/ws").c_str(), 0755);
-  mkdir((root + "/ws-cold").c_str(), 0755);
+  mkdir((root + "/ws-resident").c_str(), 0755);
   std::string executor_binary = absl::GetFlag(FLAGS_executor_binary);
   if (executor_binary.empty()) {
     executor_binary = absl::StrCat(argv[0], ".runfiles/rein/executor_service/rein-executor");
@@ -234,10 +234,11 @@ int main(int argc, char** argv) {
     variant = StartExecutor(variant_binary, root, "variant", variant_flags, &variant_pgid);
   }
 
-  std::vector<std::string> cold_flags = absl::GetFlag(FLAGS_executor_flags);
-  cold_flags.push_back("--nosandbox_resident");
-  Executor cold = StartExecutor(executor_binary, root, "cold", cold_flags, &cold_pgid);
-  cold.workspace = "ws-cold";
+  std::vector<std::string> resident_flags = absl::GetFlag(FLAGS_executor_flags);
+  resident_flags.push_back("--sandbox_resident");
+  Executor resident =
+      StartExecutor(executor_binary, root, "resident", resident_flags, &resident_pgid);
+  resident.workspace = "ws-resident";
 
   const std::string bwrap_path = absl::GetFlag(FLAGS_bwrap);
   std::vector<std::string> bwrap_args = {
@@ -256,24 +257,24 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 5; ++i) {  // warm up all of them
     RunTrue(&executor);
     if (variant.stub) RunTrue(&variant);
-    RunTrue(&cold);
+    RunTrue(&resident);
     SpawnAndWait(bwrap_argv);
     SpawnAndWait(true_argv);
   }
-  std::vector<absl::Duration> tool, other, cold_tool, bare, forkexec;
+  std::vector<absl::Duration> tool, other, resident_tool, bare, forkexec;
   for (int i = 0; i < calls; ++i) {
     tool.push_back(RunTrue(&executor));
     if (variant.stub) other.push_back(RunTrue(&variant));
-    cold_tool.push_back(RunTrue(&cold));
+    resident_tool.push_back(RunTrue(&resident));
     bare.push_back(SpawnAndWait(bwrap_argv));
     forkexec.push_back(SpawnAndWait(true_argv));
   }
   StopExecutor(&executor, &executor_pgid);
   StopExecutor(&variant, &variant_pgid);
-  StopExecutor(&cold, &cold_pgid);
+  StopExecutor(&resident, &resident_pgid);
 
   const Figures t = Percentiles(tool), b = Percentiles(bare), f = Percentiles(forkexec);
-  const Figures c = Percentiles(cold_tool);
+  const Figures c = Percentiles(resident_tool);
   std::printf(
       "%d calls of each kind, interleaved, /bin/true; every call of an executor in one "
       "run\n",
@@ -281,8 +282,7 @@ int main(int argc, char** argv) {
   std::printf("%-52s %9s %9s\n", "", "p50 ms", "p99 ms");
   std::printf("%-52s %9.2f %9.2f\n", "run_command (rein-executor over gRPC, default)", t.p50_ms,
               t.p99_ms);
-  std::printf("%-52s %9.2f %9.2f\n", "run_command, --nosandbox_resident (cold)", c.p50_ms,
-              c.p99_ms);
+  std::printf("%-52s %9.2f %9.2f\n", "run_command, --sandbox_resident", c.p50_ms, c.p99_ms);
   if (!other.empty()) {
     const Figures v = Percentiles(other);
     std::printf("%-52s %9.2f %9.2f\n", "run_command, variant executor", v.p50_ms, v.p99_ms);
@@ -292,12 +292,12 @@ int main(int argc, char** argv) {
   std::printf("%-52s %9.2f %9.2f\n", "fork/exec (posix_spawn + waitpid)", f.p50_ms, f.p99_ms);
   std::printf("run_command / bare bwrap: p50 %.2fx; run_command p99 / its p50: %.2fx\n",
               t.p50_ms / b.p50_ms, t.p99_ms / t.p50_ms);
-  std::printf("cold / bare bwrap: p50 %.2fx; cold p99 / its p50: %.2fx\n", c.p50_ms / b.p50_ms,
-              c.p99_ms / c.p50_ms);
+  std::printf("resident / bare bwrap: p50 %.2fx; resident p99 / its p50: %.2fx\n",
+              c.p50_ms / b.p50_ms, c.p99_ms / c.p50_ms);
   std::printf("BENCH\tsandbox.run_command.p50\t%.3f\tms\n", t.p50_ms);
   std::printf("BENCH\tsandbox.run_command.p99\t%.3f\tms\n", t.p99_ms);
-  std::printf("BENCH\tsandbox.run_command_cold.p50\t%.3f\tms\n", c.p50_ms);
-  std::printf("BENCH\tsandbox.run_command_cold.p99\t%.3f\tms\n", c.p99_ms);
+  std::printf("BENCH\tsandbox.run_command_resident.p50\t%.3f\tms\n", c.p50_ms);
+  std::printf("BENCH\tsandbox.run_command_resident.p99\t%.3f\tms\n", c.p99_ms);
   std::printf("BENCH\tsandbox.bwrap.p50\t%.3f\tms\n", b.p50_ms);
   std::printf("BENCH\tsandbox.bwrap.p99\t%.3f\tms\n", b.p99_ms);
   std::printf("BENCH\tsandbox.forkexec.p50\t%.3f\tms\n", f.p50_ms);

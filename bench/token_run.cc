@@ -10,7 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "common/clock.h"
 #include "common/status_macros.h"
-#include "executor_service/tool_registry.h"
+#include "executor_service/tools/tool_registry.h"
 #include "nlohmann/json.hpp"
 #include "planner_service/anthropic_backend.h"
 #include "planner_service/anthropic_client.h"

@@ -10,8 +10,8 @@
 #include "common/metrics.h"
 #include "common/proto_time.h"
 #include "common/status_reason.h"
-#include "executor_service/json_schema.h"
-#include "executor_service/output_buffer.h"
+#include "executor_service/process/output_buffer.h"
+#include "executor_service/tools/json_schema.h"
 
 namespace rein {
 namespace {
@@ -23,6 +23,14 @@ absl::Status FromProto(const google::protobuf::Duration& in, absl::string_view f
   }
   *out = FromProtoDuration(in);
   return absl::OkStatus();
+}
+
+// `status` with its message made valid UTF-8, its reasons kept.
+absl::Status Sanitized(const absl::Status& status) {
+  absl::Status out(status.code(), SanitizeUtf8(status.message()));
+  status.ForEachPayload(
+      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
 }
 
 // Untrusted strings are cut before they go into a log line.
@@ -52,7 +60,7 @@ grpc::Status ExecutorGrpcService::ListTools(grpc::ServerContext* /*context*/,
 grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
                                           const rein::v1::ExecuteRequest* request,
                                           rein::v1::ExecuteResponse* response) {
-  const absl::Time start = absl::Now();
+  const absl::Time start = executor_->options().clock->Now();
   ExecuteCall call;
   call.call_id = request->call_id();
   call.run_id = request->run_id();
@@ -64,10 +72,9 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
   call.deadline = DeadlineOf(*context);
   absl::Status status = FromProto(request->limits().timeout(), "limits.timeout", &call.timeout);
 
-  if (status.ok()) SnapshotIfMutating(call);
   absl::StatusOr<ExecuteOutcome> outcome =
       status.ok() ? executor_->ExecuteOnce(call) : absl::StatusOr<ExecuteOutcome>(status);
-  const absl::Duration elapsed = absl::Now() - start;
+  const absl::Duration elapsed = executor_->options().clock->Now() - start;
   absl::StatusOr<ToolResult> result =
       outcome.ok() ? absl::StatusOr<ToolResult>(outcome->result) : outcome.status();
 
@@ -79,6 +86,7 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
     if (!result->ok) {
       response->mutable_error()->set_code(result->error_code);
       response->mutable_error()->set_message(SanitizeUtf8(result->error_message));
+      response->mutable_error()->set_reason(result->error_reason);
     }
     response->set_exit_code(result->exit_code);
     response->set_timed_out(result->timed_out);
@@ -110,46 +118,19 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
                       {"code", code},
                       {"duration_ms", duration_ms},
                       {"error", ForLog(message)}});
-  if (!result.ok())
-    return ToGrpcStatus(
-        absl::Status(result.status().code(), SanitizeUtf8(result.status().message())));
+  if (!result.ok()) return ToGrpcStatus(Sanitized(result.status()));
   return grpc::Status::OK;
-}
-
-void ExecutorGrpcService::SnapshotIfMutating(const ExecuteCall& call) const {
-  if (history_ == nullptr || history_->retention() <= 0) return;
-  bool mutating = false;
-  for (const ToolSpec& spec : executor_->ListTools()) {
-    if (spec.name == call.tool) mutating = spec.mutating;
-  }
-  if (!mutating) return;
-  const absl::Time start = absl::Now();
-  absl::StatusOr<CopyStats> stats =
-      history_->SnapshotBeforeCall(call.run_id, call.workspace, call.call_id);
-  if (!stats.ok()) {
-    // The call still runs; a fork from before it will be refused (no snapshot).
-    LogWarning("workspace snapshot failed", {{"run_id", ForLog(call.run_id)},
-                                             {"call_id", ForLog(call.call_id)},
-                                             {"error", ForLog(stats.status().ToString())}});
-    return;
-  }
-  Metrics::Global().Add("rein_executor_workspace_snapshots_total", 1);
-  Metrics::Global().Add("rein_executor_workspace_snapshot_bytes_total", stats->bytes);
-  LogInfo("workspace snapshot",
-          {{"run_id", ForLog(call.run_id)},
-           {"call_id", ForLog(call.call_id)},
-           {"files", absl::StrCat(stats->files)},
-           {"bytes", absl::StrCat(stats->bytes)},
-           {"duration_ms", absl::StrCat(absl::ToDoubleMilliseconds(absl::Now() - start))}});
 }
 
 grpc::Status ExecutorGrpcService::CopyWorkspace(grpc::ServerContext* /*context*/,
                                                 const rein::v1::CopyWorkspaceRequest* request,
                                                 rein::v1::CopyWorkspaceResponse* response) {
   if (history_ == nullptr) {
-    return ToGrpcStatus(absl::FailedPreconditionError("this executor copies no workspaces"));
+    return ToGrpcStatus(
+        WithReason(absl::FailedPreconditionError("this executor copies no workspaces"),
+                   reason::kNotSupported));
   }
-  const absl::Time start = absl::Now();
+  const absl::Time start = executor_->options().clock->Now();
   absl::StatusOr<CopyStats> stats = history_->Copy(request->workspace(), request->run_id(),
                                                    request->before_call(), request->target());
   LogInfo("copy workspace", {{"workspace", ForLog(request->workspace())},
@@ -157,13 +138,11 @@ grpc::Status ExecutorGrpcService::CopyWorkspace(grpc::ServerContext* /*context*/
                              {"target", ForLog(request->target())},
                              {"rpc_status", stats.ok() ? "OK" : stats.status().ToString()}});
   if (!stats.ok()) {
-    return ToGrpcStatus(
-        WithReason(absl::Status(stats.status().code(), SanitizeUtf8(stats.status().message())),
-                   ReasonOf(stats.status())));
+    return ToGrpcStatus(Sanitized(stats.status()));
   }
   response->set_files(stats->files);
   response->set_bytes(stats->bytes);
-  *response->mutable_duration() = ToProtoDuration(absl::Now() - start);
+  *response->mutable_duration() = ToProtoDuration(executor_->options().clock->Now() - start);
   response->set_executor_id(executor_->options().executor_id);
   return grpc::Status::OK;
 }
@@ -176,8 +155,7 @@ grpc::Status ExecutorGrpcService::ForgetRun(grpc::ServerContext* /*context*/,
                          {"rpc_status", forgotten.ok() ? "OK" : forgotten.status().ToString()},
                          {"calls", forgotten.ok() ? absl::StrCat(*forgotten) : ""}});
   if (!forgotten.ok()) {
-    return ToGrpcStatus(
-        absl::Status(forgotten.status().code(), SanitizeUtf8(forgotten.status().message())));
+    return ToGrpcStatus(Sanitized(forgotten.status()));
   }
   response->set_calls_forgotten(*forgotten);
   response->set_executor_id(executor_->options().executor_id);
@@ -188,12 +166,14 @@ grpc::Status ExecutorGrpcService::DeleteWorkspace(grpc::ServerContext* /*context
                                                   const rein::v1::DeleteWorkspaceRequest* request,
                                                   rein::v1::DeleteWorkspaceResponse* /*response*/) {
   if (history_ == nullptr) {
-    return ToGrpcStatus(absl::FailedPreconditionError("this executor copies no workspaces"));
+    return ToGrpcStatus(
+        WithReason(absl::FailedPreconditionError("this executor copies no workspaces"),
+                   reason::kNotSupported));
   }
   absl::Status status = history_->Delete(request->workspace());
   LogInfo("delete workspace", {{"workspace", ForLog(request->workspace())},
                                {"rpc_status", status.ok() ? "OK" : status.ToString()}});
-  return ToGrpcStatus(absl::Status(status.code(), SanitizeUtf8(status.message())));
+  return ToGrpcStatus(Sanitized(status));
 }
 
 }  // namespace rein

@@ -3,7 +3,7 @@
 #define REIN_EXECUTOR_SERVICE_EXECUTOR_GRPC_H_
 
 #include "executor_service/tool_executor.h"
-#include "executor_service/workspace_history.h"
+#include "executor_service/workspace/workspace_history.h"
 #include "rein/v1/executor.grpc.pb.h"
 
 namespace rein {
@@ -13,8 +13,9 @@ namespace rein {
 class ExecutorGrpcService final : public rein::v1::Executor::Service {
  public:
   // `executor` and `history` are not owned and must outlive the service. With a history,
-  // every mutating call first snapshots its workspace (WorkspaceHistory::SnapshotBeforeCall)
-  // and CopyWorkspace / DeleteWorkspace are served; without one they are FAILED_PRECONDITION.
+  // CopyWorkspace / DeleteWorkspace are served; without one they are FAILED_PRECONDITION
+  // (reason NOT_SUPPORTED). Snapshots before mutating calls are the executor's
+  // (ExecutorOptions::history).
   explicit ExecutorGrpcService(const ToolExecutor* executor,
                                const WorkspaceHistory* history = nullptr)
       : executor_(executor), history_(history) {}
@@ -33,9 +34,6 @@ class ExecutorGrpcService final : public rein::v1::Executor::Service {
                          rein::v1::ForgetRunResponse* response) override;
 
  private:
-  // Snapshots the call's workspace when its tool is mutating and history is on.
-  void SnapshotIfMutating(const ExecuteCall& call) const;
-
   const ToolExecutor* executor_;
   const WorkspaceHistory* history_;
 };

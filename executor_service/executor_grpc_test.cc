@@ -6,6 +6,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "common/status_reason.h"
 #include "executor_service/testing/temp_workspace.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -250,6 +252,26 @@ TEST_F(ExecutorGrpcServiceTest, MalformedRequestsLeaveTheServiceAnswering) {
   rein::v1::ListToolsResponse tools_response;
   ASSERT_TRUE(stub_->ListTools(&context, rein::v1::ListToolsRequest(), &tools_response).ok());
   EXPECT_EQ(tools_response.tools_size(), 6);
+}
+
+TEST_F(ExecutorGrpcServiceTest, MissingWorkspaceAndUnsupportedCopyCarryReasons) {
+  rein::v1::ExecuteRequest request = Request("read_file", R"({"path": "hello.txt"})");
+  request.set_workspace("no_such_workspace");
+  rein::v1::ExecuteResponse response;
+  ASSERT_TRUE(Execute(request, &response).ok());
+  EXPECT_FALSE(response.ok());
+  EXPECT_EQ(response.error().code(), "NOT_FOUND");
+  EXPECT_EQ(response.error().reason(), reason::kWorkspaceNotFound);
+
+  // This service has no workspace history: CopyWorkspace is not supported.
+  grpc::ClientContext context;
+  rein::v1::CopyWorkspaceRequest copy;
+  copy.set_workspace(TempWorkspace::kName);
+  copy.set_target("copy");
+  rein::v1::CopyWorkspaceResponse copied;
+  const absl::Status status = FromGrpcStatus(stub_->CopyWorkspace(&context, copy, &copied));
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ReasonOf(status), reason::kNotSupported);
 }
 
 }  // namespace

@@ -21,9 +21,9 @@
 #include "common/server.h"
 #include "common/tls.h"
 #include "executor_service/executor_grpc.h"
-#include "executor_service/sandbox_mode.h"
+#include "executor_service/sandbox/sandbox_mode.h"
 #include "executor_service/tool_executor.h"
-#include "executor_service/workspace_history.h"
+#include "executor_service/workspace/workspace_history.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50053", "HOST:PORT to serve gRPC on");
 ABSL_FLAG(int, metrics_port, 0, "Port of the Prometheus /metrics endpoint on 127.0.0.1; 0 = off");
@@ -50,12 +50,18 @@ ABSL_FLAG(std::string, sandbox_cgroup, "",
 ABSL_FLAG(bool, sandbox_prefork, true,
           "Fork each pooled per-command cgroup's process ahead of time, already inside it, so "
           "that a command does not wait for the kernel to move it there");
-ABSL_FLAG(bool, sandbox_resident, true,
-          "Resident sandboxes (executor_service/SANDBOX.md): the commands of one run start "
-          "inside one sandbox set up by its first command, each as a fresh process that is "
-          "killed with everything it started before the reply; never shared between runs. "
-          "Without rein-sandbox-init next to the executor (and no --sandbox_init), every "
-          "command gets a sandbox of its own, with a warning");
+// The resident sandbox is a performance mode, off by default: by default every command gets a
+// fresh bubblewrap sandbox (fresh namespaces), an isolation that holds by construction; a
+// resident sandbox instead cleans up after each command of a run from an enumerated list of
+// what a command may change (executor_service/SANDBOX.md, "Resident sandbox").
+ABSL_FLAG(bool, sandbox_resident, false,
+          "Performance mode, off by default (executor_service/SANDBOX.md, \"Resident "
+          "sandbox\"): the commands of one run start inside one sandbox set up by its first "
+          "command, each as a fresh process that is killed with everything it started before "
+          "the reply; never shared between runs. Weaker isolation between a run's commands "
+          "than the default fresh sandbox per command. Without rein-sandbox-init next to the "
+          "executor (and no --sandbox_init), every command gets a sandbox of its own, with a "
+          "warning");
 ABSL_FLAG(std::string, sandbox_init, "",
           "rein-sandbox-init, pid 1 of a resident sandbox; default: next to this executable "
           "(given, it must be an executable)");
@@ -74,7 +80,7 @@ ABSL_FLAG(std::string, tools_dir, "",
           "a bad file refuses start");
 ABSL_FLAG(int64_t, sandbox_max_processes, 512,
           "Processes per command: pids.max of its cgroup, and RLIMIT_NPROC");
-// The call journal (executor_service/call_journal.h) under --workspace_root.
+// The call journal (executor_service/journal/call_journal.h) under --workspace_root.
 ABSL_FLAG(absl::Duration, journal_retention, absl::Hours(24 * 7),
           "How long the call journal keeps a run's records when the router never said the run "
           "ended (ForgetRun); at least 2h, longer than any call may run");
@@ -274,14 +280,16 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_metrics_listen), absl::GetFlag(FLAGS_metrics_port));
   if (!metrics_listen.ok()) Die(std::string(metrics_listen.status().message()));
 
-  absl::StatusOr<std::unique_ptr<rein::ToolExecutor>> executor =
-      rein::ToolExecutor::Create(options);
-  if (!executor.ok()) Die(std::string(executor.status().message()));
   const int history_retention = absl::GetFlag(FLAGS_workspace_history);
   if (history_retention < 0 || history_retention > 100000) {
     Die(absl::StrCat("--workspace_history must be 0..100000, got ", history_retention));
   }
   rein::WorkspaceHistory history(options.workspace_root, history_retention);
+  options.history = &history;
+  options.clock = rein::RealClock();  // the one real clock; tests hand the executor a fake
+  absl::StatusOr<std::unique_ptr<rein::ToolExecutor>> executor =
+      rein::ToolExecutor::Create(options);
+  if (!executor.ok()) Die(std::string(executor.status().message()));
   rein::ExecutorGrpcService service(executor->get(), &history);
   // The sandbox state, for health checks and dashboards (grpc.health.v1 has no details).
   const rein::Sandbox::State state = (*executor)->sandbox().state();

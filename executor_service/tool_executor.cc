@@ -8,10 +8,12 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "executor_service/declared_tool.h"
-#include "executor_service/json_schema.h"
-#include "executor_service/mcp/mcp_config.h"
-#include "executor_service/mcp/mcp_tool.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "executor_service/tools/declared_tool.h"
+#include "executor_service/tools/json_schema.h"
+#include "executor_service/tools/mcp/mcp_config.h"
+#include "executor_service/tools/mcp/mcp_tool.h"
 
 namespace rein {
 namespace {
@@ -26,6 +28,9 @@ absl::Status CheckId(absl::string_view value, absl::string_view field, bool requ
   }
   return absl::OkStatus();
 }
+
+// Untrusted strings are cut before they go into a log line.
+std::string ForLog(const std::string& s) { return s.size() > 256 ? s.substr(0, 256) : s; }
 
 // A call that failed before or instead of running (a normal reply with ok=false).
 ExecuteOutcome FailedOutcome(const absl::Status& status) {
@@ -51,6 +56,7 @@ absl::StatusOr<std::unique_ptr<ToolExecutor>> ToolExecutor::Create(const Executo
   CallJournalOptions journal_options = options.journal;
   journal_options.workspace_root = options.workspace_root;
   journal_options.executor_id = options.executor_id;
+  journal_options.clock = options.clock;
   absl::StatusOr<std::unique_ptr<CallJournal>> journal = CallJournal::Open(journal_options);
   if (!journal.ok()) return journal.status();
   if (!options.mcp_config.empty()) {
@@ -105,7 +111,7 @@ absl::StatusOr<int> ToolExecutor::ForgetRun(const std::string& run_id) const {
 }
 
 absl::StatusOr<ExecuteOutcome> ToolExecutor::Run(const ExecuteCall& call, bool journaled) const {
-  const absl::Time start = absl::Now();
+  const absl::Time start = options_.clock->Now();
   absl::Status status = CheckId(call.call_id, "call_id", /*required=*/true);
   if (status.ok()) status = CheckId(call.run_id, "run_id", /*required=*/false);
   if (!status.ok()) return status;
@@ -188,6 +194,8 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::Run(const ExecuteCall& call, bool j
       }
     }
   }
+  // After the claim: a call answered from the journal, or running elsewhere, takes none.
+  if (spec.mutating) SnapshotBeforeCall(call);
   absl::StatusOr<ExecuteOutcome> outcome = RunClaimed(call, *tool, std::move(full_args));
   if (journal_call) {
     if (!outcome.ok()) {
@@ -196,12 +204,36 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::Run(const ExecuteCall& call, bool j
       JournalReply reply;
       reply.result = outcome->result;
       reply.executor_id = options_.executor_id;
-      reply.duration = absl::Now() - start;
+      reply.duration = options_.clock->Now() - start;
       // When the reply cannot be recorded, a repeat of this call is answered "unknown".
       (void)journal_->Finish(journal_key, reply);
     }
   }
   return outcome;
+}
+
+void ToolExecutor::SnapshotBeforeCall(const ExecuteCall& call) const {
+  const WorkspaceHistory* history = options_.history;
+  if (history == nullptr || history->retention() <= 0) return;
+  const absl::Time start = options_.clock->Now();
+  absl::StatusOr<CopyStats> stats =
+      history->SnapshotBeforeCall(call.run_id, call.workspace, call.call_id);
+  if (!stats.ok()) {
+    // The call still runs; a fork from before it will be refused (no snapshot).
+    LogWarning("workspace snapshot failed", {{"run_id", ForLog(call.run_id)},
+                                             {"call_id", ForLog(call.call_id)},
+                                             {"error", ForLog(stats.status().ToString())}});
+    return;
+  }
+  Metrics::Global().Add("rein_executor_workspace_snapshots_total", 1);
+  Metrics::Global().Add("rein_executor_workspace_snapshot_bytes_total", stats->bytes);
+  LogInfo(
+      "workspace snapshot",
+      {{"run_id", ForLog(call.run_id)},
+       {"call_id", ForLog(call.call_id)},
+       {"files", absl::StrCat(stats->files)},
+       {"bytes", absl::StrCat(stats->bytes)},
+       {"duration_ms", absl::StrCat(absl::ToDoubleMilliseconds(options_.clock->Now() - start))}});
 }
 
 absl::StatusOr<ExecuteOutcome> ToolExecutor::RunClaimed(const ExecuteCall& call, const Tool& tool,
@@ -223,7 +255,7 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::RunClaimed(const ExecuteCall& call,
   context.run_id = call.run_id;
   const absl::Duration timeout = std::min(
       call.timeout > absl::ZeroDuration() ? call.timeout : spec.default_timeout, kMaxToolTimeout);
-  context.deadline = std::min(absl::Now() + timeout, call.deadline);
+  context.deadline = std::min(options_.clock->Now() + timeout, call.deadline);
   context.max_output_bytes =
       call.max_output_bytes == 0
           ? kDefaultMaxOutputBytes

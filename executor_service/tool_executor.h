@@ -10,11 +10,13 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "executor_service/call_journal.h"
-#include "executor_service/sandbox.h"
-#include "executor_service/tool.h"
-#include "executor_service/tool_registry.h"
-#include "executor_service/workspace.h"
+#include "common/clock.h"
+#include "executor_service/journal/call_journal.h"
+#include "executor_service/sandbox/sandbox.h"
+#include "executor_service/tools/tool.h"
+#include "executor_service/tools/tool_registry.h"
+#include "executor_service/workspace/workspace.h"
+#include "executor_service/workspace/workspace_history.h"
 
 namespace rein {
 
@@ -28,6 +30,11 @@ struct ExecutorOptions {
   // executor_id are filled from the fields above.
   CallJournalOptions journal;
   std::string mcp_config;  // --mcp_config: a JSON file of MCP servers ("" = none)
+  // Times the calls and the journal (journal.clock is set from it). Not owned; never null.
+  Clock* clock = RealClock();
+  // Not owned; null = no snapshots. With one, a mutating call that is about to run (after its
+  // journal claim) first snapshots its workspace (WorkspaceHistory::SnapshotBeforeCall).
+  const WorkspaceHistory* history = nullptr;
 };
 
 // The note every reply of a mutating tool carries when the executor runs unsandboxed.
@@ -119,6 +126,8 @@ class ToolExecutor {
  private:
   // Execute's checks, then (when `journaled`) the journal, then RunClaimed.
   absl::StatusOr<ExecuteOutcome> Run(const ExecuteCall& call, bool journaled) const;
+  // Snapshots the workspace of a mutating call about to run, when there is a history.
+  void SnapshotBeforeCall(const ExecuteCall& call) const;
   // Runs a checked call: admission, workspace, the tool within its limits.
   absl::StatusOr<ExecuteOutcome> RunClaimed(const ExecuteCall& call, const Tool& tool,
                                             nlohmann::json full_args) const;

@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -12,8 +13,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "executor_service/sandbox_mode.h"
+#include "common/status_reason.h"
+#include "executor_service/sandbox/sandbox_mode.h"
 #include "executor_service/testing/temp_workspace.h"
+#include "executor_service/workspace/workspace_history.h"
 #include "gtest/gtest.h"
 
 namespace rein {
@@ -181,6 +184,49 @@ TEST_F(ToolExecutorTest, MissingWorkspaceIsNotFoundToolError) {
   EXPECT_EQ(result->error_code, "NOT_FOUND");
   EXPECT_EQ(result->error_message,
             "workspace \"no_such_workspace\" does not exist or is not a directory");
+  EXPECT_EQ(result->error_reason, reason::kWorkspaceNotFound);
+}
+
+TEST(ToolExecutorSnapshotTest, AMutatingCallIsSnapshottedAfterItsClaimAndOnlyThen) {
+  TempWorkspace temp;
+  temp.WriteFile("a.txt", "before");
+  WorkspaceHistory history(temp.root(), /*retention=*/4);
+  ExecutorOptions options;
+  options.workspace_root = temp.root();
+  options.executor_id = "exec-1";
+  options.history = &history;
+  absl::StatusOr<std::unique_ptr<ToolExecutor>> executor = ToolExecutor::Create(options);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  if ((*executor)->sandbox().state() != Sandbox::State::kBwrap) {
+    GTEST_SKIP() << "no sandbox here: " << (*executor)->SandboxDescription();
+  }
+  const std::string runs = absl::StrCat(temp.root(), "/", kWorkspaceHistoryDir, "/runs/run-1/");
+  ExecuteCall call;
+  call.call_id = "run-1-1";
+  call.run_id = "run-1";
+  call.workspace = TempWorkspace::kName;
+  call.tool = "write_file";
+  // Refused before any claim: no snapshot.
+  call.args_json = R"({"path": "a.txt"})";
+  absl::StatusOr<ExecuteOutcome> refused = (*executor)->ExecuteOnce(call);
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_EQ(refused->result.error_code, "INVALID_ARGUMENT");
+  struct stat st;
+  EXPECT_NE(stat((runs + "run-1-1").c_str(), &st), 0);
+  // Claimed and run: the workspace as it was before the call.
+  call.call_id = "run-1-2";
+  call.args_json = R"({"path": "a.txt", "content": "after"})";
+  absl::StatusOr<ExecuteOutcome> ran = (*executor)->ExecuteOnce(call);
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  ASSERT_TRUE(ran->result.ok) << ran->result.error_message;
+  std::ifstream snapshot(runs + "run-1-2/a.txt");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(snapshot), {}), "before");
+  // Answered from the journal: nothing runs, so no snapshot is taken again.
+  ASSERT_EQ(std::system(absl::StrCat("rm -rf '", runs, "run-1-2'").c_str()), 0);
+  absl::StatusOr<ExecuteOutcome> again = (*executor)->ExecuteOnce(call);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->replayed);
+  EXPECT_NE(stat((runs + "run-1-2").c_str(), &st), 0);
 }
 
 TEST_F(ToolExecutorTest, DefaultOutputCapIsOneMebibyteAndTheHardCapEight) {

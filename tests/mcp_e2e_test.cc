@@ -64,7 +64,7 @@ class McpEndToEndTest : public ::testing::Test {
     mkdir(ws_.c_str(), 0777);
     chmod(ws_.c_str(), 0777);  // the sandbox's uid writes here
     const std::string server =
-        RealPath(RunfilePath("executor_service/mcp/testing/fake_mcp_server.js"));
+        RealPath(RunfilePath("executor_service/tools/mcp/testing/fake_mcp_server.js"));
     const std::string config = dir_ + "/mcp.json";
     std::ofstream(config) << absl::StrCat(
         R"({"servers": [{"name": "fake", "transport": "stdio", "command": ["node", ")", server,

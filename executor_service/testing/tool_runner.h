@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "executor_service/testing/temp_workspace.h"
-#include "executor_service/tool.h"
+#include "executor_service/tools/tool.h"
 
 namespace rein::testing {
 

@@ -1,0 +1,236 @@
+// MCP servers' tools as executor tools.
+#include "executor_service/tools/mcp/mcp_tool.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "executor_service/tools/json_schema.h"
+
+namespace rein {
+namespace {
+
+// A reply may be this much larger than the output cap (JSON escaping, other fields) before
+// it is dropped unread.
+constexpr size_t kMessageOverhead = 64 << 10;
+
+size_t MaxMessageBytes(size_t max_output_bytes) { return 2 * max_output_bytes + kMessageOverhead; }
+
+bool ValidToolName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+std::string Describe(const std::string& server, const std::string& description) {
+  return absl::StrCat("[MCP server ", server, "] ", description);
+}
+
+}  // namespace
+
+std::string McpToolName(const std::string& server, const std::string& tool) {
+  const std::string full = absl::StrCat(server, "__", tool);
+  if (ValidToolName(full)) return full;
+  std::string name;
+  for (char c : full) {
+    name.push_back(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_');
+  }
+  name = name.substr(0, 55);
+  // SchemaHash is "sha256:<hex>"; its first 8 hex digits tell apart names cut alike.
+  absl::StrAppend(&name, "_", SchemaHash(nlohmann::json(full)).substr(7, 8));
+  return name;
+}
+
+McpTool::McpTool(std::shared_ptr<const McpServer> server, const McpToolInfo& info)
+    : server_(std::move(server)), remote_name_(info.name) {
+  const McpServerConfig& config = server_->config();
+  spec_.name = McpToolName(config.name, info.name);
+  // What the server says about its tools is shown to models and people: no secret in it.
+  spec_.description = RedactSecrets(config, Describe(config.name, info.description));
+  spec_.input_schema = info.input_schema;
+  const std::string schema_text = info.input_schema.dump();
+  const std::string redacted = RedactSecrets(config, schema_text);
+  if (redacted != schema_text) spec_.input_schema = nlohmann::json::parse(redacted, nullptr, false);
+  auto override_it = config.mutating.find(info.name);
+  spec_.mutating =
+      override_it != config.mutating.end() ? override_it->second : !info.read_only_hint;
+  spec_.default_timeout = config.timeout;
+  spec_.spawns_process = config.transport == McpServerConfig::Transport::kStdio;
+  spec_.origin = absl::StrCat("mcp:", config.name);
+  registered_hash_ = SchemaHash(info.input_schema);
+}
+
+ToolResult McpTool::Execute(const ToolContext& context, const nlohmann::json& args) const {
+  const McpServerConfig& config = server_->config();
+  const absl::Time start = absl::Now();
+  auto redact = [&](std::string text) { return RedactSecrets(config, std::move(text)); };
+  auto failure = [&](const std::string& code, const std::string& message) {
+    return ToolResult::Failure(code, redact(absl::StrCat(spec_.name, ": ", message)));
+  };
+  absl::StatusOr<std::unique_ptr<McpSession>> session = server_->Open(
+      *context.workspace, context.deadline, MaxMessageBytes(context.max_output_bytes));
+  if (!session.ok()) {
+    if (absl::IsDeadlineExceeded(session.status())) {
+      ToolResult result = failure("TIMEOUT", std::string(session.status().message()));
+      result.timed_out = true;
+      return result;
+    }
+    return failure(absl::StatusCodeToString(session.status().code()),
+                   std::string(session.status().message()));
+  }
+  McpClient& client = (*session)->client();
+  auto gone = [&](const absl::Status& status) {
+    const std::string why = (*session)->Close();
+    return failure(absl::IsResourceExhausted(status) ? "OUTPUT_TOO_LARGE" : "UNAVAILABLE",
+                   absl::StrCat(status.message(), why.empty() ? "" : " (the server ended: ", why,
+                                why.empty() ? "" : ")"));
+  };
+
+  // The tool set is pinned: a schema that changed since the executor listed it is refused.
+  absl::StatusOr<std::vector<McpToolInfo>> listed = client.ListTools(context.deadline);
+  if (!listed.ok()) {
+    if (absl::IsDeadlineExceeded(listed.status())) {
+      (*session)->Close();
+      ToolResult result = failure("TIMEOUT", std::string(listed.status().message()));
+      result.timed_out = true;
+      return result;
+    }
+    return gone(listed.status());
+  }
+  auto current = std::find_if(listed->begin(), listed->end(),
+                              [&](const McpToolInfo& t) { return t.name == remote_name_; });
+  if (current == listed->end()) {
+    (*session)->Close();
+    return failure("FAILED_PRECONDITION",
+                   absl::StrCat("MCP server \"", config.name, "\" no longer offers tool \"",
+                                remote_name_, "\""));
+  }
+  if (SchemaHash(current->input_schema) != registered_hash_) {
+    (*session)->Close();
+    return failure("FAILED_PRECONDITION",
+                   absl::StrCat("the schema of tool ", spec_.name,
+                                " changed since the executor listed it; restart the executor "
+                                "and start a new run to use the new schema"));
+  }
+
+  absl::StatusOr<McpCallResult> called =
+      client.CallTool(remote_name_, args, context.deadline, context.max_output_bytes);
+  if (!called.ok()) {
+    if (absl::IsDeadlineExceeded(called.status())) {
+      (*session)->Close();  // kills the server's sandbox: nothing of it outlives the call
+      ToolResult result = failure(
+          "TIMEOUT", absl::StrCat("timed out after ",
+                                  absl::FormatDuration(
+                                      absl::Seconds(absl::ToInt64Seconds(absl::Now() - start))),
+                                  "; notifications/cancelled was sent and the server stopped"));
+      result.timed_out = true;
+      return result;
+    }
+    if (absl::IsUnknown(called.status())) {  // the server's JSON-RPC error
+      (*session)->Close();
+      return failure("MCP_ERROR", std::string(called.status().message()));
+    }
+    if (absl::IsInternal(called.status())) {
+      (*session)->Close();
+      return failure("MCP_PROTOCOL_ERROR", std::string(called.status().message()));
+    }
+    ToolResult result = gone(called.status());
+    result.truncated = absl::IsResourceExhausted(called.status());
+    // The server went away after it got the call: a mutating one may have taken effect.
+    result.outcome_unknown = spec_.mutating && absl::IsUnavailable(called.status());
+    if (result.outcome_unknown) {
+      result.error_message =
+          absl::StrCat(result.error_message, "; the call is mutating and may have taken effect");
+    }
+    return result;
+  }
+  (*session)->Close();
+  ToolResult result;
+  result.ok = !called->is_error;
+  result.output = redact(std::move(called->text));
+  result.truncated = called->truncated;
+  if (!called->structured.is_null()) {
+    result.structured_content_json = redact(called->structured.dump());
+  }
+  if (result.truncated) {
+    if (!result.output.empty() && result.output.back() != '\n') result.output.push_back('\n');
+    absl::StrAppend(&result.output, "[output truncated at ", context.max_output_bytes, " bytes]\n");
+  }
+  if (called->is_error) {
+    result.error_code = "TOOL_ERROR";
+    result.error_message =
+        absl::StrCat(spec_.name, ": the tool reported an error (isError); see the output");
+  }
+  return result;
+}
+
+absl::Status RegisterMcpTools(const McpConfig& config, const Sandbox* sandbox,
+                              ToolRegistry* registry) {
+  if (config.servers.empty()) return absl::OkStatus();
+  // An empty scratch workspace for listing: nothing of a real workspace is exposed.
+  std::string scratch = (std::filesystem::temp_directory_path() / "rein-mcp-list-XXXXXX").string();
+  if (mkdtemp(scratch.data()) == nullptr) return absl::InternalError("mkdtemp failed");
+  chmod(scratch.c_str(), 0777);  // the sandbox's uid may write there
+  absl::Status status = absl::OkStatus();
+  {
+    UniqueFd dir(open(scratch.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    Workspace workspace("mcp-list", std::move(dir));
+    for (const McpServerConfig& server_config : config.servers) {
+      auto server = std::make_shared<const McpServer>(server_config, sandbox);
+      const absl::Time deadline = absl::Now() + server_config.startup_timeout;
+      absl::StatusOr<std::unique_ptr<McpSession>> session =
+          server->Open(workspace, deadline, MaxMessageBytes(kHardMaxOutputBytes));
+      if (!session.ok()) {
+        status = session.status();
+        break;
+      }
+      absl::StatusOr<std::vector<McpToolInfo>> tools = (*session)->client().ListTools(deadline);
+      const std::string why = (*session)->Close();
+      if (!tools.ok()) {
+        status = absl::Status(
+            tools.status().code(),
+            RedactSecrets(
+                server_config,
+                absl::StrCat("MCP server \"", server_config.name, "\": ", tools.status().message(),
+                             why.empty() ? "" : " (", why, why.empty() ? "" : ")")));
+        break;
+      }
+      int added = 0;
+      for (const McpToolInfo& info : *tools) {
+        const std::string unsupported = UnsupportedSchemaFeature(info.input_schema);
+        if (!unsupported.empty()) {
+          LogWarning("mcp tool refused", {{"server", server_config.name},
+                                          {"tool", info.name.substr(0, 128)},
+                                          {"reason", unsupported.substr(0, 256)}});
+          continue;
+        }
+        status = registry->Add(std::make_unique<McpTool>(server, info));
+        if (!status.ok()) {
+          status = absl::Status(status.code(), absl::StrCat("MCP server \"", server_config.name,
+                                                            "\": ", status.message()));
+          break;
+        }
+        ++added;
+      }
+      if (!status.ok()) break;
+      LogInfo("mcp server listed", {{"server", server_config.name},
+                                    {"protocol", (*session)->client().protocol_version()},
+                                    {"tools", absl::StrCat(added)}});
+    }
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(scratch, ignored);
+  return status;
+}
+
+}  // namespace rein
