@@ -1,7 +1,12 @@
 // MCP tools end to end: the three real services, the executor under bubblewrap with
 // --mcp_config, the scripted planner calling a read-only and a mutating MCP tool.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <map>
@@ -10,7 +15,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "rein/v1/executor.grpc.pb.h"
 #include "tests/cluster.h"
 
 namespace rein::testing {
@@ -69,7 +76,7 @@ class McpEndToEndTest : public ::testing::Test {
     std::ofstream(config) << absl::StrCat(
         R"({"servers": [{"name": "fake", "transport": "stdio", "command": ["node", ")", server,
         R"("], "read_only_paths": [")", server.substr(0, server.rfind('/')),
-        R"("], "tools": {"crash": {"mutating": true}}}]})");
+        R"("], "trust_read_only_hint": true, "tools": {"crash": {"mutating": true}}}]})");
     Cluster::Options options;
     options.dir = dir_;
     const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
@@ -209,6 +216,108 @@ TEST_F(McpEndToEndTest, ServerDyingDuringAMutatingCallPausesForRecovery) {
   ASSERT_EQ(paused->state().stage(), rein::v1::PAUSED) << cluster_->Logs();
   EXPECT_EQ(paused->state().pause().reason(), rein::v1::RECOVERY) << paused->DebugString();
   EXPECT_EQ(paused->state().pause().pending_call().tool(), "fake__crash");
+}
+
+// VmRSS of process `pid` in KiB (-1 when it is gone).
+int64_t RssKiB(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, "VmRSS:")) return std::stoll(line.substr(6));
+  }
+  return -1;
+}
+
+// The real rein-executor against the hostile MCP server (executor_service/tools/mcp/testing/
+// hostile_mcp_server.js) over stdio in bubblewrap and over streamable HTTP: each attack is a
+// failed call naming its bound; the executor stays up, its memory bounded, and serves on.
+TEST(McpHostileEndToEndTest, HostileRepliesAreRefusedAndTheExecutorStaysUpAndSmall) {
+  const std::string dir = absl::StrCat(getenv("TEST_TMPDIR"), "/hostile");
+  mkdir(dir.c_str(), 0755);
+  mkdir((dir + "/workspaces").c_str(), 0755);
+  mkdir((dir + "/workspaces/repo").c_str(), 0777);
+  chmod((dir + "/workspaces/repo").c_str(), 0777);
+  const std::string server =
+      RealPath(RunfilePath("executor_service/tools/mcp/testing/hostile_mcp_server.js"));
+  const int port = FreePort();
+  Process http("hostile-http", {"/usr/bin/env", "node", server, absl::StrCat("--http=", port)},
+               dir + "/hostile-http.log");
+  ASSERT_TRUE(http.Start());
+  bool up = false;
+  for (int i = 0; i < 150 && !up; ++i) {
+    sockaddr_in address = {};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    const int s = socket(AF_INET, SOCK_STREAM, 0);
+    up = connect(s, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    close(s);
+    if (!up) absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_TRUE(up) << ReadFile(dir + "/hostile-http.log");
+  const std::string config = dir + "/mcp.json";
+  std::ofstream(config) << absl::StrCat(
+      R"({"servers": [{"name": "hostile", "transport": "stdio", "command": ["node", ")", server,
+      R"("], "read_only_paths": [")", server.substr(0, server.rfind('/')), R"("]},)",
+      R"({"name": "web", "transport": "http", "url": "http://127.0.0.1:)", port,
+      R"(/mcp", "timeout_seconds": 20, "startup_timeout_seconds": 20}]})");
+  Cluster::Options options;
+  options.dir = dir;
+  options.script_json = kScript;
+  options.executor_flags = {"--sandbox=bwrap", "--mcp_config=" + config};
+  Cluster cluster(options);
+  ASSERT_TRUE(cluster.Start()) << cluster.Logs();
+  auto executor = rein::v1::Executor::NewStub(
+      grpc::CreateChannel(cluster.executor_target(), grpc::InsecureChannelCredentials()));
+  int calls = 0;
+  auto call = [&](const std::string& tool) {
+    rein::v1::ExecuteRequest request;
+    request.set_call_id(absl::StrCat("hostile-", ++calls));
+    request.set_run_id("hostile-run");
+    request.set_workspace("repo");
+    request.set_tool(tool);
+    request.set_args_json("{}");
+    rein::v1::ExecuteResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    const grpc::Status status = executor->Execute(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << tool << ": " << status.error_message() << cluster.Logs();
+    return response;
+  };
+  auto refused = [&](const std::string& tool, const std::string& code, const std::string& bound) {
+    rein::v1::ExecuteResponse response = call(tool);
+    EXPECT_FALSE(response.ok()) << tool;
+    EXPECT_EQ(response.error().code(), code) << tool << ": " << response.error().message();
+    EXPECT_TRUE(absl::StrContains(response.error().message(), bound))
+        << tool << ": " << response.error().message();
+  };
+
+  rein::v1::ListToolsResponse tools;
+  grpc::ClientContext list_context;
+  ASSERT_TRUE(executor->ListTools(&list_context, rein::v1::ListToolsRequest(), &tools).ok());
+  bool peek_listed = false;
+  for (const rein::v1::ToolSpec& tool : tools.tools()) {
+    if (tool.name() != "hostile__peek") continue;
+    peek_listed = true;
+    EXPECT_TRUE(tool.mutating());  // its readOnlyHint is shown, not trusted
+  }
+  EXPECT_TRUE(peek_listed);
+
+  const pid_t pid = cluster.executor(0)->pid();
+  const int64_t before = RssKiB(pid);
+  refused("web__flood", "OUTPUT_TOO_LARGE", "(the cap per request); disconnected");
+  refused("web__deep_reply", "MCP_PROTOCOL_ERROR", "nested deeper than 64 levels");
+  refused("hostile__deep_reply", "MCP_PROTOCOL_ERROR", "nested deeper than 64 levels");
+  refused("hostile__huge", "OUTPUT_TOO_LARGE", "the cap is");
+  refused("hostile__flood", "OUTPUT_TOO_LARGE", "messages without answering");
+  const int64_t after = RssKiB(pid);
+  ASSERT_GT(after, 0) << "the executor died" << cluster.Logs();
+  EXPECT_LT(after - before, 64 << 10) << "VmRSS " << before << " -> " << after << " KiB";
+  rein::v1::ExecuteResponse peek = call("hostile__peek");
+  EXPECT_TRUE(peek.ok()) << peek.error().message();
+  EXPECT_EQ(peek.output(), "peeked");
+  http.Kill(SIGKILL);
+  http.Wait(absl::Seconds(5));
 }
 
 }  // namespace

@@ -232,10 +232,11 @@ absl::Status Validate(const json& schema, const json& value, const std::string& 
 
 }  // namespace
 
-absl::StatusOr<nlohmann::json> ParseUntrustedJson(absl::string_view text, absl::string_view field) {
-  if (text.size() > kMaxArgsJsonBytes) {
+absl::StatusOr<nlohmann::json> ParseUntrustedJson(absl::string_view text, absl::string_view field,
+                                                  JsonLimits limits) {
+  if (text.size() > limits.max_bytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat(field, ": must be at most ", kMaxArgsJsonBytes, " bytes, got ", text.size()));
+        absl::StrCat(field, ": must be at most ", limits.max_bytes, " bytes, got ", text.size()));
   }
   // Bound the nesting before parsing (strings are skipped, escapes honoured).
   int depth = 0;
@@ -251,9 +252,9 @@ absl::StatusOr<nlohmann::json> ParseUntrustedJson(absl::string_view text, absl::
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      if (++depth > kMaxArgsJsonDepth) {
+      if (++depth > limits.max_depth) {
         return absl::InvalidArgumentError(
-            absl::StrCat(field, ": nested deeper than ", kMaxArgsJsonDepth, " levels"));
+            absl::StrCat(field, ": nested deeper than ", limits.max_depth, " levels"));
       }
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;

@@ -15,10 +15,22 @@ namespace rein {
 inline constexpr size_t kMaxArgsJsonBytes = 1 << 20;
 inline constexpr int kMaxArgsJsonDepth = 64;
 
-// Parses untrusted JSON text. INVALID_ARGUMENT naming `field` when it is longer than
-// kMaxArgsJsonBytes, nested deeper than kMaxArgsJsonDepth, or not valid JSON.
+// The bounds of one untrusted JSON text: its length in bytes and its nesting (arrays and
+// objects within each other).
+struct JsonLimits {
+  size_t max_bytes = kMaxArgsJsonBytes;
+  int max_depth = kMaxArgsJsonDepth;
+};
+
+// Parses untrusted JSON text: the one parser for every JSON the executor reads from outside
+// (tool arguments, MCP servers' messages). The nesting is counted before anything is parsed,
+// so no deep text reaches a recursive parser, copy or dump. INVALID_ARGUMENT naming `field`
+// and the bound when the text is longer than `limits.max_bytes` ("<field>: must be at most N
+// bytes, got M"), nested deeper than `limits.max_depth` ("<field>: nested deeper than 64
+// levels"), or not valid JSON ("<field>: not valid JSON: ...").
 absl::StatusOr<nlohmann::json> ParseUntrustedJson(absl::string_view text,
-                                                  absl::string_view field = "args_json");
+                                                  absl::string_view field = "args_json",
+                                                  JsonLimits limits = {});
 
 // Validates `value` against `schema`. Supported keywords: type (object, string, integer,
 // number, boolean, array, null), required, properties, additionalProperties (false or a

@@ -134,6 +134,15 @@ TEST(ParseUntrustedJsonTest, DeepNestingIsRefusedBeforeParsing) {
   EXPECT_TRUE(ParseUntrustedJson("{\"a\": \"" + std::string(1000, '[') + "\\\"\"}").ok());
 }
 
+TEST(ParseUntrustedJsonTest, LimitsAreTheCallersAndNamed) {
+  const JsonLimits limits = {/*max_bytes=*/16, /*max_depth=*/2};
+  EXPECT_TRUE(ParseUntrustedJson("[[1]]", "reply", limits).ok());
+  EXPECT_EQ(ParseUntrustedJson("[[[1]]]", "reply", limits).status().message(),
+            "reply: nested deeper than 2 levels");
+  EXPECT_EQ(ParseUntrustedJson("\"0123456789abcdef\"", "reply", limits).status().message(),
+            "reply: must be at most 16 bytes, got 18");
+}
+
 TEST(ParseUntrustedJsonTest, HugeTextIsRefused) {
   std::string huge = "\"" + std::string(kMaxArgsJsonBytes, 'a') + "\"";
   EXPECT_EQ(ParseUntrustedJson(huge).status().code(), absl::StatusCode::kInvalidArgument);

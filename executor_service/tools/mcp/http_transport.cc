@@ -17,6 +17,7 @@ namespace rein {
 
 struct HttpTransport::Response {
   size_t cap = 0;
+  size_t max_queued_bytes = 0;
   std::string content_type;
   std::string session_id;
   std::deque<absl::StatusOr<std::string>>* queue = nullptr;
@@ -29,13 +30,35 @@ struct HttpTransport::Response {
   bool event_too_large = false;
   bool sse = false;
   bool saw_reply = false;  // a message with an id and no method: the POST's answer is in
+  // What this response queued; past a bound the transfer stops and `overflow` names it.
+  int queued = 0;
+  size_t queued_bytes = 0;
+  std::string overflow;
 
+  // False (and `overflow` set) when one more message of `bytes` would pass a bound.
+  bool Room(size_t bytes) {
+    if (!overflow.empty()) return false;
+    if (queued > kMaxMcpMessagesPerRequest) {  // the reply may follow the last allowed
+      overflow = absl::StrCat("the server streamed more than ", kMaxMcpMessagesPerRequest,
+                              " messages in one response (the cap per request); disconnected");
+    } else if (queued_bytes + bytes > max_queued_bytes) {
+      overflow = absl::StrCat("the server streamed more than ", max_queued_bytes,
+                              " bytes of messages in one response (the cap per request); "
+                              "disconnected");
+    }
+    if (!overflow.empty()) return false;
+    ++queued;
+    queued_bytes += bytes;
+    return true;
+  }
   void TooLarge(size_t bytes) {
+    if (!Room(0)) return;
     queue->push_back(absl::ResourceExhaustedError(
         absl::StrCat("the server sent a message of more than ", bytes, " bytes; the cap is ", cap,
                      " bytes (it was dropped)")));
   }
   void Deliver(std::string message) {
+    if (!Room(message.size())) return;
     if (absl::StrContains(message, "\"id\"") && !absl::StrContains(message, "\"method\"")) {
       saw_reply = true;
     }
@@ -69,6 +92,7 @@ struct HttpTransport::Response {
     event_data.append(l.data(), l.size());
   }
   void Data(absl::string_view data) {
+    if (!overflow.empty()) return;
     if (!sse) {
       body_bytes += data.size();
       if (body_too_large || body.size() + data.size() > cap) {
@@ -79,7 +103,7 @@ struct HttpTransport::Response {
       body.append(data.data(), data.size());
       return;
     }
-    while (!data.empty()) {
+    while (!data.empty() && overflow.empty()) {
       const size_t newline = data.find('\n');
       if (newline == absl::string_view::npos) {
         // Keep a partial line only while it can still fit; the rest is counted as dropped.
@@ -119,9 +143,11 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
+// Returns less than it was given (curl then ends the transfer) once a bound was passed.
 size_t OnBody(char* data, size_t size, size_t count, void* user) {
-  static_cast<HttpTransport::Response*>(user)->Data(absl::string_view(data, size * count));
-  return size * count;
+  auto* response = static_cast<HttpTransport::Response*>(user);
+  response->Data(absl::string_view(data, size * count));
+  return response->overflow.empty() ? size * count : 0;
 }
 
 // Stops the transfer once its deadline has passed (curl's own timeout is set too).
@@ -143,6 +169,7 @@ absl::Status HttpTransport::Send(const std::string& message, absl::Time deadline
   if (curl == nullptr) return absl::ResourceExhaustedError("curl_easy_init failed");
   Response response;
   response.cap = max_message_bytes_;
+  response.max_queued_bytes = MaxQueuedBytes();
   response.queue = &queue_;
   struct curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Content-Type: application/json");
@@ -182,6 +209,12 @@ absl::Status HttpTransport::Send(const std::string& message, absl::Time deadline
   curl_easy_cleanup(curl);
   curl_slist_free_all(headers);
   if (!response.session_id.empty() && session_id_.empty()) session_id_ = response.session_id;
+  if (!response.overflow.empty()) {
+    // A flood: what it queued is dropped with the connection, and the call fails.
+    queue_.clear();
+    last_timed_out_ = false;
+    return absl::ResourceExhaustedError(response.overflow);
+  }
   if (response.sse) response.EndEvent();  // a last event without its blank line
 
   last_timed_out_ = false;
@@ -205,14 +238,8 @@ absl::Status HttpTransport::Send(const std::string& message, absl::Time deadline
     if (response.body_too_large) {
       response.TooLarge(response.body_bytes);
     } else if (!response.body.empty()) {
-      // A JSON body: one message, or a batch of them.
-      nlohmann::json parsed =
-          nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
-      if (parsed.is_array()) {
-        for (const nlohmann::json& one : parsed) response.Deliver(one.dump());
-      } else {
-        response.Deliver(std::move(response.body));
-      }
+      // A JSON body: one message, or a batch of them (the client parses and splits it).
+      response.Deliver(std::move(response.body));
     }
   }
   return absl::OkStatus();

@@ -17,6 +17,12 @@ namespace rein {
 // queueing the messages it carries for Receive. The session id the server assigns
 // (Mcp-Session-Id) and the agreed protocol version (MCP-Protocol-Version) go with every later
 // request; Close ends the session with DELETE. One thread at a time.
+//
+// Bounds: each message (a JSON body or one SSE event) is at most `max_message_bytes` (a
+// larger one is dropped as it streams and received as RESOURCE_EXHAUSTED); one response
+// queues at most kMaxMcpMessagesPerRequest messages and MaxQueuedBytes() bytes: past either,
+// the transfer is cut, what it queued is dropped and Send returns RESOURCE_EXHAUSTED naming
+// the bound (a server streaming notifications without end cannot grow the executor).
 class HttpTransport final : public McpTransport {
  public:
   HttpTransport(std::string url, std::string bearer_token, size_t max_message_bytes);
@@ -30,6 +36,8 @@ class HttpTransport final : public McpTransport {
   void Close();
 
   const std::string& session_id() const { return session_id_; }
+  // The bytes one response may queue: a reply at its cap and as much again of notifications.
+  size_t MaxQueuedBytes() const { return 2 * max_message_bytes_; }
 
   // Internal to the libcurl callbacks.
   struct Response;

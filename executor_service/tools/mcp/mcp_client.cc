@@ -1,10 +1,12 @@
 // The MCP client's protocol logic.
 #include "executor_service/tools/mcp/mcp_client.h"
 
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "executor_service/tools/json_schema.h"
 
 namespace rein {
 namespace {
@@ -19,6 +21,15 @@ std::string Excerpt(absl::string_view text) {
   }
   if (text.size() > 200) out += "...";
   return out;
+}
+
+// A message from the server, parsed within kMaxMcpMessageDepth (its size is the transport's
+// cap). INTERNAL naming the bound or the syntax error.
+absl::StatusOr<nlohmann::json> ParseMessage(absl::string_view raw) {
+  absl::StatusOr<nlohmann::json> parsed = ParseUntrustedJson(
+      raw, "the server's message", {std::numeric_limits<size_t>::max(), kMaxMcpMessageDepth});
+  if (!parsed.ok()) return absl::InternalError(parsed.status().message());
+  return parsed;
 }
 
 bool IsSupportedVersion(const std::string& version) {
@@ -205,12 +216,13 @@ absl::StatusOr<std::string> McpClient::Next(absl::Time deadline) {
   if (batched_.empty()) {
     absl::StatusOr<std::string> raw = transport_->Receive(deadline);
     if (!raw.ok()) return raw;
-    const size_t first = raw->find_first_not_of(" \t\r");
+    const size_t first = raw->find_first_not_of(" \t\r\n");
     if (first == std::string::npos || (*raw)[first] != '[') return raw;
     // A batch (allowed by 2025-03-26): its messages are handled one by one.
-    nlohmann::json batch = nlohmann::json::parse(*raw, nullptr, /*allow_exceptions=*/false);
-    if (!batch.is_array() || batch.empty()) return raw;  // reported as malformed below
-    for (const nlohmann::json& message : batch) batched_.push_back(message.dump());
+    absl::StatusOr<nlohmann::json> batch = ParseMessage(*raw);
+    if (!batch.ok()) return batch.status();
+    if (!batch->is_array() || batch->empty()) return raw;  // reported as malformed below
+    for (const nlohmann::json& message : *batch) batched_.push_back(message.dump());
   }
   std::string next = std::move(batched_.front());
   batched_.pop_front();
@@ -235,7 +247,13 @@ absl::StatusOr<nlohmann::json> McpClient::Request(const std::string& method, nlo
         absl::StrCat(method, " timed out; notifications/cancelled sent"));
   }
   if (!sent.ok()) return sent;
-  for (;;) {
+  int others = 0;  // messages that were not the reply
+  for (;; ++others) {
+    if (others > kMaxMcpMessagesPerRequest) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the server sent more than ", kMaxMcpMessagesPerRequest,
+                       " messages without answering ", method, " (the cap per request)"));
+    }
     absl::StatusOr<std::string> raw = Next(deadline);
     if (absl::IsDeadlineExceeded(raw.status())) {
       cancel("timeout");
@@ -243,8 +261,10 @@ absl::StatusOr<nlohmann::json> McpClient::Request(const std::string& method, nlo
           absl::StrCat(method, " timed out; notifications/cancelled sent"));
     }
     if (!raw.ok()) return raw.status();
-    nlohmann::json reply = nlohmann::json::parse(*raw, nullptr, /*allow_exceptions=*/false);
-    if (reply.is_discarded() || !reply.is_object() || StringOr(reply, "jsonrpc", "") != "2.0") {
+    absl::StatusOr<nlohmann::json> parsed = ParseMessage(*raw);
+    if (!parsed.ok()) return parsed.status();
+    nlohmann::json& reply = *parsed;
+    if (!reply.is_object() || StringOr(reply, "jsonrpc", "") != "2.0") {
       return absl::InternalError(
           absl::StrCat("the server sent a message that is not JSON-RPC 2.0: ", Excerpt(*raw)));
     }

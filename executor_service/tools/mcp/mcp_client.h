@@ -18,6 +18,13 @@ namespace rein {
 // The protocol versions rein speaks, newest first: the current one and the previous one.
 inline constexpr const char* kMcpProtocolVersions[] = {"2025-06-18", "2025-03-26"};
 
+// The deepest nesting of a message from a server (a reply, a tool listing with its
+// inputSchema, a tool result): a deeper one is refused before it is parsed.
+inline constexpr int kMaxMcpMessageDepth = 64;
+// The most messages a server may send while one request of ours waits for its reply
+// (notifications, its own requests, stray replies): past it the request fails.
+inline constexpr int kMaxMcpMessagesPerRequest = 10000;
+
 // How JSON-RPC messages travel to one MCP server and back (stdio pipes, streamable HTTP).
 // Used by one thread at a time.
 class McpTransport {
@@ -73,7 +80,9 @@ class McpClient {
   // Calls `name`. A tool that fails (isError) is a result; errors are for the protocol: the
   // server's JSON-RPC error (UNKNOWN with its code and message), DEADLINE_EXCEEDED (after
   // notifications/cancelled was sent), UNAVAILABLE (the server went away), RESOURCE_EXHAUSTED
-  // (the reply was larger than the transport's cap), INTERNAL (a malformed message).
+  // (a message was larger than the transport's cap, or more than kMaxMcpMessagesPerRequest
+  // came before the reply), INTERNAL (a malformed message, or one nested deeper than
+  // kMaxMcpMessageDepth). Every error names the bound that refused.
   absl::StatusOr<McpCallResult> CallTool(const std::string& name, const nlohmann::json& arguments,
                                          absl::Time deadline, size_t max_text_bytes);
 

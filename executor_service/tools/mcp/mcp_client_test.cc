@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
@@ -179,7 +180,9 @@ TEST(McpClientTest, MalformedMessageIsAnError) {
   ASSERT_TRUE(client.Initialize(Soon()).ok());
   absl::StatusOr<McpCallResult> result = client.CallTool("t", json::object(), Soon(), 100);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInternal);
-  EXPECT_NE(result.status().message().find("not JSON-RPC 2.0"), std::string::npos);
+  EXPECT_NE(result.status().message().find("the server's message: not valid JSON"),
+            std::string::npos)
+      << result.status();
 }
 
 TEST(McpClientTest, ServerErrorIsUnknownWithItsCode) {
@@ -194,6 +197,76 @@ TEST(McpClientTest, ServerErrorIsUnknownWithItsCode) {
   absl::StatusOr<McpCallResult> result = client.CallTool("t", json::object(), Soon(), 100);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kUnknown);
   EXPECT_NE(result.status().message().find("-32602"), std::string::npos);
+}
+
+std::string Deep(int levels) { return std::string(levels, '[') + std::string(levels, ']'); }
+
+// Initializes a client over `transport`, then calls tool "t".
+absl::StatusOr<McpCallResult> InitializeAndCall(ScriptedTransport& transport) {
+  McpClient client(&transport);
+  absl::Status initialized = client.Initialize(Soon());
+  if (!initialized.ok()) return initialized;
+  return client.CallTool("t", json::object(), Soon(), 100);
+}
+
+TEST(McpClientTest, DeepReplyIsRefusedNamingTheBound) {
+  ScriptedTransport transport([](const json& r) -> std::vector<std::string> {
+    if (r["method"] == "initialize") return Initialized(r, "2025-06-18");
+    return {absl::StrCat(R"({"jsonrpc": "2.0", "id": )", r["id"].dump(),
+                         R"(, "result": {"content": [], "structuredContent": {"a": )", Deep(100000),
+                         "}}}")};
+  });
+  absl::StatusOr<McpCallResult> result = InitializeAndCall(transport);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(result.status().message(), "the server's message: nested deeper than 64 levels");
+}
+
+TEST(McpClientTest, ReplyAtTheDepthBoundIsAccepted) {
+  // The envelope takes 3 levels: {"result": {"structuredContent": {"a": ...}}}.
+  ScriptedTransport transport([](const json& r) -> std::vector<std::string> {
+    if (r["method"] == "initialize") return Initialized(r, "2025-06-18");
+    return {absl::StrCat(R"({"jsonrpc": "2.0", "id": )", r["id"].dump(),
+                         R"(, "result": {"structuredContent": {"a": )",
+                         Deep(kMaxMcpMessageDepth - 3), "}}}")};
+  });
+  absl::StatusOr<McpCallResult> result = InitializeAndCall(transport);
+  EXPECT_TRUE(result.ok()) << result.status();
+}
+
+TEST(McpClientTest, DeepBatchAndDeepInputSchemaAreRefused) {
+  ScriptedTransport transport([](const json& r) -> std::vector<std::string> {
+    if (r["method"] == "initialize") return Initialized(r, "2025-06-18");
+    if (r["method"] == "tools/list") {
+      return {absl::StrCat(R"({"jsonrpc": "2.0", "id": )", r["id"].dump(),
+                           R"(, "result": {"tools": [{"name": "t", "inputSchema": {"x": )",
+                           Deep(100000), "}}]}}")};
+    }
+    return {absl::StrCat("[", Deep(100000), "]")};
+  });
+  McpClient client(&transport);
+  ASSERT_TRUE(client.Initialize(Soon()).ok());
+  absl::StatusOr<std::vector<McpToolInfo>> tools = client.ListTools(Soon());
+  EXPECT_EQ(tools.status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(tools.status().message(),
+            "tools/list: the server's message: nested deeper than 64 levels");
+  absl::StatusOr<McpCallResult> batch = client.CallTool("t", json::object(), Soon(), 100);
+  EXPECT_EQ(batch.status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(batch.status().message(), "the server's message: nested deeper than 64 levels");
+}
+
+TEST(McpClientTest, EndlessNotificationsFailTheRequestAtTheCap) {
+  ScriptedTransport transport([](const json& r) -> std::vector<std::string> {
+    if (r["method"] == "initialize") return Initialized(r, "2025-06-18");
+    const std::string note = R"({"jsonrpc": "2.0", "method": "notifications/message"})";
+    std::vector<std::string> flood(kMaxMcpMessagesPerRequest + 1, note);
+    flood.push_back(Reply(r, {{"content", json::array()}}));
+    return flood;
+  });
+  absl::StatusOr<McpCallResult> result = InitializeAndCall(transport);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(result.status().message(),
+            absl::StrCat("the server sent more than ", kMaxMcpMessagesPerRequest,
+                         " messages without answering tools/call (the cap per request)"));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "executor_service/tools/json_schema.h"
 
 namespace rein {
 namespace {
@@ -75,6 +76,7 @@ absl::StatusOr<McpServerConfig> ParseServer(const json& in, const std::string& f
                                               "url",
                                               "token_file",
                                               "tools",
+                                              "trust_read_only_hint",
                                               "timeout_seconds",
                                               "startup_timeout_seconds"};
   if (!in.is_object()) return Bad(field, "must be an object");
@@ -214,6 +216,13 @@ absl::StatusOr<McpServerConfig> ParseServer(const json& in, const std::string& f
       server.mutating[tool] = value["mutating"].get<bool>();
     }
   }
+  auto trust = in.find("trust_read_only_hint");
+  if (trust != in.end()) {
+    if (!trust->is_boolean()) {
+      return Bad(absl::StrCat(where, ".trust_read_only_hint"), "must be a boolean");
+    }
+    server.trust_read_only_hint = trust->get<bool>();
+  }
   absl::StatusOr<absl::Duration> timeout = Seconds(in, where, "timeout_seconds", server.timeout);
   if (!timeout.ok()) return timeout.status();
   server.timeout = *timeout;
@@ -227,8 +236,9 @@ absl::StatusOr<McpServerConfig> ParseServer(const json& in, const std::string& f
 }  // namespace
 
 absl::StatusOr<McpConfig> ParseMcpConfig(absl::string_view text, absl::string_view base_dir) {
-  json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) return Bad("(file)", "not valid JSON");
+  absl::StatusOr<json> parsed = ParseUntrustedJson(text, "(file)");
+  if (!parsed.ok()) return parsed.status();
+  const json& root = *parsed;
   if (!root.is_object()) return Bad("(file)", "must be a JSON object with \"servers\"");
   for (const auto& [key, value] : root.items()) {
     if (key != "servers") return Bad(key, "unknown key (known: servers)");

@@ -28,8 +28,11 @@ struct McpServerConfig {
   // http: the endpoint, and the bearer token read from token_file ("" = none).
   std::string url;
   std::string token;
-  // Per tool (the server's own name): true/false overrides readOnlyHint.
+  // Per tool (the server's own name): true/false, whatever the server says.
   std::map<std::string, bool> mutating;
+  // A tool the config does not name is mutating, whatever its readOnlyHint (shown in its
+  // description, not trusted), unless this opts in: then readOnlyHint makes it read-only.
+  bool trust_read_only_hint = false;
   absl::Duration timeout = absl::Seconds(60);          // a call's default timeout
   absl::Duration startup_timeout = absl::Seconds(30);  // start, initialize and tools/list
   // Every value read from a file (token, env files): never logged, shown or returned.

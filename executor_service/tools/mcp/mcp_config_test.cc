@@ -33,7 +33,8 @@ TEST(McpConfigTest, FullStdioAndHttpServersParse) {
          "env": {"A": "literal", "B": {"file": ")",
                                   secret, R"("}},
          "read_only_paths": ["lib", "/opt/x"], "network": true,
-         "tools": {"write": {"mutating": false}}, "timeout_seconds": 5},
+         "tools": {"write": {"mutating": false}}, "trust_read_only_hint": true,
+         "timeout_seconds": 5},
         {"name": "web", "transport": "http", "url": "https://example.com/mcp",
          "token_file": ")",
                                   token, R"(", "startup_timeout_seconds": 2.5}]})"),
@@ -46,6 +47,8 @@ TEST(McpConfigTest, FullStdioAndHttpServersParse) {
   EXPECT_EQ(fs.env[1], (std::pair<std::string, std::string>{"B", "value-from-file"}));
   EXPECT_EQ(fs.read_only_paths, (std::vector<std::string>{"/etc/rein/lib", "/opt/x"}));
   EXPECT_TRUE(fs.network);
+  EXPECT_TRUE(fs.trust_read_only_hint);
+  EXPECT_FALSE(config->servers[1].trust_read_only_hint);  // readOnlyHint is not trusted
   EXPECT_FALSE(fs.mutating.at("write"));
   EXPECT_EQ(fs.timeout, absl::Seconds(5));
   EXPECT_EQ(fs.secrets, (std::vector<std::string>{"value-from-file"}));
@@ -76,6 +79,10 @@ TEST(McpConfigTest, ProblemsNameTheField) {
   ExpectError(R"({"servers": [{"name": "a", "transport": "stdio", "command": ["x"],
                   "tools": {"t": {"mutating": "yes"}}}]})",
               "servers[0] (a).tools.t");
+  ExpectError(R"({"servers": [{"name": "a", "transport": "stdio", "command": ["x"],
+                  "trust_read_only_hint": "yes"}]})",
+              "servers[0] (a).trust_read_only_hint: must be a boolean");
+  ExpectError(std::string(100, '[') + std::string(100, ']'), "(file): nested deeper than 64");
   ExpectError(R"({"servers": [{"name": "a", "transport": "stdio", "command": ["x"],
                   "timeout_seconds": 0}]})",
               "servers[0] (a).timeout_seconds");

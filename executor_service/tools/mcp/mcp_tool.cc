@@ -32,8 +32,17 @@ bool ValidToolName(const std::string& name) {
   return true;
 }
 
-std::string Describe(const std::string& server, const std::string& description) {
-  return absl::StrCat("[MCP server ", server, "] ", description);
+// The server's description, with what the server claims about the tool and what rein makes
+// of it, for the model and the reviewer.
+std::string Describe(const McpServerConfig& config, const McpToolInfo& info, bool mutating) {
+  std::string out = absl::StrCat("[MCP server ", config.name, "] ", info.description);
+  if (info.read_only_hint) {
+    absl::StrAppend(&out, mutating
+                              ? " [the server hints read-only (readOnlyHint); treated as "
+                                "mutating: not trusted by the executor's config]"
+                              : " [read-only (readOnlyHint, trusted by the executor's config)]");
+  }
+  return out;
 }
 
 }  // namespace
@@ -55,15 +64,22 @@ McpTool::McpTool(std::shared_ptr<const McpServer> server, const McpToolInfo& inf
     : server_(std::move(server)), remote_name_(info.name) {
   const McpServerConfig& config = server_->config();
   spec_.name = McpToolName(config.name, info.name);
+  // Mutating unless the operator says otherwise: by name, or by trusting the server's hint.
+  auto override_it = config.mutating.find(info.name);
+  spec_.mutating = override_it != config.mutating.end() ? override_it->second
+                   : config.trust_read_only_hint        ? !info.read_only_hint
+                                                        : true;
   // What the server says about its tools is shown to models and people: no secret in it.
-  spec_.description = RedactSecrets(config, Describe(config.name, info.description));
+  spec_.description = RedactSecrets(config, Describe(config, info, spec_.mutating));
   spec_.input_schema = info.input_schema;
   const std::string schema_text = info.input_schema.dump();
   const std::string redacted = RedactSecrets(config, schema_text);
-  if (redacted != schema_text) spec_.input_schema = nlohmann::json::parse(redacted, nullptr, false);
-  auto override_it = config.mutating.find(info.name);
-  spec_.mutating =
-      override_it != config.mutating.end() ? override_it->second : !info.read_only_hint;
+  if (redacted != schema_text) {
+    // A secret that was not inside a string leaves text that is no schema: nothing validates.
+    spec_.input_schema =
+        ParseUntrustedJson(redacted, "inputSchema", {redacted.size(), kMaxMcpMessageDepth})
+            .value_or(nlohmann::json(nlohmann::json::value_t::discarded));
+  }
   spec_.default_timeout = config.timeout;
   spec_.spawns_process = config.transport == McpServerConfig::Transport::kStdio;
   spec_.origin = absl::StrCat("mcp:", config.name);
@@ -75,7 +91,8 @@ ToolResult McpTool::Execute(const ToolContext& context, const nlohmann::json& ar
   const absl::Time start = absl::Now();
   auto redact = [&](std::string text) { return RedactSecrets(config, std::move(text)); };
   auto failure = [&](const std::string& code, const std::string& message) {
-    return ToolResult::Failure(code, redact(absl::StrCat(spec_.name, ": ", message)));
+    return ToolResult::Failure(
+        code, redact(absl::StrCat(spec_.name, ": MCP server \"", config.name, "\": ", message)));
   };
   absl::StatusOr<std::unique_ptr<McpSession>> session = server_->Open(
       *context.workspace, context.deadline, MaxMessageBytes(context.max_output_bytes));
@@ -91,7 +108,9 @@ ToolResult McpTool::Execute(const ToolContext& context, const nlohmann::json& ar
   McpClient& client = (*session)->client();
   auto gone = [&](const absl::Status& status) {
     const std::string why = (*session)->Close();
-    return failure(absl::IsResourceExhausted(status) ? "OUTPUT_TOO_LARGE" : "UNAVAILABLE",
+    return failure(absl::IsResourceExhausted(status) ? "OUTPUT_TOO_LARGE"
+                   : absl::IsInternal(status)        ? "MCP_PROTOCOL_ERROR"
+                                                     : "UNAVAILABLE",
                    absl::StrCat(status.message(), why.empty() ? "" : " (the server ended: ", why,
                                 why.empty() ? "" : ")"));
   };
@@ -112,8 +131,7 @@ ToolResult McpTool::Execute(const ToolContext& context, const nlohmann::json& ar
   if (current == listed->end()) {
     (*session)->Close();
     return failure("FAILED_PRECONDITION",
-                   absl::StrCat("MCP server \"", config.name, "\" no longer offers tool \"",
-                                remote_name_, "\""));
+                   absl::StrCat("no longer offers tool \"", remote_name_, "\""));
   }
   if (SchemaHash(current->input_schema) != registered_hash_) {
     (*session)->Close();

@@ -84,6 +84,7 @@ json FakeConfig(const std::string& name, std::vector<std::string> extra_args = {
           {"read_only_paths", {Dir(FakeServer())}},
           {"env", {{"FAKE_SECRET", {{"file", WriteTemp("secret.txt", kSecret)}}}}},
           {"timeout_seconds", 20},
+          {"trust_read_only_hint", true},
           {"tools", {{"fail", {{"mutating", true}}}}}};
 }
 
@@ -105,13 +106,15 @@ class McpToolTest : public ::testing::Test {
     json everything = {{"name", "everything"},
                        {"transport", "stdio"},
                        {"command", {"node", Everything(), "stdio"}},
-                       {"read_only_paths", {McpDir()}}};
+                       {"read_only_paths", {McpDir()}},
+                       {"trust_read_only_hint", true}};
     const std::string fs_server =
         McpDir() + "/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js";
     json fs = {{"name", "fs"},
                {"transport", "stdio"},
                {"command", {"node", fs_server, "/workspace"}},
-               {"read_only_paths", {McpDir()}}};
+               {"read_only_paths", {McpDir()}},
+               {"trust_read_only_hint", true}};
     json networked = FakeConfig("netfake");
     networked["network"] = true;
     networked["tools"]["crash"] = {{"mutating", true}};
@@ -160,7 +163,7 @@ TEST_F(McpToolTest, ListsEveryPageWithOriginAndMutating) {
   ASSERT_NE(Find("fake__echo"), nullptr);
   ASSERT_NE(Find("fake__env"), nullptr);  // on the last page
   EXPECT_EQ(Find("fake__echo")->origin, "mcp:fake");
-  EXPECT_FALSE(Find("fake__echo")->mutating);       // readOnlyHint
+  EXPECT_FALSE(Find("fake__echo")->mutating);       // readOnlyHint, trusted by the config
   EXPECT_TRUE(Find("fake__write_note")->mutating);  // no hint
   EXPECT_TRUE(Find("fake__fail")->mutating);        // the config's override
   EXPECT_EQ(Find("fake__fancy"), nullptr);          // anyOf: refused, not loosely validated
