@@ -278,6 +278,11 @@ std::string EventLine(const v1::RunEvent& event) {
                       forked.workspace_at_fork() ? " as it was then" : " as it was at fork time");
       break;
     }
+    case v1::RunEvent::kCallReissued:
+      absl::StrAppend(&line, "call_reissued ", OneLine(event.call_reissued().from_call_id(), 80),
+                      " runs again as ", OneLine(event.call_reissued().call_id(), 80),
+                      " (approved after an unknown outcome)");
+      break;
     case v1::RunEvent::kCallReplayed:
       absl::StrAppend(&line, "call_replayed ", OneLine(event.call_replayed().call_id(), 80),
                       ": already ran on ", OneLine(event.call_replayed().executor_id(), 80),

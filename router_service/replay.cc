@@ -325,6 +325,9 @@ std::string DescribeEvent(const RunEvent& event) {
                        event.paused().pause().detail()));
     case RunEvent::kResumed:
       return absl::StrCat("resumed: to ", rein::v1::Stage_Name(event.resumed().to()));
+    case RunEvent::kCallReissued:
+      return absl::StrCat("call_reissued: ", event.call_reissued().from_call_id(), " as ",
+                          event.call_reissued().call_id());
     case RunEvent::kError:
       return Shorten(absl::StrCat("error: ", rein::v1::Stage_Name(event.error().stage()), " ",
                                   event.error().code(), " ", event.error().message()));

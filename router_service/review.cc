@@ -55,6 +55,9 @@ absl::StatusOr<Transition> ApplyReview(const StageRouterOptions& options, const 
         // the journal answers the old one with "unknown" for ever.
         st.set_call_counter(st.call_counter() + 1);
         st.mutable_pending_call()->set_call_id(absl::StrCat(run.run_id(), "-", st.call_counter()));
+        auto* reissued = s.AddEvent()->mutable_call_reissued();
+        reissued->set_from_call_id(pause.pending_call().call_id());
+        reissued->set_call_id(st.pending_call().call_id());
       }
     }
     if (to == rein::v1::FINISHED) {

@@ -930,11 +930,25 @@ TEST(StageRouterTest, OutcomeUnknownPausesForRecoveryAndApprovalIsANewCall) {
       << h.state().pause().detail();
   EXPECT_EQ(h.state().retries_used(), 0);
   EXPECT_EQ(h.state().consecutive_tool_failures(), 0);
+  const size_t before = h.log.size();
   ASSERT_TRUE(h.Review(Approve()).ok());
   EXPECT_EQ(h.stage(), rein::v1::EXECUTING);
   EXPECT_FALSE(h.state().call_dispatched());
   // Run again as a new call: the journal would answer the old call_id "unknown" for ever.
   EXPECT_EQ(h.router.NextEffect(h.run, h.now).execute.call_id(), "r1-2");
+  // The log ties the new call to the approved one, right after the review.
+  ASSERT_GE(h.log.size(), before + 2);
+  EXPECT_TRUE(h.log[before].has_resumed());
+  EXPECT_EQ(h.log[before + 1].call_reissued().from_call_id(), "r1-1");
+  EXPECT_EQ(h.log[before + 1].call_reissued().call_id(), "r1-2");
+  // And the tool_result that follows names the call the log introduced.
+  h.Apply(h.router.MarkDispatched(h.run, h.now));
+  h.Execute(ExecReply(true, "written"));
+  bool traced = false;
+  for (size_t i = before; i < h.log.size(); ++i) {
+    if (h.log[i].has_tool_result()) traced = h.log[i].tool_result().action().call_id() == "r1-2";
+  }
+  EXPECT_TRUE(traced);
 }
 
 TEST(StageRouterTest, CallInProgressIsAskedAgainWithoutSpendingBudget) {
