@@ -4,9 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/fs.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,127 +28,6 @@ namespace {
 
 absl::Status Errno(int err, absl::string_view what, absl::string_view path) {
   return ErrnoStatus(err, absl::StrCat(what, " ", path));
-}
-
-// Copies the regular file `in` (open) to `out` (open, empty): a reflink when the file system
-// offers one, else copy_file_range, else read/write.
-absl::Status CopyFileData(int in, int out, const std::string& path) {
-  if (ioctl(out, FICLONE, in) == 0) return absl::OkStatus();
-  while (true) {
-    ssize_t n = copy_file_range(in, nullptr, out, nullptr, 1 << 30, 0);
-    if (n == 0) return absl::OkStatus();
-    if (n > 0) continue;
-    if (errno == EINTR) continue;
-    if (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP) break;
-    return Errno(errno, "copy", path);
-  }
-  char buf[1 << 16];
-  while (true) {
-    ssize_t n = read(in, buf, sizeof(buf));
-    if (n == 0) return absl::OkStatus();
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Errno(errno, "read", path);
-    }
-    for (ssize_t done = 0; done < n;) {
-      ssize_t w = write(out, buf + done, n - done);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return Errno(errno, "write", path);
-      }
-      done += w;
-    }
-  }
-}
-
-// The names in the open directory `dir_fd` (without "." and ".."); `path` names it in errors.
-absl::StatusOr<std::vector<std::string>> ListNames(int dir_fd, const std::string& path) {
-  int dup_fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dup_fd < 0) return Errno(errno, "open", path);
-  DIR* dir = fdopendir(dup_fd);
-  if (dir == nullptr) {
-    close(dup_fd);
-    return Errno(errno, "open", path);
-  }
-  std::vector<std::string> names;
-  while (struct dirent* entry = readdir(dir)) {
-    std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(std::move(name));
-  }
-  closedir(dir);
-  return names;
-}
-
-absl::Status CopyDir(int from_dir, int to_dir, const std::string& path, CopyStats* stats) {
-  absl::StatusOr<std::vector<std::string>> names = ListNames(from_dir, path);
-  if (!names.ok()) return names.status();
-  for (const std::string& name : *names) {
-    const std::string child = path.empty() ? name : absl::StrCat(path, "/", name);
-    struct stat st;
-    if (fstatat(from_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      if (errno == ENOENT) continue;  // removed while copying
-      return Errno(errno, "stat", child);
-    }
-    const struct timespec times[2] = {st.st_atim, st.st_mtim};
-    if (S_ISDIR(st.st_mode)) {
-      if (mkdirat(to_dir, name.c_str(), 0700) != 0) return Errno(errno, "mkdir", child);
-      UniqueFd in(openat(from_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (in.get() < 0) return Errno(errno, "open", child);
-      UniqueFd out(openat(to_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (out.get() < 0) return Errno(errno, "open", child);
-      if (absl::Status s = CopyDir(in.get(), out.get(), child, stats); !s.ok()) return s;
-      fchmod(out.get(), st.st_mode & 07777);
-      futimens(out.get(), times);
-    } else if (S_ISREG(st.st_mode)) {
-      UniqueFd in(openat(from_dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-      if (in.get() < 0) return Errno(errno, "open", child);
-      UniqueFd out(openat(to_dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-      if (out.get() < 0) return Errno(errno, "create", child);
-      if (absl::Status s = CopyFileData(in.get(), out.get(), child); !s.ok()) return s;
-      fchmod(out.get(), st.st_mode & 07777);
-      futimens(out.get(), times);
-      stats->files++;
-      stats->bytes += st.st_size;
-    } else if (S_ISLNK(st.st_mode)) {
-      std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
-      ssize_t n = readlinkat(from_dir, name.c_str(), target.data(), target.size());
-      if (n < 0) return Errno(errno, "readlink", child);
-      target.resize(static_cast<size_t>(n));
-      if (symlinkat(target.c_str(), to_dir, name.c_str()) != 0) {
-        return Errno(errno, "symlink", child);
-      }
-      utimensat(to_dir, name.c_str(), times, AT_SYMLINK_NOFOLLOW);
-      stats->files++;
-    }
-    // FIFOs, sockets and devices are not workspace content: skipped.
-  }
-  return absl::OkStatus();
-}
-
-absl::Status RemoveAt(int parent, const std::string& name, const std::string& path) {
-  struct stat st;
-  if (fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    return errno == ENOENT ? absl::OkStatus() : Errno(errno, "stat", path);
-  }
-  if (S_ISDIR(st.st_mode)) {
-    UniqueFd dir_fd(openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (dir_fd.get() < 0) return Errno(errno, "open", path);
-    absl::StatusOr<std::vector<std::string>> names = ListNames(dir_fd.get(), path);
-    if (!names.ok()) return names.status();
-    for (const std::string& child : *names) {
-      if (absl::Status s = RemoveAt(dir_fd.get(), child, absl::StrCat(path, "/", child)); !s.ok()) {
-        return s;
-      }
-    }
-    if (unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
-      return Errno(errno, "rmdir", path);
-    }
-    return absl::OkStatus();
-  }
-  if (unlinkat(parent, name.c_str(), 0) != 0 && errno != ENOENT) {
-    return Errno(errno, "unlink", path);
-  }
-  return absl::OkStatus();
 }
 
 absl::Status MakeDirs(const std::string& path) {
@@ -207,32 +84,6 @@ absl::StatusOr<CopyStats> CopyAtomically(const std::string& from, const std::str
 }
 
 }  // namespace
-
-absl::StatusOr<CopyStats> CopyTree(const std::string& from, const std::string& to) {
-  UniqueFd in(open(from.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (in.get() < 0) return Errno(errno, "open", from);
-  struct stat st;
-  if (fstat(in.get(), &st) != 0) return Errno(errno, "stat", from);
-  if (mkdir(to.c_str(), 0700) != 0) return Errno(errno, "mkdir", to);
-  UniqueFd out(open(to.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (out.get() < 0) return Errno(errno, "open", to);
-  CopyStats stats;
-  if (absl::Status s = CopyDir(in.get(), out.get(), "", &stats); !s.ok()) return s;
-  fchmod(out.get(), st.st_mode & 07777);
-  const struct timespec times[2] = {st.st_atim, st.st_mtim};
-  futimens(out.get(), times);
-  return stats;
-}
-
-absl::Status RemoveTree(const std::string& path) {
-  size_t slash = path.rfind('/');
-  std::string parent = slash == std::string::npos ? "." : path.substr(0, slash);
-  if (parent.empty()) parent = "/";
-  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-  UniqueFd dir(open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.get() < 0) return errno == ENOENT ? absl::OkStatus() : Errno(errno, "open", parent);
-  return RemoveAt(dir.get(), name, path);
-}
 
 absl::StatusOr<CopyStats> WorkspaceHistory::SnapshotBeforeCall(absl::string_view run_id,
                                                                absl::string_view workspace,

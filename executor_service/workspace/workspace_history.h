@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "executor_service/workspace/tree_copy.h"
 
 namespace rein {
 
@@ -17,12 +18,6 @@ namespace rein {
 // (and every name starting with ".rein-"), so no run can name it as its workspace, and tools
 // are confined beneath their own workspace.
 inline constexpr char kWorkspaceHistoryDir[] = ".rein-history";
-
-// Size of one copy.
-struct CopyStats {
-  int64_t files = 0;  // regular files and symlinks
-  int64_t bytes = 0;  // bytes of regular files
-};
 
 // Layout under <root>/.rein-history/: runs/<run_id>/<call_id>/ (the workspace just before the
 // call), forks/<name> (a marker per workspace made by Copy, so Delete removes only those),
@@ -63,13 +58,6 @@ class WorkspaceHistory {
   std::string root_;
   int retention_;
 };
-
-// Copies the tree at `from` to the new directory `to` (see WorkspaceHistory for what is
-// copied and how). Exposed for the benchmark.
-absl::StatusOr<CopyStats> CopyTree(const std::string& from, const std::string& to);
-
-// Removes the tree at `path` (no symlink is followed). OK when it does not exist.
-absl::Status RemoveTree(const std::string& path);
 
 }  // namespace rein
 
