@@ -98,6 +98,7 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
                                   : executor_->options().executor_id);
     response->set_replayed(outcome->replayed);
     response->set_outcome_unknown(outcome->outcome_unknown);
+    response->set_snapshot_skipped(SanitizeUtf8(outcome->snapshot_skipped));
     code = outcome->replayed ? "REPLAYED" : result->ok ? "OK" : result->error_code;
   } else {
     code = absl::StatusCodeToString(result.status().code());
@@ -122,7 +123,7 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status ExecutorGrpcService::CopyWorkspace(grpc::ServerContext* /*context*/,
+grpc::Status ExecutorGrpcService::CopyWorkspace(grpc::ServerContext* context,
                                                 const rein::v1::CopyWorkspaceRequest* request,
                                                 rein::v1::CopyWorkspaceResponse* response) {
   if (history_ == nullptr) {
@@ -131,8 +132,9 @@ grpc::Status ExecutorGrpcService::CopyWorkspace(grpc::ServerContext* /*context*/
                    reason::kNotSupported));
   }
   const absl::Time start = executor_->options().clock->Now();
-  absl::StatusOr<CopyStats> stats = history_->Copy(request->workspace(), request->run_id(),
-                                                   request->before_call(), request->target());
+  absl::StatusOr<CopyStats> stats =
+      history_->Copy(request->workspace(), request->run_id(), request->before_call(),
+                     request->target(), DeadlineOf(*context));
   LogInfo("copy workspace", {{"workspace", ForLog(request->workspace())},
                              {"before_call", ForLog(request->before_call())},
                              {"target", ForLog(request->target())},

@@ -35,6 +35,13 @@ ABSL_FLAG(std::string, executor_id, "", "Id reported in every reply; default hos
 ABSL_FLAG(int, workspace_history, 16,
           "Workspace snapshots kept per run (taken before each mutating call, for ForkRun's "
           "workspace_at_fork); 0 = none");
+ABSL_FLAG(int64_t, workspace_history_max_bytes, int64_t{1} << 30,
+          "Bytes really allocated (not apparent sizes) by one run's workspace snapshots "
+          "together, and by one workspace copy for a fork; a snapshot that would pass it is "
+          "not taken (the call runs, the reply says why), a copy is refused");
+ABSL_FLAG(int64_t, workspace_history_max_files, 100000,
+          "Files, links and directories of one run's workspace snapshots together, and of one "
+          "workspace copy for a fork");
 ABSL_FLAG(std::string, sandbox, "bwrap", "How mutating tools are sandboxed: bwrap or none");
 ABSL_FLAG(bool, allow_unsandboxed, false, "Permit --sandbox=none");
 ABSL_FLAG(int, max_concurrent, 8,
@@ -284,7 +291,15 @@ int main(int argc, char** argv) {
   if (history_retention < 0 || history_retention > 100000) {
     Die(absl::StrCat("--workspace_history must be 0..100000, got ", history_retention));
   }
-  rein::WorkspaceHistory history(options.workspace_root, history_retention);
+  rein::WorkspaceHistoryOptions history_options;
+  history_options.retention = history_retention;
+  history_options.max_bytes = absl::GetFlag(FLAGS_workspace_history_max_bytes);
+  history_options.max_files = absl::GetFlag(FLAGS_workspace_history_max_files);
+  if (history_options.max_bytes < 0 || history_options.max_files < 0) {
+    Die("--workspace_history_max_bytes and --workspace_history_max_files must not be negative");
+  }
+  history_options.ended_retention = options.journal.retention;
+  rein::WorkspaceHistory history(options.workspace_root, history_options);
   options.history = &history;
   options.clock = rein::RealClock();  // the one real clock; tests hand the executor a fake
   absl::StatusOr<std::unique_ptr<rein::ToolExecutor>> executor =

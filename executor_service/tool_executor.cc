@@ -106,6 +106,7 @@ absl::StatusOr<int> ToolExecutor::ForgetRun(const std::string& run_id) const {
   absl::Status status = CheckId(run_id, "run_id", /*required=*/true);
   if (!status.ok()) return status;
   sandbox_->ForgetRun(run_id);  // with or without a journal
+  if (options_.history != nullptr) options_.history->MarkEnded(run_id);
   if (journal_ == nullptr) return 0;
   return journal_->ForgetRun(run_id);
 }
@@ -195,8 +196,9 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::Run(const ExecuteCall& call, bool j
     }
   }
   // After the claim: a call answered from the journal, or running elsewhere, takes none.
-  if (spec.mutating) SnapshotBeforeCall(call);
+  const std::string snapshot_skipped = spec.mutating ? SnapshotBeforeCall(call) : "";
   absl::StatusOr<ExecuteOutcome> outcome = RunClaimed(call, *tool, std::move(full_args));
+  if (outcome.ok()) outcome->snapshot_skipped = snapshot_skipped;
   if (journal_call) {
     if (!outcome.ok()) {
       journal_->Abandon(journal_key);  // refused before anything ran (a full executor)
@@ -212,18 +214,19 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::Run(const ExecuteCall& call, bool j
   return outcome;
 }
 
-void ToolExecutor::SnapshotBeforeCall(const ExecuteCall& call) const {
+std::string ToolExecutor::SnapshotBeforeCall(const ExecuteCall& call) const {
   const WorkspaceHistory* history = options_.history;
-  if (history == nullptr || history->retention() <= 0) return;
+  if (history == nullptr || history->retention() <= 0) return "";
   const absl::Time start = options_.clock->Now();
   absl::StatusOr<CopyStats> stats =
-      history->SnapshotBeforeCall(call.run_id, call.workspace, call.call_id);
+      history->SnapshotBeforeCall(call.run_id, call.workspace, call.call_id, call.deadline);
   if (!stats.ok()) {
     // The call still runs; a fork from before it will be refused (no snapshot).
-    LogWarning("workspace snapshot failed", {{"run_id", ForLog(call.run_id)},
-                                             {"call_id", ForLog(call.call_id)},
-                                             {"error", ForLog(stats.status().ToString())}});
-    return;
+    Metrics::Global().Add("rein_executor_workspace_snapshots_skipped_total", 1);
+    LogWarning("workspace snapshot skipped", {{"run_id", ForLog(call.run_id)},
+                                              {"call_id", ForLog(call.call_id)},
+                                              {"error", ForLog(stats.status().ToString())}});
+    return std::string(stats.status().message());
   }
   Metrics::Global().Add("rein_executor_workspace_snapshots_total", 1);
   Metrics::Global().Add("rein_executor_workspace_snapshot_bytes_total", stats->bytes);
@@ -233,7 +236,9 @@ void ToolExecutor::SnapshotBeforeCall(const ExecuteCall& call) const {
        {"call_id", ForLog(call.call_id)},
        {"files", absl::StrCat(stats->files)},
        {"bytes", absl::StrCat(stats->bytes)},
+       {"allocated_bytes", absl::StrCat(stats->allocated_bytes)},
        {"duration_ms", absl::StrCat(absl::ToDoubleMilliseconds(options_.clock->Now() - start))}});
+  return "";
 }
 
 absl::StatusOr<ExecuteOutcome> ToolExecutor::RunClaimed(const ExecuteCall& call, const Tool& tool,

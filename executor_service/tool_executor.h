@@ -52,6 +52,9 @@ struct ExecuteOutcome {
   // The executor that started this call died mid-call (or its record cannot be trusted):
   // whether it ran is unknown. result.ok is false, error_code "OUTCOME_UNKNOWN".
   bool outcome_unknown = false;
+  // Why no workspace snapshot was taken before this mutating call ("" when one was, or none
+  // was due); see ExecuteResponse.snapshot_skipped.
+  std::string snapshot_skipped;
 };
 
 // One Execute request, converted from the wire.
@@ -126,8 +129,9 @@ class ToolExecutor {
  private:
   // Execute's checks, then (when `journaled`) the journal, then RunClaimed.
   absl::StatusOr<ExecuteOutcome> Run(const ExecuteCall& call, bool journaled) const;
-  // Snapshots the workspace of a mutating call about to run, when there is a history.
-  void SnapshotBeforeCall(const ExecuteCall& call) const;
+  // Snapshots the workspace of a mutating call about to run, when there is a history, within
+  // the call's deadline. Returns why no snapshot was taken ("" when one was, or none was due).
+  std::string SnapshotBeforeCall(const ExecuteCall& call) const;
   // Runs a checked call: admission, workspace, the tool within its limits.
   absl::StatusOr<ExecuteOutcome> RunClaimed(const ExecuteCall& call, const Tool& tool,
                                             nlohmann::json full_args) const;

@@ -187,15 +187,21 @@ TEST_F(ToolExecutorTest, MissingWorkspaceIsNotFoundToolError) {
   EXPECT_EQ(result->error_reason, reason::kWorkspaceNotFound);
 }
 
+// An executor of `temp` that snapshots into `history`.
+absl::StatusOr<std::unique_ptr<ToolExecutor>> SnapshottingExecutor(
+    const TempWorkspace& temp, const WorkspaceHistory* history) {
+  ExecutorOptions options;
+  options.workspace_root = temp.root();
+  options.executor_id = "exec-1";
+  options.history = history;
+  return ToolExecutor::Create(options);
+}
+
 TEST(ToolExecutorSnapshotTest, AMutatingCallIsSnapshottedAfterItsClaimAndOnlyThen) {
   TempWorkspace temp;
   temp.WriteFile("a.txt", "before");
   WorkspaceHistory history(temp.root(), /*retention=*/4);
-  ExecutorOptions options;
-  options.workspace_root = temp.root();
-  options.executor_id = "exec-1";
-  options.history = &history;
-  absl::StatusOr<std::unique_ptr<ToolExecutor>> executor = ToolExecutor::Create(options);
+  absl::StatusOr<std::unique_ptr<ToolExecutor>> executor = SnapshottingExecutor(temp, &history);
   ASSERT_TRUE(executor.ok()) << executor.status();
   if ((*executor)->sandbox().state() != Sandbox::State::kBwrap) {
     GTEST_SKIP() << "no sandbox here: " << (*executor)->SandboxDescription();
@@ -227,6 +233,33 @@ TEST(ToolExecutorSnapshotTest, AMutatingCallIsSnapshottedAfterItsClaimAndOnlyThe
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_TRUE(again->replayed);
   EXPECT_NE(stat((runs + "run-1-2").c_str(), &st), 0);
+}
+
+TEST(ToolExecutorSnapshotTest, ASnapshotPastABoundIsSkippedTheCallRunsAndTheReplySaysWhy) {
+  TempWorkspace temp;
+  temp.WriteFile("big.txt", std::string(64 * 1024, 'x'));
+  WorkspaceHistoryOptions bounds;
+  bounds.retention = 4;
+  bounds.max_bytes = 4096;
+  WorkspaceHistory history(temp.root(), bounds);
+  absl::StatusOr<std::unique_ptr<ToolExecutor>> executor = SnapshottingExecutor(temp, &history);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  if ((*executor)->sandbox().state() != Sandbox::State::kBwrap) {
+    GTEST_SKIP() << "no sandbox here: " << (*executor)->SandboxDescription();
+  }
+  ExecuteCall call;
+  call.call_id = "run-1-1";
+  call.run_id = "run-1";
+  call.workspace = TempWorkspace::kName;
+  call.tool = "write_file";
+  call.args_json = R"({"path": "a.txt", "content": "after"})";
+  absl::StatusOr<ExecuteOutcome> ran = (*executor)->ExecuteOnce(call);
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  EXPECT_TRUE(ran->result.ok) << ran->result.error_message;
+  EXPECT_NE(ran->snapshot_skipped.find(kMaxBytesBound), std::string::npos) << ran->snapshot_skipped;
+  const absl::Status fork = history.Copy(TempWorkspace::kName, "run-1", "run-1-1", "f").status();
+  EXPECT_EQ(fork.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(fork.message().find(kMaxBytesBound), std::string::npos) << fork;
 }
 
 TEST_F(ToolExecutorTest, DefaultOutputCapIsOneMebibyteAndTheHardCapEight) {

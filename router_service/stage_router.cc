@@ -465,6 +465,7 @@ Transition StageRouter::OnExecute(const Run& run,
   auto* event = s.AddEvent()->mutable_tool_result();
   *event->mutable_action() = action;
   event->set_truncated(reply->truncated());
+  event->set_snapshot_skipped(reply->snapshot_skipped());
   st.clear_pending_call();
   st.set_call_dispatched(false);
   if (!reply->ok() && IsWorkspaceMissing(reply->error())) {

@@ -887,6 +887,21 @@ TEST(StageRouterTest, NotesPauseWhenOnAndNotWhenOff) {
   EXPECT_EQ(off.stage(), rein::v1::DECIDING);
 }
 
+TEST(StageRouterTest, ToolResultRecordsThatNoWorkspaceSnapshotWasTaken) {
+  Harness h;
+  h.Tools();
+  h.Plan(PlanReply({"a"}));
+  h.Decide(CallReply("write_file", R"({"path":"a","content":"b"})"));
+  rein::v1::ExecuteResponse reply = ExecReply(true, "written");
+  reply.set_snapshot_skipped("--workspace_history_max_bytes (4096 bytes per run): too big");
+  const size_t before = h.log.size();
+  h.Execute(reply);
+  ASSERT_GT(h.log.size(), before);
+  ASSERT_TRUE(h.log[before].has_tool_result());
+  EXPECT_EQ(h.log[before].tool_result().snapshot_skipped(),
+            "--workspace_history_max_bytes (4096 bytes per run): too big");
+}
+
 TEST(StageRouterTest, RecoveryAsksDispatchedMutatingCallAgainWithSameCallId) {
   Harness h;
   h.Tools();

@@ -4,15 +4,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/fs.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -20,9 +19,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "common/status_reason.h"
 #include "executor_service/process/errno_status.h"
 #include "executor_service/process/unique_fd.h"
+#include "executor_service/workspace/tree_walk.h"
 #include "executor_service/workspace/workspace.h"
 
 namespace rein {
@@ -30,127 +31,6 @@ namespace {
 
 absl::Status Errno(int err, absl::string_view what, absl::string_view path) {
   return ErrnoStatus(err, absl::StrCat(what, " ", path));
-}
-
-// Copies the regular file `in` (open) to `out` (open, empty): a reflink when the file system
-// offers one, else copy_file_range, else read/write.
-absl::Status CopyFileData(int in, int out, const std::string& path) {
-  if (ioctl(out, FICLONE, in) == 0) return absl::OkStatus();
-  while (true) {
-    ssize_t n = copy_file_range(in, nullptr, out, nullptr, 1 << 30, 0);
-    if (n == 0) return absl::OkStatus();
-    if (n > 0) continue;
-    if (errno == EINTR) continue;
-    if (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP) break;
-    return Errno(errno, "copy", path);
-  }
-  char buf[1 << 16];
-  while (true) {
-    ssize_t n = read(in, buf, sizeof(buf));
-    if (n == 0) return absl::OkStatus();
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Errno(errno, "read", path);
-    }
-    for (ssize_t done = 0; done < n;) {
-      ssize_t w = write(out, buf + done, n - done);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return Errno(errno, "write", path);
-      }
-      done += w;
-    }
-  }
-}
-
-// The names in the open directory `dir_fd` (without "." and ".."); `path` names it in errors.
-absl::StatusOr<std::vector<std::string>> ListNames(int dir_fd, const std::string& path) {
-  int dup_fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dup_fd < 0) return Errno(errno, "open", path);
-  DIR* dir = fdopendir(dup_fd);
-  if (dir == nullptr) {
-    close(dup_fd);
-    return Errno(errno, "open", path);
-  }
-  std::vector<std::string> names;
-  while (struct dirent* entry = readdir(dir)) {
-    std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(std::move(name));
-  }
-  closedir(dir);
-  return names;
-}
-
-absl::Status CopyDir(int from_dir, int to_dir, const std::string& path, CopyStats* stats) {
-  absl::StatusOr<std::vector<std::string>> names = ListNames(from_dir, path);
-  if (!names.ok()) return names.status();
-  for (const std::string& name : *names) {
-    const std::string child = path.empty() ? name : absl::StrCat(path, "/", name);
-    struct stat st;
-    if (fstatat(from_dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      if (errno == ENOENT) continue;  // removed while copying
-      return Errno(errno, "stat", child);
-    }
-    const struct timespec times[2] = {st.st_atim, st.st_mtim};
-    if (S_ISDIR(st.st_mode)) {
-      if (mkdirat(to_dir, name.c_str(), 0700) != 0) return Errno(errno, "mkdir", child);
-      UniqueFd in(openat(from_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (in.get() < 0) return Errno(errno, "open", child);
-      UniqueFd out(openat(to_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (out.get() < 0) return Errno(errno, "open", child);
-      if (absl::Status s = CopyDir(in.get(), out.get(), child, stats); !s.ok()) return s;
-      fchmod(out.get(), st.st_mode & 07777);
-      futimens(out.get(), times);
-    } else if (S_ISREG(st.st_mode)) {
-      UniqueFd in(openat(from_dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-      if (in.get() < 0) return Errno(errno, "open", child);
-      UniqueFd out(openat(to_dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-      if (out.get() < 0) return Errno(errno, "create", child);
-      if (absl::Status s = CopyFileData(in.get(), out.get(), child); !s.ok()) return s;
-      fchmod(out.get(), st.st_mode & 07777);
-      futimens(out.get(), times);
-      stats->files++;
-      stats->bytes += st.st_size;
-    } else if (S_ISLNK(st.st_mode)) {
-      std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
-      ssize_t n = readlinkat(from_dir, name.c_str(), target.data(), target.size());
-      if (n < 0) return Errno(errno, "readlink", child);
-      target.resize(static_cast<size_t>(n));
-      if (symlinkat(target.c_str(), to_dir, name.c_str()) != 0) {
-        return Errno(errno, "symlink", child);
-      }
-      utimensat(to_dir, name.c_str(), times, AT_SYMLINK_NOFOLLOW);
-      stats->files++;
-    }
-    // FIFOs, sockets and devices are not workspace content: skipped.
-  }
-  return absl::OkStatus();
-}
-
-absl::Status RemoveAt(int parent, const std::string& name, const std::string& path) {
-  struct stat st;
-  if (fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    return errno == ENOENT ? absl::OkStatus() : Errno(errno, "stat", path);
-  }
-  if (S_ISDIR(st.st_mode)) {
-    UniqueFd dir_fd(openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (dir_fd.get() < 0) return Errno(errno, "open", path);
-    absl::StatusOr<std::vector<std::string>> names = ListNames(dir_fd.get(), path);
-    if (!names.ok()) return names.status();
-    for (const std::string& child : *names) {
-      if (absl::Status s = RemoveAt(dir_fd.get(), child, absl::StrCat(path, "/", child)); !s.ok()) {
-        return s;
-      }
-    }
-    if (unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
-      return Errno(errno, "rmdir", path);
-    }
-    return absl::OkStatus();
-  }
-  if (unlinkat(parent, name.c_str(), 0) != 0 && errno != ENOENT) {
-    return Errno(errno, "unlink", path);
-  }
-  return absl::OkStatus();
 }
 
 absl::Status MakeDirs(const std::string& path) {
@@ -188,12 +68,13 @@ std::string TempName() {
   return absl::StrCat(getpid(), "-", counter.fetch_add(1), "-", random());
 }
 
-// Copies `from` to `to` through a temporary folder under `tmp_dir`, renamed into place.
+// Copies `from` to `to` through a temporary folder under `tmp_dir`, renamed into place;
+// nothing is left behind on failure.
 absl::StatusOr<CopyStats> CopyAtomically(const std::string& from, const std::string& tmp_dir,
-                                         const std::string& to) {
+                                         const std::string& to, const CopyLimits& limits) {
   if (absl::Status s = MakeDirs(tmp_dir); !s.ok()) return s;
   const std::string tmp = absl::StrCat(tmp_dir, "/", TempName());
-  absl::StatusOr<CopyStats> stats = CopyTree(from, tmp);
+  absl::StatusOr<CopyStats> stats = CopyTree(from, tmp, limits);
   if (!stats.ok()) {
     (void)RemoveTree(tmp);
     return stats.status();
@@ -206,78 +87,147 @@ absl::StatusOr<CopyStats> CopyAtomically(const std::string& from, const std::str
   return stats;
 }
 
-}  // namespace
-
-absl::StatusOr<CopyStats> CopyTree(const std::string& from, const std::string& to) {
-  UniqueFd in(open(from.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (in.get() < 0) return Errno(errno, "open", from);
-  struct stat st;
-  if (fstat(in.get(), &st) != 0) return Errno(errno, "stat", from);
-  if (mkdir(to.c_str(), 0700) != 0) return Errno(errno, "mkdir", to);
-  UniqueFd out(open(to.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (out.get() < 0) return Errno(errno, "open", to);
-  CopyStats stats;
-  if (absl::Status s = CopyDir(in.get(), out.get(), "", &stats); !s.ok()) return s;
-  fchmod(out.get(), st.st_mode & 07777);
-  const struct timespec times[2] = {st.st_atim, st.st_mtim};
-  futimens(out.get(), times);
-  return stats;
+// Reads a small text file ("" when it cannot be read).
+std::string ReadSmallFile(const std::string& path) {
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid()) return "";
+  char buf[1024];
+  ssize_t n = read(fd.get(), buf, sizeof(buf));
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
 }
 
-absl::Status RemoveTree(const std::string& path) {
-  size_t slash = path.rfind('/');
-  std::string parent = slash == std::string::npos ? "." : path.substr(0, slash);
-  if (parent.empty()) parent = "/";
-  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-  UniqueFd dir(open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.get() < 0) return errno == ENOENT ? absl::OkStatus() : Errno(errno, "open", parent);
-  return RemoveAt(dir.get(), name, path);
+// Writes a small text file in place of whatever `path` was (best effort: a record only).
+void WriteSmallFile(const std::string& path, absl::string_view text) {
+  if (!MakeDirs(path.substr(0, path.rfind('/'))).ok()) return;
+  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (fd.valid()) (void)!write(fd.get(), text.data(), text.size());
+}
+
+// The names in directory `path` (none when it cannot be read).
+std::vector<std::string> NamesIn(const std::string& path) {
+  UniqueFd dir(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir.valid()) return {};
+  absl::StatusOr<std::vector<std::string>> names = ListNames(dir.get());
+  return names.ok() ? *std::move(names) : std::vector<std::string>{};
+}
+
+}  // namespace
+
+CopyLimits WorkspaceHistory::Limits(absl::string_view per, absl::Time deadline) const {
+  CopyLimits limits;
+  limits.max_depth = options_.max_depth;
+  limits.max_allocated_bytes = options_.max_bytes;
+  limits.max_entries = options_.max_files;
+  limits.deadline = deadline;
+  limits.bytes_bound =
+      absl::StrCat(kMaxBytesBound, " (", options_.max_bytes, " bytes per ", per, ")");
+  limits.entries_bound =
+      absl::StrCat(kMaxFilesBound, " (", options_.max_files, " files per ", per, ")");
+  limits.depth_bound = absl::StrCat("workspace depth (", options_.max_depth, " levels)");
+  return limits;
+}
+
+std::string WorkspaceHistory::HistoryDir() const {
+  return absl::StrCat(root_, "/", kWorkspaceHistoryDir);
+}
+
+std::vector<WorkspaceHistory::Taken> WorkspaceHistory::ListTaken(absl::string_view run_id) const {
+  const std::string history = HistoryDir();
+  std::vector<Taken> taken;
+  for (std::string& name : NamesIn(absl::StrCat(history, "/runs/", run_id))) {
+    Taken one{CallNumber(name), std::move(name), CopyStats{}};
+    const std::string size_path = absl::StrCat(history, "/sizes/", run_id, "/", one.call_id);
+    std::vector<std::string> fields = absl::StrSplit(ReadSmallFile(size_path), ' ');
+    if (fields.size() != 2 || !absl::SimpleAtoi(fields[0], &one.size.entries) ||
+        !absl::SimpleAtoi(fields[1], &one.size.allocated_bytes)) {
+      // Taken before sizes were recorded: measured once.
+      absl::StatusOr<CopyStats> measured =
+          MeasureTree(absl::StrCat(history, "/runs/", run_id, "/", one.call_id));
+      if (measured.ok()) one.size = *measured;
+      WriteSmallFile(size_path, absl::StrCat(one.size.entries, " ", one.size.allocated_bytes));
+    }
+    taken.push_back(std::move(one));
+  }
+  std::sort(taken.begin(), taken.end(), [](const Taken& a, const Taken& b) {
+    return std::tie(a.number, a.call_id) < std::tie(b.number, b.call_id);
+  });
+  return taken;
 }
 
 absl::StatusOr<CopyStats> WorkspaceHistory::SnapshotBeforeCall(absl::string_view run_id,
                                                                absl::string_view workspace,
-                                                               absl::string_view call_id) const {
-  if (retention_ <= 0) return CopyStats{};
+                                                               absl::string_view call_id,
+                                                               absl::Time deadline) const {
+  if (options_.retention <= 0) return CopyStats{};
   if (absl::Status s = CheckName("run_id", run_id); !s.ok()) return s;
   if (absl::Status s = CheckName("call_id", call_id); !s.ok()) return s;
   if (absl::Status s = ValidateWorkspaceName(workspace); !s.ok()) return s;
-  const std::string history = absl::StrCat(root_, "/", kWorkspaceHistoryDir);
+  MaybePrune();
+  absl::StatusOr<CopyStats> stats = TakeSnapshot(run_id, workspace, call_id, deadline);
+  if (!stats.ok()) {
+    WriteSmallFile(absl::StrCat(HistoryDir(), "/skipped/", run_id, "/", call_id),
+                   stats.status().message());
+  }
+  return stats;
+}
+
+absl::StatusOr<CopyStats> WorkspaceHistory::TakeSnapshot(absl::string_view run_id,
+                                                         absl::string_view workspace,
+                                                         absl::string_view call_id,
+                                                         absl::Time deadline) const {
+  const std::string history = HistoryDir();
   const std::string run_dir = absl::StrCat(history, "/runs/", run_id);
   const std::string snapshot = absl::StrCat(run_dir, "/", call_id);
   struct stat st;
   if (stat(snapshot.c_str(), &st) == 0) return CopyStats{};  // a repeated call
+  const std::string from = absl::StrCat(root_, "/", workspace);
+  CopyLimits limits = Limits("run", deadline);
+  // What the snapshot will take, measured first (stat only), so that the run's oldest
+  // snapshots make room for it; a workspace that passes a bound alone is not copied at all.
+  absl::StatusOr<CopyStats> need = MeasureTree(from, limits);
+  if (!need.ok()) return need.status();
+  std::vector<Taken> taken = ListTaken(run_id);
+  CopyStats kept;
+  for (const Taken& one : taken) {
+    kept.entries += one.size.entries;
+    kept.allocated_bytes += one.size.allocated_bytes;
+  }
+  // Retention, then room: drop the oldest while the run would hold too many or too much.
+  size_t dropped = 0;
+  while (dropped < taken.size() &&
+         (taken.size() - dropped + 1 > static_cast<size_t>(options_.retention) ||
+          kept.entries + need->entries > options_.max_files ||
+          kept.allocated_bytes + need->allocated_bytes > options_.max_bytes)) {
+    const Taken& oldest = taken[dropped++];
+    (void)RemoveTree(absl::StrCat(run_dir, "/", oldest.call_id));
+    unlink(absl::StrCat(history, "/sizes/", run_id, "/", oldest.call_id).c_str());
+    kept.entries -= oldest.size.entries;
+    kept.allocated_bytes -= oldest.size.allocated_bytes;
+  }
+  limits.max_entries -= kept.entries;
+  limits.max_allocated_bytes -= kept.allocated_bytes;
   if (absl::Status s = MakeDirs(run_dir); !s.ok()) return s;
   absl::StatusOr<CopyStats> stats =
-      CopyAtomically(absl::StrCat(root_, "/", workspace), absl::StrCat(history, "/tmp"), snapshot);
+      CopyAtomically(from, absl::StrCat(history, "/tmp"), snapshot, limits);
   if (!stats.ok()) {
     if (stats.status().code() == absl::StatusCode::kAlreadyExists) return CopyStats{};
     return stats.status();
   }
-  // Retention: keep the newest `retention_` snapshots of the run by call number.
-  std::vector<std::pair<int64_t, std::string>> taken;
-  if (DIR* dir = opendir(run_dir.c_str())) {
-    while (struct dirent* entry = readdir(dir)) {
-      std::string name = entry->d_name;
-      if (name != "." && name != "..") taken.emplace_back(CallNumber(name), std::move(name));
-    }
-    closedir(dir);
-  }
-  std::sort(taken.begin(), taken.end());
-  for (size_t i = 0; i + retention_ < taken.size(); ++i) {
-    (void)RemoveTree(absl::StrCat(run_dir, "/", taken[i].second));
-  }
+  WriteSmallFile(absl::StrCat(history, "/sizes/", run_id, "/", call_id),
+                 absl::StrCat(stats->entries, " ", stats->allocated_bytes));
   return stats;
 }
 
 absl::StatusOr<CopyStats> WorkspaceHistory::Copy(absl::string_view workspace,
                                                  absl::string_view run_id,
                                                  absl::string_view before_call,
-                                                 absl::string_view target) const {
+                                                 absl::string_view target,
+                                                 absl::Time deadline) const {
   if (absl::Status s = ValidateWorkspaceName(workspace); !s.ok()) return s;
   if (absl::Status s = ValidateWorkspaceName(target); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("target", s.message().substr(9)));
   }
-  const std::string history = absl::StrCat(root_, "/", kWorkspaceHistoryDir);
+  const std::string history = HistoryDir();
   std::string from = absl::StrCat(root_, "/", workspace);
   if (!before_call.empty()) {
     if (absl::Status s = CheckName("run_id", run_id); !s.ok()) return s;
@@ -291,14 +241,18 @@ absl::StatusOr<CopyStats> WorkspaceHistory::Copy(absl::string_view workspace,
           absl::NotFoundError(absl::StrCat("workspace \"", workspace, "\" does not exist")),
           reason::kWorkspaceNotFound);
     }
-    return WithReason(
-        absl::FailedPreconditionError(absl::StrCat(
-            "before_call: the workspace history holds no snapshot before call ", before_call,
-            " of run ", run_id,
-            retention_ <= 0 ? " (this executor keeps no history: --workspace_history=0)"
-                            : absl::StrCat(" (history off when the call ran, or dropped: at most ",
-                                           retention_, " snapshots are kept per run)"))),
-        reason::kSnapshotMissing);
+    const std::string skipped =
+        ReadSmallFile(absl::StrCat(history, "/skipped/", run_id, "/", before_call));
+    std::string why = !skipped.empty() ? absl::StrCat(" (no snapshot was taken: ", skipped, ")")
+                      : options_.retention <= 0
+                          ? " (this executor keeps no history: --workspace_history=0)"
+                          : absl::StrCat(" (history off when the call ran, or dropped: at most ",
+                                         options_.retention, " snapshots and ", kMaxBytesBound, "=",
+                                         options_.max_bytes, " bytes are kept per run)");
+    return WithReason(absl::FailedPreconditionError(absl::StrCat(
+                          "before_call: the workspace history holds no snapshot before call ",
+                          before_call, " of run ", run_id, why)),
+                      reason::kSnapshotMissing);
   }
   const std::string to = absl::StrCat(root_, "/", target);
   if (lstat(to.c_str(), &st) == 0) {
@@ -309,9 +263,43 @@ absl::StatusOr<CopyStats> WorkspaceHistory::Copy(absl::string_view workspace,
   const std::string marker = absl::StrCat(forks, "/", target);
   UniqueFd mark(open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
   if (mark.get() < 0) return Errno(errno, "create", marker);
-  absl::StatusOr<CopyStats> stats = CopyAtomically(from, absl::StrCat(history, "/tmp"), to);
+  CopyLimits limits = Limits("copy", deadline);
+  absl::StatusOr<CopyStats> stats = CopyAtomically(from, absl::StrCat(history, "/tmp"), to, limits);
   if (!stats.ok()) unlink(marker.c_str());
   return stats;
+}
+
+void WorkspaceHistory::MarkEnded(absl::string_view run_id) const {
+  if (!CheckName("run_id", run_id).ok()) return;
+  const std::string run_dir = absl::StrCat(HistoryDir(), "/runs/", run_id);
+  utimensat(AT_FDCWD, run_dir.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);  // absent: nothing kept
+  MaybePrune();
+}
+
+int WorkspaceHistory::PruneEnded(absl::Time now) const {
+  const std::string history = HistoryDir();
+  const absl::Time cutoff = now - options_.ended_retention;
+  int removed = 0;
+  for (const std::string& run_id : NamesIn(absl::StrCat(history, "/runs"))) {
+    const std::string run_dir = absl::StrCat(history, "/runs/", run_id);
+    struct stat st;
+    if (lstat(run_dir.c_str(), &st) != 0 || absl::TimeFromTimespec(st.st_mtim) >= cutoff) {
+      continue;
+    }
+    for (const char* tree : {"/skipped/", "/sizes/", "/runs/"}) {
+      (void)RemoveTree(absl::StrCat(history, tree, run_id));
+    }
+    ++removed;
+  }
+  return removed;
+}
+
+void WorkspaceHistory::MaybePrune() const {
+  const absl::Time now = absl::Now();
+  int64_t last = last_prune_unix_.load();
+  if (now - absl::FromUnixSeconds(last) < options_.prune_interval) return;
+  if (!last_prune_unix_.compare_exchange_strong(last, absl::ToUnixSeconds(now))) return;
+  PruneEnded(now);
 }
 
 absl::Status WorkspaceHistory::Delete(absl::string_view name) const {
