@@ -199,6 +199,8 @@ RATIOS = [
      "memory.router.inflight_1000_mib", 64.0, "<=", 1.0),
     ("run_command (fresh sandbox per command) p50 / bare bwrap p50", "sandbox.run_command.p50",
      "sandbox.bwrap.p50", "<=", 1.5),
+    ("run_command / bare bwrap, median of the rounds' ratios (one call of each, back to back)",
+     "sandbox.run_command_vs_bwrap.round_median", 1.0, "<=", 1.5),
     ("run_command p99 / its p50", "sandbox.run_command.p99", "sandbox.run_command.p50", "<=", 2.0),
     ("run_command p50 / fork+exec p50", "sandbox.run_command.p50", "sandbox.forkexec.p50", None,
      None),

@@ -125,6 +125,18 @@ struct Figures {
   double p99_ms;
 };
 
+// The median over rounds of a[i] / b[i]: both sides of each ratio saw the machine in the same
+// state (one round is one call of each kind, back to back), so it moves less with the load of a
+// shared machine than the ratio of two medians.
+double MedianRatio(const std::vector<absl::Duration>& a, const std::vector<absl::Duration>& b) {
+  std::vector<double> ratios;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    ratios.push_back(absl::FDivDuration(a[i], b[i]));
+  if (ratios.empty()) return 0;
+  std::sort(ratios.begin(), ratios.end());
+  return ratios[ratios.size() / 2];
+}
+
 Figures Percentiles(std::vector<absl::Duration> samples) {
   std::sort(samples.begin(), samples.end());
   auto at = [&](double q) {
@@ -294,8 +306,19 @@ int main(int argc, char** argv) {
               t.p50_ms / b.p50_ms, t.p99_ms / t.p50_ms);
   std::printf("resident / bare bwrap: p50 %.2fx; resident p99 / its p50: %.2fx\n",
               c.p50_ms / b.p50_ms, c.p99_ms / c.p50_ms);
+  const double round_ratio = MedianRatio(tool, bare);
+  std::printf(
+      "median of the rounds' ratios: run_command / bare bwrap %.2fx, resident / bare bwrap "
+      "%.2fx",
+      round_ratio, MedianRatio(resident_tool, bare));
+  if (!other.empty()) {
+    std::printf(", variant / bare bwrap %.2fx, variant / run_command %.2fx",
+                MedianRatio(other, bare), MedianRatio(other, tool));
+  }
+  std::printf("\n");
   std::printf("BENCH\tsandbox.run_command.p50\t%.3f\tms\n", t.p50_ms);
   std::printf("BENCH\tsandbox.run_command.p99\t%.3f\tms\n", t.p99_ms);
+  std::printf("BENCH\tsandbox.run_command_vs_bwrap.round_median\t%.3f\tratio\n", round_ratio);
   std::printf("BENCH\tsandbox.run_command_resident.p50\t%.3f\tms\n", c.p50_ms);
   std::printf("BENCH\tsandbox.run_command_resident.p99\t%.3f\tms\n", c.p99_ms);
   std::printf("BENCH\tsandbox.bwrap.p50\t%.3f\tms\n", b.p50_ms);
