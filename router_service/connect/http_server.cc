@@ -5,6 +5,7 @@
 
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -18,21 +19,23 @@ namespace {
 
 constexpr char kPrefix[] = "/rein.v1.Router/";
 
+using Headers = std::vector<std::pair<const char*, const char*>>;
+
+const Headers kClose = {{"Connection", "close"}};
+
 void Send(mg_connection* connection, int status, const std::string& content_type,
-          const std::string& body, bool close = false) {
+          const std::string& body, const Headers& headers = {}) {
   mg_response_header_start(connection, status);
   mg_response_header_add(connection, "Content-Type", content_type.c_str(), -1);
   mg_response_header_add(connection, "Content-Length", std::to_string(body.size()).c_str(), -1);
   mg_response_header_add(connection, "X-Content-Type-Options", "nosniff", -1);
-  if (close) mg_response_header_add(connection, "Connection", "close", -1);
+  for (const auto& [name, value] : headers) mg_response_header_add(connection, name, value, -1);
   mg_response_header_send(connection);
   mg_write(connection, body.data(), body.size());
 }
 
-void SendError(mg_connection* connection, const absl::Status& status, int http_status = 0,
-               bool close = false) {
-  Send(connection, http_status != 0 ? http_status : HttpStatusOf(status.code()), "application/json",
-       ErrorJson(status), close);
+void SendError(mg_connection* connection, const absl::Status& status, const Headers& headers = {}) {
+  Send(connection, HttpStatusOf(status.code()), "application/json", ErrorJson(status), headers);
 }
 
 // The Connect reply of one request, on its civetweb connection.
@@ -178,15 +181,11 @@ void HttpServer::Serve(mg_connection* connection) {
   const std::string verb = info->request_method != nullptr ? info->request_method : "";
   if (absl::StartsWith(path, kPrefix)) {
     if (verb != "POST") {
-      mg_response_header_start(connection, 405);
-      mg_response_header_add(connection, "Allow", "POST", -1);
-      const std::string body = ErrorJson(absl::UnimplementedError(absl::StrCat(
-          verb.substr(0, 16), " ", path.substr(0, 100), ": the Connect port takes POST only")));
-      mg_response_header_add(connection, "Content-Type", "application/json", -1);
-      mg_response_header_add(connection, "Content-Length", std::to_string(body.size()).c_str(), -1);
-      mg_response_header_send(connection);
-      mg_write(connection, body.data(), body.size());
-      return;
+      return Send(
+          connection, 405, "application/json",
+          ErrorJson(absl::UnimplementedError(absl::StrCat(
+              verb.substr(0, 16), " ", path.substr(0, 100), ": the Connect port takes POST only"))),
+          {{"Allow", "POST"}});
     }
     for (const char* name : {"Content-Encoding", "Connect-Content-Encoding"}) {
       const char* encoding = mg_get_header(connection, name);
@@ -195,11 +194,11 @@ void HttpServer::Serve(mg_connection* connection) {
                          absl::UnimplementedError(
                              absl::StrCat(name, ": \"", absl::string_view(encoding).substr(0, 40),
                                           "\" is not accepted; send the body uncompressed")),
-                         0, /*close=*/true);
+                         kClose);
       }
     }
     absl::StatusOr<std::string> body = ReadBody(connection, options_.max_body_bytes);
-    if (!body.ok()) return SendError(connection, body.status(), 0, /*close=*/true);
+    if (!body.ok()) return SendError(connection, body.status(), kClose);
     ConnectRequest request;
     request.method = path.substr(sizeof(kPrefix) - 1);
     const char* content_type = mg_get_header(connection, "Content-Type");
@@ -215,7 +214,11 @@ void HttpServer::Serve(mg_connection* connection) {
   if (options_.files != nullptr && verb == "GET") {
     auto file = options_.files->find(path == "/" ? "/index.html" : path);
     if (file != options_.files->end()) {
-      return Send(connection, 200, file->second.content_type, file->second.body);
+      // The console loads nothing from elsewhere and may not be framed.
+      return Send(connection, 200, file->second.content_type, file->second.body,
+                  {{"Content-Security-Policy",
+                    "default-src 'self'; frame-ancestors 'none'; base-uri 'none'"},
+                   {"Referrer-Policy", "no-referrer"}});
     }
   }
   Send(connection, 404, "text/plain; charset=utf-8",
