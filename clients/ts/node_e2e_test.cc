@@ -1,7 +1,7 @@
 // Runs a Node script (the argument, relative to the workspace) against the three real
 // services with the router's HTTP port on, and passes when the script exits 0. The script gets
-// REIN_HTTP_URL, REIN_WORKSPACE_ROOT and the tokens below: t-viewer (viewer), t-both
-// (operator and reviewer), t-reviewer (reviewer), t-operator (operator).
+// REIN_HTTP_URL, REIN_WORKSPACE_ROOT, REIN_OUTPUT_DIR (where to keep files) and the tokens below:
+// t-viewer (viewer), t-both (operator and reviewer), t-reviewer (reviewer), t-operator (operator).
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -17,14 +17,24 @@
 namespace rein::testing {
 namespace {
 
-// One subtask that writes a.txt, then the goal is achieved.
+// One subtask that writes a.txt, then the goal is achieved. A subtask "ask" (added by a
+// plan edit) asks a person, and writes b.txt once answered; a rejection whose feedback says
+// "write c.txt" is planned again as a subtask "c" that writes c.txt.
 constexpr char kScript[] = R"({
   "plan": [
+    {"when": {"replan_reason_contains": "write c.txt"}, "reply": {"subtasks": [
+      {"id": "c", "description": "write c.txt", "allowedTools": ["write_file"]}]}},
     {"when": {"completed_contains": "write"}, "reply": {"goalAchieved": true, "reasoning": "done"}},
     {"reply": {"subtasks": [
       {"id": "write", "description": "write a.txt", "allowedTools": ["write_file"]}]}}
   ],
   "decide": [
+    {"when": {"subtask": "ask", "has_human_input": false},
+     "reply": {"humanQuery": "Which file should I write?"}},
+    {"when": {"subtask": "ask", "human_input_contains": "b.txt"},
+     "reply": {"toolCall": {"tool": "write_file", "args": {"path": "b.txt", "content": "after the answer"}}}},
+    {"when": {"subtask": "c"},
+     "reply": {"toolCall": {"tool": "write_file", "args": {"path": "c.txt", "content": "after the rejection"}}}},
     {"reply": {"toolCall": {"tool": "write_file", "args": {"path": "a.txt", "content": "v1"}}}}
   ],
   "evaluate": [
@@ -50,7 +60,7 @@ TEST(NodeEndToEndTest, ScriptPassesAgainstTheRealServices) {
   options.script_json = kScript;
   const std::string root = options.dir + "/workspaces";
   mkdir(root.c_str(), 0755);
-  for (const char* ws : {"repo", "repo-json", "repo-binary"}) {
+  for (const char* ws : {"repo", "repo-json", "repo-binary", "repo-plan", "repo-reject"}) {
     mkdir((root + "/" + ws).c_str(), 0755);
   }
   const std::string tokens = options.dir + "/tokens";

@@ -149,6 +149,40 @@ try {
   await waitText(a, "#run-stage", /PAUSED|FINISHED/);
   console.log(`fork ${forkId} made from ${edited.runId}`);
 
+  step("a plan is edited in the browser (a subtask added) and the run follows it; a question is answered");
+  const planned = await api.start({ goal: "write by plan", workspace: "repo-plan", tools: ["write_file"], pausePoints: [PausePoint.AFTER_PLAN] });
+  await a.goto(`${baseUrl}/#/run/${planned.runId}`);
+  await waitText(a, "#run-stage", /PAUSED/);
+  await a.waitForSelector("#edit-plan");
+  await a.$eval("#edit-plan", (e) => {
+    e.value = "write: write a.txt\nask: ask a person which file to write";
+    e.dispatchEvent(new Event("input", { bubbles: true }));
+  });
+  await a.click("#send-plan");
+  await a.waitForSelector("#answer", { timeout: 20000 });
+  assert.match(await textOf(a, "section[aria-label=Actions]"), /Which file should I write\?/);
+  await a.type("#answer", "write b.txt please");
+  await a.click("#send-answer");
+  await waitText(a, "#run-stage", /FINISHED/);
+  const plannedRun = await api.get(planned.runId);
+  const completed = plannedRun.state.completedSubtasks.map((t) => t.id);
+  assert.ok(completed.includes("ask") && completed.includes("write"), `completed: ${completed}`);
+  console.log(`completed subtasks: ${completed.join(", ")}`);
+  assert.equal(readFileSync(`${root}/repo-plan/b.txt`, "utf8"), "after the answer");
+
+  step("a rejection's feedback reaches the next decision");
+  const rejected = await pausedRun("write, rejected once", "repo-reject");
+  await a.goto(`${baseUrl}/#/run/${rejected.runId}`);
+  await a.waitForSelector("#reject-feedback");
+  await a.type("#reject-feedback", "not a.txt; write c.txt instead");
+  await a.click("#reject");
+  await waitText(a, "#notice", /Reject: done/);
+  // Planned again with the feedback; the next decision writes c.txt, paused before it.
+  await a.waitForFunction(() => /c\.txt/.test(document.querySelector("section[aria-label=Actions]")?.textContent ?? ""), { timeout: 20000 });
+  await a.click("#approve");
+  await waitText(a, "#run-stage", /FINISHED/);
+  assert.equal(readFileSync(`${root}/repo-reject/c.txt`, "utf8"), "after the rejection");
+
   step("deep link to an event");
   await a.goto(`${baseUrl}/#/run/${run.runId}/e/2`);
   await a.waitForSelector("#event-2.target");
