@@ -21,7 +21,6 @@ _LIBRARIES = {
     "prometheus": (["prometheus-cpp-core", "prometheus-cpp-pull"], []),
     "seccomp": (["libseccomp"], []),
     "libcrypto": (["libcrypto"], []),
-    "ssl": (["libssl"], []),
     # Debian's civetweb ships no .pc file.
     "civetweb": ([], ["-lcivetweb"]),
 }

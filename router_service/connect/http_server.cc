@@ -1,8 +1,6 @@
 // The router's HTTP port, on civetweb.
 #include "router_service/connect/http_server.h"
 
-#include <openssl/ssl.h>
-
 #include <mutex>
 #include <string>
 #include <utility>
@@ -101,36 +99,22 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
   if (options.threads < 2 || options.threads > 1024) {
     return absl::InvalidArgumentError("--http_threads: must be in [2, 1024]");
   }
-  const bool tls = !options.tls.cert.empty();
   std::unique_ptr<HttpServer> server(new HttpServer(std::move(options), gateway));
   const HttpServerOptions& o = server->options_;
-  const std::string ports = absl::StrCat(o.listen, tls ? "s" : "");
+  const std::string ports = o.listen;
   const std::string threads = std::to_string(o.threads);
   const std::string io_ms = std::to_string(absl::ToInt64Milliseconds(o.io_timeout));
   const std::string keep_ms = std::to_string(absl::ToInt64Milliseconds(o.keep_alive));
-  std::vector<const char*> config = {"listening_ports",
-                                     ports.c_str(),
-                                     "num_threads",
-                                     threads.c_str(),
-                                     "request_timeout_ms",
-                                     io_ms.c_str(),
-                                     "enable_keep_alive",
-                                     "yes",
-                                     "keep_alive_timeout_ms",
-                                     keep_ms.c_str(),
-                                     "enable_auth_domain_check",
-                                     "no",
+  std::vector<const char*> config = {"listening_ports", ports.c_str(), "num_threads",
+                                     threads.c_str(), "request_timeout_ms", io_ms.c_str(),
+                                     "enable_keep_alive", "yes", "keep_alive_timeout_ms",
+                                     keep_ms.c_str(), "enable_auth_domain_check", "no",
                                      // Headers and body go in two writes: without this, Nagle
                                      // and delayed ACKs hold each reply ~40 ms.
-                                     "tcp_nodelay",
-                                     "1"};
-  if (tls) {
-    config.insert(config.end(), {"ssl_protocol_version", "4"});  // TLS 1.2 and later
-  }
+                                     "tcp_nodelay", "1"};
   config.push_back(nullptr);
   mg_callbacks callbacks = {};
   callbacks.begin_request = &HttpServer::OnRequest;
-  if (tls) callbacks.init_ssl = &HttpServer::OnInitSsl;
   mg_init_data init = {};
   init.callbacks = &callbacks;
   init.user_data = server.get();
@@ -154,23 +138,6 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
 
 HttpServer::~HttpServer() {
   if (context_ != nullptr) mg_stop(context_);
-}
-
-int HttpServer::OnInitSsl(void* ssl_context, void* user_data) {
-  auto* server = static_cast<HttpServer*>(user_data);
-  auto* ctx = static_cast<SSL_CTX*>(ssl_context);
-  const TlsFiles& tls = server->options_.tls;
-  if (SSL_CTX_use_certificate_chain_file(ctx, tls.cert.c_str()) != 1 ||
-      SSL_CTX_use_PrivateKey_file(ctx, tls.key.c_str(), SSL_FILETYPE_PEM) != 1 ||
-      SSL_CTX_check_private_key(ctx) != 1) {
-    return -1;
-  }
-  if (server->options_.require_client_cert) {
-    if (SSL_CTX_load_verify_locations(ctx, tls.ca.c_str(), nullptr) != 1) return -1;
-    SSL_CTX_set_client_CA_list(ctx, SSL_load_client_CA_file(tls.ca.c_str()));
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
-  }
-  return 1;  // set up here; civetweb loads no certificate of its own
 }
 
 int HttpServer::OnRequest(mg_connection* connection) {

@@ -1,5 +1,7 @@
 // The router's HTTP port (--http_listen): the Connect protocol at /rein.v1.Router/<Method>
-// and, when given, static files (the console) on GET. Served by civetweb.
+// and, when given, static files (the console) on GET. Served by civetweb, in plain HTTP:
+// Debian's civetweb 1.15 cannot load OpenSSL 3 (it looks up SSL_get_peer_certificate, which
+// OpenSSL 3 no longer exports), so TLS is a proxy's job in front of a loopback port.
 #ifndef REIN_ROUTER_SERVICE_CONNECT_HTTP_SERVER_H_
 #define REIN_ROUTER_SERVICE_CONNECT_HTTP_SERVER_H_
 
@@ -10,7 +12,6 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/tls.h"
 #include "router_service/connect/connect_gateway.h"
 
 struct mg_context;
@@ -34,10 +35,6 @@ struct HttpServerOptions {
   // keep-alive connection is kept: slow or idle clients give their thread back.
   absl::Duration io_timeout = absl::Seconds(30);
   absl::Duration keep_alive = absl::Seconds(5);
-  // With tls.cert and tls.key, the port serves HTTPS; with require_client_cert too, clients
-  // must present a certificate signed by tls.ca.
-  TlsFiles tls;
-  bool require_client_cert = false;
   // Files served on GET by path ("/" serves "/index.html"); null = none.
   const std::map<std::string, StaticFile>* files = nullptr;
 };
@@ -56,7 +53,6 @@ class HttpServer {
   HttpServer(HttpServerOptions options, ConnectGateway* gateway)
       : options_(std::move(options)), gateway_(gateway) {}
   static int OnRequest(mg_connection* connection);
-  static int OnInitSsl(void* ssl_context, void* user_data);
   void Serve(mg_connection* connection);
 
   const HttpServerOptions options_;

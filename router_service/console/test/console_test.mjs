@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import puppeteer from "puppeteer-core";
 import { nodeClient } from "../../../clients/ts/dist/node.js";
-import { PausePoint, Stage } from "../../../clients/ts/dist/index.js";
+import { PausePoint, Stage, SubTask_Status } from "../../../clients/ts/dist/index.js";
 
 const require = createRequire(import.meta.url);
 const baseUrl = process.env.REIN_HTTP_URL;
@@ -165,9 +165,10 @@ try {
   await a.click("#send-answer");
   await waitText(a, "#run-stage", /FINISHED/);
   const plannedRun = await api.get(planned.runId);
-  const completed = plannedRun.state.completedSubtasks.map((t) => t.id);
-  assert.ok(completed.includes("ask") && completed.includes("write"), `completed: ${completed}`);
-  console.log(`completed subtasks: ${completed.join(", ")}`);
+  // The planned stack is dropped (ended as FAILED, "replaced by the reviewer's plan"), then
+  // the reviewer's two subtasks run.
+  const completed = plannedRun.state.completedSubtasks.map((t) => `${t.id}:${SubTask_Status[t.status]}`);
+  assert.deepEqual(completed, ["write:FAILED", "write:COMPLETED", "ask:COMPLETED"]);
   assert.equal(readFileSync(`${root}/repo-plan/b.txt`, "utf8"), "after the answer");
 
   step("a rejection's feedback reaches the next decision");
