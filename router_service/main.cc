@@ -23,6 +23,7 @@
 #include "common/server.h"
 #include "common/tls.h"
 #include "router_service/auth.h"
+#include "router_service/connect/http_port.h"
 #include "router_service/grpc_clients.h"
 #include "router_service/price_table.h"
 #include "router_service/router_grpc.h"
@@ -30,6 +31,13 @@
 #include "router_service/store/open_run_store.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "HOST:PORT to serve rein.v1.Router on");
+ABSL_FLAG(std::string, http_listen, "",
+          "HOST:PORT (IPv4) to serve the Router API over HTTP (the Connect protocol) and the "
+          "console on, with the same tokens, roles and TLS as --listen (docs/HTTP_API.md); "
+          "empty = off");
+ABSL_FLAG(int, http_threads, 32,
+          "connections the HTTP port serves at once, one thread each (2..1024); a quarter "
+          "is kept from streams for unary calls");
 ABSL_FLAG(int, metrics_port, 0, "port for Prometheus metrics over HTTP on 127.0.0.1 (0 = off)");
 ABSL_FLAG(std::string, metrics_listen, "",
           "HOST:PORT of the Prometheus /metrics endpoint, instead of --metrics_port (e.g. "
@@ -178,6 +186,25 @@ int main(int argc, char** argv) {
         "review and cancel runs",
         {{"listen", policy.listen}});
   }
+  const std::string http_listen = absl::GetFlag(FLAGS_http_listen);
+  if (!http_listen.empty()) {
+    // The HTTP port is plain HTTP and checks no client certificate (http_server.h says why):
+    // only tokens authenticate there, and with --require_client_cert it stays on loopback,
+    // behind a proxy that verifies them, so that no call passes there that the gRPC port
+    // would refuse.
+    if (require_client_cert && !rein::IsLoopbackListen(http_listen)) {
+      return Fail(
+          "--http_listen: with --require_client_cert the HTTP port must be loopback (it "
+          "cannot verify client certificates; put a proxy that does in front of it)");
+    }
+    rein::ListenPolicy http_policy = policy;
+    http_policy.listen = http_listen;
+    http_policy.tls = false;
+    http_policy.callers_authenticated = auth != nullptr;
+    if (absl::Status status = rein::CheckListenPolicy(http_policy); !status.ok()) {
+      return Fail(absl::StrCat("--http_listen: ", status.message()));
+    }
+  }
   absl::StatusOr<std::string> metrics_listen = rein::MetricsListenAddress(
       absl::GetFlag(FLAGS_metrics_listen), absl::GetFlag(FLAGS_metrics_port));
   if (!metrics_listen.ok()) return Fail(std::string(metrics_listen.status().message()));
@@ -235,7 +262,19 @@ int main(int argc, char** argv) {
   if (absl::Status status = host.Start({&service}); !status.ok()) {
     return Fail(std::string(status.message()));
   }
+  std::unique_ptr<rein::connect::HttpPort> http;
+  if (!http_listen.empty()) {
+    rein::connect::HttpServerOptions http_options;
+    http_options.listen = http_listen;
+    http_options.threads = absl::GetFlag(FLAGS_http_threads);
+    absl::StatusOr<std::unique_ptr<rein::connect::HttpPort>> started =
+        rein::connect::HttpPort::Start(host.server(), http_options);
+    if (!started.ok()) return Fail(std::string(started.status().message()));
+    http = *std::move(started);
+  }
   rein::LogInfo("serving", {{"listen", host_options.listen},
+                            {"http_listen", http ? http_listen : "off"},
+                            {"http_port", http ? std::to_string(http->port()) : "0"},
                             {"port", std::to_string(host.port())},
                             {"store", opened->description},
                             {"router_id", engine_options.router_id},
@@ -251,6 +290,7 @@ int main(int argc, char** argv) {
   // Stop taking requests (watch streams end), then let calls in flight be committed.
   engine.StopDispatching();  // no new call while the server drains
   host.Shutdown(absl::Seconds(1));
+  http.reset();  // its calls went through the gRPC server, which ended them
   engine.Shutdown(grace);
   rein::LogInfo("stopped");
   return 0;

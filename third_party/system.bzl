@@ -21,6 +21,8 @@ _LIBRARIES = {
     "prometheus": (["prometheus-cpp-core", "prometheus-cpp-pull"], []),
     "seccomp": (["libseccomp"], []),
     "libcrypto": (["libcrypto"], []),
+    # Debian's civetweb ships no .pc file.
+    "civetweb": ([], ["-lcivetweb"]),
 }
 
 def _system_libraries_impl(ctx):
@@ -30,11 +32,14 @@ def _system_libraries_impl(ctx):
         "",
     ]
     for name, (modules, extra) in _LIBRARIES.items():
-        result = ctx.execute(["pkg-config", "--libs"] + modules)
-        if result.return_code != 0:
-            fail("pkg-config --libs %s failed (run ./dev setup): %s" % (" ".join(modules), result.stderr))
+        found = ""
+        if modules:
+            result = ctx.execute(["pkg-config", "--libs"] + modules)
+            if result.return_code != 0:
+                fail("pkg-config --libs %s failed (run ./dev setup): %s" % (" ".join(modules), result.stderr))
+            found = result.stdout.strip()
         flags = []
-        for flag in result.stdout.strip().split(" ") + extra:
+        for flag in found.split(" ") + extra:
             if flag and flag not in flags:
                 flags.append(flag)
         lines.append("cc_library(")

@@ -1,0 +1,98 @@
+// Runs a Node script (the argument, relative to the workspace) against the three real
+// services with the router's HTTP port on, and passes when the script exits 0. The script gets
+// REIN_HTTP_URL, REIN_WORKSPACE_ROOT, REIN_OUTPUT_DIR (where to keep files) and the tokens below:
+// t-viewer (viewer), t-both (operator and reviewer), t-reviewer (reviewer), t-operator (operator).
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "router_service/auth.h"
+#include "tests/cluster.h"
+
+namespace rein::testing {
+namespace {
+
+// One subtask that writes a.txt, then the goal is achieved. A subtask "ask" (added by a
+// plan edit) asks a person, and writes b.txt once answered; a rejection whose feedback says
+// "write c.txt" is planned again as a subtask "c" that writes c.txt.
+constexpr char kScript[] = R"({
+  "plan": [
+    {"when": {"replan_reason_contains": "write c.txt"}, "reply": {"subtasks": [
+      {"id": "c", "description": "write c.txt", "allowedTools": ["write_file"]}]}},
+    {"when": {"completed_contains": "write"}, "reply": {"goalAchieved": true, "reasoning": "done"}},
+    {"reply": {"subtasks": [
+      {"id": "write", "description": "write a.txt", "allowedTools": ["write_file"]}]}}
+  ],
+  "decide": [
+    {"when": {"subtask": "ask", "has_human_input": false},
+     "reply": {"humanQuery": "Which file should I write?"}},
+    {"when": {"subtask": "ask", "human_input_contains": "b.txt"},
+     "reply": {"toolCall": {"tool": "write_file", "args": {"path": "b.txt", "content": "after the answer"}}}},
+    {"when": {"subtask": "c"},
+     "reply": {"toolCall": {"tool": "write_file", "args": {"path": "c.txt", "content": "after the rejection"}}}},
+    {"reply": {"toolCall": {"tool": "write_file", "args": {"path": "a.txt", "content": "v1"}}}}
+  ],
+  "evaluate": [
+    {"reply": {"status": "COMPLETED", "summary": "${subtask} written"}}
+  ]
+})";
+
+std::string RealDir(const std::string& file) {
+  char buffer[PATH_MAX];
+  if (realpath(file.c_str(), buffer) == nullptr) return "";
+  std::string path(buffer);
+  return path.substr(0, path.rfind('/'));
+}
+
+std::string g_script;  // argv[1]
+
+TEST(NodeEndToEndTest, ScriptPassesAgainstTheRealServices) {
+  ASSERT_FALSE(g_script.empty()) << "usage: node_e2e_test SCRIPT";
+  const std::string base = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
+  Cluster::Options options;
+  options.dir = base + "/node-e2e";
+  mkdir(options.dir.c_str(), 0755);
+  options.script_json = kScript;
+  const std::string root = options.dir + "/workspaces";
+  mkdir(root.c_str(), 0755);
+  for (const char* ws : {"repo", "repo-json", "repo-binary", "repo-plan", "repo-reject"}) {
+    mkdir((root + "/" + ws).c_str(), 0755);
+  }
+  const std::string tokens = options.dir + "/tokens";
+  std::ofstream(tokens) << "sha256:" << Sha256Hex("t-viewer") << " vera viewer\n"
+                        << "sha256:" << Sha256Hex("t-operator") << " otto operator\n"
+                        << "sha256:" << Sha256Hex("t-reviewer") << " rita reviewer\n"
+                        << "sha256:" << Sha256Hex("t-both") << " bo operator,reviewer\n";
+  options.router_flags = {"--http_listen=127.0.0.1:0", "--auth_tokens_file=" + tokens};
+  options.token = "t-both";
+  Cluster cluster(options);
+  ASSERT_TRUE(cluster.Start()) << cluster.Logs();
+  const std::string log = ReadFile(options.dir + "/router.log");
+  const size_t at = log.find("\"http_port\":\"");
+  ASSERT_NE(at, std::string::npos) << log;
+  const int http_port = atoi(log.c_str() + at + 13);
+  ASSERT_GT(http_port, 0);
+
+  const std::string script = RealDir(RunfilePath(g_script)) + g_script.substr(g_script.rfind('/'));
+  const std::string command = absl::StrCat(
+      "REIN_HTTP_URL=http://127.0.0.1:", http_port, " REIN_WORKSPACE_ROOT=", root,
+      " REIN_OUTPUT_DIR=",
+      getenv("TEST_UNDECLARED_OUTPUTS_DIR") ? getenv("TEST_UNDECLARED_OUTPUTS_DIR") : options.dir,
+      " node ", script, " 2>&1");
+  const int status = system(command.c_str());
+  EXPECT_EQ(status, 0) << command << "\n" << cluster.Logs();
+}
+
+}  // namespace
+}  // namespace rein::testing
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (argc > 1) rein::testing::g_script = argv[1];
+  return RUN_ALL_TESTS();
+}

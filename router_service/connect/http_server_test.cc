@@ -1,0 +1,417 @@
+// Service tests of the router's HTTP port over real sockets (libcurl): the Connect protocol in
+// front of a real RouterGrpcService with tokens and roles, unary and streaming, JSON and binary,
+// and every kind of bad request answered with the Connect error that says what is wrong.
+#include "router_service/connect/http_server.h"
+
+#include <curl/curl.h>
+#include <stdlib.h>
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "router_service/auth.h"
+#include "router_service/connect/connect_protocol.h"
+#include "router_service/router_grpc.h"
+#include "router_service/run_engine.h"
+#include "router_service/store/sqlite_run_store.h"
+#include "router_service/testing/fake_clients.h"
+
+namespace rein::connect {
+namespace {
+
+using rein::testing::FakeExecutorClient;
+using rein::testing::FakePlannerClient;
+
+struct HttpReply {
+  long status = 0;
+  std::string content_type;
+  std::string body;
+};
+
+size_t Collect(char* data, size_t size, size_t count, void* out) {
+  static_cast<std::string*>(out)->append(data, size * count);
+  return size * count;
+}
+
+// The messages and the end-of-stream message of a Connect stream's body.
+struct Stream {
+  std::vector<std::string> messages;
+  std::string end;
+  bool complete = false;
+};
+
+Stream ParseStream(const std::string& body) {
+  Stream out;
+  size_t at = 0;
+  while (at + 5 <= body.size()) {
+    const auto byte = [&](size_t i) { return static_cast<uint8_t>(body[at + i]); };
+    const uint32_t size = (uint32_t{byte(1)} << 24) | (uint32_t{byte(2)} << 16) |
+                          (uint32_t{byte(3)} << 8) | uint32_t{byte(4)};
+    if (at + 5 + size > body.size()) break;
+    std::string payload = body.substr(at + 5, size);
+    if (byte(0) & kEnvelopeEndStream) {
+      out.end = payload;
+      out.complete = at + 5 + size == body.size();
+    } else {
+      out.messages.push_back(payload);
+    }
+    at += 5 + size;
+  }
+  return out;
+}
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string dir = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
+    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    const std::string tokens = dir + "/tokens-" + name;
+    std::ofstream(tokens) << "sha256:" << Sha256Hex("t-viewer") << " vera viewer\n"
+                          << "sha256:" << Sha256Hex("t-operator") << " otto operator\n"
+                          << "sha256:" << Sha256Hex("t-reviewer") << " rita reviewer\n";
+    AuthOptions auth_options;
+    auth_options.tokens_file = tokens;
+    auth_options.max_failures_per_window = 1000;  // this test fails on purpose many times
+    auth_ = std::make_unique<Authenticator>(auth_options, RealClock());
+    ASSERT_TRUE(auth_->Load().ok());
+
+    rein::testing::ScriptListFilesRun(&planner_, &executor_);
+    auto store = SqliteRunStore::Open(dir + "/router-" + name + ".db", {});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    engine_ = std::make_unique<RunEngine>(store_.get(), &planner_, &executor_, RealClock(),
+                                          RunEngineOptions());
+    ASSERT_TRUE(engine_->Start().ok());
+    service_ = std::make_unique<RouterGrpcService>(engine_.get(), auth_.get());
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(port, 0);
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    ConnectGatewayOptions gateway_options;
+    gateway_options.max_streams = 3;
+    gateway_ = std::make_unique<ConnectGateway>(server_->InProcessChannel(args), gateway_options);
+    HttpServerOptions http_options;
+    http_options.threads = 8;
+    http_options.max_body_bytes = 64 << 10;
+    files_["/index.html"] = {"text/html; charset=utf-8", "<!doctype html><title>rein</title>"};
+    http_options.files = &files_;
+    absl::StatusOr<std::unique_ptr<HttpServer>> http =
+        HttpServer::Start(http_options, gateway_.get());
+    ASSERT_TRUE(http.ok()) << http.status();
+    http_ = *std::move(http);
+    ASSERT_GT(http_->port(), 0);
+  }
+
+  void TearDown() override {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    http_.reset();
+    engine_->Shutdown(absl::Seconds(1));
+  }
+
+  HttpReply Request(const std::string& verb, const std::string& path,
+                    const std::string& content_type, const std::string& body,
+                    const std::string& token, std::vector<std::string> headers = {}) {
+    CURL* curl = curl_easy_init();
+    HttpReply reply;
+    const std::string url = absl::StrCat("http://127.0.0.1:", http_->port(), path);
+    curl_slist* list = nullptr;
+    if (!content_type.empty()) headers.push_back("Content-Type: " + content_type);
+    if (!token.empty()) headers.push_back("Authorization: Bearer " + token);
+    headers.push_back("Expect:");
+    for (const std::string& h : headers) list = curl_slist_append(list, h.c_str());
+    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, verb.c_str());
+    if (verb == "POST") {
+      curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
+      curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+    }
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Collect);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply.body);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT, 20L);
+    CURLcode code = curl_easy_perform(curl);
+    EXPECT_EQ(code, CURLE_OK) << curl_easy_strerror(code);
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.status);
+    char* type = nullptr;
+    curl_easy_getinfo(curl, CURLINFO_CONTENT_TYPE, &type);
+    if (type != nullptr) reply.content_type = type;
+    curl_slist_free_all(list);
+    curl_easy_cleanup(curl);
+    return reply;
+  }
+
+  HttpReply Call(const std::string& method, const std::string& json, const std::string& token) {
+    return Request("POST", "/rein.v1.Router/" + method, "application/json", json, token);
+  }
+
+  rein::v1::Run StartPaused(const std::string& request_id) {
+    HttpReply reply = Call("StartRun",
+                           absl::StrCat(R"({"spec":{"goal":"list things","pausePoints":)",
+                                        R"(["AFTER_PLAN"]},"requestId":")", request_id, R"("})"),
+                           "t-operator");
+    EXPECT_EQ(reply.status, 200) << reply.body;
+    rein::v1::Run run;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(reply.body, &run).ok()) << reply.body;
+    return run;
+  }
+
+  // GetRun until the run is in `stage`.
+  rein::v1::Run WaitFor(const std::string& run_id, rein::v1::Stage stage) {
+    rein::v1::Run run;
+    for (int i = 0; i < 500; ++i) {
+      HttpReply reply = Call("GetRun", absl::StrCat(R"({"runId":")", run_id, R"("})"), "t-viewer");
+      EXPECT_EQ(reply.status, 200) << reply.body;
+      run.Clear();
+      EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(reply.body, &run).ok());
+      if (run.state().stage() == stage) return run;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    ADD_FAILURE() << "run " << run_id << " never reached " << rein::v1::Stage_Name(stage)
+                  << "; it is " << rein::v1::Stage_Name(run.state().stage());
+    return run;
+  }
+
+  int64_t RunCount() {
+    HttpReply reply = Call("ListRuns", "{}", "t-viewer");
+    EXPECT_EQ(reply.status, 200) << reply.body;
+    rein::v1::ListRunsResponse list;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(reply.body, &list).ok());
+    return list.runs_size();
+  }
+
+  std::unique_ptr<Authenticator> auth_;
+  FakePlannerClient planner_;
+  FakeExecutorClient executor_;
+  std::unique_ptr<SqliteRunStore> store_;
+  std::unique_ptr<RunEngine> engine_;
+  std::unique_ptr<RouterGrpcService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<ConnectGateway> gateway_;
+  std::map<std::string, StaticFile> files_;
+  std::unique_ptr<HttpServer> http_;
+};
+
+TEST_F(HttpServerTest, UnaryJsonAndBinaryServeTheSameRun) {
+  rein::v1::Run started = StartPaused("req-1");
+  ASSERT_FALSE(started.run_id().empty());
+  // The same request id twice is the same run.
+  EXPECT_EQ(StartPaused("req-1").run_id(), started.run_id());
+
+  rein::v1::GetRunRequest get;
+  get.set_run_id(started.run_id());
+  HttpReply binary =
+      Request("POST", "/rein.v1.Router/GetRun", "application/proto", get.SerializeAsString(),
+              "t-viewer", {"Connect-Protocol-Version: 1", "Connect-Timeout-Ms: 5000"});
+  ASSERT_EQ(binary.status, 200) << binary.body;
+  EXPECT_EQ(binary.content_type, "application/proto");
+  rein::v1::Run run;
+  ASSERT_TRUE(run.ParseFromString(binary.body));
+  EXPECT_EQ(run.run_id(), started.run_id());
+  EXPECT_EQ(run.spec().goal(), "list things");
+
+  HttpReply json =
+      Call("GetRun", absl::StrCat(R"({"runId":")", started.run_id(), R"("})"), "t-viewer");
+  ASSERT_EQ(json.status, 200);
+  EXPECT_EQ(json.content_type, "application/json");
+  // Protobuf's JSON mapping: lowerCamelCase names, enums by name.
+  EXPECT_NE(json.body.find(R"("runId":")" + started.run_id()), std::string::npos) << json.body;
+  EXPECT_NE(json.body.find(R"("pausePoints":["AFTER_PLAN"])"), std::string::npos) << json.body;
+}
+
+TEST_F(HttpServerTest, RefusalsAreConnectErrorsAndChangeNothing) {
+  struct Case {
+    std::string what;
+    HttpReply reply;
+    long status;
+    std::string code;
+    std::string says;
+  };
+  const std::string start = R"({"spec":{"goal":"list things"}})";
+  std::vector<Case> cases = {
+      {"no token", Call("StartRun", start, ""), 401, "unauthenticated", ""},
+      {"unknown token", Call("StartRun", start, "t-nobody"), 401, "unauthenticated", ""},
+      {"viewer starts", Call("StartRun", start, "t-viewer"), 403, "permission_denied", ""},
+      {"reviewer starts", Call("StartRun", start, "t-reviewer"), 403, "permission_denied", ""},
+      {"unknown method", Call("StartRuns", start, "t-operator"), 404, "unimplemented",
+       "unknown method rein.v1.Router/StartRuns"},
+      {"malformed JSON", Call("StartRun", R"({"spec":{"goal":)", "t-operator"), 400,
+       "invalid_argument", "rein.v1.StartRunRequest in protobuf's JSON mapping"},
+      {"unknown field", Call("StartRun", R"({"spek":{}})", "t-operator"), 400, "invalid_argument",
+       "spek"},
+      {"bad binary",
+       Request("POST", "/rein.v1.Router/StartRun", "application/proto", "\xff\xff\xff",
+               "t-operator"),
+       400, "invalid_argument", "not a binary rein.v1.StartRunRequest"},
+      {"missing goal", Call("StartRun", R"({"spec":{}})", "t-operator"), 400, "invalid_argument",
+       "goal"},
+      {"wrong content type",
+       Request("POST", "/rein.v1.Router/StartRun", "text/plain", start, "t-operator"), 415,
+       "invalid_argument", "text/plain\\\" is not served"},
+      {"stream type on unary",
+       Request("POST", "/rein.v1.Router/StartRun", "application/connect+json", start, "t-operator"),
+       415, "invalid_argument", "unary method"},
+      {"oversized body",
+       Call("StartRun", absl::StrCat(R"({"spec":{"goal":")", std::string(70 << 10, 'a'), "\"}}"),
+            "t-operator"),
+       429, "resource_exhausted", "limit of 65536 bytes"},
+      {"GET", Request("GET", "/rein.v1.Router/GetRun", "", "", "t-viewer"), 405, "unimplemented",
+       "POST only"},
+      {"bad timeout",
+       Request("POST", "/rein.v1.Router/StartRun", "application/json", start, "t-operator",
+               {"Connect-Timeout-Ms: soon"}),
+       400, "invalid_argument", "Connect-Timeout-Ms"},
+      {"bad protocol version",
+       Request("POST", "/rein.v1.Router/StartRun", "application/json", start, "t-operator",
+               {"Connect-Protocol-Version: 2"}),
+       400, "invalid_argument", "Connect-Protocol-Version"},
+      {"compressed",
+       Request("POST", "/rein.v1.Router/StartRun", "application/json", start, "t-operator",
+               {"Content-Encoding: gzip"}),
+       501, "unimplemented", "uncompressed"},
+      {"unknown run", Call("GetRun", R"({"runId":"0123456789abcdef0123456789abcdef"})", "t-viewer"),
+       404, "not_found", ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    EXPECT_EQ(c.reply.status, c.status) << c.reply.body;
+    EXPECT_EQ(c.reply.content_type, "application/json");
+    EXPECT_NE(c.reply.body.find(absl::StrCat(R"({"code":")", c.code, "\"")), std::string::npos)
+        << c.reply.body;
+    EXPECT_NE(c.reply.body.find(c.says), std::string::npos) << c.reply.body;
+  }
+  EXPECT_EQ(RunCount(), 0);
+}
+
+TEST_F(HttpServerTest, ReviewNeedsTheRoleAndTheCurrentVersionAndIsAudited) {
+  rein::v1::Run run = WaitFor(StartPaused("req-review").run_id(), rein::v1::PAUSED);
+  const int64_t version = run.state().version();
+  const auto resume = [&](int64_t expected, const std::string& token) {
+    return Call("ResumeRun",
+                absl::StrCat(R"({"runId":")", run.run_id(), R"(","expectedVersion":")", expected,
+                             R"(","review":{"approve":{}}})"),
+                token);
+  };
+  HttpReply operator_try = resume(version, "t-operator");
+  EXPECT_EQ(operator_try.status, 403) << operator_try.body;
+  HttpReply stale = resume(version - 1, "t-reviewer");
+  EXPECT_EQ(stale.status, 400) << stale.body;
+  EXPECT_NE(stale.body.find(R"("code":"failed_precondition")"), std::string::npos);
+  HttpReply approved = resume(version, "t-reviewer");
+  ASSERT_EQ(approved.status, 200) << approved.body;
+  // The second approval of the same pause loses.
+  HttpReply again = resume(version, "t-reviewer");
+  EXPECT_EQ(again.status, 400) << again.body;
+  WaitFor(run.run_id(), rein::v1::FINISHED);
+
+  // The stream replays the whole log and ends after the terminal event; the review is
+  // recorded with the reviewer's principal.
+  HttpReply watch =
+      Request("POST", "/rein.v1.Router/WatchRun", "application/connect+json",
+              Envelope(0, absl::StrCat(R"({"runId":")", run.run_id(), R"("})")), "t-viewer");
+  ASSERT_EQ(watch.status, 200);
+  EXPECT_EQ(watch.content_type, "application/connect+json");
+  Stream stream = ParseStream(watch.body);
+  ASSERT_TRUE(stream.complete) << watch.body;
+  EXPECT_EQ(stream.end, "{}");
+  ASSERT_GT(stream.messages.size(), 3u);
+  bool reviewed_by_rita = false;
+  for (size_t i = 0; i < stream.messages.size(); ++i) {
+    rein::v1::RunEvent event;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(stream.messages[i], &event).ok())
+        << stream.messages[i];
+    EXPECT_EQ(event.seq(), static_cast<int64_t>(i + 1));
+    if (event.has_resumed() && event.principal() == "rita") reviewed_by_rita = true;
+    if (i + 1 == stream.messages.size()) {
+      EXPECT_TRUE(event.has_finished());
+    }
+  }
+  EXPECT_TRUE(reviewed_by_rita);
+
+  // Resumed from after_seq in binary: the rest of the log, no gap, no duplicate.
+  rein::v1::WatchRunRequest rest;
+  rest.set_run_id(run.run_id());
+  rest.set_after_seq(2);
+  HttpReply tail = Request("POST", "/rein.v1.Router/WatchRun", "application/connect+proto",
+                           Envelope(0, rest.SerializeAsString()), "t-viewer");
+  ASSERT_EQ(tail.status, 200);
+  Stream binary = ParseStream(tail.body);
+  ASSERT_TRUE(binary.complete);
+  ASSERT_EQ(binary.messages.size(), stream.messages.size() - 2);
+  rein::v1::RunEvent first;
+  ASSERT_TRUE(first.ParseFromString(binary.messages[0]));
+  EXPECT_EQ(first.seq(), 3);
+
+  // ExportRun streams the snapshots.
+  HttpReply exported =
+      Request("POST", "/rein.v1.Router/ExportRun", "application/connect+json",
+              Envelope(0, absl::StrCat(R"({"runId":")", run.run_id(), R"("})")), "t-viewer");
+  Stream snapshots = ParseStream(exported.body);
+  ASSERT_TRUE(snapshots.complete);
+  EXPECT_EQ(snapshots.end, "{}");
+  EXPECT_FALSE(snapshots.messages.empty());
+  EXPECT_NE(snapshots.messages[0].find("\"stateJson\""), std::string::npos);
+}
+
+TEST_F(HttpServerTest, StreamErrorsEndTheStreamWithTheirCode) {
+  const auto watch = [&](const std::string& body, const std::string& token) {
+    HttpReply reply =
+        Request("POST", "/rein.v1.Router/WatchRun", "application/connect+json", body, token);
+    EXPECT_EQ(reply.status, 200);
+    return ParseStream(reply.body);
+  };
+  Stream unknown =
+      watch(Envelope(0, R"({"runId":"0123456789abcdef0123456789abcdef"})"), "t-viewer");
+  EXPECT_TRUE(unknown.messages.empty());
+  EXPECT_NE(unknown.end.find(R"({"error":{"code":"not_found")"), std::string::npos) << unknown.end;
+  Stream anonymous = watch(Envelope(0, R"({"runId":"x"})"), "");
+  EXPECT_NE(anonymous.end.find(R"("code":"unauthenticated")"), std::string::npos);
+  Stream bare = watch(R"({"runId":"x"})", "t-viewer");
+  EXPECT_NE(bare.end.find(R"("code":"invalid_argument")"), std::string::npos) << bare.end;
+  Stream two = watch(Envelope(0, "{}") + Envelope(0, "{}"), "t-viewer");
+  EXPECT_NE(two.end.find("exactly one request message"), std::string::npos) << two.end;
+  Stream json = watch(Envelope(0, "{runId}"), "t-viewer");
+  EXPECT_NE(json.end.find("rein.v1.WatchRunRequest"), std::string::npos) << json.end;
+  // A unary content type on a streaming method is refused before any stream.
+  HttpReply unary = Request("POST", "/rein.v1.Router/WatchRun", "application/json",
+                            R"({"runId":"x"})", "t-viewer");
+  EXPECT_EQ(unary.status, 415);
+  EXPECT_NE(unary.body.find("server-streaming method"), std::string::npos);
+}
+
+TEST_F(HttpServerTest, LiveWatchFollowsTheRunAndStreamsAreCapped) {
+  rein::v1::Run run = StartPaused("req-live");
+  WaitFor(run.run_id(), rein::v1::PAUSED);
+  // A watch of a paused run stays open; with Connect-Timeout-Ms it ends deadline_exceeded
+  // after the events so far, which the client resumes from.
+  HttpReply open = Request("POST", "/rein.v1.Router/WatchRun", "application/connect+json",
+                           Envelope(0, absl::StrCat(R"({"runId":")", run.run_id(), R"("})")),
+                           "t-viewer", {"Connect-Timeout-Ms: 300"});
+  Stream so_far = ParseStream(open.body);
+  ASSERT_TRUE(so_far.complete);
+  EXPECT_FALSE(so_far.messages.empty());
+  EXPECT_NE(so_far.end.find(R"("code":"deadline_exceeded")"), std::string::npos) << so_far.end;
+  EXPECT_NE(so_far.end.find("from the last seq"), std::string::npos) << so_far.end;
+}
+
+TEST_F(HttpServerTest, ConsoleFilesAreServedOnGet) {
+  HttpReply index = Request("GET", "/", "", "", "");
+  EXPECT_EQ(index.status, 200);
+  EXPECT_EQ(index.content_type, "text/html; charset=utf-8");
+  EXPECT_EQ(index.body, "<!doctype html><title>rein</title>");
+  HttpReply missing = Request("GET", "/nope.js", "", "", "");
+  EXPECT_EQ(missing.status, 404);
+}
+
+}  // namespace
+}  // namespace rein::connect

