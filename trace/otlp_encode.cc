@@ -16,6 +16,9 @@ void EncodeValue(const AttributeValue& value, common::AnyValue* out) {
     out->set_double_value(*d);
   } else if (const auto* b = std::get_if<bool>(&value)) {
     out->set_bool_value(*b);
+  } else if (const auto* v = std::get_if<std::vector<std::string>>(&value)) {
+    for (const std::string& item : *v)
+      out->mutable_array_value()->add_values()->set_string_value(item);
   }
 }
 
@@ -36,6 +39,13 @@ AttributeValue DecodeValue(const common::AnyValue& value) {
     case common::AnyValue::kIntValue: return static_cast<int64_t>(value.int_value());
     case common::AnyValue::kDoubleValue: return value.double_value();
     case common::AnyValue::kBoolValue: return value.bool_value();
+    case common::AnyValue::kArrayValue: {
+      std::vector<std::string> items;
+      for (const common::AnyValue& item : value.array_value().values()) {
+        items.push_back(item.string_value());
+      }
+      return items;
+    }
     default: return std::string();
   }
 }

@@ -12,7 +12,8 @@
 
 namespace rein::trace {
 
-using AttributeValue = std::variant<std::string, int64_t, double, bool>;
+// An attribute's value; a vector is an array of strings (gen_ai.response.finish_reasons).
+using AttributeValue = std::variant<std::string, int64_t, double, bool, std::vector<std::string>>;
 using Attributes = std::vector<std::pair<std::string, AttributeValue>>;
 
 // OTLP's span kinds (the numbers are OTLP's Span.SpanKind).

@@ -12,6 +12,7 @@ namespace rein::trace {
 namespace {
 
 thread_local const SpanContext* current_context = nullptr;
+thread_local Span* current_span = nullptr;
 
 Tracer*& GlobalTracer() {
   static Tracer* tracer = new Tracer();
@@ -155,5 +156,13 @@ ScopedContext::ScopedContext(const SpanContext& context)
 ScopedContext::~ScopedContext() { current_context = previous_; }
 
 const SpanContext* CurrentContext() { return current_context; }
+
+ScopedSpan::ScopedSpan(Span* span) : context_(span->context()), previous_(current_span) {
+  current_span = span;
+}
+
+ScopedSpan::~ScopedSpan() { current_span = previous_; }
+
+Span* CurrentSpan() { return current_span; }
 
 }  // namespace rein::trace

@@ -132,6 +132,23 @@ class ScopedContext {
 // The innermost ScopedContext of this thread; nullptr when none.
 const SpanContext* CurrentContext();
 
+// The span this thread records into (and its context, as a ScopedContext): set by the code that
+// owns `span` around a call, so that deeper code (a model client's retries) can add events to it.
+class ScopedSpan {
+ public:
+  explicit ScopedSpan(Span* span);
+  ~ScopedSpan();
+  ScopedSpan(const ScopedSpan&) = delete;
+  ScopedSpan& operator=(const ScopedSpan&) = delete;
+
+ private:
+  ScopedContext context_;
+  Span* previous_;
+};
+
+// The innermost ScopedSpan's span of this thread; nullptr when none.
+Span* CurrentSpan();
+
 }  // namespace rein::trace
 
 #endif  // REIN_TRACE_TRACER_H_
