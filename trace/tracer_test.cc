@@ -4,15 +4,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "trace/testing/recording_exporter.h"
 
 namespace rein::trace {
 namespace {
 
-class RecordingExporter final : public SpanExporter {
- public:
-  void OnEnd(SpanData span) override { spans.push_back(std::move(span)); }
-  std::vector<SpanData> spans;
-};
+using testing::RecordingExporter;
 
 Tracer::Options FixedTime() {
   Tracer::Options options;
