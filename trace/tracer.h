@@ -49,8 +49,19 @@ class Span {
   const SpanContext& context() const { return context_; }
 
   void SetAttribute(absl::string_view key, AttributeValue value);
+  // Overloads so that a bool or a double is not promoted to an integer on the way.
   void SetAttribute(absl::string_view key, const char* value) {
     SetAttribute(key, AttributeValue(std::string(value)));
+  }
+  void SetAttribute(absl::string_view key, const std::string& value) {
+    SetAttribute(key, AttributeValue(value));
+  }
+  void SetAttribute(absl::string_view key, bool value) { SetAttribute(key, AttributeValue(value)); }
+  void SetAttribute(absl::string_view key, double value) {
+    SetAttribute(key, AttributeValue(value));
+  }
+  void SetAttribute(absl::string_view key, int64_t value) {
+    SetAttribute(key, AttributeValue(value));
   }
   void SetAttribute(absl::string_view key, int value) {
     SetAttribute(key, AttributeValue(static_cast<int64_t>(value)));
