@@ -12,6 +12,8 @@
 #include "common/status_reason.h"
 #include "executor_service/process/output_buffer.h"
 #include "executor_service/tools/json_schema.h"
+#include "trace/grpc_metadata.h"
+#include "trace/service_spans.h"
 
 namespace rein {
 namespace {
@@ -61,6 +63,14 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
                                           const rein::v1::ExecuteRequest* request,
                                           rein::v1::ExecuteResponse* response) {
   const absl::Time start = executor_->options().clock->Now();
+  // execute_tool, under the router's traceparent (tracing off: an inert span, nothing read).
+  trace::Tracer& tracer = trace::Tracer::Global();
+  trace::Span span =
+      tracer.enabled()
+          ? trace::StartExecuteToolSpan(
+                tracer, trace::IncomingContext(*context).value_or(trace::SpanContext()), *request,
+                executor_->IsMutating(request->tool()))
+          : trace::Span();
   ExecuteCall call;
   call.call_id = request->call_id();
   call.run_id = request->run_id();
@@ -119,6 +129,9 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
                       {"code", code},
                       {"duration_ms", duration_ms},
                       {"error", ForLog(message)}});
+  trace::FinishExecuteToolSpan(span, *request, *response,
+                               result.ok() ? absl::OkStatus() : result.status(),
+                               tracer.options().capture_content);
   if (!result.ok()) return ToGrpcStatus(Sanitized(result.status()));
   return grpc::Status::OK;
 }

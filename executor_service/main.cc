@@ -24,6 +24,7 @@
 #include "executor_service/sandbox/sandbox_mode.h"
 #include "executor_service/tool_executor.h"
 #include "executor_service/workspace/workspace_history.h"
+#include "trace/otel_setup.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50053", "HOST:PORT to serve gRPC on");
 ABSL_FLAG(int, metrics_port, 0, "Port of the Prometheus /metrics endpoint on 127.0.0.1; 0 = off");
@@ -191,6 +192,10 @@ int main(int argc, char** argv) {
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   if (rest.size() > 1) Die(absl::StrCat("unexpected argument \"", rest[1], "\""));
   rein::SetLogService("rein-executor");
+  // Traces over OTLP/HTTP when OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set (docs/TRACING.md);
+  // declared before the service, so that the spans it ends on the way out are still exported.
+  std::unique_ptr<rein::trace::BatchSpanExporter> trace_exporter =
+      rein::trace::InstallTracingFromEnv("rein-executor");
   rein::LogMallocTunables();
 
   rein::ExecutorOptions options;

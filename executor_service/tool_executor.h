@@ -97,6 +97,11 @@ class ToolExecutor {
 
   // True when a tool named `name` is registered.
   bool HasTool(absl::string_view name) const { return registry_->Find(name) != nullptr; }
+  // True when a tool named `name` is registered and mutating.
+  bool IsMutating(absl::string_view name) const {
+    const Tool* tool = registry_->Find(name);
+    return tool != nullptr && tool->spec().mutating;
+  }
 
   // How tools are sandboxed, as ListTools reports it.
   std::string SandboxDescription() const;

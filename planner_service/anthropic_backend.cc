@@ -12,6 +12,8 @@
 #include "common/usage_payload.h"
 #include "planner_service/json_extract.h"
 #include "planner_service/structured_output.h"
+#include "trace/genai.h"
+#include "trace/tracer.h"
 
 namespace rein {
 namespace {
@@ -192,6 +194,12 @@ absl::StatusOr<AnthropicBackend::StageAnswer> AnthropicBackend::Ask(
         message.contains("stop_reason") && message["stop_reason"].is_string()
             ? message["stop_reason"].get<std::string>()
             : std::string();
+    if (trace::Span* span = trace::CurrentSpan()) {  // the request's chat span (tracing on)
+      span->SetAttribute(trace::genai::kFinishReasons, std::vector<std::string>{stop_reason});
+      if (message.contains("id") && message["id"].is_string()) {
+        span->SetAttribute(trace::genai::kResponseId, message["id"].get<std::string>());
+      }
+    }
     std::vector<std::string> texts;
     const json* tool_input = nullptr;
     std::string other_tool;

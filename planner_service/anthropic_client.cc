@@ -20,6 +20,8 @@
 #include "absl/strings/strip.h"
 #include "common/log.h"
 #include "planner_service/json_extract.h"
+#include "trace/genai.h"
+#include "trace/tracer.h"
 
 namespace rein {
 namespace {
@@ -412,6 +414,13 @@ absl::StatusOr<MessagesReply> AnthropicClient::CreateMessage(const std::string& 
       LogWarning("Messages API call failed; no time left to retry",
                  {{"error", error.message()}, {"attempt", absl::StrCat(attempts)}});
       return error;
+    }
+    if (trace::Span* span = trace::CurrentSpan()) {  // the request's chat span (tracing on)
+      span->AddEvent(
+          "rein.model.retry",
+          {{"rein.model.attempt", int64_t{attempts}},
+           {trace::genai::kErrorType, std::string(absl::StatusCodeToString(error.code()))},
+           {"rein.model.retry_in_ms", absl::ToInt64Milliseconds(wait)}});
     }
     LogWarning("Messages API call failed; retrying",
                {{"error", error.message()},

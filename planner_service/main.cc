@@ -17,6 +17,7 @@
 #include "common/tls.h"
 #include "planner_service/backend_factory.h"
 #include "planner_service/planner_grpc.h"
+#include "trace/otel_setup.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50052", "HOST:PORT to serve gRPC on (port 0 = any)");
 ABSL_FLAG(int, metrics_port, 0, "port of the Prometheus /metrics endpoint on 127.0.0.1; 0 = off");
@@ -67,6 +68,10 @@ int main(int argc, char** argv) {
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   if (rest.size() > 1) return Fail(2, absl::StrCat("unexpected argument: ", rest[1]));
   rein::SetLogService("rein-planner");
+  // Traces over OTLP/HTTP when OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set (docs/TRACING.md);
+  // declared before the service, so that the spans it ends on the way out are still exported.
+  std::unique_ptr<rein::trace::BatchSpanExporter> trace_exporter =
+      rein::trace::InstallTracingFromEnv("rein-planner");
   rein::LogMallocTunables();
 
   rein::PlannerOptions options;

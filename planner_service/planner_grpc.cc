@@ -13,15 +13,23 @@
 #include "common/metrics.h"
 #include "common/usage_payload.h"
 #include "planner_service/request_validation.h"
+#include "trace/grpc_metadata.h"
+#include "trace/service_spans.h"
 
 namespace rein {
 namespace {
 
 // Runs one stage: validate, call the backend, convert, log, count.
 template <typename Request, typename Response, typename Validate, typename Call>
-grpc::Status Serve(const char* stage, grpc::ServerContext& context, const Request& request,
-                   Response* response, Validate validate, Call call) {
+grpc::Status Serve(const char* stage, const std::string& backend, grpc::ServerContext& context,
+                   const Request& request, Response* response, Validate validate, Call call) {
   const absl::Time start = absl::Now();
+  // The stage's span and its model request's, under the router's traceparent (off: nothing).
+  trace::Tracer& tracer = trace::Tracer::Global();
+  trace::PlannerCallSpans spans(tracer, stage, request.run_id(), backend, request.model().model(),
+                                tracer.enabled()
+                                    ? trace::IncomingContext(context).value_or(trace::SpanContext())
+                                    : trace::SpanContext());
   absl::Status status = validate(request);
   if (status.ok()) {
     absl::StatusOr<Response> result = call(request, DeadlineOf(context));
@@ -56,6 +64,8 @@ grpc::Status Serve(const char* stage, grpc::ServerContext& context, const Reques
                                 {"duration_ms", millis},
                                 {"error", status.message()}});
   }
+  spans.Finish(status.ok() ? response->usage() : UsageOf(status).value_or(rein::v1::Usage()),
+               status.ok() ? response->backend() : std::string(), status);
   if (std::optional<rein::v1::Usage> usage = UsageOf(status)) {
     // The tokens a failed reply cost travel in a trailer, for the router's token budget.
     context.AddTrailingMetadata(kUsageTrailer, usage->SerializeAsString());
@@ -68,7 +78,7 @@ grpc::Status Serve(const char* stage, grpc::ServerContext& context, const Reques
 grpc::Status PlannerGrpcService::Plan(grpc::ServerContext* context,
                                       const rein::v1::PlanRequest* request,
                                       rein::v1::PlanResponse* response) {
-  return Serve("plan", *context, *request, response, ValidatePlanRequest,
+  return Serve("plan", backend_->name(), *context, *request, response, ValidatePlanRequest,
                [this](const rein::v1::PlanRequest& r, absl::Time deadline) {
                  return backend_->Plan(r, deadline);
                });
@@ -77,7 +87,7 @@ grpc::Status PlannerGrpcService::Plan(grpc::ServerContext* context,
 grpc::Status PlannerGrpcService::Decide(grpc::ServerContext* context,
                                         const rein::v1::DecideRequest* request,
                                         rein::v1::DecideResponse* response) {
-  return Serve("decide", *context, *request, response, ValidateDecideRequest,
+  return Serve("decide", backend_->name(), *context, *request, response, ValidateDecideRequest,
                [this](const rein::v1::DecideRequest& r, absl::Time deadline) {
                  return backend_->Decide(r, deadline);
                });
@@ -86,7 +96,7 @@ grpc::Status PlannerGrpcService::Decide(grpc::ServerContext* context,
 grpc::Status PlannerGrpcService::Evaluate(grpc::ServerContext* context,
                                           const rein::v1::EvaluateRequest* request,
                                           rein::v1::EvaluateResponse* response) {
-  return Serve("evaluate", *context, *request, response, ValidateEvaluateRequest,
+  return Serve("evaluate", backend_->name(), *context, *request, response, ValidateEvaluateRequest,
                [this](const rein::v1::EvaluateRequest& r, absl::Time deadline) {
                  return backend_->Evaluate(r, deadline);
                });

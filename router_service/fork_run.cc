@@ -14,6 +14,7 @@
 #include "common/status_reason.h"
 #include "router_service/fork.h"
 #include "router_service/spec.h"
+#include "trace/run_stretches.h"
 
 namespace rein {
 namespace {
@@ -96,6 +97,12 @@ absl::StatusOr<CreateResult> CreateFork(const ForkContext& ctx,
   ASSIGN_OR_RETURN(Transition t, ctx.router->Fork(fork, point.from, request.edits(),
                                                   request.workspace_at_fork(), now));
   *fork.mutable_state() = t.state;
+  // A fork is a new trace, linked to its source's newest stretch.
+  const rein::v1::RunTrace& from = source.state().trace();
+  std::optional<trace::SpanContext> source_span = trace::ContextFromHex(
+      from.trace_id(),
+      from.last_stretch_span_id().empty() ? from.root_span_id() : from.last_stretch_span_id());
+  trace::InitRunTrace(fork.mutable_state(), source_span ? &*source_span : nullptr);
   SetPrincipal(principal, &t);
   fork.set_owner(ctx.router_id);  // the router that accepted ForkRun drives the fork
   fork.set_lease_epoch(1);

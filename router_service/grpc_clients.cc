@@ -14,6 +14,7 @@
 #include "common/grpc_status.h"
 #include "common/usage_payload.h"
 #include "grpcpp/alarm.h"
+#include "trace/grpc_metadata.h"
 
 namespace rein {
 namespace {
@@ -112,6 +113,7 @@ class UnaryCall final : public PendingCall,
  public:
   UnaryCall(const Req& request, absl::Time deadline) : request_(request) {
     if (deadline != absl::InfiniteFuture()) context_.set_deadline(absl::ToChronoTime(deadline));
+    trace::InjectCurrentContext(&context_);  // the run's traceparent (RunEngine::Dispatch)
   }
   void Cancel() override { context_.TryCancel(); }
 

@@ -29,6 +29,7 @@
 #include "router_service/router_grpc.h"
 #include "router_service/run_engine.h"
 #include "router_service/store/open_run_store.h"
+#include "trace/otel_setup.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "HOST:PORT to serve rein.v1.Router on");
 ABSL_FLAG(std::string, http_listen, "",
@@ -120,6 +121,10 @@ int Fail(const std::string& message) {
 int main(int argc, char** argv) {
   rein::BlockTerminationSignals();
   rein::SetLogService("rein-router");
+  // Traces over OTLP/HTTP when OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set (docs/TRACING.md);
+  // declared before the service, so that the spans it ends on the way out are still exported.
+  std::unique_ptr<rein::trace::BatchSpanExporter> trace_exporter =
+      rein::trace::InstallTracingFromEnv("rein-router");
   absl::SetProgramUsageMessage(
       "rein-router --store=sqlite:PATH|postgres://... --planner_target=T --executor_target=T");
   absl::ParseCommandLine(argc, argv);

@@ -9,6 +9,7 @@
 #include "common/metrics.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/alarm.h"
+#include "trace/grpc_metadata.h"
 
 namespace rein {
 namespace {
@@ -269,6 +270,8 @@ grpc::Status RouterGrpcService::StartRun(grpc::ServerContext* context,
                                          const rein::v1::StartRunRequest* request,
                                          rein::v1::Run* response) {
   REIN_AUTHORIZE("StartRun");
+  // The caller's traceparent becomes a link from the run's own trace (malformed: ignored).
+  trace::ScopedContext caller(trace::IncomingContext(*context).value_or(trace::SpanContext()));
   return Reply(engine_->StartRun(*request, principal), response, "StartRun");
 }
 

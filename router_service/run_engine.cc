@@ -21,6 +21,7 @@
 #include "router_service/run_log.h"
 #include "router_service/spec.h"
 #include "router_service/stage_calls.h"
+#include "trace/tracer.h"
 
 namespace rein {
 
@@ -126,6 +127,7 @@ void RunEngine::DropLocked(const std::shared_ptr<Entry>& entry, const std::strin
     Metrics::Global().Set("rein_router_active_runs", runs_.size());
   }
   tail_.Forget(run_id);
+  stretches_.Abandon(run_id, why);
   Metrics::Global().Add("rein_router_runs_dropped_total", 1);
   LogInfo("run dropped", {{"run_id", run_id}, {"why", why}});
 }
@@ -255,12 +257,14 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
   absl::Time now = clock_->Now();
   // Latency metrics measure real elapsed time on a monotonic source, not the injected Clock.
   const auto started = std::chrono::steady_clock::now();
+  stretches_.Begin(run.run_id(), &t.state);  // the run's trace: a stretch begins or goes on
   // Grouped with the commits of other runs ready at the same time; returns once this one is
   // durable (or failed), so nothing below runs before the commit.
   absl::StatusOr<std::vector<RunEvent>> stored =
       committer_.Commit({run.run_id(), run.lease_epoch(), run.state().version(), &t.state,
                          std::move(t.events), std::move(t.snapshot), now});
-  Metrics::Global().Observe("rein_router_commit_seconds", SecondsSince(started));
+  const double commit_seconds = SecondsSince(started);
+  Metrics::Global().Observe("rein_router_commit_seconds", commit_seconds);
   Metrics::Global().Add("rein_router_commits_total", 1);
   if (!stored.ok()) {
     LogError("commit failed", {{"run_id", run.run_id()}, {"error", stored.status().ToString()}});
@@ -297,6 +301,7 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
   *run.mutable_state() = std::move(t.state);  // t.state holds the state before now
   StageRouter::Recycle(std::move(t.state));
   *run.mutable_updated_at() = ToProtoTime(now);
+  stretches_.Committed(run.run_id(), run.state(), commit_seconds);
   Metrics::Global().Add("rein_router_transitions_total", 1);
   LogCommitted(run, before, *stored);
   if (t.forget_run.has_value()) {
@@ -376,7 +381,10 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
   std::weak_ptr<Entry> weak = entry;
   const auto sent = std::chrono::steady_clock::now();  // latency metrics: real time
   const std::string* label = &CallLabel(effect.kind);
-  auto finish = [this, weak, sent, label](StageReply reply) {
+  // The call runs in the run's trace: it carries the open stretch as its traceparent.
+  stretches_.Begin(entry->run.run_id(), entry->run.mutable_state());
+  trace::ScopedContext trace_scope(stretches_.ContextOf(entry->run.run_id()));
+  auto finish = [this, weak, sent, label, run_id = entry->run.run_id()](StageReply reply) {
     const auto replied = std::chrono::steady_clock::now();
     Metrics::Global().Observe("rein_router_call_seconds",
                               std::chrono::duration<double>(replied - sent).count(), *label);
@@ -395,13 +403,17 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
       pool_.EndInline();
       if (!applied) Metrics::Global().Add("rein_router_replies_queued_total", 1, "why=\"locked\"");
       if (applied) {
-        Metrics::Global().Observe("rein_router_queue_seconds", SecondsSince(replied));
+        const double queued = SecondsSince(replied);
+        Metrics::Global().Observe("rein_router_queue_seconds", queued);
+        stretches_.Queued(run_id, queued);
         CallDone();
         return;
       }
     }
-    pool_.Post([this, weak, replied, reply = std::move(reply)] {
-      Metrics::Global().Observe("rein_router_queue_seconds", SecondsSince(replied));
+    pool_.Post([this, weak, replied, run_id, reply = std::move(reply)] {
+      const double queued = SecondsSince(replied);
+      Metrics::Global().Observe("rein_router_queue_seconds", queued);
+      stretches_.Queued(run_id, queued);
       if (std::shared_ptr<Entry> e = weak.lock()) Complete(e, reply);
       CallDone();
     });
@@ -477,6 +489,8 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   RETURN_IF_ERROR(tools_.CheckWorkspace(run_id, spec->workspace(), *tools));
   Run run;
   Transition t = router_.NewRun(run_id, request.request_id(), *spec, clock_->Now(), &run);
+  // A new trace; the caller's traceparent (router_grpc's scope), when valid, is a link.
+  trace::InitRunTrace(run.mutable_state(), trace::CurrentContext());
   run.set_owner(options_.router_id);  // the router that accepted StartRun drives the run
   run.set_lease_epoch(1);
   SetPrincipal(principal, &t);
@@ -484,7 +498,9 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   if (!created.ok()) return created.status();
   if (!created->created) return created->run;  // the same request_id: the first run
   Metrics::Global().Add("rein_router_runs_started_total", 1);
-  LogInfo("run started", {{"run_id", run.run_id()}, {"request_id", run.request_id()}});
+  LogInfo("run started", {{"run_id", run.run_id()},
+                          {"request_id", run.request_id()},
+                          {"trace_id", run.state().trace().trace_id()}});
   Advance(Track(created->run));
   return created->run;
 }

@@ -27,6 +27,7 @@
 #include "router_service/store/run_store.h"
 #include "router_service/tool_catalog.h"
 #include "router_service/work_pool.h"
+#include "trace/run_stretches.h"
 
 namespace rein {
 
@@ -196,6 +197,8 @@ class RunEngine {
   ToolCatalog tools_;
   Scheduler scheduler_;
   EventTail tail_;
+  // The runs' invoke_agent spans (docs/TRACING.md); off with the process's tracer.
+  trace::RunStretches stretches_;
 
   std::atomic<bool> dispatching_{true};
 

@@ -14,6 +14,7 @@ void LogCommitted(const rein::v1::Run& run, rein::v1::Stage before,
     const auto& st = run.state();
     if (IsTerminalStage(st.stage())) {
       LogInfo("run ended", {{"run_id", run.run_id()},
+                            {"trace_id", st.trace().trace_id()},
                             {"stage", rein::v1::Stage_Name(st.stage())},
                             {"reason", rein::v1::TerminationReason_Name(st.outcome().reason())},
                             {"message", st.outcome().message()}});
@@ -22,6 +23,7 @@ void LogCommitted(const rein::v1::Run& run, rein::v1::Stage before,
           absl::StrCat("reason=\"", rein::v1::TerminationReason_Name(st.outcome().reason()), "\""));
     } else if (st.stage() == rein::v1::PAUSED) {
       LogInfo("run paused", {{"run_id", run.run_id()},
+                             {"trace_id", st.trace().trace_id()},
                              {"reason", rein::v1::PauseReason_Name(st.pause().reason())},
                              {"detail", st.pause().detail()}});
     }
@@ -29,6 +31,7 @@ void LogCommitted(const rein::v1::Run& run, rein::v1::Stage before,
   for (const rein::v1::RunEvent& event : stored) {
     if (event.has_error()) {
       LogWarning("stage attempt failed", {{"run_id", run.run_id()},
+                                          {"trace_id", run.state().trace().trace_id()},
                                           {"stage", rein::v1::Stage_Name(event.error().stage())},
                                           {"code", event.error().code()},
                                           {"error", event.error().message()}});

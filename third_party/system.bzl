@@ -11,6 +11,7 @@ _LIBRARIES = {
     "absl_flags": (["absl_flags", "absl_flags_parse", "absl_flags_usage"], []),
     "absl": (["absl_strings", "absl_status", "absl_statusor", "absl_synchronization", "absl_time", "absl_str_format", "absl_random_random"], []),
     "curl": (["libcurl"], []),
+    "zlib": (["zlib"], []),
     "crypto": (["libcrypto"], []),
     "re2": (["re2"], []),
     "sqlite3": (["sqlite3"], []),

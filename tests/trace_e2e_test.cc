@@ -1,0 +1,281 @@
+// End to end: one OpenTelemetry trace per run across the router, the planner and the executor,
+// received over OTLP/HTTP by a collector on loopback and decoded with the official protos.
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/cluster.h"
+#include "trace/testing/otlp_collector.h"
+
+namespace rein::testing {
+namespace {
+
+using rein::trace::testing::CollectedSpan;
+using rein::trace::testing::OtlpCollector;
+using RunMsg = rein::v1::Run;
+
+constexpr char kCallerTraceparent[] = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
+
+class TraceEndToEndTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(collector_.Start());
+    // The services inherit the test's environment: every span goes to the collector, fast.
+    setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector_.endpoint().c_str(), 1);
+    setenv("OTEL_BSP_SCHEDULE_DELAY", "50", 1);
+    setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip", 1);
+  }
+  void TearDown() override {
+    cluster_.reset();
+    unsetenv("OTEL_EXPORTER_OTLP_ENDPOINT");
+    collector_.Stop();
+  }
+
+  void Boot(const std::string& script) {
+    std::string base = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
+    std::string dir = absl::StrCat(base, "/trace-",
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    mkdir(dir.c_str(), 0755);
+    Cluster::Options options;
+    options.dir = dir;
+    options.script_json = script;
+    cluster_ = std::make_unique<Cluster>(options);
+    std::string ws = options.dir + "/workspaces/repo";
+    mkdir((options.dir + "/workspaces").c_str(), 0755);
+    mkdir(ws.c_str(), 0755);
+    std::ofstream(ws + "/README.md") << "# repo\nTODO: write docs\n";
+    ASSERT_TRUE(cluster_->Start()) << cluster_->Logs();
+  }
+
+  rein::v1::RunSpec Spec() {
+    rein::v1::RunSpec spec;
+    spec.set_goal("inspect the repo");
+    spec.set_workspace("repo");
+    spec.mutable_limits()->mutable_deadline()->set_seconds(60);
+    return spec;
+  }
+
+  // StartRun with a caller's traceparent in the metadata.
+  RunMsg StartWithCaller(const rein::v1::RunSpec& spec) {
+    rein::v1::StartRunRequest request;
+    *request.mutable_spec() = spec;
+    grpc::ClientContext context;
+    context.AddMetadata("traceparent", kCallerTraceparent);
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    RunMsg run;
+    grpc::Status status = cluster_->router()->StartRun(&context, request, &run);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return run;
+  }
+
+  // The spans of `trace_id` once the run's last stretch has arrived ended.
+  // `more` says what else must have arrived (each service exports on its own schedule).
+  std::vector<CollectedSpan> SpansOfRun(
+      const std::string& trace_id, int stretches,
+      const std::function<bool(const std::vector<CollectedSpan>&)>& more) {
+    auto of_trace = [&](const std::vector<CollectedSpan>& all) {
+      std::vector<CollectedSpan> out;
+      for (const CollectedSpan& s : all) {
+        if (s.trace_id_hex() == trace_id) out.push_back(s);
+      }
+      return out;
+    };
+    auto done = [&](const std::vector<CollectedSpan>& all) {
+      int ended = 0;
+      for (const CollectedSpan& s : of_trace(all)) {
+        ended += s.Str("gen_ai.operation.name") == "invoke_agent" &&
+                 s.Str("rein.run.stretch_end") == "ended";
+      }
+      int seen = 0;
+      for (const CollectedSpan& s : of_trace(all)) {
+        seen += s.Str("gen_ai.operation.name") == "invoke_agent";
+      }
+      return ended == 1 && seen >= stretches && more(of_trace(all));
+    };
+    return of_trace(collector_.WaitFor(done, absl::Seconds(30)));
+  }
+
+  OtlpCollector collector_;
+  std::unique_ptr<Cluster> cluster_;
+};
+
+std::vector<const CollectedSpan*> Named(const std::vector<CollectedSpan>& spans,
+                                        const std::string& operation) {
+  std::vector<const CollectedSpan*> out;
+  for (const CollectedSpan& s : spans) {
+    if (s.Str("gen_ai.operation.name") == operation) out.push_back(&s);
+  }
+  return out;
+}
+
+TEST_F(TraceEndToEndTest, PausedRunIsOneTraceAcrossTheThreeServices) {
+  Boot(ThreeStepScript(0));
+  rein::v1::RunSpec spec = Spec();
+  spec.add_pause_points(rein::v1::AFTER_PLAN);
+  RunMsg run = StartWithCaller(spec);
+  const rein::v1::RunTrace trace = run.state().trace();
+  ASSERT_EQ(trace.trace_id().size(), 32u);
+  EXPECT_EQ(trace.link_trace_id(), "0af7651916cd43dd8448eb211c80319c");  // the caller: a link
+  absl::StatusOr<RunMsg> paused =
+      cluster_->WaitForStage(run.run_id(), rein::v1::PAUSED, absl::Seconds(30));
+  ASSERT_TRUE(paused.ok() && paused->state().stage() == rein::v1::PAUSED) << cluster_->Logs();
+  ASSERT_TRUE(cluster_->Approve(*paused).ok());
+  absl::StatusOr<RunMsg> done =
+      cluster_->WaitForStage(run.run_id(), rein::v1::FINISHED, absl::Seconds(30));
+  ASSERT_TRUE(done.ok() && done->state().stage() == rein::v1::FINISHED) << cluster_->Logs();
+  EXPECT_EQ(done->state().trace().trace_id(), trace.trace_id());  // GetRun names it
+
+  const int64_t run_input = done->state().usage().input_tokens();
+  std::vector<CollectedSpan> spans =
+      SpansOfRun(trace.trace_id(), 2, [run_input](const std::vector<CollectedSpan>& of_run) {
+        int64_t input = 0;
+        int tools = 0;
+        for (const CollectedSpan& s : of_run) {
+          if (s.Str("gen_ai.operation.name") == "chat") input += s.Int("gen_ai.usage.input_tokens");
+          tools += s.Str("gen_ai.operation.name") == "execute_tool";
+        }
+        return input >= run_input && tools >= 3;
+      });
+  std::set<std::string> services;
+  std::map<std::string, const CollectedSpan*> by_id;
+  for (const CollectedSpan& s : spans) {
+    services.insert(s.service);
+    by_id[s.span_id_hex()] = &s;
+  }
+  EXPECT_EQ(services, (std::set<std::string>{"rein-router", "rein-planner", "rein-executor"}));
+
+  // Two stretches: the first is the root (its id chosen at StartRun) with the caller as a link;
+  // the one after the pause resumes under it, linked to the first.
+  std::vector<const CollectedSpan*> stretches = Named(spans, "invoke_agent");
+  ASSERT_EQ(stretches.size(), 2u);
+  const CollectedSpan* first =
+      stretches[0]->Int("rein.run.stretch") == 1 ? stretches[0] : stretches[1];
+  const CollectedSpan* second = first == stretches[0] ? stretches[1] : stretches[0];
+  EXPECT_EQ(first->span_id_hex(), trace.root_span_id());
+  EXPECT_TRUE(first->span.parent_span_id().empty());
+  EXPECT_EQ(first->span.name(), "invoke_agent rein");
+  EXPECT_EQ(first->Str("gen_ai.agent.name"), "rein");
+  EXPECT_EQ(first->Str("rein.run.id"), run.run_id());
+  EXPECT_EQ(first->Str("rein.run.pause_reason"), "PAUSE_POINT");
+  ASSERT_EQ(first->span.links_size(), 1);
+  EXPECT_EQ(rein::trace::ToHex(first->span.links(0).trace_id()),
+            "0af7651916cd43dd8448eb211c80319c");
+  EXPECT_EQ(second->parent_span_id_hex(), trace.root_span_id());
+  ASSERT_EQ(second->span.links_size(), 1);
+  EXPECT_EQ(rein::trace::ToHex(second->span.links(0).span_id()), first->span_id_hex());
+  EXPECT_EQ(second->Str("rein.run.outcome"), "GOAL_ACHIEVED");
+  EXPECT_GT(second->Int("rein.router.commits"), 0);
+
+  // Planner: a stage span under a stretch, its chat span under it, with the usage the run
+  // counted. Executor: execute_tool under a stretch.
+  rein::v1::Usage sum;
+  std::vector<const CollectedSpan*> chats = Named(spans, "chat");
+  ASSERT_FALSE(chats.empty());
+  for (const CollectedSpan* chat : chats) {
+    EXPECT_EQ(chat->service, "rein-planner");
+    EXPECT_EQ(chat->Str("gen_ai.system"), "rein.scripted");
+    EXPECT_TRUE(chat->Has("gen_ai.request.model"));
+    const CollectedSpan* stage = by_id[chat->parent_span_id_hex()];
+    ASSERT_NE(stage, nullptr);
+    EXPECT_TRUE(stage->span.name() == "plan" || stage->span.name() == "decide" ||
+                stage->span.name() == "evaluate")
+        << stage->span.name();
+    const CollectedSpan* stretch = by_id[stage->parent_span_id_hex()];
+    ASSERT_NE(stretch, nullptr);
+    EXPECT_EQ(stretch->Str("gen_ai.operation.name"), "invoke_agent");
+    sum.set_input_tokens(sum.input_tokens() + chat->Int("gen_ai.usage.input_tokens"));
+    sum.set_output_tokens(sum.output_tokens() + chat->Int("gen_ai.usage.output_tokens"));
+    sum.set_cache_read_input_tokens(sum.cache_read_input_tokens() +
+                                    chat->Int("gen_ai.usage.cache_read.input_tokens"));
+    sum.set_cache_creation_input_tokens(sum.cache_creation_input_tokens() +
+                                        chat->Int("gen_ai.usage.cache_creation.input_tokens"));
+  }
+  EXPECT_EQ(sum.SerializeAsString(), done->state().usage().SerializeAsString())
+      << sum.DebugString() << " vs " << done->state().usage().DebugString() << " in "
+      << chats.size() << " chat spans of " << spans.size()
+      << "; all: " << collector_.Spans().size();
+  std::vector<const CollectedSpan*> tools = Named(spans, "execute_tool");
+  std::set<std::string> tool_names;
+  for (const CollectedSpan* tool : tools) {
+    tool_names.insert(tool->Str("gen_ai.tool.name"));
+    EXPECT_EQ(tool->service, "rein-executor");
+    EXPECT_FALSE(tool->Str("gen_ai.tool.call.id").empty());
+    EXPECT_TRUE(tool->Has("rein.tool.mutating"));
+    EXPECT_TRUE(tool->Has("rein.tool.replayed"));
+    EXPECT_FALSE(tool->Has("gen_ai.tool.call.arguments"));  // content is opt-in
+    const CollectedSpan* stretch = by_id[tool->parent_span_id_hex()];
+    ASSERT_NE(stretch, nullptr);
+    EXPECT_EQ(stretch->Str("gen_ai.operation.name"), "invoke_agent");
+  }
+  EXPECT_TRUE(tool_names.count("list_files") && tool_names.count("read_file") &&
+              tool_names.count("search_text"));
+}
+
+TEST_F(TraceEndToEndTest, RouterKilledAndRestartedContinuesTheSameTrace) {
+  Boot(ThreeStepScript(400));  // slow decisions: the kill lands mid-run
+  RunMsg run = StartWithCaller(Spec());
+  const std::string trace_id = run.state().trace().trace_id();
+  // Wait until the first stretch has carried calls (a planner span of this trace arrived).
+  collector_.WaitFor(
+      [&](const std::vector<CollectedSpan>& all) {
+        for (const CollectedSpan& s : all) {
+          if (s.trace_id_hex() == trace_id && s.service == "rein-executor") return true;
+        }
+        return false;
+      },
+      absl::Seconds(30));
+  cluster_->KillRouter(SIGKILL);
+  ASSERT_TRUE(cluster_->StartRouter()) << cluster_->Logs();
+  absl::StatusOr<RunMsg> done =
+      cluster_->WaitForStage(run.run_id(), rein::v1::FINISHED, absl::Seconds(60));
+  ASSERT_TRUE(done.ok() && done->state().stage() == rein::v1::FINISHED) << cluster_->Logs();
+  EXPECT_EQ(done->state().trace().trace_id(), trace_id);
+  EXPECT_GE(done->state().trace().stretches(), 2);
+
+  std::vector<CollectedSpan> spans =
+      SpansOfRun(trace_id, 1, [](const std::vector<CollectedSpan>& of_run) {
+        int tools = 0;
+        for (const CollectedSpan& s : of_run)
+          tools += s.Str("gen_ai.operation.name") == "execute_tool";
+        return tools >= 3;
+      });
+  // The killed router never exported its open stretch; the restarted one's is in the same
+  // trace, under the root, linked to the stretch the killed router had committed.
+  std::vector<const CollectedSpan*> stretches = Named(spans, "invoke_agent");
+  ASSERT_EQ(stretches.size(), 1u);
+  EXPECT_EQ(stretches[0]->parent_span_id_hex(), run.state().trace().root_span_id());
+  EXPECT_GE(stretches[0]->Int("rein.run.stretch"), 2);
+  ASSERT_EQ(stretches[0]->span.links_size(), 1);
+  EXPECT_EQ(rein::trace::ToHex(stretches[0]->span.links(0).span_id()),
+            run.state().trace().root_span_id());
+  // The planner's and the executor's spans from before the kill (under the lost stretch) and
+  // after (under the new one) share the trace id.
+  std::set<std::string> ids;
+  for (const CollectedSpan& s : spans) ids.insert(s.span_id_hex());
+  int before = 0, after = 0;
+  for (const CollectedSpan& s : spans) {
+    const bool under_stretch = s.span.name() == "plan" || s.span.name() == "decide" ||
+                               s.span.name() == "evaluate" ||
+                               s.Str("gen_ai.operation.name") == "execute_tool";
+    if (!under_stretch) continue;
+    if (s.parent_span_id_hex() == stretches[0]->span_id_hex()) {
+      ++after;
+    } else if (ids.count(s.parent_span_id_hex()) == 0) {
+      ++before;
+    }
+  }
+  EXPECT_GT(before, 0);
+  EXPECT_GT(after, 0);
+}
+
+}  // namespace
+}  // namespace rein::testing

@@ -1,0 +1,130 @@
+// A run's `invoke_agent` spans on a router: one per stretch (from start or resume to pause or
+// end), all in the run's one trace (RunState.trace).
+#include "trace/run_stretches.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "trace/genai.h"
+
+namespace rein::trace {
+namespace {
+
+bool Terminal(rein::v1::Stage stage) {
+  return stage == rein::v1::FINISHED || stage == rein::v1::FAILED || stage == rein::v1::CANCELLED;
+}
+
+}  // namespace
+
+void InitRunTrace(rein::v1::RunState* state, const SpanContext* link) {
+  rein::v1::RunTrace* trace = state->mutable_trace();
+  trace->Clear();
+  trace->set_trace_id(ToHex(NewTraceId()));
+  trace->set_root_span_id(ToHex(NewSpanId()));
+  if (link != nullptr && link->valid()) {
+    trace->set_link_trace_id(link->trace_id_hex());
+    trace->set_link_span_id(link->span_id_hex());
+  }
+}
+
+RunStretches::~RunStretches() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, open] : open_) End(open, "stopped");
+}
+
+void RunStretches::Begin(const std::string& run_id, rein::v1::RunState* state) {
+  Tracer& t = tracer();
+  if (!t.enabled()) return;
+  absl::MutexLock lock(&mu_);
+  if (open_.count(run_id) > 0) return;
+  rein::v1::RunTrace* trace = state->mutable_trace();
+  std::optional<SpanContext> root = ContextFromHex(trace->trace_id(), trace->root_span_id());
+  if (!root.has_value()) {  // a run from before traces: it gets one now
+    InitRunTrace(state, nullptr);
+    root = ContextFromHex(trace->trace_id(), trace->root_span_id());
+  }
+  const std::string name = absl::StrCat(genai::kInvokeAgent, " ", genai::kAgent);
+  Open open;
+  if (trace->stretches() == 0) {
+    open.span = t.StartRootSpan(name, root->trace_id, SpanKind::kInternal, root->span_id);
+    std::optional<SpanContext> link = ContextFromHex(trace->link_trace_id(), trace->link_span_id());
+    if (link.has_value()) open.span.AddLink(*link, {{"rein.link", std::string("caller")}});
+  } else {
+    open.span = t.StartSpan(name, *root, SpanKind::kInternal);
+    std::optional<SpanContext> previous =
+        ContextFromHex(trace->trace_id(), trace->last_stretch_span_id());
+    if (previous.has_value()) {
+      open.span.AddLink(*previous, {{"rein.link", std::string("previous_stretch")}});
+    }
+  }
+  trace->set_stretches(trace->stretches() + 1);
+  trace->set_last_stretch_span_id(open.span.context().span_id_hex());
+  open.span.SetAttribute(genai::kOperationName, genai::kInvokeAgent);
+  open.span.SetAttribute(genai::kAgentName, genai::kAgent);
+  open.span.SetAttribute(genai::kConversationId, run_id);
+  open.span.SetAttribute(attr::kRunId, run_id);
+  open.span.SetAttribute(attr::kStretch, static_cast<int64_t>(trace->stretches()));
+  open.span.SetAttribute(attr::kStage, rein::v1::Stage_Name(state->stage()));
+  open_.emplace(run_id, std::move(open));
+}
+
+void RunStretches::End(Open& open, const std::string& how) {
+  open.span.SetAttribute(attr::kStretchEnd, how);
+  open.span.SetAttribute(attr::kCommits, open.commits);
+  open.span.SetAttribute(attr::kCommitSeconds, open.commit_seconds);
+  open.span.SetAttribute(attr::kQueueSeconds, open.queue_seconds);
+  open.span.End();
+}
+
+void RunStretches::Committed(const std::string& run_id, const rein::v1::RunState& state,
+                             double commit_seconds) {
+  if (!tracer().enabled()) return;
+  absl::MutexLock lock(&mu_);
+  auto it = open_.find(run_id);
+  if (it == open_.end()) return;
+  Open& open = it->second;
+  open.commits++;
+  open.commit_seconds += commit_seconds;
+  const bool paused = state.stage() == rein::v1::PAUSED;
+  if (!paused && !Terminal(state.stage())) return;
+  open.span.SetAttribute(attr::kStage, rein::v1::Stage_Name(state.stage()));
+  if (paused) {
+    open.span.SetAttribute(attr::kPauseReason, rein::v1::PauseReason_Name(state.pause().reason()));
+  } else {
+    const std::string reason = rein::v1::TerminationReason_Name(state.outcome().reason());
+    open.span.SetAttribute(attr::kOutcome, reason);
+    if (state.stage() == rein::v1::FINISHED) {
+      open.span.SetOk();
+    } else {
+      open.span.SetAttribute(genai::kErrorType, reason);
+      open.span.SetError(state.outcome().message());
+    }
+  }
+  End(open, paused ? "paused" : "ended");
+  open_.erase(it);
+}
+
+void RunStretches::Queued(const std::string& run_id, double seconds) {
+  if (!tracer().enabled()) return;
+  absl::MutexLock lock(&mu_);
+  auto it = open_.find(run_id);
+  if (it != open_.end()) it->second.queue_seconds += seconds;
+}
+
+void RunStretches::Abandon(const std::string& run_id, const std::string& why) {
+  if (!tracer().enabled()) return;
+  absl::MutexLock lock(&mu_);
+  auto it = open_.find(run_id);
+  if (it == open_.end()) return;
+  End(it->second, absl::StrCat("dropped: ", why));
+  open_.erase(it);
+}
+
+SpanContext RunStretches::ContextOf(const std::string& run_id) {
+  if (!tracer().enabled()) return SpanContext();
+  absl::MutexLock lock(&mu_);
+  auto it = open_.find(run_id);
+  return it == open_.end() ? SpanContext() : it->second.span.context();
+}
+
+}  // namespace rein::trace
