@@ -171,6 +171,28 @@ std::vector<WebhookEndpoint> WebhookConfig::EndpointsFor(const rein::v1::RunSpec
   return out;
 }
 
+absl::StatusOr<WebhookConfig> MakeWebhookConfig(const std::vector<std::string>& urls,
+                                                const std::vector<std::string>& allow,
+                                                const std::string& console_url) {
+  std::vector<WebhookEndpoint> endpoints, prefixes;
+  for (const std::string& value : urls) {
+    absl::StatusOr<WebhookEndpoint> e = ParseWebhookFlag("--webhook_url", value);
+    if (!e.ok()) return e.status();
+    endpoints.push_back(*std::move(e));
+  }
+  for (const std::string& value : allow) {
+    absl::StatusOr<WebhookEndpoint> e = ParseWebhookFlag("--webhook_allow", value);
+    if (!e.ok()) return e.status();
+    prefixes.push_back(*std::move(e));
+  }
+  if (!console_url.empty()) {
+    if (absl::Status status = CheckWebhookUrl("--console_url", console_url); !status.ok()) {
+      return status;
+    }
+  }
+  return WebhookConfig(std::move(endpoints), std::move(prefixes), console_url);
+}
+
 std::vector<std::string> RepeatedFlagValues(int argc, char** argv, absl::string_view name) {
   std::vector<std::string> values;
   for (int i = 1; i < argc; ++i) {

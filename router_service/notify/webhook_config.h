@@ -70,6 +70,13 @@ class WebhookConfig {
   std::string console_url_;
 };
 
+// The configuration of the router's flags: each of `urls` (--webhook_url) and `allow`
+// (--webhook_allow) parsed by ParseWebhookFlag, `console_url` (--console_url) an http(s) URL
+// or empty. The first bad value is INVALID_ARGUMENT naming its flag.
+absl::StatusOr<WebhookConfig> MakeWebhookConfig(const std::vector<std::string>& urls,
+                                                const std::vector<std::string>& allow,
+                                                const std::string& console_url);
+
 // Every value of a flag given several times (`--name=V` or `--name V`, with one or two dashes),
 // in order: absl keeps only the last one.
 std::vector<std::string> RepeatedFlagValues(int argc, char** argv, absl::string_view name);
