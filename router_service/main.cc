@@ -25,6 +25,9 @@
 #include "router_service/auth.h"
 #include "router_service/connect/http_port.h"
 #include "router_service/grpc_clients.h"
+#include "router_service/notify/notification_sender.h"
+#include "router_service/notify/webhook_config.h"
+#include "router_service/notify/webhook_transport.h"
 #include "router_service/price_table.h"
 #include "router_service/router_grpc.h"
 #include "router_service/run_engine.h"
@@ -107,6 +110,16 @@ ABSL_FLAG(bool, allow_unauthenticated, false,
 ABSL_FLAG(bool, allow_plaintext_tokens, false,
           "accept bearer tokens without TLS on a non-loopback --listen address (anyone on the "
           "path can read and replay them)");
+
+ABSL_FLAG(std::string, webhook_url, "",
+          "URL[,secret_file=F][,types=T,...]: POST signed CloudEvents of every run's pauses and "
+          "ends there (repeatable; docs/WEBHOOKS.md)");
+ABSL_FLAG(std::string, webhook_allow, "",
+          "PREFIX[,secret_file=F]: RunSpec.notify URLs may start with this (repeatable)");
+ABSL_FLAG(std::string, console_url, "", "base URL of the console, for links in webhooks");
+ABSL_FLAG(absl::Duration, webhook_retry_for, absl::Hours(24),
+          "how long after its commit a webhook notice is retried before it is marked failed");
+ABSL_FLAG(absl::Duration, webhook_timeout, absl::Seconds(10), "one webhook POST's whole exchange");
 
 namespace {
 
@@ -246,6 +259,29 @@ int main(int argc, char** argv) {
     if (!table.ok()) return Fail(absl::StrCat("--price_table: ", table.status().message()));
     engine_options.stage.prices = std::make_shared<const rein::PriceTable>(*std::move(table));
   }
+  absl::StatusOr<rein::WebhookConfig> webhooks = rein::MakeWebhookConfig(
+      rein::RepeatedFlagValues(argc, argv, "webhook_url"),
+      rein::RepeatedFlagValues(argc, argv, "webhook_allow"), absl::GetFlag(FLAGS_console_url));
+  if (!webhooks.ok()) return Fail(std::string(webhooks.status().message()));
+  engine_options.check_notify = [config = &*webhooks](const rein::v1::RunSpec& spec) {
+    return config->CheckRunSpec(spec);
+  };
+  rein::NotificationSenderOptions notify_options;
+  notify_options.retry_for = absl::GetFlag(FLAGS_webhook_retry_for);
+  notify_options.request_timeout = absl::GetFlag(FLAGS_webhook_timeout);
+  if (notify_options.retry_for <= absl::ZeroDuration())
+    return Fail("--webhook_retry_for: must be > 0");
+  if (notify_options.request_timeout < absl::Milliseconds(100) ||
+      notify_options.request_timeout > absl::Minutes(5)) {
+    return Fail("--webhook_timeout: must be in [100ms, 5m]");
+  }
+  if (webhooks->empty()) {  // notices are settled with nobody to tell: one thread, seldom
+    notify_options.concurrency = 1;
+    notify_options.poll_interval = absl::Seconds(1);
+  }
+  rein::CurlWebhookTransport webhook_transport;
+  rein::NotificationSender notifications(store, store, &*webhooks, &webhook_transport, clock,
+                                         notify_options);
   rein::RunEngine engine(store, &planner, &executor, clock, engine_options);
   rein::RouterGrpcOptions grpc_options;
   grpc_options.max_watch_streams_per_principal =
@@ -277,6 +313,7 @@ int main(int argc, char** argv) {
     if (!started.ok()) return Fail(std::string(started.status().message()));
     http = *std::move(started);
   }
+  notifications.Start();  // after engine.Start: the outbox is claimed under this router's lease
   rein::LogInfo("serving", {{"listen", host_options.listen},
                             {"http_listen", http ? http_listen : "off"},
                             {"http_port", http ? std::to_string(http->port()) : "0"},
@@ -296,6 +333,7 @@ int main(int argc, char** argv) {
   engine.StopDispatching();  // no new call while the server drains
   host.Shutdown(absl::Seconds(1));
   http.reset();  // its calls went through the gRPC server, which ended them
+  notifications.Stop();
   engine.Shutdown(grace);
   rein::LogInfo("stopped");
   return 0;

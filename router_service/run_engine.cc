@@ -485,6 +485,13 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   absl::StatusOr<rein::v1::RunSpec> spec = NormalizeSpec(request.spec(), *tools);
   if (!spec.ok()) return spec.status();
   RETURN_IF_ERROR(CheckCostBudget(*spec, options_.stage.prices.get()));
+  if (options_.check_notify) {
+    RETURN_IF_ERROR(options_.check_notify(*spec));
+  } else if (spec->notify_size() > 0) {
+    return absl::InvalidArgumentError(
+        "spec.notify: this router allows no webhook URLs "
+        "(--webhook_allow)");
+  }
   const std::string run_id = NewRunId();
   RETURN_IF_ERROR(tools_.CheckWorkspace(run_id, spec->workspace(), *tools));
   Run run;

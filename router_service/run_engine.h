@@ -54,6 +54,9 @@ struct RunEngineOptions {
   // This router in a fleet sharing one store (--router_id, --lease_ttl; see LeaseTimer).
   std::string router_id = "router";
   absl::Duration lease_ttl = absl::Seconds(10);
+  // StartRun's check of spec.notify (the --webhook_allow prefixes, router_service/notify);
+  // unset: a spec with notify URLs is INVALID_ARGUMENT.
+  std::function<absl::Status(const rein::v1::RunSpec&)> check_notify;
 };
 
 // Owns the in-memory view of every unfinished run and moves each one forward as its calls

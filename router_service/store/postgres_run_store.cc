@@ -86,18 +86,24 @@ absl::Status PostgresRunStore::Initialize() {
     RETURN_IF_ERROR(PgCheckColumns(result.get(), {kInt8Oid}, target(), "reading schema_version"));
     if (PQntuples(result.get()) == 1) version = PgInt(result.get(), 0, 0);
   }
-  // Version 1 (no leases) is migrated in place by kSchema's ALTERs below.
-  if (version != 0 && version != 1 && version != kSchemaVersion) {
+  // Version 1 (no leases) is migrated in place by kSchema's ALTERs below, then the steps.
+  if (version < 0 || version > kSchemaVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat("PostgreSQL database ", target(), " has schema version ", version,
                      "; this binary writes version ", kSchemaVersion,
                      " and does not migrate (use another database)"));
   }
   RETURN_IF_ERROR(tx->Run(kSchema, "creating tables"));
-  if (version != kSchemaVersion) {
+  const int64_t stored = version;
+  if (version < 2) version = 2;  // kSchema is layout 2
+  if (version < 5) {
+    RETURN_IF_ERROR(tx->Run(postgres_schema::kStep5Outbox, "applying schema step 5"));
+    version = 5;
+  }
+  if (version != stored) {
     RETURN_IF_ERROR(tx->Exec("INSERT INTO schema_version (id, version) VALUES (1, $1) "
                              "ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version",
-                             PgParams().Int(kSchemaVersion), "writing schema_version")
+                             PgParams().Int(version), "writing schema_version")
                         .status());
   }
   return tx->Commit();
@@ -342,8 +348,15 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::CommitChecked(
     params.Int(snapshot->version).Int(snapshot->iteration).Bytes(snapshot->state);
   }
 
+  // A commit that leaves a notice (a pause or an end, notification_outbox.h) writes it in a
+  // second statement of the same transaction: such a commit is a transaction of its own.
+  const bool notifies = std::any_of(events.begin(), events.end(), [](const rein::v1::RunEvent& e) {
+    return IsNotifyingEvent(e);
+  });
   std::unique_ptr<PgTransaction> own;
-  if (batch == nullptr) {
+  if (batch == nullptr && notifies) {
+    ASSIGN_OR_RETURN(own, PgTransaction::Begin(pool_.get(), false));
+  } else if (batch == nullptr) {
     ASSIGN_OR_RETURN(own, PgTransaction::Autocommit(pool_.get()));
   }
   PgTransaction* const tx = batch != nullptr ? batch : own.get();
@@ -381,6 +394,10 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::CommitChecked(
                                                       ", not expected_version ", expected_version));
   }
   NumberEvents(run_id, PgInt(updated->get(), 0, 0) - count + 1, events);
+  if (notifies) {
+    RETURN_IF_ERROR(InsertNotifications(tx, run_id, events, blob, updated_us));
+    if (own != nullptr) RETURN_IF_ERROR(own->Commit());
+  }
   return events;
 }
 

@@ -89,7 +89,9 @@ class PostgresRunStore final : public RouterStore {
 
   // The layout version this binary writes.
   // 2: routers, runs.owner, runs.lease_epoch (a version 1 layout is migrated when opened).
-  static constexpr int kSchemaVersion = 2;
+  // 5: the `notifications` outbox (notification_outbox.h); added to a layout of version 1 or 2
+  //    when opened (each step from 2 on is applied in order, `if (version < N)`).
+  static constexpr int kSchemaVersion = 5;
 
   // host:port/database of the server, for logs and messages (never the password).
   const std::string& target() const;
@@ -131,7 +133,23 @@ class PostgresRunStore final : public RouterStore {
   absl::StatusOr<std::map<std::string, int64_t>> OwnedRunVersions() override;
   void SubscribeCommits(std::function<void(const CommitNotice&)> on_commit) override;
 
+  // The outbox (postgres_outbox.cc): claimed and fenced like runs.
+  absl::StatusOr<std::vector<Notification>> ClaimNotifications(absl::Time now,
+                                                               absl::Time hold_until,
+                                                               int limit) override;
+  absl::Status UpdateNotification(const NotificationUpdate& update) override;
+  absl::StatusOr<std::vector<Notification>> ListNotifications(NotificationStatus status, bool any,
+                                                              int limit) override;
+  absl::StatusOr<NotificationCounts> CountNotifications() override;
+
  private:
+  // Inside `tx`, the outbox's notices of a commit's stored `events` (postgres_outbox.cc).
+  absl::Status InsertNotifications(PgTransaction* tx, const std::string& run_id,
+                                   const std::vector<rein::v1::RunEvent>& events,
+                                   const std::string& state_tail, int64_t now_us);
+  // The rows of a query selecting the outbox's columns, in postgres_outbox.cc's order.
+  absl::StatusOr<std::vector<Notification>> ParseNotificationRows(const PGresult* result,
+                                                                  const std::string& what) const;
   PostgresRunStore(std::unique_ptr<PgPool> pool, std::unique_ptr<PgPool> lease_pool);
 
   // Commit and CommitOwned (with `lease_epoch`), in a transaction of its own, or inside

@@ -96,6 +96,8 @@ INSTANTIATE_TEST_SUITE_P(Postgres, FleetStoreConformanceTest, ::testing::Values(
                          RunStoreFactoryName);
 INSTANTIATE_TEST_SUITE_P(Postgres, CommitFeedConformanceTest, ::testing::Values(PostgresFactory()),
                          RunStoreFactoryName);
+INSTANTIATE_TEST_SUITE_P(Postgres, NotificationOutboxConformanceTest,
+                         ::testing::Values(PostgresFactory()), RunStoreFactoryName);
 
 using rein::testing::Event;
 using rein::testing::MakeRun;
@@ -190,7 +192,8 @@ TEST_F(PostgresRunStoreTest, MissingDatabaseIsFailedPreconditionNamingIt) {
 
 TEST_F(PostgresRunStoreTest, OpenRecordsSchemaVersionAndKeepsRunOrderBytewise) {
   ASSERT_NE(OpenOrDie(), nullptr);
-  EXPECT_EQ(Query("SELECT version FROM schema_version"), "2");
+  EXPECT_EQ(Query("SELECT version FROM schema_version"),
+            std::to_string(PostgresRunStore::kSchemaVersion));
   // Open again on existing tables.
   ASSERT_NE(OpenOrDie(), nullptr);
   EXPECT_EQ(Query("SELECT count(*) FROM schema_version"), "1");
@@ -201,10 +204,11 @@ TEST_F(PostgresRunStoreTest, OpenRecordsSchemaVersionAndKeepsRunOrderBytewise) {
 
 TEST_F(PostgresRunStoreTest, OtherSchemaVersionIsFailedPrecondition) {
   ASSERT_NE(OpenOrDie(), nullptr);
-  Query("UPDATE schema_version SET version = 3");
+  const std::string newer = std::to_string(PostgresRunStore::kSchemaVersion + 1);
+  Query("UPDATE schema_version SET version = " + newer);
   absl::StatusOr<std::unique_ptr<PostgresRunStore>> store = PostgresRunStore::Open(url_);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(store.status().message(), HasSubstr("schema version 3"));
+  EXPECT_THAT(store.status().message(), HasSubstr("schema version " + newer));
 }
 
 TEST_F(PostgresRunStoreTest, VersionOneLayoutIsMigratedAndItsRunsAreClaimed) {
@@ -219,7 +223,8 @@ TEST_F(PostgresRunStoreTest, VersionOneLayoutIsMigratedAndItsRunsAreClaimed) {
   Query("UPDATE schema_version SET version = 1");
   std::unique_ptr<PostgresRunStore> store = OpenOrDie();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(Query("SELECT version FROM schema_version"), "2");
+  EXPECT_EQ(Query("SELECT version FROM schema_version"),
+            std::to_string(PostgresRunStore::kSchemaVersion));
   ASSERT_TRUE(store->JoinFleet("router-a", absl::Seconds(10)).ok());
   absl::StatusOr<std::vector<rein::v1::Run>> claimed = store->ClaimRuns(false);
   ASSERT_TRUE(claimed.ok()) << claimed.status();

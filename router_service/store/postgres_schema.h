@@ -60,6 +60,30 @@ CREATE TABLE IF NOT EXISTS routers (
 );
 )sql";
 
+// Step 5: the webhook outbox (notification_outbox.h), one row per notice. `status` is
+// NotificationStatus; `delivered_to` the endpoints that took it, one per line; owner and
+// lease_epoch fence its delivery as runs.owner and runs.lease_epoch fence a run's commits.
+inline constexpr char kStep5Outbox[] = R"sql(
+CREATE TABLE IF NOT EXISTS notifications (
+  notice_id TEXT COLLATE "C" PRIMARY KEY,
+  run_id TEXT COLLATE "C" NOT NULL,
+  seq BIGINT NOT NULL,
+  event BYTEA NOT NULL,
+  state BYTEA NOT NULL,
+  committed_us BIGINT NOT NULL,
+  status BIGINT NOT NULL DEFAULT 0,
+  attempts BIGINT NOT NULL DEFAULT 0,
+  next_attempt_us BIGINT NOT NULL,
+  last_error TEXT NOT NULL DEFAULT '',
+  delivered_to TEXT NOT NULL DEFAULT '',
+  owner TEXT COLLATE "C",
+  lease_epoch BIGINT NOT NULL DEFAULT 1
+);
+CREATE INDEX IF NOT EXISTS notifications_due ON notifications (next_attempt_us, notice_id)
+  WHERE status = 0;
+CREATE INDEX IF NOT EXISTS notifications_by_commit ON notifications (committed_us DESC);
+)sql";
+
 // A router's lease is valid while this holds (the server's clock, never a router's).
 inline constexpr char kLive[] =
     "(heartbeat + ttl_us * interval '1 microsecond' > clock_timestamp())";

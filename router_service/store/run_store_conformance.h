@@ -1,7 +1,8 @@
 // The store conformance suites: the tests every RouterStore implementation must pass unchanged,
 // one suite per role: RunStoreConformanceTest (run_store_conformance.cc and
 // run_store_list_conformance.cc), FleetStoreConformanceTest (fleet_store_conformance.cc) and
-// CommitFeedConformanceTest (commit_feed_conformance.cc).
+// CommitFeedConformanceTest (commit_feed_conformance.cc) and NotificationOutboxConformanceTest
+// (notification_outbox_conformance.cc).
 //
 // An implementation's test file instantiates each with a factory:
 //
@@ -77,6 +78,9 @@ class RunStoreConformanceTest : public StoreConformanceTest {};
 class FleetStoreConformanceTest : public StoreConformanceTest {};
 // CommitFeed's (commit_feed.h): which commits are noticed, and what a notice says.
 class CommitFeedConformanceTest : public StoreConformanceTest {};
+// NotificationOutbox's (notification_outbox.h): the notices of pauses and ends, their claim,
+// hold, update and fencing.
+class NotificationOutboxConformanceTest : public StoreConformanceTest {};
 
 }  // namespace rein
 

@@ -71,7 +71,43 @@ DROP TABLE snapshots_v2;
 UPDATE schema_version SET version = 3 WHERE id = 1;
 )sql";
 
+// Step 5: the webhook outbox (notification_outbox.h), one row per notice. `status` is
+// NotificationStatus; `delivered_to` the endpoints that took it, one per line.
+constexpr char kStep5Outbox[] = R"sql(
+CREATE TABLE IF NOT EXISTS notifications (
+  notice_id TEXT PRIMARY KEY NOT NULL,
+  run_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  event BLOB NOT NULL,
+  state BLOB NOT NULL,
+  committed_us INTEGER NOT NULL,
+  status INTEGER NOT NULL DEFAULT 0,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_us INTEGER NOT NULL,
+  last_error TEXT NOT NULL DEFAULT '',
+  delivered_to TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS notifications_due ON notifications (status, next_attempt_us);
+CREATE INDEX IF NOT EXISTS notifications_by_commit ON notifications (committed_us DESC);
+)sql";
+
 }  // namespace
+
+absl::Status SqliteRunStore::ApplySchemaSteps(int64_t version) {
+  const int64_t stored = version;
+  if (version < 5) {
+    RETURN_IF_ERROR(db_->ExecScript(kStep5Outbox, "applying schema step 5 (notifications)"));
+    version = 5;
+  }
+  if (version == stored) return absl::OkStatus();
+  ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                   db_->Prepare("INSERT INTO schema_version (id, version) VALUES (1, ?) "
+                                "ON CONFLICT (id) DO UPDATE SET version = excluded.version"));
+  stmt.BindInt(1, version);
+  const int rc = stmt.Step();
+  if (rc != SQLITE_DONE) return db_->Error(rc, "writing schema_version");
+  return absl::OkStatus();
+}
 
 absl::Status SqliteRunStore::Initialize(const Options& options) {
   RETURN_IF_ERROR(db_->SetBusyTimeout(options.busy_timeout));
@@ -116,7 +152,8 @@ absl::Status SqliteRunStore::Initialize(const Options& options) {
     RETURN_IF_ERROR(db_->ExecScript(kMigrateFrom2, "migrating the layout from version 2 to 3"));
     version = 3;
   }
-  if (version != 0 && version < kSchemaVersion) {
+  // Layout 3 is the base the steps below start from; older ones (but 2, above) are refused.
+  if (version != 0 && version < 3) {
     return absl::FailedPreconditionError(
         absl::StrCat("SQLite database ", path_, " has the older schema version ", version,
                      " (this binary writes version ", kSchemaVersion,
@@ -132,13 +169,7 @@ absl::Status SqliteRunStore::Initialize(const Options& options) {
     RETURN_IF_ERROR(
         db_->ExecScript(kMigrateFrom2AfterSchema, "migrating the layout from version 2 to 3"));
   }
-  if (version == 0) {
-    ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
-                     db_->Prepare("INSERT INTO schema_version (id, version) VALUES (1, ?)"));
-    stmt.BindInt(1, kSchemaVersion);
-    rc = stmt.Step();
-    if (rc != SQLITE_DONE) return db_->Error(rc, "writing schema_version");
-  }
+  RETURN_IF_ERROR(ApplySchemaSteps(version == 0 ? 3 : version));
   return tx.Commit();
 }
 

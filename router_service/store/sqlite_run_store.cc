@@ -379,6 +379,7 @@ absl::Status SqliteRunStore::CommitInTransaction(const std::string& run_id,
     if (rc != SQLITE_DONE) return db_->Error(rc, absl::StrCat("updating run ", run_id));
   }
   RETURN_IF_ERROR(InsertEvents(run_id, row.last_seq + 1, events));
+  RETURN_IF_ERROR(InsertNotifications(run_id, events, blob, updated_us));
   if (snapshot.has_value()) {
     ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
                      db_->Prepare("INSERT INTO snapshots (run_id, version, iteration, state) "

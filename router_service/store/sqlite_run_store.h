@@ -93,7 +93,9 @@ class SqliteRunStore final : public RouterStore {
   // 2: runs.state holds the state apart from the rest of the run; snapshots are binary.
   // 3: runs.stage holds one value for the loop's three stages; snapshots is a rowid table
   //    (fewer pages written per commit). A version 2 file is migrated when opened.
-  static constexpr int kSchemaVersion = 3;
+  // 5: the `notifications` outbox (notification_outbox.h); a version 3 file gains it when
+  //    opened (each step from 3 on is applied in order, `if (version < N)`).
+  static constexpr int kSchemaVersion = 5;
   // The range of Options::cache_mib.
   static constexpr int kMinCacheMib = 1;
   static constexpr int kMaxCacheMib = 4096;
@@ -139,6 +141,15 @@ class SqliteRunStore final : public RouterStore {
   absl::StatusOr<std::map<std::string, int64_t>> OwnedRunVersions() override;
   void SubscribeCommits(std::function<void(const CommitNotice&)>) override {}
 
+  // The outbox (sqlite_outbox.cc): one router, so it owns every notice at epoch 1.
+  absl::StatusOr<std::vector<Notification>> ClaimNotifications(absl::Time now,
+                                                               absl::Time hold_until,
+                                                               int limit) override;
+  absl::Status UpdateNotification(const NotificationUpdate& update) override;
+  absl::StatusOr<std::vector<Notification>> ListNotifications(NotificationStatus status, bool any,
+                                                              int limit) override;
+  absl::StatusOr<NotificationCounts> CountNotifications() override;
+
  private:
   SqliteRunStore(std::unique_ptr<SqliteDb> db, std::string path);
 
@@ -167,6 +178,14 @@ class SqliteRunStore final : public RouterStore {
   absl::Status InsertEvents(const std::string& run_id, int64_t first_seq,
                             std::vector<rein::v1::RunEvent>& events)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The outbox's notices of a commit's stored `events` (sqlite_outbox.cc): `state_tail` is the
+  // state part the commit stored (StateTail), `now_us` its time.
+  absl::Status InsertNotifications(const std::string& run_id,
+                                   const std::vector<rein::v1::RunEvent>& events,
+                                   const std::string& state_tail, int64_t now_us)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Schema steps after layout 3 (sqlite_layout.cc), each `if (version < N)`.
+  absl::Status ApplySchemaSteps(int64_t version) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void CheckpointLoop();
   // The main connection's WAL hook: after each commit, with the WAL's frame count.

@@ -118,6 +118,10 @@ INSTANTIATE_TEST_SUITE_P(Sqlite, CommitFeedConformanceTest,
                          ::testing::Values(SqliteFactory("SynchronousNormal",
                                                          SqliteRunStore::Synchronous::kNormal)),
                          RunStoreFactoryName);
+INSTANTIATE_TEST_SUITE_P(Sqlite, NotificationOutboxConformanceTest,
+                         ::testing::Values(SqliteFactory("SynchronousNormal",
+                                                         SqliteRunStore::Synchronous::kNormal)),
+                         RunStoreFactoryName);
 
 using rein::testing::Event;
 using rein::testing::MakeRun;
@@ -272,7 +276,8 @@ TEST_F(SqliteRunStoreTest, OpenNegativeBusyTimeoutIsInvalidArgument) {
 TEST_F(SqliteRunStoreTest, OpenUsesWalAndRecordsSchemaVersion) {
   ASSERT_NE(OpenOrDie(), nullptr);
   EXPECT_EQ(QueryRaw(path_, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(QueryRaw(path_, "SELECT version FROM schema_version"), "3");
+  EXPECT_EQ(QueryRaw(path_, "SELECT version FROM schema_version"),
+            std::to_string(SqliteRunStore::kSchemaVersion));
 }
 
 TEST_F(SqliteRunStoreTest, OpenOlderSchemaVersionIsFailedPreconditionSayingWhatToDo) {
@@ -286,10 +291,11 @@ TEST_F(SqliteRunStoreTest, OpenOlderSchemaVersionIsFailedPreconditionSayingWhatT
 
 TEST_F(SqliteRunStoreTest, OpenNewerSchemaVersionIsFailedPrecondition) {
   ASSERT_NE(OpenOrDie(), nullptr);
-  ASSERT_TRUE(ExecRaw(path_, "UPDATE schema_version SET version = 4").ok());
+  const std::string newer = std::to_string(SqliteRunStore::kSchemaVersion + 1);
+  ASSERT_TRUE(ExecRaw(path_, "UPDATE schema_version SET version = " + newer).ok());
   absl::StatusOr<std::unique_ptr<SqliteRunStore>> store = SqliteRunStore::Open(path_);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(store.status().message(), HasSubstr("schema version 4"));
+  EXPECT_THAT(store.status().message(), HasSubstr("schema version " + newer));
 }
 
 // The loop's three stages share one stored value, so moving between them leaves runs_by_stage
@@ -356,7 +362,8 @@ TEST_F(SqliteRunStoreTest, OpenMigratesALayout2FileKeepingEveryRunAndSnapshot) {
 
   std::unique_ptr<SqliteRunStore> store = OpenOrDie();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(QueryRaw(path_, "SELECT version FROM schema_version"), "3");
+  EXPECT_EQ(QueryRaw(path_, "SELECT version FROM schema_version"),
+            std::to_string(SqliteRunStore::kSchemaVersion));
   EXPECT_EQ(QueryRaw(path_,
                      "SELECT group_concat(stage) FROM (SELECT stage FROM runs "
                      "ORDER BY run_id)"),

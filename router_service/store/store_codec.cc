@@ -8,6 +8,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/proto_time.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -152,6 +153,36 @@ absl::StatusOr<std::string> StateTail(const rein::v1::RunState& state,
     }
   }
   return out;
+}
+
+}  // namespace rein
+
+namespace rein {
+
+std::string NoticeId(absl::string_view run_id, int64_t seq) {
+  return absl::StrCat(run_id, ".", seq);
+}
+
+absl::Status DecodeNotification(absl::string_view event, absl::string_view state_tail,
+                                absl::string_view where, Notification* n) {
+  rein::v1::Run tail;
+  if (!n->event.ParseFromArray(event.data(), static_cast<int>(event.size())) ||
+      !tail.ParseFromArray(state_tail.data(), static_cast<int>(state_tail.size()))) {
+    return absl::DataLossError(
+        absl::StrCat(where, ": the stored notice ", n->notice_id, " is corrupt"));
+  }
+  n->event.set_run_id(n->run_id);
+  n->event.set_seq(n->seq);
+  n->state = std::move(*tail.mutable_state());
+  return absl::OkStatus();
+}
+
+std::string JoinEndpoints(const std::vector<std::string>& endpoints) {
+  return absl::StrJoin(endpoints, "\n");
+}
+
+std::vector<std::string> SplitEndpoints(absl::string_view stored) {
+  return absl::StrSplit(stored, '\n', absl::SkipEmpty());
 }
 
 }  // namespace rein

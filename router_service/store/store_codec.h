@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "rein/v1/router.pb.h"
+#include "router_service/store/notification_outbox.h"
 #include "router_service/store/run_store.h"
 
 namespace rein {
@@ -55,6 +56,19 @@ std::string MakePageToken(const RunFilter& filter, const Cursor& cursor);
 // The cursor of a token made by MakePageToken with the same filter; anything else is
 // INVALID_ARGUMENT naming page_token.
 absl::StatusOr<Cursor> ParsePageToken(const RunFilter& filter, const std::string& token);
+
+// The id of the outbox's notice of event `seq` of run `run_id` (notification_outbox.h).
+std::string NoticeId(absl::string_view run_id, int64_t seq);
+
+// Fills n->event and n->state from an outbox row's stored event (without run_id and seq, which
+// come from n) and state tail (StateTail); DATA_LOSS naming the notice and `where` (the
+// database) when one does not parse.
+absl::Status DecodeNotification(absl::string_view event, absl::string_view state_tail,
+                                absl::string_view where, Notification* n);
+
+// delivered_to as stored: one endpoint per line.
+std::string JoinEndpoints(const std::vector<std::string>& endpoints);
+std::vector<std::string> SplitEndpoints(absl::string_view stored);
 
 }  // namespace rein
 

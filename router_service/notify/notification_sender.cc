@@ -1,0 +1,214 @@
+// NotificationSender: claim, sign, POST, record; retries with backoff and jitter.
+#include "router_service/notify/notification_sender.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "router_service/notify/cloud_event.h"
+#include "router_service/notify/signature.h"
+
+namespace rein {
+namespace {
+
+// The most endpoints one notice may go to: the router's own and a run's 4 (a bound for the
+// claim's hold only).
+constexpr int kHoldEndpoints = 8;
+
+// scheme://host[:port] of a URL: what logs show of an endpoint (a URL's path or query may hold
+// a secret, as chat incoming-webhook URLs do).
+std::string Origin(const std::string& url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return "(url)";
+  const size_t end = url.find_first_of("/?#", scheme + 3);
+  return end == std::string::npos ? url : url.substr(0, end) + "/...";
+}
+
+}  // namespace
+
+NotificationSender::NotificationSender(RunStore* runs, NotificationOutbox* outbox,
+                                       const WebhookConfig* config, WebhookTransport* transport,
+                                       Clock* clock, NotificationSenderOptions options)
+    : runs_(runs),
+      outbox_(outbox),
+      config_(config),
+      transport_(transport),
+      clock_(clock),
+      options_(std::move(options)) {}
+
+NotificationSender::~NotificationSender() { Stop(); }
+
+void NotificationSender::Start() {
+  for (int i = 0; i < std::max(1, options_.concurrency); ++i) {
+    threads_.emplace_back([this, i] { Loop(i); });
+  }
+}
+
+void NotificationSender::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+void NotificationSender::Loop(int index) {
+  absl::Time next_gauges = absl::InfinitePast();
+  while (true) {
+    if (index == 0 && clock_->Now() >= next_gauges) {
+      RefreshGauges();
+      next_gauges = clock_->Now() + absl::Seconds(5);
+    }
+    absl::StatusOr<bool> sent = SendOne();
+    if (!sent.ok()) {
+      LogWarning("webhook outbox unavailable", {{"error", std::string(sent.status().message())}});
+    }
+    absl::MutexLock lock(&mu_);
+    if (stop_) return;
+    if (sent.ok() && *sent) continue;  // more may be due
+    clock_->AwaitWithDeadline(&mu_, absl::Condition(&stop_),
+                              clock_->Now() + options_.poll_interval);
+    if (stop_) return;
+  }
+}
+
+void NotificationSender::RefreshGauges() {
+  absl::StatusOr<NotificationCounts> counts = outbox_->CountNotifications();
+  if (!counts.ok()) return;
+  Metrics::Global().Set("rein_notifications_pending", static_cast<double>(counts->pending));
+  Metrics::Global().Set("rein_notifications_failed", static_cast<double>(counts->failed));
+}
+
+absl::Duration NotificationSender::Backoff(int attempts) {
+  absl::Duration delay = options_.initial_backoff;
+  for (int i = 1; i < attempts && delay < options_.max_backoff; ++i) delay *= 2;
+  delay = std::min(delay, options_.max_backoff);
+  absl::MutexLock lock(&mu_);
+  static absl::BitGen* const gen = new absl::BitGen();
+  return delay * absl::Uniform(*gen, 0.5, 1.0);
+}
+
+absl::StatusOr<bool> NotificationSender::SendOne() {
+  const absl::Time now = clock_->Now();
+  const absl::Time hold = now + options_.request_timeout * kHoldEndpoints + absl::Seconds(5);
+  absl::StatusOr<std::vector<Notification>> claimed =
+      outbox_->ClaimNotifications(now, hold, /*limit=*/1);
+  if (!claimed.ok()) return claimed.status();
+  if (claimed->empty()) return false;
+  Notification& notice = (*claimed)[0];
+  const std::string type = NoticeType(notice);
+
+  NotificationUpdate update;
+  update.notice_id = notice.notice_id;
+  update.lease_epoch = notice.lease_epoch;
+  update.attempts = notice.attempts + 1;
+  update.delivered_to = notice.delivered_to;
+  std::vector<std::string> errors;
+  std::optional<absl::Duration> retry_after;
+
+  absl::StatusOr<rein::v1::Run> run = runs_->GetRun(notice.run_id);
+  if (run.ok()) {
+    NoticeRun shown{run->spec(), ""};
+    absl::StatusOr<std::vector<rein::v1::RunEvent>> first = runs_->ReadEvents(notice.run_id, 0, 1);
+    if (first.ok() && !first->empty()) shown.principal = (*first)[0].principal();
+    const std::string body = CloudEventJson(notice, shown, options_.source, config_->console_url());
+    for (const WebhookEndpoint& endpoint : config_->EndpointsFor(run->spec(), type)) {
+      if (std::find(update.delivered_to.begin(), update.delivered_to.end(), endpoint.url) !=
+          update.delivered_to.end()) {
+        continue;
+      }
+      bool gone;
+      {
+        absl::MutexLock lock(&mu_);
+        gone = gone_.count(endpoint.url) > 0;
+      }
+      if (gone) {
+        update.delivered_to.push_back(endpoint.url);
+        continue;
+      }
+      WebhookRequest request;
+      request.url = endpoint.url;
+      request.timeout = options_.request_timeout;
+      request.body = body;
+      const int64_t timestamp = absl::ToUnixSeconds(clock_->Now());
+      request.headers = {{"Content-Type", kCloudEventsJson},
+                         {"webhook-id", notice.notice_id},
+                         {"webhook-timestamp", absl::StrCat(timestamp)}};
+      if (!endpoint.key.empty()) {
+        request.headers.emplace_back(
+            "webhook-signature", WebhookSignature(endpoint.key, notice.notice_id, timestamp, body));
+      }
+      const WebhookReply reply = transport_->Post(request);
+      if (reply.status >= 200 && reply.status < 300) {
+        update.delivered_to.push_back(endpoint.url);
+        Metrics::Global().Add("rein_notifications_delivered_total", 1);
+        Metrics::Global().Observe("rein_notification_delivery_seconds",
+                                  absl::ToDoubleSeconds(clock_->Now() - notice.committed));
+        continue;
+      }
+      if (reply.status == 410) {
+        update.delivered_to.push_back(endpoint.url);
+        {
+          absl::MutexLock lock(&mu_);
+          gone_.insert(endpoint.url);
+        }
+        LogWarning("webhook endpoint answered 410 Gone: disabled until restart",
+                   {{"endpoint", Origin(endpoint.url)}});
+        continue;
+      }
+      Metrics::Global().Add("rein_notifications_failed_attempts_total", 1);
+      errors.push_back(
+          absl::StrCat(Origin(endpoint.url), ": ",
+                       reply.status != 0 ? absl::StrCat("HTTP ", reply.status) : reply.error));
+      if (reply.retry_after.has_value()) {
+        retry_after = std::max(retry_after.value_or(absl::ZeroDuration()), *reply.retry_after);
+      }
+    }
+  } else if (absl::IsNotFound(run.status())) {
+    errors.push_back(absl::StrCat("the run is gone: ", run.status().message()));
+  } else {
+    return run.status();  // the claim's hold brings the notice back
+  }
+
+  const absl::Time after = clock_->Now();
+  const absl::Time give_up = notice.committed + options_.retry_for;
+  update.last_error = absl::StrJoin(errors, "; ");
+  if (errors.empty()) {
+    update.status = NotificationStatus::kDelivered;
+    update.next_attempt = after;
+  } else if (after >= give_up || absl::IsNotFound(run.status())) {
+    update.status = NotificationStatus::kFailed;
+    update.next_attempt = after;
+    LogError("webhook notice given up: not delivered within --webhook_retry_for",
+             {{"notice", notice.notice_id},
+              {"type", type},
+              {"attempts", absl::StrCat(update.attempts)},
+              {"retry_for", absl::FormatDuration(options_.retry_for)},
+              {"last_error", update.last_error}});
+  } else {
+    absl::Duration delay = Backoff(update.attempts);
+    if (retry_after.has_value())
+      delay = std::max(delay, std::min(*retry_after, options_.max_backoff));
+    update.next_attempt = std::min(after + delay, give_up);
+    LogWarning("webhook notice not delivered; will retry",
+               {{"notice", notice.notice_id},
+                {"attempts", absl::StrCat(update.attempts)},
+                {"next_attempt_in", absl::FormatDuration(update.next_attempt - after)},
+                {"error", update.last_error}});
+  }
+  if (absl::Status written = outbox_->UpdateNotification(update); !written.ok()) {
+    LogWarning("webhook notice outcome not recorded",
+               {{"notice", notice.notice_id}, {"error", std::string(written.message())}});
+  }
+  return true;
+}
+
+}  // namespace rein

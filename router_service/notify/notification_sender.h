@@ -1,0 +1,86 @@
+// NotificationSender: delivers the outbox's notices as signed CloudEvents webhooks, apart from
+// the loop, retrying with backoff until they are taken or their retry period runs out.
+#ifndef REIN_ROUTER_SERVICE_NOTIFY_NOTIFICATION_SENDER_H_
+#define REIN_ROUTER_SERVICE_NOTIFY_NOTIFICATION_SENDER_H_
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "router_service/notify/webhook_config.h"
+#include "router_service/notify/webhook_transport.h"
+#include "router_service/store/notification_outbox.h"
+#include "router_service/store/run_store.h"
+
+namespace rein {
+
+struct NotificationSenderOptions {
+  // How long after its commit a notice is still retried (--webhook_retry_for); then it is
+  // marked failed and the log says so.
+  absl::Duration retry_for = absl::Hours(24);
+  // One POST's whole exchange (--webhook_timeout).
+  absl::Duration request_timeout = absl::Seconds(10);
+  // The first retry's delay, doubled per failed attempt up to max_backoff, each drawn with
+  // jitter from [half, all] of it; a receiver's Retry-After (up to max_backoff) is waited at
+  // least.
+  absl::Duration initial_backoff = absl::Seconds(1);
+  absl::Duration max_backoff = absl::Minutes(10);
+  // How often an idle sender looks for due notices.
+  absl::Duration poll_interval = absl::Milliseconds(200);
+  // Notices being sent at once (each by its own thread).
+  int concurrency = 4;
+  // The CloudEvents `source` of every notice.
+  std::string source = "urn:rein:router";
+};
+
+// Thread-safe. Start() runs `concurrency` threads; each claims one due notice at a time
+// (NotificationOutbox::ClaimNotifications, held for as long as its POSTs may take), posts it
+// to every endpoint WebhookConfig::EndpointsFor names that has not taken it yet, and writes
+// the outcome: delivered when every endpoint answered 2xx (or 410, which also disables that
+// endpoint until restart), else the next attempt's time. Nothing here runs on the loop's
+// threads: a slow or hostile receiver delays only other notices.
+class NotificationSender {
+ public:
+  NotificationSender(RunStore* runs, NotificationOutbox* outbox, const WebhookConfig* config,
+                     WebhookTransport* transport, Clock* clock, NotificationSenderOptions options);
+  ~NotificationSender();
+
+  void Start();
+  // Stops the threads after the POSTs in flight (each bounded by request_timeout).
+  void Stop();
+
+  // Claims at most one due notice and sends it; whether there was one. The threads' step,
+  // public for tests.
+  absl::StatusOr<bool> SendOne();
+
+  // Refreshes the outbox gauges (rein_notifications_pending, _failed).
+  void RefreshGauges();
+
+ private:
+  void Loop(int index);
+  // The delay before attempt `attempts` + 1 (attempts >= 1 failed so far).
+  absl::Duration Backoff(int attempts);
+
+  RunStore* const runs_;
+  NotificationOutbox* const outbox_;
+  const WebhookConfig* const config_;
+  WebhookTransport* const transport_;
+  Clock* const clock_;
+  const NotificationSenderOptions options_;
+
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<std::string> gone_ ABSL_GUARDED_BY(mu_);  // endpoints that answered 410
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace rein
+
+#endif  // REIN_ROUTER_SERVICE_NOTIFY_NOTIFICATION_SENDER_H_
