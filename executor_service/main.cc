@@ -299,6 +299,10 @@ int main(int argc, char** argv) {
     Die("--workspace_history_max_bytes and --workspace_history_max_files must not be negative");
   }
   history_options.ended_retention = options.journal.retention;
+  // The sandbox records its placeholders here; snapshots and fork copies leave them out.
+  rein::SandboxPlaceholders placeholders;
+  sandbox.placeholders = &placeholders;
+  history_options.placeholders = &placeholders;
   rein::WorkspaceHistory history(options.workspace_root, history_options);
   options.history = &history;
   options.clock = rein::RealClock();  // the one real clock; tests hand the executor a fake
