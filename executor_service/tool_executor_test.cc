@@ -189,13 +189,26 @@ TEST_F(ToolExecutorTest, MissingWorkspaceIsNotFoundToolError) {
 }
 
 // An executor of `temp` that snapshots into `history`.
-absl::StatusOr<std::unique_ptr<ToolExecutor>> SnapshottingExecutor(
-    const TempWorkspace& temp, const WorkspaceHistory* history) {
+absl::StatusOr<std::unique_ptr<ToolExecutor>> SnapshottingExecutor(const TempWorkspace& temp,
+                                                                   const WorkspaceHistory* history,
+                                                                   int max_concurrent = 8) {
   ExecutorOptions options;
   options.workspace_root = temp.root();
   options.executor_id = "exec-1";
   options.history = history;
+  options.sandbox.max_concurrent = max_concurrent;
   return ToolExecutor::Create(options);
+}
+
+// A write_file of a.txt by call run-1-1 of run-1 in `temp`.
+ExecuteCall WriteCall(const std::string& content) {
+  ExecuteCall call;
+  call.call_id = "run-1-1";
+  call.run_id = "run-1";
+  call.workspace = TempWorkspace::kName;
+  call.tool = "write_file";
+  call.args_json = absl::StrCat(R"({"path": "a.txt", "content": ")", content, R"("})");
+  return call;
 }
 
 TEST(ToolExecutorSnapshotTest, AMutatingCallIsSnapshottedAfterItsClaimAndOnlyThen) {
@@ -248,13 +261,7 @@ TEST(ToolExecutorSnapshotTest, ASnapshotPastABoundIsSkippedTheCallRunsAndTheRepl
   if ((*executor)->sandbox().state() != Sandbox::State::kBwrap) {
     GTEST_SKIP() << "no sandbox here: " << (*executor)->SandboxDescription();
   }
-  ExecuteCall call;
-  call.call_id = "run-1-1";
-  call.run_id = "run-1";
-  call.workspace = TempWorkspace::kName;
-  call.tool = "write_file";
-  call.args_json = R"({"path": "a.txt", "content": "after"})";
-  absl::StatusOr<ExecuteOutcome> ran = (*executor)->ExecuteOnce(call);
+  absl::StatusOr<ExecuteOutcome> ran = (*executor)->ExecuteOnce(WriteCall("after"));
   ASSERT_TRUE(ran.ok()) << ran.status();
   EXPECT_TRUE(ran->result.ok) << ran->result.error_message;
   EXPECT_NE(ran->snapshot_skipped.find(kMaxBytesBound), std::string::npos) << ran->snapshot_skipped;
@@ -267,12 +274,8 @@ TEST(ToolExecutorSnapshotTest, SnapshotsAndCopiesTakeASlotOfMaxConcurrent) {
   TempWorkspace temp;
   temp.WriteFile("a.txt", "before");
   WorkspaceHistory history(temp.root(), /*retention=*/4);
-  ExecutorOptions options;
-  options.workspace_root = temp.root();
-  options.executor_id = "exec-1";
-  options.history = &history;
-  options.sandbox.max_concurrent = 1;
-  absl::StatusOr<std::unique_ptr<ToolExecutor>> executor = ToolExecutor::Create(options);
+  absl::StatusOr<std::unique_ptr<ToolExecutor>> executor =
+      SnapshottingExecutor(temp, &history, /*max_concurrent=*/1);
   ASSERT_TRUE(executor.ok()) << executor.status();
   if ((*executor)->sandbox().state() != Sandbox::State::kBwrap) {
     GTEST_SKIP() << "no sandbox here: " << (*executor)->SandboxDescription();
@@ -286,12 +289,7 @@ TEST(ToolExecutorSnapshotTest, SnapshotsAndCopiesTakeASlotOfMaxConcurrent) {
             absl::StatusCode::kResourceExhausted);
   // A mutating call, whose snapshot would copy the workspace, is refused before anything is
   // copied or written; a read-only call still runs.
-  ExecuteCall call;
-  call.call_id = "run-1-1";
-  call.run_id = "run-1";
-  call.workspace = TempWorkspace::kName;
-  call.tool = "write_file";
-  call.args_json = R"({"path": "a.txt", "content": "after"})";
+  const ExecuteCall call = WriteCall("after");
   absl::StatusOr<ExecuteOutcome> refused = (*executor)->ExecuteOnce(call);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
   EXPECT_NE(refused.status().message().find("--max_concurrent"), std::string::npos);
