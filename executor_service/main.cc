@@ -45,7 +45,8 @@ ABSL_FLAG(int64_t, workspace_history_max_files, 100000,
 ABSL_FLAG(std::string, sandbox, "bwrap", "How mutating tools are sandboxed: bwrap or none");
 ABSL_FLAG(bool, allow_unsandboxed, false, "Permit --sandbox=none");
 ABSL_FLAG(int, max_concurrent, 8,
-          "Sandboxed commands at once; past it Execute fails with RESOURCE_EXHAUSTED");
+          "Sandboxed commands and workspace copies (the snapshot before a mutating call, a "
+          "fork's CopyWorkspace) at once; past it they fail with RESOURCE_EXHAUSTED");
 ABSL_FLAG(std::vector<std::string>, protected_paths, {},
           "Workspace paths tools may not write, in addition to .git/hooks, .git/config and "
           ".git/commondir "
