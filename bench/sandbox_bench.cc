@@ -49,6 +49,9 @@ ABSL_FLAG(std::string, dir, "/tmp",
           "where the scratch workspace root is made (its file system's fsync is on the path: the "
           "executor journals every mutating call)");
 ABSL_FLAG(std::vector<std::string>, executor_flags, {}, "extra flags for rein-executor");
+ABSL_FLAG(int, workspace_files, 0,
+          "files of 4 KiB put in the workspaces first, for the snapshot before each mutating "
+          "call (run_command, write_file) to copy");
 ABSL_FLAG(std::string, variant_binary, "",
           "when set, a second rein-executor binary (e.g. an older build) measured in the same "
           "rounds with --executor_flags, or with --variant_flags when those are set too");
@@ -205,6 +208,38 @@ absl::Duration RunTrue(Executor* executor) {
   return took;
 }
 
+// One mutating write_file through `executor` (its workspace snapshot first), timed from the
+// client; dies unless it wrote.
+absl::Duration WriteFile(Executor* executor) {
+  rein::v1::ExecuteRequest request;
+  request.set_call_id(absl::StrCat(executor->id, "-", executor->next_call++));
+  request.set_run_id("bench");
+  request.set_workspace(executor->workspace);
+  request.set_tool("write_file");
+  request.set_args_json(absl::StrCat(R"({"path": ")", executor->id, R"(.txt", "content": ")",
+                                     request.call_id(), R"("})"));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  rein::v1::ExecuteResponse response;
+  const absl::Time start = absl::Now();
+  grpc::Status status = executor->stub->Execute(&context, request, &response);
+  const absl::Duration took = absl::Now() - start;
+  if (!status.ok()) Die(absl::StrCat("Execute: ", status.error_message()));
+  if (!response.ok()) Die(absl::StrCat("write_file failed: ", response.error().message()));
+  return took;
+}
+
+// Puts `count` files of 4 KiB into the directory `dir`.
+void FillWorkspace(const std::string& dir, int count) {
+  const std::string block(4096, 'x');
+  for (int i = 0; i < count; ++i) {
+    FILE* f = std::fopen(absl::StrCat(dir, "/file", i, ".txt").c_str(), "w");
+    if (f == nullptr) Die(absl::StrCat("cannot write in ", dir));
+    std::fwrite(block.data(), 1, block.size(), f);
+    std::fclose(f);
+  }
+}
+
 // Stops an executor: SIGTERM to its group, then SIGKILL after 5 s.
 void StopExecutor(Executor* executor, std::atomic<pid_t>* pgid) {
   if (executor->pid <= 0) return;
@@ -231,6 +266,8 @@ int main(int argc, char** argv) {
   if (mkdtemp(root.data()) == nullptr) Die(absl::StrCat("mkdtemp ", root, ": ", strerror(errno)));
   mkdir((root + "/ws").c_str(), 0755);
   mkdir((root + "/ws-resident").c_str(), 0755);
+  FillWorkspace(root + "/ws", absl::GetFlag(FLAGS_workspace_files));
+  FillWorkspace(root + "/ws-resident", absl::GetFlag(FLAGS_workspace_files));
   std::string executor_binary = absl::GetFlag(FLAGS_executor_binary);
   if (executor_binary.empty()) {
     executor_binary = absl::StrCat(argv[0], ".runfiles/rein/executor_service/rein-executor");
@@ -273,10 +310,12 @@ int main(int argc, char** argv) {
     SpawnAndWait(bwrap_argv);
     SpawnAndWait(true_argv);
   }
-  std::vector<absl::Duration> tool, other, resident_tool, bare, forkexec;
+  std::vector<absl::Duration> tool, other, resident_tool, bare, forkexec, write, other_write;
   for (int i = 0; i < calls; ++i) {
     tool.push_back(RunTrue(&executor));
     if (variant.stub) other.push_back(RunTrue(&variant));
+    write.push_back(WriteFile(&executor));
+    if (variant.stub) other_write.push_back(WriteFile(&variant));
     resident_tool.push_back(RunTrue(&resident));
     bare.push_back(SpawnAndWait(bwrap_argv));
     forkexec.push_back(SpawnAndWait(true_argv));
@@ -295,9 +334,17 @@ int main(int argc, char** argv) {
   std::printf("%-52s %9.2f %9.2f\n", "run_command (rein-executor over gRPC, default)", t.p50_ms,
               t.p99_ms);
   std::printf("%-52s %9.2f %9.2f\n", "run_command, --sandbox_resident", c.p50_ms, c.p99_ms);
+  const Figures w = Percentiles(write);
+  std::printf("%-52s %9.2f %9.2f\n", "write_file (mutating, snapshot first)", w.p50_ms, w.p99_ms);
   if (!other.empty()) {
     const Figures v = Percentiles(other);
+    const Figures vw = Percentiles(other_write);
     std::printf("%-52s %9.2f %9.2f\n", "run_command, variant executor", v.p50_ms, v.p99_ms);
+    std::printf("%-52s %9.2f %9.2f\n", "write_file, variant executor", vw.p50_ms, vw.p99_ms);
+    std::printf(
+        "executor / variant: run_command p50 %.2fx p99 %.2fx; write_file p50 %.2fx "
+        "p99 %.2fx\n",
+        t.p50_ms / v.p50_ms, t.p99_ms / v.p99_ms, w.p50_ms / vw.p50_ms, w.p99_ms / vw.p99_ms);
   }
   std::printf("%-52s %9.2f %9.2f\n", "bare bwrap --unshare-all (minimal mounts)", b.p50_ms,
               b.p99_ms);
@@ -319,6 +366,8 @@ int main(int argc, char** argv) {
   std::printf("BENCH\tsandbox.run_command.p50\t%.3f\tms\n", t.p50_ms);
   std::printf("BENCH\tsandbox.run_command.p99\t%.3f\tms\n", t.p99_ms);
   std::printf("BENCH\tsandbox.run_command_vs_bwrap.round_median\t%.3f\tratio\n", round_ratio);
+  std::printf("BENCH\tsandbox.write_file.p50\t%.3f\tms\n", w.p50_ms);
+  std::printf("BENCH\tsandbox.write_file.p99\t%.3f\tms\n", w.p99_ms);
   std::printf("BENCH\tsandbox.run_command_resident.p50\t%.3f\tms\n", c.p50_ms);
   std::printf("BENCH\tsandbox.run_command_resident.p99\t%.3f\tms\n", c.p99_ms);
   std::printf("BENCH\tsandbox.bwrap.p50\t%.3f\tms\n", b.p50_ms);

@@ -145,9 +145,11 @@ grpc::Status ExecutorGrpcService::CopyWorkspace(grpc::ServerContext* context,
                    reason::kNotSupported));
   }
   const absl::Time start = executor_->options().clock->Now();
+  absl::StatusOr<SandboxSlot> slot = executor_->AdmitWorkspaceCopy();
   absl::StatusOr<CopyStats> stats =
-      history_->Copy(request->workspace(), request->run_id(), request->before_call(),
-                     request->target(), DeadlineOf(*context));
+      slot.ok() ? history_->Copy(request->workspace(), request->run_id(), request->before_call(),
+                                 request->target(), DeadlineOf(*context))
+                : absl::StatusOr<CopyStats>(slot.status());
   LogInfo("copy workspace", {{"workspace", ForLog(request->workspace())},
                              {"before_call", ForLog(request->before_call())},
                              {"target", ForLog(request->target())},

@@ -46,7 +46,8 @@ ABSL_FLAG(int64_t, workspace_history_max_files, 100000,
 ABSL_FLAG(std::string, sandbox, "bwrap", "How mutating tools are sandboxed: bwrap or none");
 ABSL_FLAG(bool, allow_unsandboxed, false, "Permit --sandbox=none");
 ABSL_FLAG(int, max_concurrent, 8,
-          "Sandboxed commands at once; past it Execute fails with RESOURCE_EXHAUSTED");
+          "Sandboxed commands and workspace copies (the snapshot before a mutating call, a "
+          "fork's CopyWorkspace) at once; past it they fail with RESOURCE_EXHAUSTED");
 ABSL_FLAG(std::vector<std::string>, protected_paths, {},
           "Workspace paths tools may not write, in addition to .git/hooks, .git/config and "
           ".git/commondir "
@@ -304,6 +305,10 @@ int main(int argc, char** argv) {
     Die("--workspace_history_max_bytes and --workspace_history_max_files must not be negative");
   }
   history_options.ended_retention = options.journal.retention;
+  // The sandbox records its placeholders here; snapshots and fork copies leave them out.
+  rein::SandboxPlaceholders placeholders;
+  sandbox.placeholders = &placeholders;
+  history_options.placeholders = &placeholders;
   rein::WorkspaceHistory history(options.workspace_root, history_options);
   options.history = &history;
   options.clock = rein::RealClock();  // the one real clock; tests hand the executor a fake

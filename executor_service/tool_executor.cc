@@ -92,6 +92,8 @@ std::vector<ToolSpec> ToolExecutor::ListTools() const {
 
 std::string ToolExecutor::SandboxDescription() const { return sandbox_->Description(); }
 
+absl::StatusOr<SandboxSlot> ToolExecutor::AdmitWorkspaceCopy() const { return sandbox_->Admit(); }
+
 absl::StatusOr<ToolResult> ToolExecutor::Execute(const ExecuteCall& call) const {
   absl::StatusOr<ExecuteOutcome> outcome = Run(call, /*journaled=*/false);
   if (!outcome.ok()) return outcome.status();
@@ -195,10 +197,9 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::Run(const ExecuteCall& call, bool j
       }
     }
   }
-  // After the claim: a call answered from the journal, or running elsewhere, takes none.
-  const std::string snapshot_skipped = spec.mutating ? SnapshotBeforeCall(call) : "";
+  // After the claim: a call answered from the journal, or running elsewhere, takes neither a
+  // slot nor a snapshot.
   absl::StatusOr<ExecuteOutcome> outcome = RunClaimed(call, *tool, std::move(full_args));
-  if (outcome.ok()) outcome->snapshot_skipped = snapshot_skipped;
   if (journal_call) {
     if (!outcome.ok()) {
       journal_->Abandon(journal_key);  // refused before anything ran (a full executor)
@@ -244,16 +245,26 @@ std::string ToolExecutor::SnapshotBeforeCall(const ExecuteCall& call) const {
 absl::StatusOr<ExecuteOutcome> ToolExecutor::RunClaimed(const ExecuteCall& call, const Tool& tool,
                                                         nlohmann::json full_args) const {
   const ToolSpec& spec = tool.spec();
-  // A full executor is the caller's signal to go elsewhere, so it is an RPC error.
+  // A command, and the snapshot before a mutating call, run under --max_concurrent: a full
+  // executor refuses the call before anything is copied or run. That is the caller's signal
+  // to go elsewhere, so it is an RPC error.
+  const bool snapshot_due =
+      spec.mutating && options_.history != nullptr && options_.history->retention() > 0;
   std::optional<SandboxSlot> slot;
-  if (spec.spawns_process) {
+  if (spec.spawns_process || snapshot_due) {
     absl::StatusOr<SandboxSlot> admitted = sandbox_->Admit();
     if (!admitted.ok()) return admitted.status();
     slot.emplace(*std::move(admitted));
   }
+  const std::string snapshot_skipped = snapshot_due ? SnapshotBeforeCall(call) : "";
+  if (!spec.spawns_process) slot.reset();  // the snapshot's; the tool itself needs none
 
   absl::StatusOr<std::unique_ptr<Workspace>> workspace = root_->OpenWorkspace(call.workspace);
-  if (!workspace.ok()) return FailedOutcome(workspace.status());
+  if (!workspace.ok()) {
+    ExecuteOutcome failed = FailedOutcome(workspace.status());
+    failed.snapshot_skipped = snapshot_skipped;
+    return failed;
+  }
 
   ToolContext context;
   context.workspace = workspace->get();
@@ -287,6 +298,7 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::RunClaimed(const ExecuteCall& call,
     outcome.result = ToolResult::Failure("INTERNAL", absl::StrCat(spec.name, ": ", e.what()));
   }
   outcome.executor_id = options_.executor_id;
+  outcome.snapshot_skipped = snapshot_skipped;
   return outcome;
 }
 

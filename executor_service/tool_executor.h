@@ -112,7 +112,8 @@ class ToolExecutor {
   // a missing workspace (NOT_FOUND), a path outside the workspace (PERMISSION_DENIED) and a
   // deadline (TIMEOUT), is a ToolResult with ok=false; so is a mutating tool while the
   // sandbox is unavailable (FAILED_PRECONDITION, saying why and how to fix it).
-  // RESOURCE_EXHAUSTED when a command would pass --max_concurrent. A call whose
+  // RESOURCE_EXHAUSTED when a command, or the workspace snapshot before a mutating call, would
+  // pass --max_concurrent (nothing is copied or run). A call whose
   // tool_schema_hash differs from the tool's schema now fails (FAILED_PRECONDITION, "the
   // schema of tool X changed since the run started") before anything runs. UNKNOWN when a
   // mutating call may or may not have taken effect (ToolResult::outcome_unknown).
@@ -124,6 +125,11 @@ class ToolExecutor {
   // call.deadline, then ABORTED ("in progress": ask again later); a call whose executor died
   // mid-call is `outcome_unknown`. INVALID_ARGUMENT when the call_id was used for another call.
   absl::StatusOr<ExecuteOutcome> ExecuteOnce(const ExecuteCall& call) const;
+
+  // A slot of --max_concurrent for a workspace copy made outside a tool call (a fork's,
+  // CopyWorkspace), held while it copies: RESOURCE_EXHAUSTED naming --max_concurrent when
+  // the executor is full. Snapshots before mutating calls take theirs in ExecuteOnce.
+  absl::StatusOr<SandboxSlot> AdmitWorkspaceCopy() const;
 
   // Forgets the journal of a run that ended. Returns the number of calls forgotten.
   absl::StatusOr<int> ForgetRun(const std::string& run_id) const;
@@ -137,7 +143,8 @@ class ToolExecutor {
   // Snapshots the workspace of a mutating call about to run, when there is a history, within
   // the call's deadline. Returns why no snapshot was taken ("" when one was, or none was due).
   std::string SnapshotBeforeCall(const ExecuteCall& call) const;
-  // Runs a checked call: admission, workspace, the tool within its limits.
+  // Runs a checked (and claimed) call: admission, the snapshot, workspace, the tool within
+  // its limits.
   absl::StatusOr<ExecuteOutcome> RunClaimed(const ExecuteCall& call, const Tool& tool,
                                             nlohmann::json full_args) const;
 

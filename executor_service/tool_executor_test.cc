@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -188,13 +189,26 @@ TEST_F(ToolExecutorTest, MissingWorkspaceIsNotFoundToolError) {
 }
 
 // An executor of `temp` that snapshots into `history`.
-absl::StatusOr<std::unique_ptr<ToolExecutor>> SnapshottingExecutor(
-    const TempWorkspace& temp, const WorkspaceHistory* history) {
+absl::StatusOr<std::unique_ptr<ToolExecutor>> SnapshottingExecutor(const TempWorkspace& temp,
+                                                                   const WorkspaceHistory* history,
+                                                                   int max_concurrent = 8) {
   ExecutorOptions options;
   options.workspace_root = temp.root();
   options.executor_id = "exec-1";
   options.history = history;
+  options.sandbox.max_concurrent = max_concurrent;
   return ToolExecutor::Create(options);
+}
+
+// A write_file of a.txt by call run-1-1 of run-1 in `temp`.
+ExecuteCall WriteCall(const std::string& content) {
+  ExecuteCall call;
+  call.call_id = "run-1-1";
+  call.run_id = "run-1";
+  call.workspace = TempWorkspace::kName;
+  call.tool = "write_file";
+  call.args_json = absl::StrCat(R"({"path": "a.txt", "content": ")", content, R"("})");
+  return call;
 }
 
 TEST(ToolExecutorSnapshotTest, AMutatingCallIsSnapshottedAfterItsClaimAndOnlyThen) {
@@ -247,19 +261,60 @@ TEST(ToolExecutorSnapshotTest, ASnapshotPastABoundIsSkippedTheCallRunsAndTheRepl
   if ((*executor)->sandbox().state() != Sandbox::State::kBwrap) {
     GTEST_SKIP() << "no sandbox here: " << (*executor)->SandboxDescription();
   }
-  ExecuteCall call;
-  call.call_id = "run-1-1";
-  call.run_id = "run-1";
-  call.workspace = TempWorkspace::kName;
-  call.tool = "write_file";
-  call.args_json = R"({"path": "a.txt", "content": "after"})";
-  absl::StatusOr<ExecuteOutcome> ran = (*executor)->ExecuteOnce(call);
+  absl::StatusOr<ExecuteOutcome> ran = (*executor)->ExecuteOnce(WriteCall("after"));
   ASSERT_TRUE(ran.ok()) << ran.status();
   EXPECT_TRUE(ran->result.ok) << ran->result.error_message;
   EXPECT_NE(ran->snapshot_skipped.find(kMaxBytesBound), std::string::npos) << ran->snapshot_skipped;
   const absl::Status fork = history.Copy(TempWorkspace::kName, "run-1", "run-1-1", "f").status();
   EXPECT_EQ(fork.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(fork.message().find(kMaxBytesBound), std::string::npos) << fork;
+}
+
+TEST(ToolExecutorSnapshotTest, SnapshotsAndCopiesTakeASlotOfMaxConcurrent) {
+  TempWorkspace temp;
+  temp.WriteFile("a.txt", "before");
+  WorkspaceHistory history(temp.root(), /*retention=*/4);
+  absl::StatusOr<std::unique_ptr<ToolExecutor>> executor =
+      SnapshottingExecutor(temp, &history, /*max_concurrent=*/1);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  if ((*executor)->sandbox().state() != Sandbox::State::kBwrap) {
+    GTEST_SKIP() << "no sandbox here: " << (*executor)->SandboxDescription();
+  }
+  // The one slot is taken (by a fork's copy, say).
+  std::optional<SandboxSlot> held;
+  absl::StatusOr<SandboxSlot> first = (*executor)->AdmitWorkspaceCopy();
+  ASSERT_TRUE(first.ok()) << first.status();
+  held.emplace(*std::move(first));
+  EXPECT_EQ((*executor)->AdmitWorkspaceCopy().status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // A mutating call, whose snapshot would copy the workspace, is refused before anything is
+  // copied or written; a read-only call still runs.
+  const ExecuteCall call = WriteCall("after");
+  absl::StatusOr<ExecuteOutcome> refused = (*executor)->ExecuteOnce(call);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_NE(refused.status().message().find("--max_concurrent"), std::string::npos);
+  const std::string snapshot =
+      absl::StrCat(temp.root(), "/", kWorkspaceHistoryDir, "/runs/run-1/run-1-1");
+  struct stat st;
+  EXPECT_NE(stat(snapshot.c_str(), &st), 0);
+  std::ifstream unchanged(temp.Path("a.txt"));
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(unchanged), {}), "before");
+  ExecuteCall read = call;
+  read.call_id = "run-1-2";
+  read.tool = "read_file";
+  read.args_json = R"({"path": "a.txt"})";
+  absl::StatusOr<ExecuteOutcome> reads = (*executor)->ExecuteOnce(read);
+  ASSERT_TRUE(reads.ok()) << reads.status();
+  EXPECT_TRUE(reads->result.ok) << reads->result.error_message;
+  // Once the slot is free the same call (its claim was given back) runs, snapshot first.
+  held.reset();
+  absl::StatusOr<ExecuteOutcome> ran = (*executor)->ExecuteOnce(call);
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  EXPECT_TRUE(ran->result.ok) << ran->result.error_message;
+  EXPECT_FALSE(ran->replayed);
+  EXPECT_EQ(stat(snapshot.c_str(), &st), 0);
+  // The slot went back after the call.
+  EXPECT_TRUE((*executor)->AdmitWorkspaceCopy().ok());
 }
 
 TEST_F(ToolExecutorTest, DefaultOutputCapIsOneMebibyteAndTheHardCapEight) {

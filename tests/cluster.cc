@@ -77,6 +77,26 @@ std::string RunfilePath(const std::string& relative) {
   return absl::StrCat(srcdir, "/", workspace ? workspace : "rein", "/", relative);
 }
 
+std::string Sha256Of(const std::string& text) {
+  std::string command = absl::StrCat("printf %s '", text, "' | sha256sum");
+  FILE* pipe = popen(command.c_str(), "r");
+  char buffer[128] = {0};
+  size_t n = pipe ? fread(buffer, 1, 64, pipe) : 0;
+  if (pipe) pclose(pipe);
+  return std::string(buffer, n);
+}
+
+bool WriteTokensFile(const std::string& path,
+                     const std::vector<std::pair<std::string, std::string>>& tokens) {
+  std::string text = "# test tokens\n";
+  for (const auto& [token, who] : tokens) {
+    absl::StrAppend(&text, "sha256:", Sha256Of(token), " ", who, "\n");
+  }
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << text;
+  return rename(tmp.c_str(), path.c_str()) == 0;
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -60,6 +61,15 @@ bool WaitServing(const std::string& target, absl::Duration timeout, const std::s
 // A scratch folder "$TEST_TMPDIR/<name>" (created) with the test certificates
 // (common/testing/make_certs.sh --test) in its tls/; "" when they could not be made.
 std::string MakeTestDirWithCertificates(const std::string& name);
+
+// The hex SHA-256 of `text`, as a tokens file names a token (sha256:<hex>).
+std::string Sha256Of(const std::string& text);
+
+// Writes the router's tokens file `path` in one rename: a line
+// "sha256:<hex of token> <principal> <roles>" per entry of `tokens`, each entry being
+// {token, "<principal> <roles>"}.
+bool WriteTokensFile(const std::string& path,
+                     const std::vector<std::pair<std::string, std::string>>& tokens);
 
 // The whole content of a file ("" when it cannot be read).
 std::string ReadFile(const std::string& path);

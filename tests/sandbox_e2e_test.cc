@@ -13,6 +13,12 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/cluster.h"
+#ifdef REIN_HOSTILE_WORKSPACE
+// The security suite's build of this file (//tests:sandbox_e2e_hostile_workspace_test): the
+// workspace also holds a 10 GB sparse file with a hard link and a tree 30,000 directories
+// deep, on a tmpfs (TEST_TMPDIR), with the executor's workspace snapshots on (the default).
+#include "executor_service/testing/hostile_tree.h"
+#endif
 
 namespace rein::testing {
 namespace {
@@ -27,6 +33,9 @@ class SandboxEndToEndTest : public ::testing::Test {
     ws_ = dir_ + "/workspaces/repo";
     mkdir(ws_.c_str(), 0755);
     std::ofstream(ws_ + "/README.md") << "# repo\n";
+#ifdef REIN_HOSTILE_WORKSPACE
+    ASSERT_TRUE(PlantHostileWorkspace(ws_).ok());
+#endif
     Cluster::Options options;
     options.dir = dir_;
     options.script_json = script;

@@ -42,20 +42,6 @@ constexpr char kScript[] = R"({
 
 // The token "alice-secret" of principal alice (operator, reviewer); "victor-secret" of victor
 // (viewer only).
-constexpr char kTokenLines[] =
-    "# test tokens\n"
-    "sha256:ALICE alice operator,reviewer\n"
-    "sha256:VICTOR victor viewer\n";
-
-std::string Sha256Of(const std::string& text) {
-  std::string command = absl::StrCat("printf %s '", text, "' | sha256sum");
-  FILE* pipe = popen(command.c_str(), "r");
-  char buffer[128] = {0};
-  size_t n = pipe ? fread(buffer, 1, 64, pipe) : 0;
-  if (pipe) pclose(pipe);
-  return std::string(buffer, n);
-}
-
 std::string Replace(std::string text, const std::string& from, const std::string& to) {
   for (size_t at; (at = text.find(from)) != std::string::npos;) text.replace(at, from.size(), to);
   return text;
@@ -73,12 +59,10 @@ class TlsEndToEndTest : public ::testing::Test {
   }
 
   void WriteTokens(bool with_victor) {
-    std::string text = Replace(kTokenLines, "ALICE", Sha256Of("alice-secret"));
-    text = Replace(text, "VICTOR", Sha256Of("victor-secret"));
-    if (!with_victor) text = text.substr(0, text.find("sha256:" + Sha256Of("victor-secret")));
-    std::string tmp = tokens_file_ + ".tmp";
-    std::ofstream(tmp) << text;
-    ASSERT_EQ(rename(tmp.c_str(), tokens_file_.c_str()), 0);
+    std::vector<std::pair<std::string, std::string>> tokens = {
+        {"alice-secret", "alice operator,reviewer"}};
+    if (with_victor) tokens.push_back({"victor-secret", "victor viewer"});
+    ASSERT_TRUE(WriteTokensFile(tokens_file_, tokens));
   }
 
   Cluster::Options BaseOptions(int delay_ms) {

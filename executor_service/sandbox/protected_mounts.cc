@@ -130,8 +130,8 @@ void RemovePlaceholder(const Workspace& workspace, const ProtectedMount& mount) 
 }
 
 // Creates the file placeholder `mount` (missing until now) read-only with its content; sets
-// mount->fd to it.
-absl::Status CreateFilePlaceholder(const Workspace& workspace, ProtectedMount* mount) {
+// mount->fd to it and returns another descriptor of it.
+absl::StatusOr<UniqueFd> CreateFilePlaceholder(const Workspace& workspace, ProtectedMount* mount) {
   const char* content = FilePlaceholderContent(mount->path);
   if (content == nullptr) return absl::InternalError("no content for a file placeholder");
   std::string name;
@@ -151,8 +151,30 @@ absl::Status CreateFilePlaceholder(const Workspace& workspace, ProtectedMount* m
     return absl::InternalError(
         absl::StrCat("writing the placeholder \"", mount->path, "\": ", strerror(err)));
   }
+  UniqueFd other(fcntl(file.get(), F_DUPFD_CLOEXEC, 0));
+  if (!other.valid()) return ErrnoStatus("dup");
   mount->fd = std::move(file);
-  return absl::OkStatus();
+  return other;
+}
+
+// Creates the empty directory of the placeholder `mount` (missing until now), where bwrap
+// mounts the read-only tmpfs; one made meanwhile by someone else is taken as it is (bwrap
+// mounts over it all the same). Returns a descriptor of it.
+absl::StatusOr<UniqueFd> CreateDirectoryPlaceholder(const Workspace& workspace,
+                                                    const ProtectedMount& mount) {
+  std::string name;
+  absl::StatusOr<UniqueFd> dir = OpenParentOf(workspace, mount.path, &name);
+  if (!dir.ok()) return dir.status();
+  if (mkdirat(dir->get(), name.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "protected path \"", mount.path, "\" cannot be made read-only: ", strerror(errno)));
+  }
+  UniqueFd made(openat(dir->get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!made.valid()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "protected path \"", mount.path, "\" cannot be made read-only: ", strerror(errno)));
+  }
+  return made;
 }
 
 // The key of `path` in `workspace` for the placeholder counts.
@@ -186,16 +208,25 @@ absl::StatusOr<ProtectedMountLease> ProtectedMounts::Acquire(const Workspace& wo
       });
   if (!planned.ok()) return planned.status();
   for (ProtectedMount& mount : *planned) {
-    if (mount.kind == ProtectedMount::kFilePlaceholder && !mount.fd.valid()) {
-      absl::Status created = CreateFilePlaceholder(workspace, &mount);
-      if (!created.ok()) {
-        ReleaseLocked(workspace, mounts);  // those counted so far
-        return created;
-      }
-    }
     if (mount.kind == ProtectedMount::kPlaceholder ||
         mount.kind == ProtectedMount::kFilePlaceholder) {
-      ++placeholders_[PlaceholderKey(workspace, mount.path)];
+      InUse& in_use = placeholders_[PlaceholderKey(workspace, mount.path)];
+      if (in_use.leases == 0) {
+        // Made here, before bwrap runs, and recorded by identity in the same step.
+        absl::StatusOr<PlaceholderId> made = made_->Make([&]() -> absl::StatusOr<UniqueFd> {
+          if (mount.kind == ProtectedMount::kPlaceholder) {
+            return CreateDirectoryPlaceholder(workspace, mount);
+          }
+          return CreateFilePlaceholder(workspace, &mount);
+        });
+        if (!made.ok()) {
+          placeholders_.erase(PlaceholderKey(workspace, mount.path));
+          ReleaseLocked(workspace, mounts);  // those counted so far
+          return made.status();
+        }
+        in_use.id = *made;
+      }
+      ++in_use.leases;
     }
     mounts.push_back(std::move(mount));
   }
@@ -216,9 +247,10 @@ void ProtectedMounts::ReleaseLocked(const Workspace& workspace,
       continue;
     }
     auto it = placeholders_.find(PlaceholderKey(workspace, mount.path));
-    if (it == placeholders_.end() || --it->second > 0) continue;
+    if (it == placeholders_.end() || --it->second.leases > 0) continue;
+    const PlaceholderId id = it->second.id;
     placeholders_.erase(it);
-    RemovePlaceholder(workspace, mount);
+    made_->Unmake(id, [&] { RemovePlaceholder(workspace, mount); });
   }
 }
 

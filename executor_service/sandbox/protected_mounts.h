@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "executor_service/process/unique_fd.h"
 #include "executor_service/sandbox/protected_paths.h"
+#include "executor_service/workspace/sandbox_placeholders.h"
 #include "executor_service/workspace/workspace.h"
 
 namespace rein {
@@ -65,12 +66,17 @@ class ProtectedMountLease {
 // point that cannot be renamed or removed (so the protected path cannot be moved away and
 // recreated); a missing one gets an empty read-only directory at its first missing component,
 // so it cannot be created either (or, for a path of kFilePlaceholders, a read-only file with
-// the placeholder's content, created here). Placeholders appear on the host while a command
-// runs; the last lease using one removes it, so that concurrent commands in one workspace do
-// not pull it away from each other. Thread-safe.
+// the placeholder's content). Both kinds of placeholder are created here, before bwrap runs,
+// and recorded by identity in a SandboxPlaceholders that workspace copies consult, so that no
+// snapshot or fork copy keeps one. Placeholders appear on the host while a command runs; the
+// last lease using one removes it, so that concurrent commands in one workspace do not pull it
+// away from each other. Thread-safe.
 class ProtectedMounts {
  public:
-  explicit ProtectedMounts(ProtectedPaths paths) : paths_(std::move(paths)) {}
+  // `placeholders` (not owned; null = a set of its own) records the placeholders made.
+  explicit ProtectedMounts(ProtectedPaths paths, SandboxPlaceholders* placeholders = nullptr)
+      : paths_(std::move(paths)),
+        made_(placeholders != nullptr ? placeholders : &own_placeholders_) {}
   ProtectedMounts(const ProtectedMounts&) = delete;
   ProtectedMounts& operator=(const ProtectedMounts&) = delete;
 
@@ -87,10 +93,18 @@ class ProtectedMounts {
   void ReleaseLocked(const Workspace& workspace, const std::vector<ProtectedMount>& mounts)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // A placeholder in use: how many leases hold it, and what it is on disk.
+  struct InUse {
+    int leases = 0;
+    PlaceholderId id;
+  };
+
   const ProtectedPaths paths_;
+  SandboxPlaceholders own_placeholders_;
+  SandboxPlaceholders* const made_;
   absl::Mutex mu_;
   // Placeholders in use, by "<workspace dev>:<ino>/<path>".
-  std::map<std::string, int> placeholders_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, InUse> placeholders_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace rein

@@ -6,12 +6,15 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "executor_service/testing/temp_workspace.h"
+#include "executor_service/workspace/sandbox_placeholders.h"
+#include "executor_service/workspace/workspace_history.h"
 #include "gtest/gtest.h"
 
 namespace rein {
@@ -63,7 +66,81 @@ TEST_F(ProtectedMountsTest, WithoutGitTheFirstMissingComponentIsThePlaceholder) 
   // All three defaults start at .git; one placeholder per path, counted three times.
   EXPECT_EQ(Describe(*lease),
             (std::vector<std::string>{"placeholder .git", "placeholder .git", "placeholder .git"}));
-  EXPECT_FALSE(Exists(".git"));  // bwrap creates the mount point; nothing here yet
+  // Made here as bwrap's mount point, empty, and gone with the lease.
+  EXPECT_TRUE(Exists(".git"));
+  lease->Release();
+  EXPECT_FALSE(Exists(".git"));
+}
+
+// What the sandbox placed in the workspace for its own use never reaches a snapshot, a fork
+// made from one, or a copy of the live workspace; real entries of the same names do.
+class PlaceholdersInCopiesTest : public ProtectedMountsTest {
+ protected:
+  PlaceholdersInCopiesTest() {
+    WorkspaceHistoryOptions options;
+    options.placeholders = &placeholders_;
+    history_ = std::make_unique<WorkspaceHistory>(temp_.root(), options);
+  }
+
+  // A snapshot before call `call` of run-1, then a fork of it as workspace `target`.
+  void SnapshotAndFork(const std::string& call, const std::string& target) {
+    absl::StatusOr<CopyStats> taken = history_->SnapshotBeforeCall("run-1", "ws", call);
+    ASSERT_TRUE(taken.ok()) << taken.status();
+    absl::StatusOr<CopyStats> fork = history_->Copy("ws", "run-1", call, target);
+    ASSERT_TRUE(fork.ok()) << fork.status();
+  }
+
+  bool InRoot(const std::string& rel) {
+    struct stat st;
+    return lstat((temp_.root() + "/" + rel).c_str(), &st) == 0;
+  }
+
+  SandboxPlaceholders placeholders_;
+  std::unique_ptr<WorkspaceHistory> history_;
+};
+
+TEST_F(PlaceholdersInCopiesTest, AMissingGitsPlaceholderIsLeftOut) {
+  temp_.WriteFile("a.txt", "a");
+  Workspace workspace = Open();
+  ProtectedMounts mounts(*ProtectedPaths::Create({}), &placeholders_);
+  absl::StatusOr<ProtectedMountLease> lease = mounts.Acquire(workspace);  // a command runs
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  ASSERT_TRUE(Exists(".git"));
+  SnapshotAndFork("run-1-1", "fork");
+  EXPECT_TRUE(InRoot("fork/a.txt"));
+  EXPECT_FALSE(InRoot("fork/.git"));  // `git init` works in the fork
+  EXPECT_FALSE(InRoot(".rein-history/runs/run-1/run-1-1/.git"));
+  absl::StatusOr<CopyStats> live = history_->Copy("ws", "", "", "live");
+  ASSERT_TRUE(live.ok()) << live.status();
+  EXPECT_TRUE(InRoot("live/a.txt"));
+  EXPECT_FALSE(InRoot("live/.git"));
+}
+
+TEST_F(PlaceholdersInCopiesTest, PlaceholdersInsideARealGitAreLeftOut) {
+  temp_.WriteFile(".git/config", "[core]\n");
+  Workspace workspace = Open();
+  ProtectedMounts mounts(*ProtectedPaths::Create({}), &placeholders_);
+  absl::StatusOr<ProtectedMountLease> lease = mounts.Acquire(workspace);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  ASSERT_TRUE(Exists(".git/commondir"));
+  ASSERT_TRUE(Exists(".git/hooks"));
+  SnapshotAndFork("run-1-1", "fork");
+  EXPECT_TRUE(InRoot("fork/.git/config"));
+  EXPECT_FALSE(InRoot("fork/.git/commondir"));
+  EXPECT_FALSE(InRoot("fork/.git/hooks"));
+}
+
+TEST_F(PlaceholdersInCopiesTest, ARealDirectoryOfThePlaceholdersNameIsCopied) {
+  Workspace workspace = Open();
+  ProtectedMounts mounts(*ProtectedPaths::Create({}), &placeholders_);
+  {
+    absl::StatusOr<ProtectedMountLease> lease = mounts.Acquire(workspace);
+    ASSERT_TRUE(lease.ok()) << lease.status();
+  }
+  EXPECT_EQ(placeholders_.size(), 0u);
+  temp_.WriteFile(".git/HEAD", "ref: refs/heads/main\n");  // a real repository, made later
+  SnapshotAndFork("run-1-2", "fork");
+  EXPECT_TRUE(InRoot("fork/.git/HEAD"));
 }
 
 TEST_F(ProtectedMountsTest, ExistingPathsAreBoundAndMissingCommondirBecomesAFile) {

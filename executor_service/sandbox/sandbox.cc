@@ -79,7 +79,6 @@ absl::StatusOr<std::string> MountPlan(const Workspace& workspace,
     // A placeholder has no descriptor; the directory Acquire made for it on the host has an
     // identity all the same: one removed and made again (its mount inside a resident sandbox
     // is then gone) is a different plan.
-    // (bubblewrap makes it when it mounts the first sandbox with it: "missing" until then).
     UniqueFd placeholder;
     if (!mount.fd.valid()) {
       absl::StatusOr<UniqueFd> opened = workspace.Open(mount.path, O_PATH | O_NOFOLLOW);
@@ -310,7 +309,8 @@ absl::StatusOr<SandboxSlot> Sandbox::Admit() {
     in_use_.fetch_sub(1);
     return absl::ResourceExhaustedError(
         absl::StrCat("executor is running ", options_.max_concurrent,
-                     " sandboxed commands (--max_concurrent); use another executor or retry"));
+                     " sandboxed commands and workspace copies (--max_concurrent); use another "
+                     "executor or retry"));
   }
   return SandboxSlot(&in_use_);
 }

@@ -23,6 +23,7 @@
 #include "executor_service/sandbox/resident/resident_pool.h"
 #include "executor_service/sandbox/resident/resident_sandbox.h"
 #include "executor_service/sandbox/sandbox_mode.h"
+#include "executor_service/workspace/sandbox_placeholders.h"
 #include "executor_service/workspace/workspace.h"
 
 namespace rein {
@@ -52,7 +53,8 @@ struct SandboxOptions {
   // cgroup. Only with a pids cgroup.
   bool prefork = true;
   std::vector<std::string> protected_paths;  // in addition to kDefaultProtectedPaths
-  int max_concurrent = 8;                    // commands at once; more are RESOURCE_EXHAUSTED
+  // Commands, workspace snapshots and workspace copies at once; more are RESOURCE_EXHAUSTED.
+  int max_concurrent = 8;
   // Resident sandboxes (--sandbox_resident, off by default; SANDBOX.md, "Resident sandbox"):
   // a performance mode. The commands of one run start inside one sandbox set up by its first
   // command, each as a fresh process of rein-sandbox-init that kills everything the command
@@ -63,6 +65,9 @@ struct SandboxOptions {
   std::string init_binary;  // rein-sandbox-init, absolute; "" = residents off
   absl::Duration resident_idle = absl::Seconds(60);  // an idle resident is removed after this
   int max_residents = 16;  // at most this many at once; the least recently used goes first
+  // Records the placeholders the sandbox puts in workspaces, for workspace copies to leave
+  // out (WorkspaceHistoryOptions::placeholders). Not owned; null = the sandbox keeps its own.
+  SandboxPlaceholders* placeholders = nullptr;
 
   static ResourceLimits DefaultLimits() {
     ResourceLimits limits;
@@ -104,7 +109,8 @@ struct CommandOutcome {
   std::string error;
 };
 
-// A slot among --max_concurrent; released on destruction.
+// A slot among --max_concurrent (a command, a workspace snapshot or copy); released on
+// destruction.
 class SandboxSlot {
  public:
   explicit SandboxSlot(std::atomic<int>* in_use) : in_use_(in_use) {}
@@ -141,7 +147,8 @@ class Sandbox {
   // OK when mutating tools may run; FAILED_PRECONDITION saying why and how to fix otherwise.
   absl::Status CheckMutationAllowed() const;
 
-  // A slot for one command, or RESOURCE_EXHAUSTED when max_concurrent are running.
+  // A slot for one command or one workspace copy (a snapshot, a fork's copy), or
+  // RESOURCE_EXHAUSTED naming --max_concurrent when max_concurrent are running.
   absl::StatusOr<SandboxSlot> Admit();
 
   // Runs `request` in `workspace`. The command's failures (non-zero exit, timeout) are in the
@@ -160,7 +167,7 @@ class Sandbox {
   Sandbox(SandboxOptions options, ProtectedPaths protected_paths)
       : options_(std::move(options)),
         protected_(std::move(protected_paths)),
-        protected_mounts_(protected_) {}
+        protected_mounts_(protected_, options_.placeholders) {}
 
   absl::Status Probe();
   // `protect` = false only for the probe, whose "workspace" is / and must not be touched.

@@ -35,6 +35,14 @@
 #include "executor_service/testing/temp_workspace.h"
 #include "executor_service/tool_executor.h"
 #include "gtest/gtest.h"
+#ifdef REIN_HOSTILE_WORKSPACE
+// The security suite's build of this file (tests/security/BUILD): every workspace also holds
+// a 10 GB sparse file with a hard link (and, when REIN_HOSTILE_WORKSPACE is 2, a tree 30,000
+// directories deep), and every mutating call is snapshotted first, as by default.
+#include "executor_service/testing/hostile_tree.h"
+#include "executor_service/workspace/tree_copy.h"
+#include "executor_service/workspace/workspace_history.h"
+#endif
 
 namespace rein {
 namespace {
@@ -107,7 +115,27 @@ std::string UniqueSleep() {
 // run in its resident sandbox (SANDBOX.md, "Resident sandbox"), which must hold the same.
 class RunCommandTest : public ::testing::TestWithParam<bool> {
  protected:
-  void SetUp() override { executor_ = MakeExecutor(SandboxOptions()); }
+  void SetUp() override {
+#ifdef REIN_HOSTILE_WORKSPACE
+    const std::string ws = temp_.Path("");
+    ASSERT_TRUE(testing::MakeSparseFile(ws + "/sparse.img", int64_t{10} * 1000 * 1000 * 1000).ok());
+    ASSERT_EQ(link((ws + "/sparse.img").c_str(), (ws + "/sparse.link").c_str()), 0);
+    if (REIN_HOSTILE_WORKSPACE == 2) {
+      ASSERT_EQ(mkdir((ws + "/deep").c_str(), 0755), 0);
+      ASSERT_TRUE(testing::MakeDeepTree(ws + "/deep", 30000).ok());
+    }
+    history_ = std::make_unique<WorkspaceHistory>(temp_.root(), /*retention=*/16);
+#endif
+    executor_ = MakeExecutor(SandboxOptions());
+  }
+
+#ifdef REIN_HOSTILE_WORKSPACE
+  void TearDown() override {
+    executor_.reset();
+    EXPECT_TRUE(RemoveTree(temp_.root()).ok());  // the tmpfs holds every test's workspace
+  }
+  std::unique_ptr<WorkspaceHistory> history_;
+#endif
 
   bool resident() const { return GetParam(); }
 
@@ -133,6 +161,9 @@ class RunCommandTest : public ::testing::TestWithParam<bool> {
     options.workspace_root = temp_.root();
     options.executor_id = "test-executor";
     options.sandbox = std::move(sandbox);
+#ifdef REIN_HOSTILE_WORKSPACE
+    options.history = history_.get();
+#endif
     absl::StatusOr<std::unique_ptr<ToolExecutor>> executor = ToolExecutor::Create(options);
     EXPECT_TRUE(executor.ok()) << executor.status();
     if (!executor.ok()) return nullptr;
@@ -499,7 +530,7 @@ TEST_P(RunCommandTest, GitHooksAndConfigAreReadOnly) {
 TEST_P(RunCommandTest, MissingGitHooksAndConfigCannotBeCreated) {
   ToolResult result = Shell(
       "mkdir -p .git/hooks 2>/dev/null || echo no-git; "
-      "git init -q . 2>/dev/null || echo no-init; ls -a");
+      "git init -q . 2>/dev/null || echo no-init; ls -a | grep -v '^sparse\\.\\|^deep$'");
   EXPECT_EQ(result.output, "no-git\nno-init\n.\n..\n.git\n");
   // The read-only placeholder is gone afterwards.
   EndRun();

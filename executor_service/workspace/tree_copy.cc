@@ -134,7 +134,8 @@ absl::Status CopyFileData(int in, int out, off_t size, int64_t budget, const std
 // Copies each visited entry into the destination tree, which it walks in step.
 class CopyVisitor final : public TreeVisitor {
  public:
-  CopyVisitor(UniqueFd to, const CopyLimits& limits) : dest_(std::move(to)), budget_(limits) {
+  CopyVisitor(UniqueFd to, const CopyLimits& limits)
+      : limits_(limits), dest_(std::move(to)), budget_(limits) {
     root_.Reset(fcntl(dest_.get(), F_DUPFD_CLOEXEC, 0));
   }
 
@@ -143,6 +144,15 @@ class CopyVisitor final : public TreeVisitor {
   absl::StatusOr<bool> Visit(int dir_fd, const std::string& name, const struct stat& st) override {
     const struct timespec times[2] = {st.st_atim, st.st_mtim};
     if (S_ISDIR(st.st_mode)) {
+      if (limits_.leave_out != nullptr) {
+        absl::StatusOr<int> dir = OpenEntry(dir_fd, name, O_RDONLY | O_DIRECTORY, st);
+        if (!dir.ok()) {
+          if (dir.status().code() == absl::StatusCode::kNotFound) return false;  // swapped
+          return dir.status();
+        }
+        const UniqueFd opened(*dir);
+        if (limits_.leave_out->Excludes(opened.get())) return false;
+      }
       if (absl::Status s = budget_.AddEntry(); !s.ok()) return s;
       if (mkdirat(dest_.get(), name.c_str(), 0700) != 0) return Errno("mkdir", name);
       return true;
@@ -181,6 +191,10 @@ class CopyVisitor final : public TreeVisitor {
       return in_fd.status();
     }
     UniqueFd in(*in_fd);
+    if (limits_.leave_out != nullptr && limits_.leave_out->Excludes(in.get())) {
+      budget_.stats().entries--;
+      return false;
+    }
     UniqueFd out(openat(dest_.get(), name.c_str(),
                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!out.valid()) return Errno("create", name);
@@ -253,6 +267,7 @@ class CopyVisitor final : public TreeVisitor {
     return absl::OkStatus();
   }
 
+  const CopyLimits& limits_;
   UniqueFd root_;                  // the destination's top directory
   UniqueFd dest_;                  // the destination directory the walk is in
   std::vector<std::string> path_;  // names from root_ to dest_

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "executor_service/workspace/sandbox_placeholders.h"
 
 namespace rein {
 
@@ -35,12 +36,16 @@ struct CopyLimits {
   std::string depth_bound = "max_depth";
   std::string bytes_bound = "max_allocated_bytes";
   std::string entries_bound = "max_entries";
+  // Entries a copy leaves out: what the sandbox placed in the workspace for its own use
+  // (null = none). Not owned.
+  const SandboxPlaceholders* leave_out = nullptr;
 };
 
 // Copies the tree at `from` to the new directory `to`. Regular files keep their holes (or
 // share blocks, FICLONE, where the file system has reflinks) and a second name of an inode
 // becomes a hard link in the copy; symlinks are copied as links, never followed; mode and
-// modification times are kept; FIFOs, sockets and devices are skipped (never opened for I/O).
+// modification times are kept; FIFOs, sockets and devices are skipped (never opened for I/O),
+// and so are the sandbox's placeholders (limits.leave_out), matched on the opened entry.
 // On error `to` may hold a partial copy: the caller removes it.
 absl::StatusOr<CopyStats> CopyTree(const std::string& from, const std::string& to,
                                    const CopyLimits& limits = {});

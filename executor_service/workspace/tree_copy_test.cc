@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "executor_service/testing/hostile_tree.h"
 #include "executor_service/testing/small_tmpfs.h"
 #include "executor_service/testing/temp_workspace.h"
 #include "executor_service/workspace/tree_walk.h"
@@ -34,21 +35,9 @@ struct stat Lstat(const std::string& path) {
   return st;
 }
 
-// Builds `depth` nested directories "d" under `top` with descriptors relative to each other.
+// Builds `depth` nested directories "d" under `top`.
 void MakeDeepTree(const std::string& top, int depth) {
-  int fd = open(top.c_str(), O_RDONLY | O_DIRECTORY);
-  ASSERT_GE(fd, 0);
-  for (int i = 0; i < depth; ++i) {
-    ASSERT_EQ(mkdirat(fd, "d", 0700), 0) << "level " << i;
-    int child = openat(fd, "d", O_RDONLY | O_DIRECTORY);
-    ASSERT_GE(child, 0);
-    close(fd);
-    fd = child;
-  }
-  int leaf = openat(fd, "leaf", O_WRONLY | O_CREAT, 0600);
-  ASSERT_GE(leaf, 0);
-  close(leaf);
-  close(fd);
+  ASSERT_TRUE(testing::MakeDeepTree(top, depth).ok());
 }
 
 // Runs `body` on a thread with a 256 KiB stack and at most 64 open descriptors: a walk that

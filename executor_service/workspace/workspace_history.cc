@@ -119,6 +119,7 @@ CopyLimits WorkspaceHistory::Limits(absl::string_view per, absl::Time deadline) 
   limits.max_allocated_bytes = options_.max_bytes;
   limits.max_entries = options_.max_files;
   limits.deadline = deadline;
+  limits.leave_out = options_.placeholders;
   limits.bytes_bound =
       absl::StrCat(kMaxBytesBound, " (", options_.max_bytes, " bytes per ", per, ")");
   limits.entries_bound =

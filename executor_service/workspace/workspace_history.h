@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "executor_service/workspace/sandbox_placeholders.h"
 #include "executor_service/workspace/tree_copy.h"
 
 namespace rein {
@@ -34,6 +35,9 @@ struct WorkspaceHistoryOptions {
   int64_t max_files = 100000;
   // Deepest directory level a snapshot or copy takes.
   int max_depth = kMaxTreeDepth;
+  // What the sandbox placed in workspaces for its own use, left out of every snapshot and
+  // copy (null = nothing is). Not owned; shared with the sandbox (SandboxOptions).
+  const SandboxPlaceholders* placeholders = nullptr;
   // A run's history is removed once nothing was added to it for this long (its last snapshot,
   // or its end, MarkEnded) (--journal_retention).
   absl::Duration ended_retention = absl::Hours(24 * 7);
