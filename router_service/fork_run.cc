@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/random/random.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/notification.h"
@@ -62,26 +61,16 @@ absl::StatusOr<CreateResult> CreateFork(const ForkContext& ctx,
 
   rein::v1::RunSpec spec = source.spec();
   if (request.edits().has_limits()) {
-    // The fields given override the source's; the others stay as the source had them.
+    // The fields given override the source's; the others stay as the source had them. An
+    // error names the edit's field (edits.limits...), where the caller can fix it.
     spec.mutable_limits()->MergeFrom(request.edits().limits());
-    ASSIGN_OR_RETURN(std::vector<rein::v1::ToolSpec> tools, ctx.tools->Tools());
-    absl::StatusOr<rein::v1::RunSpec> normalized = NormalizeSpec(spec, tools);
-    if (!normalized.ok()) {
-      std::string message(normalized.status().message());
-      if (absl::StartsWith(message, "spec.limits")) message.replace(0, 11, "edits.limits");
-      return absl::Status(normalized.status().code(), message);
-    }
-    spec = *std::move(normalized);
+    RETURN_IF_ERROR(NormalizeLimits(spec.mutable_limits(), "edits.limits"));
   }
-  if (absl::Status priced = CheckCostBudget(spec, ctx.router->options().prices.get());
-      !priced.ok()) {
-    std::string message(priced.message());
-    if (request.edits().limits().cost_budget_usd() != 0 &&
-        absl::StartsWith(message, "spec.limits")) {
-      message.replace(0, 11, "edits.limits");
-    }
-    return absl::Status(priced.code(), message);
-  }
+  // A budget the edits set is named there; one the fork inherits, in the source's spec.
+  RETURN_IF_ERROR(CheckCostBudget(spec, ctx.router->options().prices.get(),
+                                  request.edits().limits().cost_budget_usd() != 0
+                                      ? "edits.limits.cost_budget_usd"
+                                      : "spec.limits.cost_budget_usd"));
   const std::string run_id = NewRunId();
   const std::string source_workspace = source.spec().workspace();
   spec.set_workspace(absl::StrCat(source_workspace.substr(0, 200), "-", run_id));

@@ -13,7 +13,6 @@
 #include "router_service/clients.h"
 #include "router_service/stage_router.h"
 #include "router_service/store/run_store.h"
-#include "router_service/tool_catalog.h"
 
 namespace rein {
 
@@ -27,7 +26,6 @@ void SetPrincipal(const std::string& principal, Transition* t);
 struct ForkContext {
   RunStore* store;
   const StageRouter* router;
-  ToolCatalog* tools;
   ExecutorClient* executor;
   Clock* clock;
   std::string router_id;        // the fork's owner, at epoch 1

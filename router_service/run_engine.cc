@@ -502,13 +502,8 @@ absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request,
   // Forking only reads what the source has committed, so a running source is allowed: the
   // fork starts from a committed point and the source goes on untouched.
   ASSIGN_OR_RETURN(Run source, GetRun(request.run_id()));
-  ForkContext ctx{store_,
-                  &router_,
-                  &tools_,
-                  executor_,
-                  clock_,
-                  options_.router_id,
-                  options_.workspace_copy_timeout};
+  ForkContext ctx{store_, &router_,           executor_,
+                  clock_, options_.router_id, options_.workspace_copy_timeout};
   ASSIGN_OR_RETURN(CreateResult created, CreateFork(ctx, request, source, principal));
   if (!created.created) return created.run;  // the same request_id: the first fork
   Metrics::Global().Add("rein_router_runs_forked_total", 1);

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/proto_time.h"
 #include "common/status_reason.h"
@@ -372,6 +373,25 @@ TEST_F(RunEngineTest, NonFiniteTemperatureIsInvalidArgumentNamingTheField) {
   EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(run.status().message().find("spec.model.temperature"), std::string::npos)
       << run.status();
+}
+
+TEST_F(RunEngineTest, ForkWithBadLimitEditsNamesTheEditsField) {
+  const std::string id = StartRun(Spec());
+  AwaitFinished(id);
+  rein::v1::ForkRunRequest request;
+  request.set_run_id(id);
+  request.set_iteration(1);
+  request.mutable_edits()->mutable_limits()->set_max_iterations(-1);
+  absl::StatusOr<rein::v1::Run> fork = engine_->ForkRun(request);
+  EXPECT_EQ(fork.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StartsWith(fork.status().message(), "edits.limits.max_iterations: "))
+      << fork.status();
+  request.mutable_edits()->mutable_limits()->set_max_iterations(0);
+  request.mutable_edits()->mutable_limits()->set_cost_budget_usd(1);  // no price table
+  fork = engine_->ForkRun(request);
+  EXPECT_EQ(fork.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StartsWith(fork.status().message(), "edits.limits.cost_budget_usd: "))
+      << fork.status();
 }
 
 }  // namespace
