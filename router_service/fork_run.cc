@@ -1,6 +1,7 @@
 // CreateFork: the fork a ForkRun asks for, created in the store with its own workspace.
 #include "router_service/fork_run.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/random/random.h"
@@ -96,7 +97,7 @@ absl::StatusOr<CreateResult> CreateFork(const ForkContext& ctx,
   copy.set_target(spec.workspace());
   absl::Notification copied;
   absl::StatusOr<rein::v1::CopyWorkspaceResponse> reply;
-  ctx.executor->CopyWorkspace(copy, now + ctx.copy_timeout,
+  ctx.executor->CopyWorkspace(copy, std::min(ctx.deadline, now + ctx.copy_timeout),
                               [&](absl::StatusOr<rein::v1::CopyWorkspaceResponse> r) {
                                 reply = std::move(r);
                                 copied.Notify();
@@ -104,6 +105,22 @@ absl::StatusOr<CreateResult> CreateFork(const ForkContext& ctx,
   copied.WaitForNotification();
   if (!reply.ok()) {
     const absl::Status& status = reply.status();
+    if (absl::IsDeadlineExceeded(status) && ctx.clock->Now() >= ctx.deadline) {
+      // The caller's deadline (not the copy's own timeout): the copy may have been made
+      // meanwhile. It is removed without waiting, so that the caller hears in time.
+      rein::v1::DeleteWorkspaceRequest remove;
+      remove.set_workspace(spec.workspace());
+      ctx.executor->DeleteWorkspace(
+          remove, ctx.clock->Now() + ctx.copy_timeout,
+          [name = spec.workspace()](absl::StatusOr<rein::v1::DeleteWorkspaceResponse> r) {
+            if (!r.ok()) {
+              LogError("cannot delete a copied workspace",
+                       {{"workspace", name}, {"error", r.status().ToString()}});
+            }
+          });
+      return absl::DeadlineExceededError(absl::StrCat(
+          "the deadline passed while the executors copied the workspace: ", status.message()));
+    }
     switch (status.code()) {
       case absl::StatusCode::kFailedPrecondition:
         if (HasReason(status, reason::kSnapshotMissing)) {
@@ -126,7 +143,7 @@ absl::StatusOr<CreateResult> CreateFork(const ForkContext& ctx,
             absl::StrCat("cannot copy the source's workspace on an executor: ", status.message()));
     }
   }
-  absl::StatusOr<CreateResult> created = ctx.store->CreateRun(fork, std::move(t.events));
+  absl::StatusOr<CreateResult> created = ctx.writer->Create(fork, std::move(t.events));
   if (!created.ok() || !created->created) DeleteCopiedWorkspace(ctx, spec.workspace());
   if (!created.ok()) return created.status();
   if (created->created) {
