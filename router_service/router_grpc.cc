@@ -2,10 +2,10 @@
 #include "router_service/router_grpc.h"
 
 #include <algorithm>
-#include <chrono>
 #include <deque>
 #include <memory>
 
+#include "common/grpc_deadline.h"
 #include "common/grpc_status.h"
 #include "common/metrics.h"
 #include "google/protobuf/util/json_util.h"
@@ -238,14 +238,6 @@ class RunWatch final : public grpc::ServerWriteReactor<rein::v1::RunEvent> {
 
 namespace {
 
-// The caller's deadline on the engine's clock: the time it has left, from the engine's now
-// (InfiniteFuture when the caller set none).
-absl::Time DeadlineOf(const grpc::ServerContextBase* context, Clock* clock) {
-  const std::chrono::system_clock::time_point deadline = context->deadline();
-  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
-  return clock->Now() + absl::FromChrono(deadline - std::chrono::system_clock::now());
-}
-
 absl::string_view AuthorizationOf(grpc::ServerContextBase* context) {
   const auto& metadata = context->client_metadata();
   auto it = metadata.find("authorization");
@@ -278,7 +270,7 @@ grpc::Status RouterGrpcService::StartRun(grpc::ServerContext* context,
                                          const rein::v1::StartRunRequest* request,
                                          rein::v1::Run* response) {
   REIN_AUTHORIZE("StartRun");
-  return Reply(engine_->StartRun(*request, principal, DeadlineOf(context, engine_->clock())),
+  return Reply(engine_->StartRun(*request, principal, DeadlineOn(*context, engine_->clock())),
                response, "StartRun");
 }
 
@@ -311,7 +303,7 @@ grpc::Status RouterGrpcService::CancelRun(grpc::ServerContext* context,
                                           rein::v1::Run* response) {
   REIN_AUTHORIZE("CancelRun");
   return Reply(engine_->CancelRun(request->run_id(), request->reason(), principal,
-                                  DeadlineOf(context, engine_->clock())),
+                                  DeadlineOn(*context, engine_->clock())),
                response, "CancelRun");
 }
 
@@ -319,7 +311,7 @@ grpc::Status RouterGrpcService::ResumeRun(grpc::ServerContext* context,
                                           const rein::v1::ResumeRunRequest* request,
                                           rein::v1::Run* response) {
   REIN_AUTHORIZE("ResumeRun");
-  return Reply(engine_->ResumeRun(*request, principal, DeadlineOf(context, engine_->clock())),
+  return Reply(engine_->ResumeRun(*request, principal, DeadlineOn(*context, engine_->clock())),
                response, "ResumeRun");
 }
 
@@ -327,7 +319,7 @@ grpc::Status RouterGrpcService::ForkRun(grpc::ServerContext* context,
                                         const rein::v1::ForkRunRequest* request,
                                         rein::v1::Run* response) {
   REIN_AUTHORIZE("ForkRun");
-  return Reply(engine_->ForkRun(*request, principal, DeadlineOf(context, engine_->clock())),
+  return Reply(engine_->ForkRun(*request, principal, DeadlineOn(*context, engine_->clock())),
                response, "ForkRun");
 }
 

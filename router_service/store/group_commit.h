@@ -33,8 +33,8 @@ struct GroupCommitOptions {
 // (up to max_batch), and writes them with one CommitBatch, then hands each waiter its result.
 // A caller waits for its turn until its deadline at most (on the injected Clock): a request
 // still queued then is withdrawn, DEADLINE_EXCEEDED with nothing written. A request already in
-// the batch being written is waited for, as is the store when the caller leads the batch: the
-// store's own timeout bounds them (RunStore: UNAVAILABLE when busy). No thread of its own.
+// the batch being written is waited for, as is the store when the caller leads the batch: only
+// the store bounds them (SQLite's busy timeout; UNAVAILABLE when busy). No thread of its own.
 // Thread-safe.
 class GroupCommitter {
  public:
