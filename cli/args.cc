@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "cli/flag_values.h"
 #include "google/protobuf/descriptor.h"
 #include "nlohmann/json.hpp"
 
@@ -210,92 +211,6 @@ const SubcommandDef* FindSubcommand(absl::string_view name) {
     if (name == def.name) return &def;
   }
   return nullptr;
-}
-
-absl::Status UsageError(absl::string_view message) { return absl::InvalidArgumentError(message); }
-
-// The values given for each flag, in order; booleans get "true"/"false".
-using FlagValues = std::map<std::string, std::vector<std::string>>;
-
-std::optional<std::string> Last(const FlagValues& values, const std::string& name) {
-  auto it = values.find(name);
-  if (it == values.end() || it->second.empty()) return std::nullopt;
-  return it->second.back();
-}
-
-absl::StatusOr<bool> ParseBool(absl::string_view flag, absl::string_view value) {
-  std::string lower = absl::AsciiStrToLower(value);
-  if (lower == "true" || lower == "1" || lower == "yes") return true;
-  if (lower == "false" || lower == "0" || lower == "no") return false;
-  return UsageError(absl::StrCat("--", flag, ": \"", value, "\" is not a boolean"));
-}
-
-template <typename Int>
-absl::StatusOr<Int> ParseInt(absl::string_view flag, absl::string_view value, Int min) {
-  Int parsed;
-  if (!absl::SimpleAtoi(value, &parsed)) {
-    return UsageError(absl::StrCat("--", flag, ": \"", value, "\" is not an integer"));
-  }
-  if (parsed < min) {
-    return UsageError(absl::StrCat("--", flag, ": ", parsed, " is below the minimum ", min));
-  }
-  return parsed;
-}
-
-absl::StatusOr<absl::Duration> ParsePositiveDuration(absl::string_view flag,
-                                                     absl::string_view value) {
-  absl::Duration parsed;
-  if (!absl::ParseDuration(value, &parsed) || parsed == absl::InfiniteDuration()) {
-    return UsageError(
-        absl::StrCat("--", flag, ": \"", value, "\" is not a duration (e.g. 500ms, 90s, 10m, 1h)"));
-  }
-  if (parsed <= absl::ZeroDuration()) {
-    return UsageError(absl::StrCat("--", flag, ": the duration must be positive"));
-  }
-  return parsed;
-}
-
-// An amount of US dollars: digits and at most one point, no sign or currency symbol.
-absl::StatusOr<double> ParseDollars(absl::string_view flag, absl::string_view value,
-                                    bool allow_zero) {
-  double parsed = 0;
-  if (value.empty() || value.find_first_not_of("0123456789.") != absl::string_view::npos ||
-      !absl::SimpleAtod(value, &parsed) || !std::isfinite(parsed)) {
-    return UsageError(
-        absl::StrCat("--", flag, ": \"", value, "\" is not an amount of US dollars (e.g. 0.50)"));
-  }
-  if (!allow_zero && parsed <= 0) {
-    return UsageError(absl::StrCat("--", flag, ": the amount must be above 0"));
-  }
-  return parsed;
-}
-
-// Parses an enum value by its proto name, case-insensitively; *_UNSPECIFIED is refused.
-template <typename Enum>
-absl::StatusOr<Enum> ParseEnum(absl::string_view flag, absl::string_view value,
-                               const google::protobuf::EnumDescriptor* descriptor) {
-  std::string upper = absl::AsciiStrToUpper(absl::StripAsciiWhitespace(value));
-  const google::protobuf::EnumValueDescriptor* found = descriptor->FindValueByName(upper);
-  if (found == nullptr || found->number() == 0) {
-    std::vector<std::string> names;
-    for (int i = 0; i < descriptor->value_count(); ++i) {
-      if (descriptor->value(i)->number() != 0) names.push_back(descriptor->value(i)->name());
-    }
-    return UsageError(absl::StrCat("--", flag, ": \"", value, "\" is not a ", descriptor->name(),
-                                   " (one of ", absl::StrJoin(names, ", "), ")"));
-  }
-  return static_cast<Enum>(found->number());
-}
-
-std::vector<std::string> SplitList(const std::vector<std::string>& values) {
-  std::vector<std::string> items;
-  for (const std::string& value : values) {
-    for (absl::string_view item : absl::StrSplit(value, ',')) {
-      item = absl::StripAsciiWhitespace(item);
-      if (!item.empty()) items.emplace_back(item);
-    }
-  }
-  return items;
 }
 
 absl::Status ParseStartFlags(const FlagValues& values, StartOptions& start) {

@@ -79,7 +79,7 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
   call.args_json = request->args_json();
   call.max_output_bytes = request->limits().max_output_bytes();
   call.tool_schema_hash = request->tool_schema_hash();
-  call.deadline = DeadlineOf(*context);
+  call.deadline = DeadlineOn(*context, executor_->options().clock);
   absl::Status status = FromProto(request->limits().timeout(), "limits.timeout", &call.timeout);
 
   absl::StatusOr<ExecuteOutcome> outcome =
@@ -147,9 +147,10 @@ grpc::Status ExecutorGrpcService::CopyWorkspace(grpc::ServerContext* context,
   const absl::Time start = executor_->options().clock->Now();
   absl::StatusOr<SandboxSlot> slot = executor_->AdmitWorkspaceCopy();
   absl::StatusOr<CopyStats> stats =
-      slot.ok() ? history_->Copy(request->workspace(), request->run_id(), request->before_call(),
-                                 request->target(), DeadlineOf(*context))
-                : absl::StatusOr<CopyStats>(slot.status());
+      slot.ok()
+          ? history_->Copy(request->workspace(), request->run_id(), request->before_call(),
+                           request->target(), DeadlineOn(*context, executor_->options().clock))
+          : absl::StatusOr<CopyStats>(slot.status());
   LogInfo("copy workspace", {{"workspace", ForLog(request->workspace())},
                              {"before_call", ForLog(request->before_call())},
                              {"target", ForLog(request->target())},

@@ -304,14 +304,15 @@ int main(int argc, char** argv) {
   if (history_options.max_bytes < 0 || history_options.max_files < 0) {
     Die("--workspace_history_max_bytes and --workspace_history_max_files must not be negative");
   }
+  options.clock = rein::RealClock();  // the one real clock; tests hand the executor a fake
   history_options.ended_retention = options.journal.retention;
   // The sandbox records its placeholders here; snapshots and fork copies leave them out.
   rein::SandboxPlaceholders placeholders;
   sandbox.placeholders = &placeholders;
   history_options.placeholders = &placeholders;
+  history_options.clock = options.clock;
   rein::WorkspaceHistory history(options.workspace_root, history_options);
   options.history = &history;
-  options.clock = rein::RealClock();  // the one real clock; tests hand the executor a fake
   absl::StatusOr<std::unique_ptr<rein::ToolExecutor>> executor =
       rein::ToolExecutor::Create(options);
   if (!executor.ok()) Die(std::string(executor.status().message()));

@@ -269,6 +269,7 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::RunClaimed(const ExecuteCall& call,
   ToolContext context;
   context.workspace = workspace->get();
   context.run_id = call.run_id;
+  context.clock = options_.clock;
   const absl::Duration timeout = std::min(
       call.timeout > absl::ZeroDuration() ? call.timeout : spec.default_timeout, kMaxToolTimeout);
   context.deadline = std::min(options_.clock->Now() + timeout, call.deadline);

@@ -26,10 +26,11 @@ absl::Time MonotonicNow() {
 
 }  // namespace
 
-FleetMember::FleetMember(RouterStore* store, const StageRouter* router, Clock* clock,
-                         std::string router_id, absl::Duration ttl, absl::Duration cancel_wait,
-                         Hooks hooks)
+FleetMember::FleetMember(RouterStore* store, RunWriter* writer, const StageRouter* router,
+                         Clock* clock, std::string router_id, absl::Duration ttl,
+                         absl::Duration cancel_wait, Hooks hooks)
     : store_(store),
+      writer_(writer),
       router_(router),
       clock_(clock),
       router_id_(std::move(router_id)),
@@ -144,20 +145,21 @@ absl::StatusOr<Run> FleetMember::Read(const std::string& run_id) {
 }
 
 absl::StatusOr<Run> FleetMember::Cancel(const std::string& run_id, const std::string& reason,
-                                        const std::string& principal) {
+                                        const std::string& principal, absl::Time deadline) {
   for (int attempt = 0;; ++attempt) {
     ASSIGN_OR_RETURN(Run run, Read(run_id));
     if (StageRouter::IsTerminal(run.state().stage())) return run;
     auto t = router_->OnRemoteCancel(run, reason, clock_->Now());
     if (!t.has_value()) break;
     SetPrincipal(principal, &*t);
-    absl::StatusOr<std::vector<RunEvent>> stored = store_->Commit(
-        run_id, run.state().version(), t->state, std::move(t->events), t->snapshot, clock_->Now());
+    absl::StatusOr<std::vector<RunEvent>> stored =
+        writer_->Commit(run, /*owned=*/false, t->state, std::move(t->events),
+                        std::move(t->snapshot), clock_->Now(), deadline);
     if (stored.ok()) break;
     if (!absl::IsFailedPrecondition(stored.status()) || attempt >= 5) return stored.status();
   }
   // The owner, woken by the commit's notice, ends the run; wait a little for it.
-  const absl::Time until = clock_->Now() + cancel_wait_;
+  const absl::Time until = std::min(deadline, clock_->Now() + cancel_wait_);
   while (true) {
     ASSIGN_OR_RETURN(Run run, Read(run_id));
     if (StageRouter::IsTerminal(run.state().stage()) || clock_->Now() >= until) return run;
@@ -166,7 +168,7 @@ absl::StatusOr<Run> FleetMember::Cancel(const std::string& run_id, const std::st
 }
 
 absl::StatusOr<Run> FleetMember::Resume(const rein::v1::ResumeRunRequest& request,
-                                        const std::string& principal) {
+                                        const std::string& principal, absl::Time deadline) {
   ASSIGN_OR_RETURN(Run run, Read(request.run_id()));
   const absl::Time now = clock_->Now();
   ASSIGN_OR_RETURN(Transition t,
@@ -174,9 +176,9 @@ absl::StatusOr<Run> FleetMember::Resume(const rein::v1::ResumeRunRequest& reques
   SetPrincipal(principal, &t);
   // The version check makes this safe against the owner and other reviewers; the commit's
   // notice wakes the owner, which continues the run.
-  RETURN_IF_ERROR(store_
-                      ->Commit(run.run_id(), run.state().version(), t.state, std::move(t.events),
-                               t.snapshot, now)
+  RETURN_IF_ERROR(writer_
+                      ->Commit(run, /*owned=*/false, t.state, std::move(t.events),
+                               std::move(t.snapshot), now, deadline)
                       .status());
   *run.mutable_state() = std::move(t.state);
   *run.mutable_updated_at() = ToProtoTime(now);

@@ -16,6 +16,7 @@
 #include "rein/v1/router.pb.h"
 #include "rein/v1/types.pb.h"
 #include "router_service/lease_timer.h"
+#include "router_service/run_writer.h"
 #include "router_service/stage_router.h"
 #include "router_service/store/router_store.h"
 
@@ -37,8 +38,10 @@ class FleetMember {
     std::function<void(std::map<std::string, int64_t>)> check;
   };
 
-  FleetMember(RouterStore* store, const StageRouter* router, Clock* clock, std::string router_id,
-              absl::Duration ttl, absl::Duration cancel_wait, Hooks hooks);
+  // `writer` is how the member writes runs (the router's one commit path); `store` is read
+  // and holds the lease.
+  FleetMember(RouterStore* store, RunWriter* writer, const StageRouter* router, Clock* clock,
+              std::string router_id, absl::Duration ttl, absl::Duration cancel_wait, Hooks hooks);
   ~FleetMember() { Stop(); }
 
   // Joins the fleet (FleetStore::JoinFleet): the lease holds from now.
@@ -58,13 +61,15 @@ class FleetMember {
   // Whether the run (as the store returned it) is still this router's at `epoch`.
   bool StillMine(const rein::v1::Run& fresh, int64_t epoch) const;
 
-  // CancelRun and ResumeRun on a run this router does not drive: committed through the store
-  // with the version check, which wakes the owner. Cancel then waits up to cancel_wait for
-  // the owner to end the run.
+  // CancelRun and ResumeRun on a run this router does not drive: committed (RunWriter) with
+  // the version check alone, which wakes the owner. Cancel then waits up to cancel_wait for
+  // the owner to end the run. Neither waits past `deadline` (RunEngine's public calls).
   absl::StatusOr<rein::v1::Run> Cancel(const std::string& run_id, const std::string& reason,
-                                       const std::string& principal);
+                                       const std::string& principal,
+                                       absl::Time deadline = absl::InfiniteFuture());
   absl::StatusOr<rein::v1::Run> Resume(const rein::v1::ResumeRunRequest& request,
-                                       const std::string& principal);
+                                       const std::string& principal,
+                                       absl::Time deadline = absl::InfiniteFuture());
 
  private:
   void Loop();
@@ -73,6 +78,7 @@ class FleetMember {
   absl::StatusOr<rein::v1::Run> Read(const std::string& run_id);
 
   RouterStore* const store_;
+  RunWriter* const writer_;
   const StageRouter* const router_;
   Clock* const clock_;
   const std::string router_id_;

@@ -1,10 +1,10 @@
 // CreateFork: the fork a ForkRun asks for, created in the store with its own workspace.
 #include "router_service/fork_run.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/random/random.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/notification.h"
@@ -63,26 +63,16 @@ absl::StatusOr<CreateResult> CreateFork(const ForkContext& ctx,
 
   rein::v1::RunSpec spec = source.spec();
   if (request.edits().has_limits()) {
-    // The fields given override the source's; the others stay as the source had them.
+    // The fields given override the source's; the others stay as the source had them. An
+    // error names the edit's field (edits.limits...), where the caller can fix it.
     spec.mutable_limits()->MergeFrom(request.edits().limits());
-    ASSIGN_OR_RETURN(std::vector<rein::v1::ToolSpec> tools, ctx.tools->Tools());
-    absl::StatusOr<rein::v1::RunSpec> normalized = NormalizeSpec(spec, tools);
-    if (!normalized.ok()) {
-      std::string message(normalized.status().message());
-      if (absl::StartsWith(message, "spec.limits")) message.replace(0, 11, "edits.limits");
-      return absl::Status(normalized.status().code(), message);
-    }
-    spec = *std::move(normalized);
+    RETURN_IF_ERROR(NormalizeLimits(spec.mutable_limits(), "edits.limits"));
   }
-  if (absl::Status priced = CheckCostBudget(spec, ctx.router->options().prices.get());
-      !priced.ok()) {
-    std::string message(priced.message());
-    if (request.edits().limits().cost_budget_usd() != 0 &&
-        absl::StartsWith(message, "spec.limits")) {
-      message.replace(0, 11, "edits.limits");
-    }
-    return absl::Status(priced.code(), message);
-  }
+  // A budget the edits set is named there; one the fork inherits, in the source's spec.
+  RETURN_IF_ERROR(CheckCostBudget(spec, ctx.router->options().prices.get(),
+                                  request.edits().limits().cost_budget_usd() != 0
+                                      ? "edits.limits.cost_budget_usd"
+                                      : "spec.limits.cost_budget_usd"));
   const std::string run_id = NewRunId();
   const std::string source_workspace = source.spec().workspace();
   spec.set_workspace(absl::StrCat(source_workspace.substr(0, 200), "-", run_id));
@@ -114,7 +104,7 @@ absl::StatusOr<CreateResult> CreateFork(const ForkContext& ctx,
   copy.set_target(spec.workspace());
   absl::Notification copied;
   absl::StatusOr<rein::v1::CopyWorkspaceResponse> reply;
-  ctx.executor->CopyWorkspace(copy, now + ctx.copy_timeout,
+  ctx.executor->CopyWorkspace(copy, std::min(ctx.deadline, now + ctx.copy_timeout),
                               [&](absl::StatusOr<rein::v1::CopyWorkspaceResponse> r) {
                                 reply = std::move(r);
                                 copied.Notify();
@@ -122,6 +112,22 @@ absl::StatusOr<CreateResult> CreateFork(const ForkContext& ctx,
   copied.WaitForNotification();
   if (!reply.ok()) {
     const absl::Status& status = reply.status();
+    if (absl::IsDeadlineExceeded(status) && ctx.clock->Now() >= ctx.deadline) {
+      // The caller's deadline (not the copy's own timeout): the copy may have been made
+      // meanwhile. It is removed without waiting, so that the caller hears in time.
+      rein::v1::DeleteWorkspaceRequest remove;
+      remove.set_workspace(spec.workspace());
+      ctx.executor->DeleteWorkspace(
+          remove, ctx.clock->Now() + ctx.copy_timeout,
+          [name = spec.workspace()](absl::StatusOr<rein::v1::DeleteWorkspaceResponse> r) {
+            if (!r.ok()) {
+              LogError("cannot delete a copied workspace",
+                       {{"workspace", name}, {"error", r.status().ToString()}});
+            }
+          });
+      return absl::DeadlineExceededError(absl::StrCat(
+          "the deadline passed while the executors copied the workspace: ", status.message()));
+    }
     switch (status.code()) {
       case absl::StatusCode::kFailedPrecondition:
         if (HasReason(status, reason::kSnapshotMissing)) {
@@ -144,7 +150,7 @@ absl::StatusOr<CreateResult> CreateFork(const ForkContext& ctx,
             absl::StrCat("cannot copy the source's workspace on an executor: ", status.message()));
     }
   }
-  absl::StatusOr<CreateResult> created = ctx.store->CreateRun(fork, std::move(t.events));
+  absl::StatusOr<CreateResult> created = ctx.writer->Create(fork, std::move(t.events));
   if (!created.ok() || !created->created) DeleteCopiedWorkspace(ctx, spec.workspace());
   if (!created.ok()) return created.status();
   if (created->created) {

@@ -11,9 +11,9 @@
 #include "rein/v1/router.pb.h"
 #include "rein/v1/types.pb.h"
 #include "router_service/clients.h"
+#include "router_service/run_writer.h"
 #include "router_service/stage_router.h"
 #include "router_service/store/run_store.h"
-#include "router_service/tool_catalog.h"
 
 namespace rein {
 
@@ -25,13 +25,14 @@ void SetPrincipal(const std::string& principal, Transition* t);
 
 // What CreateFork works with (the engine's).
 struct ForkContext {
-  RunStore* store;
+  RunStore* store;    // read
+  RunWriter* writer;  // creates the fork
   const StageRouter* router;
-  ToolCatalog* tools;
   ExecutorClient* executor;
   Clock* clock;
-  std::string router_id;        // the fork's owner, at epoch 1
-  absl::Duration copy_timeout;  // CopyWorkspace's and DeleteWorkspace's
+  std::string router_id;                         // the fork's owner, at epoch 1
+  absl::Duration copy_timeout;                   // CopyWorkspace's and DeleteWorkspace's
+  absl::Time deadline = absl::InfiniteFuture();  // the caller's: CopyWorkspace not past it
 };
 
 // The fork of `source` that `request` asks for (StageRouter::Fork, router_service/fork.h), with

@@ -126,13 +126,15 @@ absl::StatusOr<double> ReplyCostUsd(const PriceTable* prices, absl::string_view 
   return CostUsd(*price, usage);
 }
 
-absl::Status CheckCostBudget(const rein::v1::RunSpec& spec, const PriceTable* prices) {
+absl::Status CheckCostBudget(const rein::v1::RunSpec& spec, const PriceTable* prices,
+                             absl::string_view budget_field) {
   const double budget = spec.limits().cost_budget_usd();
   if (budget == 0) return absl::OkStatus();
   if (prices == nullptr) {
-    return absl::InvalidArgumentError(
-        "spec.limits.cost_budget_usd: this router has no price table (start it with "
-        "--price_table=FILE), so it cannot keep a cost budget");
+    return absl::InvalidArgumentError(absl::StrCat(
+        budget_field,
+        ": this router has no price table (start it with --price_table=FILE), so it cannot keep "
+        "a cost budget"));
   }
   const std::string& model = spec.model().model();
   if (!model.empty() && prices->Find(model) == nullptr) {

@@ -59,9 +59,11 @@ absl::StatusOr<double> ReplyCostUsd(const PriceTable* prices, absl::string_view 
                                     const rein::v1::Usage& usage);
 
 // The StartRun / ForkRun check of a normalized spec's cost budget against the router's table
-// (nullptr = none): INVALID_ARGUMENT naming spec.limits.cost_budget_usd when a budget is set
-// without a table, or spec.model.model when the budget is set and that model has no price.
-absl::Status CheckCostBudget(const rein::v1::RunSpec& spec, const PriceTable* prices);
+// (nullptr = none): INVALID_ARGUMENT naming `budget_field` (where the caller gave the budget)
+// when a budget is set without a table, or spec.model.model when the budget is set and that
+// model has no price.
+absl::Status CheckCostBudget(const rein::v1::RunSpec& spec, const PriceTable* prices,
+                             absl::string_view budget_field = "spec.limits.cost_budget_usd");
 
 }  // namespace rein
 

@@ -5,6 +5,7 @@
 #include <deque>
 #include <memory>
 
+#include "common/grpc_deadline.h"
 #include "common/grpc_status.h"
 #include "common/metrics.h"
 #include "google/protobuf/util/json_util.h"
@@ -272,7 +273,8 @@ grpc::Status RouterGrpcService::StartRun(grpc::ServerContext* context,
   REIN_AUTHORIZE("StartRun");
   // The caller's traceparent becomes a link from the run's own trace (malformed: ignored).
   trace::ScopedContext caller(trace::IncomingContext(*context).value_or(trace::SpanContext()));
-  return Reply(engine_->StartRun(*request, principal), response, "StartRun");
+  return Reply(engine_->StartRun(*request, principal, DeadlineOn(*context, engine_->clock())),
+               response, "StartRun");
 }
 
 grpc::Status RouterGrpcService::GetRun(grpc::ServerContext* context,
@@ -303,22 +305,25 @@ grpc::Status RouterGrpcService::CancelRun(grpc::ServerContext* context,
                                           const rein::v1::CancelRunRequest* request,
                                           rein::v1::Run* response) {
   REIN_AUTHORIZE("CancelRun");
-  return Reply(engine_->CancelRun(request->run_id(), request->reason(), principal), response,
-               "CancelRun");
+  return Reply(engine_->CancelRun(request->run_id(), request->reason(), principal,
+                                  DeadlineOn(*context, engine_->clock())),
+               response, "CancelRun");
 }
 
 grpc::Status RouterGrpcService::ResumeRun(grpc::ServerContext* context,
                                           const rein::v1::ResumeRunRequest* request,
                                           rein::v1::Run* response) {
   REIN_AUTHORIZE("ResumeRun");
-  return Reply(engine_->ResumeRun(*request, principal), response, "ResumeRun");
+  return Reply(engine_->ResumeRun(*request, principal, DeadlineOn(*context, engine_->clock())),
+               response, "ResumeRun");
 }
 
 grpc::Status RouterGrpcService::ForkRun(grpc::ServerContext* context,
                                         const rein::v1::ForkRunRequest* request,
                                         rein::v1::Run* response) {
   REIN_AUTHORIZE("ForkRun");
-  return Reply(engine_->ForkRun(*request, principal), response, "ForkRun");
+  return Reply(engine_->ForkRun(*request, principal, DeadlineOn(*context, engine_->clock())),
+               response, "ForkRun");
 }
 
 grpc::ServerWriteReactor<rein::v1::RunEvent>* RouterGrpcService::WatchRun(

@@ -13,13 +13,17 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "common/metrics.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "router_service/run_engine.h"
 #include "router_service/store/sqlite_run_store.h"
+#include "router_service/store/testing/held_store.h"
 #include "router_service/testing/fake_clients.h"
 
 namespace rein {
@@ -73,6 +77,15 @@ void ScriptThreeSteps(FakePlannerClient& planner, int subtasks = 3) {
   };
 }
 
+// A review approving the run at its version.
+rein::v1::ResumeRunRequest Approve(const RunMsg& paused) {
+  rein::v1::ResumeRunRequest resume;
+  resume.set_run_id(paused.run_id());
+  resume.set_expected_version(paused.state().version());
+  resume.mutable_review()->mutable_approve();
+  return resume;
+}
+
 class RouterServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -99,9 +112,10 @@ class RouterServiceTest : public ::testing::Test {
     auto store = SqliteRunStore::Open(db_path_, {});
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
+    held_ = std::make_unique<rein::testing::HeldStore>(store_.get());
     RunEngineOptions options;
     options.retry_backoff = absl::Milliseconds(1);
-    engine_ = std::make_unique<RunEngine>(store_.get(), &planner_, &executor_, clock_, options);
+    engine_ = std::make_unique<RunEngine>(held_.get(), &planner_, &executor_, clock_, options);
     ASSERT_TRUE(engine_->Start().ok());
     service_ = std::make_unique<RouterGrpcService>(engine_.get());
     grpc::ServerBuilder builder;
@@ -115,6 +129,7 @@ class RouterServiceTest : public ::testing::Test {
     if (engine_) engine_->Shutdown(absl::Seconds(1));
     server_.reset();
     engine_.reset();
+    held_.reset();
     store_.reset();
   }
 
@@ -132,6 +147,15 @@ class RouterServiceTest : public ::testing::Test {
     request.set_request_id(request_id);
     grpc::ClientContext context;
     return stub_->StartRun(&context, request, run);
+  }
+
+  // A run started with a pause after its plan, once paused there.
+  RunMsg StartPaused() {
+    rein::v1::RunSpec spec = Spec();
+    spec.add_pause_points(rein::v1::AFTER_PLAN);
+    RunMsg run;
+    EXPECT_TRUE(Start(spec, &run).ok());
+    return WaitFor(run.run_id(), rein::v1::PAUSED);
   }
 
   std::vector<rein::v1::RunEvent> Watch(const std::string& run_id, int64_t after = 0,
@@ -168,6 +192,7 @@ class RouterServiceTest : public ::testing::Test {
   FakePlannerClient planner_;
   FakeExecutorClient executor_;
   std::unique_ptr<SqliteRunStore> store_;
+  std::unique_ptr<rein::testing::HeldStore> held_;
   std::unique_ptr<RunEngine> engine_;
   std::unique_ptr<RouterGrpcService> service_;
   std::unique_ptr<grpc::Server> server_;
@@ -305,16 +330,10 @@ TEST_F(RouterServiceTest, UnknownRunIsNotFoundEverywhere) {
 }
 
 TEST_F(RouterServiceTest, ReviewWithStaleVersionIsFailedPrecondition) {
-  rein::v1::RunSpec spec = Spec();
-  spec.add_pause_points(rein::v1::AFTER_PLAN);
-  RunMsg run;
-  ASSERT_TRUE(Start(spec, &run).ok());
-  RunMsg paused = WaitFor(run.run_id(), rein::v1::PAUSED);
+  const RunMsg paused = StartPaused();
   ASSERT_EQ(paused.state().stage(), rein::v1::PAUSED);
-  rein::v1::ResumeRunRequest resume;
-  resume.set_run_id(run.run_id());
-  resume.set_expected_version(paused.state().version());
-  resume.mutable_review()->mutable_approve();
+  const RunMsg& run = paused;
+  const rein::v1::ResumeRunRequest resume = Approve(paused);
   RunMsg first, second;
   grpc::ClientContext c1, c2;
   EXPECT_TRUE(stub_->ResumeRun(&c1, resume, &first).ok());
@@ -690,6 +709,58 @@ TEST_F(RouterServiceTest, ThousandRunsInFlightHoldNoThreadEach) {
   for (int i = 0; i < 3000 && engine_->active_runs() > 0; ++i)
     absl::SleepFor(absl::Milliseconds(10));
   EXPECT_EQ(engine_->active_runs(), 0);
+}
+
+// How many calls of `method` the service has answered with `code` (its rpcs counter).
+double RpcsAnswered(absl::string_view method, absl::string_view code) {
+  const std::string rendered = Metrics::Global().Render();
+  for (absl::string_view line : absl::StrSplit(rendered, '\n')) {
+    if (!absl::StartsWith(line, "rein_router_rpcs_total{") ||
+        !absl::StrContains(line, absl::StrCat("method=\"", method, "\"")) ||
+        !absl::StrContains(line, absl::StrCat("code=\"", code, "\""))) {
+      continue;
+    }
+    double value = 0;
+    if (absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &value)) return value;
+  }
+  return 0;
+}
+
+TEST_F(RouterServiceTest, ReviewReturnsAtItsDeadlineWhileTheStoreHoldsTheRunsCommit) {
+  const RunMsg paused = StartPaused();
+  ASSERT_EQ(paused.state().stage(), rein::v1::PAUSED);
+  const RunMsg& run = paused;
+  const double before = RpcsAnswered("ResumeRun", "DEADLINE_EXCEEDED");
+
+  // A cancel with no deadline: its commit is held in the store.
+  held_->Hold();
+  grpc::Status cancel_status;
+  std::thread cancel([&] {
+    rein::v1::CancelRunRequest request;
+    request.set_run_id(run.run_id());
+    RunMsg out;
+    grpc::ClientContext context;
+    cancel_status = stub_->CancelRun(&context, request, &out);
+  });
+  held_->AwaitHeld(1);
+
+  const rein::v1::ResumeRunRequest resume = Approve(paused);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  RunMsg out;
+  EXPECT_EQ(stub_->ResumeRun(&context, resume, &out).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+  // The handler itself returned (the client stops waiting at its deadline in any case), with
+  // the store still held: the deadline reached the engine.
+  for (int i = 0; i < 2000 && RpcsAnswered("ResumeRun", "DEADLINE_EXCEEDED") <= before; ++i) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(RpcsAnswered("ResumeRun", "DEADLINE_EXCEEDED"), before + 1);
+
+  held_->Release();
+  cancel.join();
+  EXPECT_TRUE(cancel_status.ok()) << cancel_status.error_message();
+  EXPECT_EQ(WaitFor(run.run_id(), rein::v1::CANCELLED).state().stage(), rein::v1::CANCELLED);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "common/status_macros.h"
 #include "common/status_reason.h"
 #include "router_service/deferred_wakes.h"
+#include "router_service/event_reads.h"
 #include "router_service/fork_run.h"
 #include "router_service/run_log.h"
 #include "router_service/spec.h"
@@ -37,6 +38,8 @@ struct RunEngine::Entry {
   absl::Time not_before ABSL_GUARDED_BY(mu) = absl::InfinitePast();
   // Set when this router stopped driving the run (lease lost): nothing more is done for it.
   bool dropped ABSL_GUARDED_BY(mu) = false;
+  // A commit is being written, with mu released (CommitLocked): run is the state before it.
+  bool committing ABSL_GUARDED_BY(mu) = false;
 };
 
 namespace {
@@ -45,12 +48,17 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+absl::Status DeadlineWaitingFor(const std::string& run_id) {
+  return absl::DeadlineExceededError(absl::StrCat(
+      "the deadline passed while run ", run_id, "'s last commit was being written; nothing done"));
+}
+
 }  // namespace
 
 RunEngine::RunEngine(RouterStore* store, PlannerClient* planner, ExecutorClient* executor,
                      Clock* clock, RunEngineOptions options)
     : store_(store),
-      committer_(store, options.group_commit),
+      writer_(store, options.group_commit, clock),
       planner_(planner),
       executor_(executor),
       clock_(clock),
@@ -62,7 +70,8 @@ RunEngine::RunEngine(RouterStore* store, PlannerClient* planner, ExecutorClient*
           clock,
           [this](const std::string& run_id) { pool_.Post([this, run_id] { Wake(run_id); }); }),
       tail_(clock),
-      fleet_(store, &router_, clock, options.router_id, options.lease_ttl, options.cancel_wait,
+      fleet_(store, &writer_, &router_, clock, options.router_id, options.lease_ttl,
+             options.cancel_wait,
              FleetMember::Hooks{
                  [this] { return dispatching_.load(); },
                  [this] { DropAll("lease lapsed"); },
@@ -109,6 +118,7 @@ void RunEngine::Recover(const Run& run) {
   const std::string& id = run.run_id();
   if (std::shared_ptr<Entry> old = Find(id)) {
     absl::MutexLock lock(&old->mu);
+    AwaitSettledLocked(*old);
     DropLocked(old, "taken back at a new epoch");
   }
   // Nothing to commit first: a call that was sent is asked again with the same call_id, a
@@ -139,6 +149,7 @@ void RunEngine::Refresh(const std::string& run_id) {
   if (!fresh.ok()) return;  // the next round or notice tries again
   {
     absl::MutexLock lock(&entry->mu);
+    AwaitSettledLocked(*entry);
     if (entry->dropped) return;
     if (!fleet_.StillMine(*fresh, entry->run.lease_epoch())) {
       DropLocked(entry,
@@ -171,6 +182,7 @@ void RunEngine::DropAll(const std::string& why) {
   }
   for (auto& entry : entries) {
     absl::MutexLock lock(&entry->mu);
+    AwaitSettledLocked(*entry);
     if (!entry->dropped) DropLocked(entry, why);
   }
 }
@@ -188,6 +200,7 @@ void RunEngine::CheckOwned(std::map<std::string, int64_t> owned) {
       int64_t version;
       {
         absl::MutexLock lock(&entry->mu);
+        AwaitSettledLocked(*entry);
         version = entry->run.state().version();
       }
       auto it = owned.find(id);
@@ -214,6 +227,7 @@ void RunEngine::Shutdown(absl::Duration grace) {
     }
     for (auto& entry : entries) {
       absl::MutexLock entry_lock(&entry->mu);
+      AwaitSettledLocked(*entry);
       if (entry->call) entry->call->Cancel();
     }
   }
@@ -252,23 +266,33 @@ std::shared_ptr<RunEngine::Entry> RunEngine::Track(const Run& run) {
   return entry;
 }
 
-absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
+bool RunEngine::AwaitSettledLocked(Entry& entry, absl::Time deadline) {
+  Entry* e = &entry;
+  auto settled = [e]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(e->mu) { return !e->committing; };
+  if (deadline == absl::InfiniteFuture()) {
+    entry.mu.Await(absl::Condition(&settled));
+    return true;
+  }
+  return clock_->AwaitWithDeadline(&entry.mu, absl::Condition(&settled), deadline);
+}
+
+absl::Status RunEngine::CommitLocked(Entry& entry, Transition t, absl::Time deadline) {
   Run& run = entry.run;
   absl::Time now = clock_->Now();
-  // Latency metrics measure real elapsed time on a monotonic source, not the injected Clock.
-  const auto started = std::chrono::steady_clock::now();
   stretches_.Begin(run.run_id(), &t.state);  // the run's trace: a stretch begins or goes on
   // Grouped with the commits of other runs ready at the same time; returns once this one is
-  // durable (or failed), so nothing below runs before the commit.
-  absl::StatusOr<std::vector<RunEvent>> stored =
-      committer_.Commit({run.run_id(), run.lease_epoch(), run.state().version(), &t.state,
-                         std::move(t.events), std::move(t.snapshot), now});
+  // durable (or failed), so nothing below runs before the commit. Meanwhile the run's mutex is
+  // free for readers (GetRun sees the state before), and whatever would act on the run waits
+  // for `committing` to clear (AwaitSettledLocked). Real elapsed time, for the trace.
+  const auto started = std::chrono::steady_clock::now();
+  entry.committing = true;
+  entry.mu.Unlock();
+  absl::StatusOr<std::vector<RunEvent>> stored = writer_.Commit(
+      run, /*owned=*/true, t.state, std::move(t.events), std::move(t.snapshot), now, deadline);
+  entry.mu.Lock();
+  entry.committing = false;
   const double commit_seconds = SecondsSince(started);
-  Metrics::Global().Observe("rein_router_commit_seconds", commit_seconds);
-  Metrics::Global().Add("rein_router_commits_total", 1);
   if (!stored.ok()) {
-    LogError("commit failed", {{"run_id", run.run_id()}, {"error", stored.status().ToString()}});
-    Metrics::Global().Add("rein_router_commit_errors_total", 1);
     if (HasReason(stored.status(), reason::kLeaseLost)) {
       // Another router owns the run now: it is theirs to drive; nothing was written.
       if (std::shared_ptr<Entry> self = Find(run.run_id()); self.get() == &entry) {
@@ -337,6 +361,7 @@ void RunEngine::Forget(const std::string& run_id) {
 
 void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
   absl::MutexLock lock(&entry->mu);
+  AwaitSettledLocked(*entry);
   if (entry->in_flight || entry->dropped) return;
   const std::string run_id = entry->run.run_id();
   while (true) {
@@ -425,8 +450,13 @@ bool RunEngine::Complete(const std::shared_ptr<Entry>& entry, const StageReply& 
                          bool only_if_free) {
   if (only_if_free) {
     if (!entry->mu.TryLock()) return false;
+    if (entry->committing) {  // busy with a commit (a cancel's, while this call ran)
+      entry->mu.Unlock();
+      return false;
+    }
   } else {
     entry->mu.Lock();
+    AwaitSettledLocked(*entry);
   }
   // The run's watchers are woken once its next call is on its way, not before.
   DeferredWakes defer;
@@ -470,7 +500,7 @@ bool RunEngine::ApplyLocked(const std::shared_ptr<Entry>& self, const StageReply
 }
 
 absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request,
-                                        const std::string& principal) {
+                                        const std::string& principal, absl::Time deadline) {
   if (request.request_id().size() > 128) {
     return absl::InvalidArgumentError("request_id: at most 128 bytes");
   }
@@ -480,7 +510,7 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
     return absl::UnavailableError(
         "this router cannot renew its lease on the store; start the run on another router");
   }
-  absl::StatusOr<std::vector<rein::v1::ToolSpec>> tools = tools_.Tools();
+  absl::StatusOr<std::vector<rein::v1::ToolSpec>> tools = tools_.Tools(deadline);
   if (!tools.ok()) return tools.status();
   absl::StatusOr<rein::v1::RunSpec> spec = NormalizeSpec(request.spec(), *tools);
   if (!spec.ok()) return spec.status();
@@ -493,7 +523,7 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
         "(--webhook_allow)");
   }
   const std::string run_id = NewRunId();
-  RETURN_IF_ERROR(tools_.CheckWorkspace(run_id, spec->workspace(), *tools));
+  RETURN_IF_ERROR(tools_.CheckWorkspace(run_id, spec->workspace(), *tools, deadline));
   Run run;
   Transition t = router_.NewRun(run_id, request.request_id(), *spec, clock_->Now(), &run);
   // A new trace; the caller's traceparent (router_grpc's scope), when valid, is a link.
@@ -501,7 +531,7 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   run.set_owner(options_.router_id);  // the router that accepted StartRun drives the run
   run.set_lease_epoch(1);
   SetPrincipal(principal, &t);
-  absl::StatusOr<CreateResult> created = store_->CreateRun(run, std::move(t.events));
+  absl::StatusOr<CreateResult> created = writer_.Create(run, std::move(t.events));
   if (!created.ok()) return created.status();
   if (!created->created) return created->run;  // the same request_id: the first run
   Metrics::Global().Add("rein_router_runs_started_total", 1);
@@ -513,7 +543,7 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
 }
 
 absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request,
-                                       const std::string& principal) {
+                                       const std::string& principal, absl::Time deadline) {
   RETURN_IF_ERROR(CheckRunId(request.run_id()));
   if (request.request_id().size() > 128) {
     return absl::InvalidArgumentError("request_id: at most 128 bytes");
@@ -526,12 +556,13 @@ absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request,
   // fork starts from a committed point and the source goes on untouched.
   ASSIGN_OR_RETURN(Run source, GetRun(request.run_id()));
   ForkContext ctx{store_,
+                  &writer_,
                   &router_,
-                  &tools_,
                   executor_,
                   clock_,
                   options_.router_id,
-                  options_.workspace_copy_timeout};
+                  options_.workspace_copy_timeout,
+                  deadline};
   ASSIGN_OR_RETURN(CreateResult created, CreateFork(ctx, request, source, principal));
   if (!created.created) return created.run;  // the same request_id: the first fork
   Metrics::Global().Add("rein_router_runs_forked_total", 1);
@@ -563,19 +594,20 @@ absl::StatusOr<RunPage> RunEngine::ListRuns(const rein::v1::ListRunsRequest& req
 }
 
 absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::string& reason,
-                                         const std::string& principal) {
+                                         const std::string& principal, absl::Time deadline) {
   RETURN_IF_ERROR(CheckRunId(run_id));
   if (reason.size() > 4096) return absl::InvalidArgumentError("reason: at most 4096 bytes");
   std::shared_ptr<Entry> entry = Find(run_id);
-  if (!entry && fleet_.shared()) return fleet_.Cancel(run_id, reason, principal);
+  if (!entry && fleet_.shared()) return fleet_.Cancel(run_id, reason, principal, deadline);
   if (!entry) return GetRun(run_id);  // unknown (NOT_FOUND) or already ended
   bool lost = false;                  // the run changed hands: cancel it through the store instead
   do {
     absl::MutexLock lock(&entry->mu);
+    if (!AwaitSettledLocked(*entry, deadline)) return DeadlineWaitingFor(run_id);
     auto t = router_.OnCancel(entry->run, entry->in_flight, reason, clock_->Now());
     if (t.has_value()) {
       SetPrincipal(principal, &*t);
-      absl::Status status = CommitLocked(*entry, std::move(*t));
+      absl::Status status = CommitLocked(*entry, std::move(*t), deadline);
       if (entry->dropped) lost = true;
       if (!status.ok() && !lost) return status;
     }
@@ -586,18 +618,19 @@ absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::s
       return StageRouter::IsTerminal(e->run.state().stage());
     };
     clock_->AwaitWithDeadline(&entry->mu, absl::Condition(&ended),
-                              clock_->Now() + options_.cancel_wait);
+                              std::min(deadline, clock_->Now() + options_.cancel_wait));
   } while (false);
-  if (lost) return fleet_.Cancel(run_id, reason, principal);
-  Advance(entry);
+  if (lost) return fleet_.Cancel(run_id, reason, principal, deadline);
+  // On a worker: advancing may commit, and this caller's deadline does not wait for the store.
+  pool_.Post([this, entry] { Advance(entry); });
   return GetRun(run_id);
 }
 
 absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& request,
-                                         const std::string& principal) {
+                                         const std::string& principal, absl::Time deadline) {
   RETURN_IF_ERROR(CheckRunId(request.run_id()));
   std::shared_ptr<Entry> entry = Find(request.run_id());
-  if (!entry && fleet_.shared()) return fleet_.Resume(request, principal);
+  if (!entry && fleet_.shared()) return fleet_.Resume(request, principal, deadline);
   if (!entry) {
     absl::StatusOr<Run> run = GetRun(request.run_id());
     if (!run.ok()) return run.status();
@@ -608,18 +641,19 @@ absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& reque
   Run result;
   {
     absl::MutexLock lock(&entry->mu);
+    if (!AwaitSettledLocked(*entry, deadline)) return DeadlineWaitingFor(request.run_id());
     absl::StatusOr<Transition> t =
         router_.OnReview(entry->run, request.review(), request.expected_version(), clock_->Now());
     if (!t.ok()) return t.status();
     SetPrincipal(principal, &*t);
-    absl::Status status = CommitLocked(*entry, std::move(*t));
-    if (entry->dropped) return fleet_.Resume(request, principal);
+    absl::Status status = CommitLocked(*entry, std::move(*t), deadline);
+    if (entry->dropped) return fleet_.Resume(request, principal, deadline);
     if (!status.ok()) return status;
     entry->failed_attempts = 0;
     entry->not_before = absl::InfinitePast();
     result = entry->run;
   }
-  Advance(entry);
+  pool_.Post([this, entry] { Advance(entry); });  // as CancelRun does
   return result;
 }
 
@@ -634,16 +668,20 @@ absl::StatusOr<std::vector<Snapshot>> RunEngine::ListSnapshots(const std::string
   return snapshots;
 }
 
+EventReadContext RunEngine::EventReads() {
+  return {store_, &tail_, fleet_.shared(), [this](const std::string& id) { return !!Find(id); }};
+}
+
 absl::StatusOr<std::vector<RunEvent>> RunEngine::WaitEvents(const std::string& run_id,
                                                             int64_t after_seq,
                                                             absl::Duration max_wait, bool* ended) {
-  return EventsUntil(run_id, after_seq, clock_->Now() + max_wait, ended);
+  return ReadEventsUntil(EventReads(), run_id, after_seq, clock_->Now() + max_wait, ended);
 }
 
 absl::StatusOr<std::vector<RunEvent>> RunEngine::ReadEventsNow(const std::string& run_id,
                                                                int64_t after_seq, bool* ended) {
   // A deadline already past: every wait below returns at once.
-  return EventsUntil(run_id, after_seq, absl::InfinitePast(), ended);
+  return ReadEventsUntil(EventReads(), run_id, after_seq, absl::InfinitePast(), ended);
 }
 
 uint64_t RunEngine::SubscribeEvents(const std::string& run_id, int64_t after_seq,
@@ -654,50 +692,6 @@ uint64_t RunEngine::SubscribeEvents(const std::string& run_id, int64_t after_seq
 
 void RunEngine::UnsubscribeEvents(const std::string& run_id, uint64_t id) {
   tail_.Unsubscribe(run_id, id);
-}
-
-absl::StatusOr<std::vector<RunEvent>> RunEngine::EventsUntil(const std::string& run_id,
-                                                             int64_t after_seq, absl::Time until,
-                                                             bool* ended) {
-  *ended = false;
-  RETURN_IF_ERROR(CheckRunId(run_id));
-  if (after_seq < 0) return absl::InvalidArgumentError("after_seq: must be >= 0");
-  while (true) {
-    // Live watchers of a run this router drives are served from the tail in memory when it
-    // reaches back far enough. Another router's run is read from the store, and the wait
-    // below is woken by that router's commit notices (or ends at `until`, which bounds the
-    // delay when a notice is lost).
-    if (!fleet_.shared() || Find(run_id)) {
-      EventTail::Read read = tail_.ReadAfter(run_id, after_seq, until);
-      switch (read.kind) {
-        case EventTail::Read::Kind::kEnded: *ended = true; return std::vector<RunEvent>();
-        case EventTail::Read::Kind::kTimedOut: return std::vector<RunEvent>();
-        case EventTail::Read::Kind::kEvents: return std::move(read.events);
-        case EventTail::Read::Kind::kMiss: break;
-      }
-    }
-    absl::StatusOr<std::vector<RunEvent>> events = store_->ReadEvents(run_id, after_seq, 256);
-    if (!events.ok()) {
-      if (absl::IsNotFound(events.status())) {
-        return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
-      }
-      return events.status();
-    }
-    if (!events->empty()) return events;
-    if (!Find(run_id)) {
-      // Not in memory: ended (or unknown, which ReadEvents reported). Its end may have been
-      // committed after the read above, so read once more before saying nothing will come.
-      absl::StatusOr<Run> run = GetRun(run_id);
-      if (run.ok() && StageRouter::IsTerminal(run->state().stage())) {
-        events = store_->ReadEvents(run_id, after_seq, 256);
-        if (!events.ok()) return events.status();
-        *ended = events->empty();
-        return events;
-      }
-    }
-    // Wait for a commit of this run past after_seq.
-    if (!tail_.AwaitNewer(run_id, after_seq, until)) return events;
-  }
 }
 
 int RunEngine::active_runs() {

@@ -17,9 +17,11 @@
 #include "common/clock.h"
 #include "rein/v1/router.pb.h"
 #include "router_service/clients.h"
+#include "router_service/event_reads.h"
 #include "router_service/event_tail.h"
 #include "router_service/fleet_member.h"
 #include "router_service/lease_timer.h"
+#include "router_service/run_writer.h"
 #include "router_service/scheduler.h"
 #include "router_service/stage_router.h"
 #include "router_service/store/group_commit.h"
@@ -92,18 +94,29 @@ class RunEngine {
   // abandons the rest (they continue after the next Start).
   void Shutdown(absl::Duration grace);
 
+  // The public calls below take the caller's `deadline` on this engine's clock (clock()):
+  // none waits past it, for the executors, a run's lock, a commit's turn or the end of a
+  // cancel; a call cut short is DEADLINE_EXCEEDED and has written nothing, except a commit the
+  // store had already begun, which is waited for (SQLite bounds it with its busy timeout).
+
   // Validates the spec (INVALID_ARGUMENT naming the field), checks that the executors have
   // the workspace (FAILED_PRECONDITION naming spec.workspace) and starts the run.
   // `principal` (who called, "" = unknown) is recorded in RunEvent.principal of the events
   // that StartRun, CancelRun and ResumeRun create.
   absl::StatusOr<rein::v1::Run> StartRun(const rein::v1::StartRunRequest& request,
-                                         const std::string& principal = "");
+                                         const std::string& principal = "",
+                                         absl::Time deadline = absl::InfiniteFuture());
+  // The run as last committed; never waits for a commit in progress.
   absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id);
   absl::StatusOr<RunPage> ListRuns(const rein::v1::ListRunsRequest& request);
+  // Commits the cancel, then waits up to cancel_wait (and at most until `deadline`) for the run
+  // to end, and returns it as it is then.
   absl::StatusOr<rein::v1::Run> CancelRun(const std::string& run_id, const std::string& reason,
-                                          const std::string& principal = "");
+                                          const std::string& principal = "",
+                                          absl::Time deadline = absl::InfiniteFuture());
   absl::StatusOr<rein::v1::Run> ResumeRun(const rein::v1::ResumeRunRequest& request,
-                                          const std::string& principal = "");
+                                          const std::string& principal = "",
+                                          absl::Time deadline = absl::InfiniteFuture());
   // The run's snapshots above `after_version`, oldest first, at most `limit` (0 = all).
   absl::StatusOr<std::vector<Snapshot>> ListSnapshots(const std::string& run_id,
                                                       int64_t after_version = 0, int limit = 0);
@@ -113,7 +126,8 @@ class RunEngine {
   // only read. On any error nothing is created (no run, no workspace copy left behind). The
   // same request_id twice returns the first fork.
   absl::StatusOr<rein::v1::Run> ForkRun(const rein::v1::ForkRunRequest& request,
-                                        const std::string& principal = "");
+                                        const std::string& principal = "",
+                                        absl::Time deadline = absl::InfiniteFuture());
 
   // Events after `after_seq`; waits up to `max_wait` for one when there are none yet.
   // `ended` is set when the run has ended and every event has been returned.
@@ -142,15 +156,17 @@ class RunEngine {
   // Number of runs held in memory (unfinished), and of those with a call in flight.
   int active_runs();
   int calls_in_flight();
+  // Writes sent through the one commit path (RunWriter), for tests.
+  int64_t writes() const { return writer_.writes(); }
+  // The clock the deadlines of the public calls are on.
+  Clock* clock() const { return clock_; }
 
  private:
   struct Entry;
 
   std::shared_ptr<Entry> Find(const std::string& run_id);
-  // WaitEvents' and ReadEventsNow's work: waits until `until` for an event.
-  absl::StatusOr<std::vector<rein::v1::RunEvent>> EventsUntil(const std::string& run_id,
-                                                              int64_t after_seq, absl::Time until,
-                                                              bool* ended);
+  // What WaitEvents and ReadEventsNow read with (router_service/event_reads.h).
+  EventReadContext EventReads();
   std::shared_ptr<Entry> Track(const rein::v1::Run& run);
   // Takes on a run found unfinished in the store (start, takeover, rejoin) and advances it.
   void Recover(const rein::v1::Run& run);
@@ -159,9 +175,6 @@ class RunEngine {
   void DropLocked(const std::shared_ptr<Entry>& entry, const std::string& why);
   // Re-reads a run from the store after another router committed to it.
   void Refresh(const std::string& run_id);
-  absl::StatusOr<rein::v1::Run> CancelElsewhere(const std::string& run_id,
-                                                const std::string& reason,
-                                                const std::string& principal);
   // The lease lapsed (FleetMember): stops driving every run.
   void DropAll(const std::string& why);
   // Re-reads the runs whose version in the store (`owned`) is newer, or that are no longer
@@ -180,13 +193,20 @@ class RunEngine {
   // Complete's work under entry->mu: applies (StageRouter::Apply) and commits, or makes the
   // stage's next call; returns whether to Advance.
   bool ApplyLocked(const std::shared_ptr<Entry>& entry, const StageReply& reply);
-  absl::Status CommitLocked(Entry& entry, Transition transition);
+  // Commits the transition of a run this router drives (RunWriter) and applies it to the run
+  // in memory. Needs entry.mu held; releases it while the store writes (entry.committing), so
+  // that a reader is never held up by the store. Waits for the store until `deadline` at most.
+  absl::Status CommitLocked(Entry& entry, Transition transition,
+                            absl::Time deadline = absl::InfiniteFuture());
+  // Waits, with entry.mu held, until no commit of the run is being written; false when
+  // `deadline` came first. Whatever acts on a run waits for this first.
+  bool AwaitSettledLocked(Entry& entry, absl::Time deadline = absl::InfiniteFuture());
   void Wake(const std::string& run_id);
   // A call's callback has been applied (or dropped): one call fewer in flight.
   void CallDone();
 
   RouterStore* store_;
-  GroupCommitter committer_;
+  RunWriter writer_;
   PlannerClient* planner_;
   ExecutorClient* executor_;
   Clock* clock_;

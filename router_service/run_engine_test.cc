@@ -14,12 +14,14 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/proto_time.h"
 #include "common/status_reason.h"
 #include "common/testing/fake_clock.h"
 #include "gtest/gtest.h"
 #include "router_service/store/sqlite_run_store.h"
+#include "router_service/store/testing/held_store.h"
 #include "router_service/testing/fake_clients.h"
 
 namespace rein {
@@ -77,6 +79,7 @@ class RunEngineTest : public ::testing::Test {
 
   void TearDown() override {
     if (engine_) engine_->Shutdown(absl::ZeroDuration());
+    ExpectEveryWriteWentThroughTheCommitPath();
     engine_.reset();
     store_.reset();
   }
@@ -85,16 +88,25 @@ class RunEngineTest : public ::testing::Test {
     auto store = SqliteRunStore::Open(path_);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
-    engine_ = std::make_unique<RunEngine>(store_.get(), &planner_, &executor_, &clock_, options_);
+    held_ = std::make_unique<rein::testing::HeldStore>(store_.get());
+    engine_ = std::make_unique<RunEngine>(held_.get(), &planner_, &executor_, &clock_, options_);
     ASSERT_TRUE(engine_->Start().ok());
   }
 
   // Replaces the engine (and its store connection) with a new one built from options_.
   void Reopen() {
     engine_->Shutdown(absl::ZeroDuration());
+    ExpectEveryWriteWentThroughTheCommitPath();
     engine_.reset();
     store_.reset();
     OpenEngine();
+  }
+
+  // Every write the store saw came through the engine's one commit path (RunWriter), less
+  // those a deadline withdrew before the store took them.
+  void ExpectEveryWriteWentThroughTheCommitPath() {
+    if (engine_ == nullptr || held_ == nullptr) return;
+    EXPECT_EQ(held_->writes(), engine_->writes() - withdrawn_);
   }
 
   rein::v1::RunSpec Spec() {
@@ -162,7 +174,9 @@ class RunEngineTest : public ::testing::Test {
   FakeExecutorClient executor_;
   RunEngineOptions options_;
   std::unique_ptr<SqliteRunStore> store_;
+  std::unique_ptr<rein::testing::HeldStore> held_;
   std::unique_ptr<RunEngine> engine_;
+  int64_t withdrawn_ = 0;  // commits withdrawn at a deadline, never sent to the store
   int64_t seen_ = 0;
   std::vector<RunEvent> all_;
 };
@@ -372,6 +386,103 @@ TEST_F(RunEngineTest, NonFiniteTemperatureIsInvalidArgumentNamingTheField) {
   EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(run.status().message().find("spec.model.temperature"), std::string::npos)
       << run.status();
+}
+
+TEST_F(RunEngineTest, ForkWithBadLimitEditsNamesTheEditsField) {
+  const std::string id = StartRun(Spec());
+  AwaitFinished(id);
+  rein::v1::ForkRunRequest request;
+  request.set_run_id(id);
+  request.set_iteration(1);
+  request.mutable_edits()->mutable_limits()->set_max_iterations(-1);
+  absl::StatusOr<rein::v1::Run> fork = engine_->ForkRun(request);
+  EXPECT_EQ(fork.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StartsWith(fork.status().message(), "edits.limits.max_iterations: "))
+      << fork.status();
+  request.mutable_edits()->mutable_limits()->set_max_iterations(0);
+  request.mutable_edits()->mutable_limits()->set_cost_budget_usd(1);  // no price table
+  fork = engine_->ForkRun(request);
+  EXPECT_EQ(fork.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StartsWith(fork.status().message(), "edits.limits.cost_budget_usd: "))
+      << fork.status();
+}
+
+// Waits (on the engine) until the run has paused.
+void AwaitPaused(RunEngine& engine, const std::string& run_id) {
+  int64_t after = 0;
+  while (true) {
+    bool ended = false;
+    absl::StatusOr<std::vector<RunEvent>> events =
+        engine.WaitEvents(run_id, after, absl::Hours(24), &ended);
+    ASSERT_TRUE(events.ok()) << events.status();
+    ASSERT_FALSE(ended) << "the run ended before it paused";
+    for (const RunEvent& event : *events) {
+      if (event.has_paused()) return;
+      after = event.seq();
+    }
+  }
+}
+
+rein::v1::ResumeRunRequest Approve(const rein::v1::Run& run) {
+  rein::v1::ResumeRunRequest request;
+  request.set_run_id(run.run_id());
+  request.set_expected_version(run.state().version());
+  request.mutable_review()->mutable_approve();
+  return request;
+}
+
+TEST_F(RunEngineTest, CallsWithADeadlineDoNotWaitForAHeldStoreAndChangeNothing) {
+  rein::v1::RunSpec spec = Spec();
+  spec.add_pause_points(rein::v1::BEFORE_TOOL);
+  const std::string a = StartRun(spec);
+  const std::string b = StartRun(spec);
+  AwaitPaused(*engine_, a);
+  AwaitPaused(*engine_, b);
+  const rein::v1::Run a_paused = *engine_->GetRun(a);
+  const rein::v1::Run b_paused = *engine_->GetRun(b);
+
+  // A cancel with no deadline leads a commit of run a, which the store holds.
+  held_->Hold();
+  absl::StatusOr<rein::v1::Run> cancelled;
+  std::thread cancel([&] { cancelled = engine_->CancelRun(a, "enough"); });
+  held_->AwaitHeld(1);
+
+  // A reader of run a is not held up by its commit: it sees the state last committed.
+  absl::StatusOr<rein::v1::Run> read = engine_->GetRun(a);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->state().version(), a_paused.state().version());
+
+  // A review of run a waits for a's commit, on the clock, until its deadline only.
+  absl::Time deadline = clock_.Now() + absl::Seconds(1);
+  absl::StatusOr<rein::v1::Run> resumed;
+  std::thread resume_a([&] { resumed = engine_->ResumeRun(Approve(a_paused), "", deadline); });
+  EXPECT_EQ(clock_.BlockUntilWaiterBy(deadline), deadline);
+  clock_.Advance(absl::Seconds(1));
+  resume_a.join();
+  EXPECT_EQ(resumed.status().code(), absl::StatusCode::kDeadlineExceeded) << resumed.status();
+
+  // A review of run b waits for its turn behind the held commit, until its deadline only; its
+  // commit is withdrawn unwritten.
+  deadline = clock_.Now() + absl::Seconds(1);
+  std::thread resume_b([&] { resumed = engine_->ResumeRun(Approve(b_paused), "", deadline); });
+  EXPECT_EQ(clock_.BlockUntilWaiterBy(deadline), deadline);
+  clock_.Advance(absl::Seconds(1));
+  resume_b.join();
+  EXPECT_EQ(resumed.status().code(), absl::StatusCode::kDeadlineExceeded) << resumed.status();
+  withdrawn_ = 1;
+
+  held_->Release();
+  cancel.join();
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->state().stage(), rein::v1::CANCELLED);
+  // Run b is as it was, in memory and in the store, and a review without a deadline goes on.
+  EXPECT_EQ(engine_->GetRun(b)->state().version(), b_paused.state().version());
+  EXPECT_EQ(engine_->GetRun(b)->state().stage(), rein::v1::PAUSED);
+  EXPECT_EQ(store_->GetRun(b)->state().version(), b_paused.state().version());
+  resumed = engine_->ResumeRun(Approve(b_paused));
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  RunEvent finished = AwaitFinished(b);
+  EXPECT_EQ(finished.finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);
 }
 
 }  // namespace

@@ -84,6 +84,49 @@ absl::Status CheckFiniteNumbers(const google::protobuf::Message& message, const 
   return absl::OkStatus();
 }
 
+absl::Status NormalizeLimits(rein::v1::Limits* limits, const std::string& path) {
+  auto field = [&path](absl::string_view name) { return absl::StrCat(path, ".", name); };
+  RETURN_IF_ERROR(CheckFiniteNumbers(*limits, path));
+  if (limits->max_iterations() == 0) limits->set_max_iterations(50);
+  RETURN_IF_ERROR(CheckRange(limits->max_iterations(), 1, 100000, field("max_iterations")));
+  if (!limits->has_deadline()) *limits->mutable_deadline() = ToProtoDuration(absl::Minutes(10));
+  RETURN_IF_ERROR(CheckDuration(limits->deadline(), field("deadline"), absl::Hours(24 * 7)));
+  if (!limits->has_stage_timeout()) {
+    *limits->mutable_stage_timeout() = ToProtoDuration(absl::Seconds(120));
+  }
+  RETURN_IF_ERROR(CheckDuration(limits->stage_timeout(), field("stage_timeout"), absl::Hours(1)));
+  if (limits->retry_budget() == 0) limits->set_retry_budget(5);
+  if (limits->retry_budget() == -1) limits->set_retry_budget(0);
+  RETURN_IF_ERROR(CheckRange(limits->retry_budget(), 0, 1000, field("retry_budget")));
+  if (limits->max_consecutive_tool_failures() == 0) limits->set_max_consecutive_tool_failures(3);
+  RETURN_IF_ERROR(CheckRange(limits->max_consecutive_tool_failures(), 1, 1000,
+                             field("max_consecutive_tool_failures")));
+  if (limits->stagnation_window() == 0) limits->set_stagnation_window(4);
+  RETURN_IF_ERROR(CheckRange(limits->stagnation_window(), 2, 100, field("stagnation_window")));
+  if (!rein::v1::OnStagnation_IsValid(limits->on_stagnation())) {
+    return absl::InvalidArgumentError(absl::StrCat(field("on_stagnation"), ": unknown value ",
+                                                   static_cast<int>(limits->on_stagnation())));
+  }
+  if (limits->on_stagnation() == rein::v1::ON_STAGNATION_UNSPECIFIED) {
+    limits->set_on_stagnation(rein::v1::REPLAN_THEN_PAUSE);
+  }
+  if (limits->token_budget() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field("token_budget"), ": must be >= 0 (0 = no budget)"));
+  }
+  if (!(limits->cost_budget_usd() >= 0)) {  // finite: checked above
+    return absl::InvalidArgumentError(
+        absl::StrCat(field("cost_budget_usd"), ": must be >= 0 US dollars (0 = no budget), got ",
+                     limits->cost_budget_usd()));
+  }
+  if (limits->action_window() == 0) limits->set_action_window(20);
+  RETURN_IF_ERROR(CheckRange(limits->action_window(), 1, 1000, field("action_window")));
+  if (limits->action_window() < limits->stagnation_window()) {
+    limits->set_action_window(std::max(limits->stagnation_window(), 6));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<RunSpec> NormalizeSpec(const RunSpec& in, const std::vector<ToolSpec>& known_tools) {
   RunSpec spec = in;
   std::string goal(absl::StripAsciiWhitespace(spec.goal()));
@@ -111,62 +154,7 @@ absl::StatusOr<RunSpec> NormalizeSpec(const RunSpec& in, const std::vector<ToolS
           absl::StrCat("spec.tools[", i, "]: \"", name, "\" is listed twice"));
     }
   }
-  auto* limits = spec.mutable_limits();
-  if (limits->max_iterations() == 0) limits->set_max_iterations(50);
-  if (auto s = CheckRange(limits->max_iterations(), 1, 100000, "spec.limits.max_iterations");
-      !s.ok()) {
-    return s;
-  }
-  if (!limits->has_deadline()) *limits->mutable_deadline() = ToProtoDuration(absl::Minutes(10));
-  if (auto s = CheckDuration(limits->deadline(), "spec.limits.deadline", absl::Hours(24 * 7));
-      !s.ok()) {
-    return s;
-  }
-  if (!limits->has_stage_timeout()) {
-    *limits->mutable_stage_timeout() = ToProtoDuration(absl::Seconds(120));
-  }
-  if (auto s = CheckDuration(limits->stage_timeout(), "spec.limits.stage_timeout", absl::Hours(1));
-      !s.ok()) {
-    return s;
-  }
-  if (limits->retry_budget() == 0) limits->set_retry_budget(5);
-  if (limits->retry_budget() == -1) limits->set_retry_budget(0);
-  if (auto s = CheckRange(limits->retry_budget(), 0, 1000, "spec.limits.retry_budget"); !s.ok()) {
-    return s;
-  }
-  if (limits->max_consecutive_tool_failures() == 0) limits->set_max_consecutive_tool_failures(3);
-  if (auto s = CheckRange(limits->max_consecutive_tool_failures(), 1, 1000,
-                          "spec.limits.max_consecutive_tool_failures");
-      !s.ok()) {
-    return s;
-  }
-  if (limits->stagnation_window() == 0) limits->set_stagnation_window(4);
-  if (auto s = CheckRange(limits->stagnation_window(), 2, 100, "spec.limits.stagnation_window");
-      !s.ok()) {
-    return s;
-  }
-  if (!rein::v1::OnStagnation_IsValid(limits->on_stagnation())) {
-    return absl::InvalidArgumentError(absl::StrCat("spec.limits.on_stagnation: unknown value ",
-                                                   static_cast<int>(limits->on_stagnation())));
-  }
-  if (limits->on_stagnation() == rein::v1::ON_STAGNATION_UNSPECIFIED) {
-    limits->set_on_stagnation(rein::v1::REPLAN_THEN_PAUSE);
-  }
-  if (limits->token_budget() < 0) {
-    return absl::InvalidArgumentError("spec.limits.token_budget: must be >= 0 (0 = no budget)");
-  }
-  if (!(limits->cost_budget_usd() >= 0)) {  // finite: CheckFiniteNumbers above
-    return absl::InvalidArgumentError(
-        absl::StrCat("spec.limits.cost_budget_usd: must be >= 0 US dollars (0 = no budget), got ",
-                     limits->cost_budget_usd()));
-  }
-  if (limits->action_window() == 0) limits->set_action_window(20);
-  if (auto s = CheckRange(limits->action_window(), 1, 1000, "spec.limits.action_window"); !s.ok()) {
-    return s;
-  }
-  if (limits->action_window() < limits->stagnation_window()) {
-    limits->set_action_window(std::max(limits->stagnation_window(), 6));
-  }
+  RETURN_IF_ERROR(NormalizeLimits(spec.mutable_limits(), "spec.limits"));
   std::set<int> points;
   for (int i = 0; i < spec.pause_points_size(); ++i) {
     int point = spec.pause_points(i);

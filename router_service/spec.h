@@ -27,6 +27,11 @@ absl::Status CheckListRuns(const rein::v1::ListRunsRequest& request);
 absl::StatusOr<rein::v1::RunSpec> NormalizeSpec(const rein::v1::RunSpec& spec,
                                                 const std::vector<rein::v1::ToolSpec>& known_tools);
 
+// NormalizeSpec's check of the limits alone, with their defaults filled in: INVALID_ARGUMENT
+// naming the field under `path`, which names `limits` itself ("spec.limits" for StartRun,
+// "edits.limits" for the limits a ForkRun changes).
+absl::Status NormalizeLimits(rein::v1::Limits* limits, const std::string& path);
+
 // INVALID_ARGUMENT naming the first double or float field of `message` (at any depth, in
 // repeated fields and map values too) that is NaN or infinite, e.g. "spec.model.temperature:
 // must be a finite number, got nan". `path` names `message` itself.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 
 namespace rein {
@@ -148,6 +149,21 @@ TEST(SpecTest, CheckFiniteNumbersFindsNonFiniteFieldsAtAnyDepth) {
   absl::Status status = CheckFiniteNumbers(spec, "spec");
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(), "spec.model.temperature: must be a finite number, got nan");
+}
+
+TEST(SpecTest, NormalizeLimitsNamesTheFieldUnderTheGivenPath) {
+  rein::v1::Limits limits;
+  limits.set_max_iterations(-1);
+  absl::Status status = NormalizeLimits(&limits, "edits.limits");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StartsWith(status.message(), "edits.limits.max_iterations: ")) << status;
+  limits.set_max_iterations(0);
+  limits.set_cost_budget_usd(std::nan(""));
+  status = NormalizeLimits(&limits, "edits.limits");
+  EXPECT_EQ(status.message(), "edits.limits.cost_budget_usd: must be a finite number, got nan");
+  limits.set_cost_budget_usd(0);
+  ASSERT_TRUE(NormalizeLimits(&limits, "edits.limits").ok());
+  EXPECT_EQ(limits.max_iterations(), 50);  // defaults filled in as for a spec
 }
 
 }  // namespace

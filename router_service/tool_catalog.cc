@@ -9,20 +9,21 @@
 
 namespace rein {
 
-absl::StatusOr<std::vector<rein::v1::ToolSpec>> ToolCatalog::Tools() {
+absl::StatusOr<std::vector<rein::v1::ToolSpec>> ToolCatalog::Tools(absl::Time deadline) {
   {
     absl::MutexLock lock(&mu_);
     if (!tools_.empty() && clock_->Now() - tools_at_ < ttl_) return tools_;
   }
   absl::Notification done;
   absl::StatusOr<rein::v1::ListToolsResponse> result;
-  executor_->ListTools(clock_->Now() + timeout_,
+  executor_->ListTools(CallDeadline(deadline),
                        [&](absl::StatusOr<rein::v1::ListToolsResponse> reply) {
                          result = std::move(reply);
                          done.Notify();
                        });
   done.WaitForNotification();
   if (!result.ok()) {
+    if (CallerOutOfTime(result.status(), deadline)) return result.status();
     return absl::UnavailableError(
         absl::StrCat("cannot list tools from an executor: ", result.status().message()));
   }
@@ -33,17 +34,19 @@ absl::StatusOr<std::vector<rein::v1::ToolSpec>> ToolCatalog::Tools() {
 }
 
 absl::Status ToolCatalog::CheckWorkspace(const std::string& run_id, const std::string& workspace,
-                                         const std::vector<rein::v1::ToolSpec>& tools) {
+                                         const std::vector<rein::v1::ToolSpec>& tools,
+                                         absl::Time deadline) {
   if (!HasFileInfo(tools)) return absl::OkStatus();
   absl::Notification done;
   absl::StatusOr<rein::v1::ExecuteResponse> reply;
-  executor_->Execute(WorkspaceCheck(run_id, workspace), clock_->Now() + timeout_,
+  executor_->Execute(WorkspaceCheck(run_id, workspace), CallDeadline(deadline),
                      [&](absl::StatusOr<rein::v1::ExecuteResponse> r) {
                        reply = std::move(r);
                        done.Notify();
                      });
   done.WaitForNotification();
   if (!reply.ok()) {
+    if (CallerOutOfTime(reply.status(), deadline)) return reply.status();
     return absl::UnavailableError(
         absl::StrCat("cannot check spec.workspace on an executor: ", reply.status().message()));
   }

@@ -2,6 +2,7 @@
 #ifndef REIN_ROUTER_SERVICE_TOOL_CATALOG_H_
 #define REIN_ROUTER_SERVICE_TOOL_CATALOG_H_
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,8 @@
 namespace rein {
 
 // Asks the executors what tools they offer, at most once per `ttl` on the injected Clock, and
-// whether a run's workspace is usable. Each call waits at most `timeout` for the executors.
-// Thread-safe.
+// whether a run's workspace is usable. Each call waits at most `timeout` for the executors, and
+// not past the caller's `deadline` (DEADLINE_EXCEEDED when that came first). Thread-safe.
 class ToolCatalog {
  public:
   ToolCatalog(ExecutorClient* executor, Clock* clock, absl::Duration ttl, absl::Duration timeout)
@@ -26,19 +27,30 @@ class ToolCatalog {
 
   // The tools the executors offer (from the cache when it is younger than ttl); UNAVAILABLE
   // when the executors cannot be asked.
-  absl::StatusOr<std::vector<rein::v1::ToolSpec>> Tools();
+  absl::StatusOr<std::vector<rein::v1::ToolSpec>> Tools(
+      absl::Time deadline = absl::InfiniteFuture());
 
   // FAILED_PRECONDITION naming spec.workspace when an executor offering file_info says the
   // workspace is missing or unusable; OK when `tools` has no file_info; UNAVAILABLE when the
   // executors cannot be asked.
   absl::Status CheckWorkspace(const std::string& run_id, const std::string& workspace,
-                              const std::vector<rein::v1::ToolSpec>& tools);
+                              const std::vector<rein::v1::ToolSpec>& tools,
+                              absl::Time deadline = absl::InfiniteFuture());
 
  private:
   ExecutorClient* const executor_;
   Clock* const clock_;
   const absl::Duration ttl_;
   const absl::Duration timeout_;
+
+  // The executors' deadline of a call made for a caller with `deadline`, and the status of a
+  // call that failed, DEADLINE_EXCEEDED when the caller's deadline is what cut it short.
+  absl::Time CallDeadline(absl::Time deadline) {
+    return std::min(deadline, clock_->Now() + timeout_);
+  }
+  bool CallerOutOfTime(const absl::Status& status, absl::Time deadline) {
+    return absl::IsDeadlineExceeded(status) && clock_->Now() >= deadline;
+  }
 
   absl::Mutex mu_;
   std::vector<rein::v1::ToolSpec> tools_ ABSL_GUARDED_BY(mu_);

@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "executor_service/process/errno_status.h"
 #include "executor_service/process/output_buffer.h"
 #include "executor_service/process/unique_fd.h"
 #include "executor_service/workspace/durable_file.h"
@@ -50,12 +51,9 @@ std::string CallHash(const JournalCall& call) {
                          Fnv1a(s, 0x6c62272e07bb0142ull));
 }
 
-absl::Status ErrnoError(absl::string_view what, const std::string& path, int err) {
-  return absl::InternalError(absl::StrCat("call journal: ", what, " ", path, ": ", strerror(err)));
-}
-
 absl::Status MakeDir(const std::string& path) {
-  if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoError("mkdir", path, errno);
+  if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
+    return ErrnoStatus(errno, absl::StrCat("call journal: mkdir ", path));
   return absl::OkStatus();
 }
 
@@ -66,16 +64,16 @@ absl::Status WriteRecord(const std::string& path, const std::string& data, bool 
   if (fd.get() < 0) {
     if (errno == ENOENT)
       return absl::NotFoundError(absl::StrCat("call journal: ", path, " is gone"));
-    return ErrnoError("create", path, errno);
+    return ErrnoStatus(errno, absl::StrCat("call journal: create ", path));
   }
   if (const int err = WriteAll(fd.get(), data); err != 0) {
     unlink(path.c_str());
-    return ErrnoError("write", path, err);
+    return ErrnoStatus(err, absl::StrCat("call journal: write ", path));
   }
   if (sync && fdatasync(fd.get()) != 0) {
     const int err = errno;
     unlink(path.c_str());
-    return ErrnoError("fdatasync", path, err);
+    return ErrnoStatus(err, absl::StrCat("call journal: fdatasync ", path));
   }
   return absl::OkStatus();
 }
@@ -86,15 +84,19 @@ absl::Status WriteReply(const std::string& path, const std::string& data) {
   if (fd.get() < 0) {
     if (errno == ENOENT)
       return absl::NotFoundError(absl::StrCat("call journal: ", path, " is gone"));
-    return ErrnoError("open", path, errno);
+    return ErrnoStatus(errno, absl::StrCat("call journal: open ", path));
   }
-  if (flock(fd.get(), LOCK_EX) != 0) return ErrnoError("flock", path, errno);
+  if (flock(fd.get(), LOCK_EX) != 0)
+    return ErrnoStatus(errno, absl::StrCat("call journal: flock ", path));
   struct stat st;
-  if (fstat(fd.get(), &st) != 0) return ErrnoError("stat", path, errno);
+  if (fstat(fd.get(), &st) != 0)
+    return ErrnoStatus(errno, absl::StrCat("call journal: stat ", path));
   if (st.st_size != 0)
     return absl::InternalError(absl::StrCat("call journal: ", path, " was written already"));
-  if (const int err = WriteAll(fd.get(), data); err != 0) return ErrnoError("write", path, err);
-  if (fdatasync(fd.get()) != 0) return ErrnoError("fdatasync", path, errno);
+  if (const int err = WriteAll(fd.get(), data); err != 0)
+    return ErrnoStatus(err, absl::StrCat("call journal: write ", path));
+  if (fdatasync(fd.get()) != 0)
+    return ErrnoStatus(errno, absl::StrCat("call journal: fdatasync ", path));
   return absl::OkStatus();
 }
 
@@ -107,18 +109,18 @@ absl::StatusOr<std::string> ReadRecordFile(const std::string& path, bool reply =
   UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (fd.get() < 0) {
     if (errno == ENOENT) return absl::NotFoundError(path);
-    return ErrnoError("open", path, errno);
+    return ErrnoStatus(errno, absl::StrCat("call journal: open ", path));
   }
   if (reply && flock(fd.get(), LOCK_SH | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK) return absl::UnavailableError(absl::StrCat(path, " being written"));
-    return ErrnoError("flock", path, errno);
+    return ErrnoStatus(errno, absl::StrCat("call journal: flock ", path));
   }
   std::string data;
   char buf[65536];
   while (true) {
     ssize_t n = read(fd.get(), buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("read", path, errno);
+    if (n < 0) return ErrnoStatus(errno, absl::StrCat("call journal: read ", path));
     if (n == 0) break;
     data.append(buf, static_cast<size_t>(n));
     if (data.size() > kMaxRecordBytes) return absl::DataLossError("record too large");
@@ -240,7 +242,7 @@ absl::StatusOr<std::unique_ptr<CallJournal>> CallJournal::Open(CallJournalOption
   // From the kernel, not a user-space generator whose state a fork() would copy.
   uint64_t token[2];
   if (getrandom(token, sizeof(token), 0) != sizeof(token)) {
-    return absl::InternalError(absl::StrCat("call journal: getrandom: ", strerror(errno)));
+    return ErrnoStatus(errno, "call journal: getrandom");
   }
   const std::string instance = absl::StrFormat("%016x%016x", token[0], token[1]);
   std::unique_ptr<CallJournal> journal(new CallJournal(std::move(options), dir, instance));
@@ -267,12 +269,14 @@ CallJournal::~CallJournal() {
 
 absl::Status CallJournal::Beat() {
   if (utimensat(AT_FDCWD, heartbeat_path_.c_str(), nullptr, 0) == 0) return absl::OkStatus();
-  if (errno != ENOENT) return ErrnoError("touch", heartbeat_path_, errno);
+  if (errno != ENOENT)
+    return ErrnoStatus(errno, absl::StrCat("call journal: touch ", heartbeat_path_));
   UniqueFd fd(open(heartbeat_path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
-  if (fd.get() < 0) return ErrnoError("create", heartbeat_path_, errno);
+  if (fd.get() < 0)
+    return ErrnoStatus(errno, absl::StrCat("call journal: create ", heartbeat_path_));
   const std::string who = absl::StrCat(options_.executor_id, "\n");
   if (write(fd.get(), who.data(), who.size()) < 0) {
-    return ErrnoError("write", heartbeat_path_, errno);
+    return ErrnoStatus(errno, absl::StrCat("call journal: write ", heartbeat_path_));
   }
   return absl::OkStatus();
 }
@@ -450,7 +454,7 @@ absl::StatusOr<JournalVerdict> CallJournal::TryClaim(const JournalCall& call) {
         if (reply.get() < 0) {
           const int open_errno = errno;
           Abandon(call);
-          return ErrnoError("create", reply_path, open_errno);
+          return ErrnoStatus(open_errno, absl::StrCat("call journal: create ", reply_path));
         }
         SyncDirectory(run_dir);
         JournalVerdict v;
@@ -459,7 +463,7 @@ absl::StatusOr<JournalVerdict> CallJournal::TryClaim(const JournalCall& call) {
       }
       if (err != EEXIST) {
         if (err == ENOENT) continue;
-        return ErrnoError("link", started_path, err);
+        return ErrnoStatus(err, absl::StrCat("call journal: link ", started_path));
       }
     }
     // Someone started it: who, and are they alive?
@@ -593,7 +597,7 @@ absl::StatusOr<int> CallJournal::ForgetRun(const std::string& run_id) {
   struct stat st;
   if (lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return 0;
-    return ErrnoError("stat", path, errno);
+    return ErrnoStatus(errno, absl::StrCat("call journal: stat ", path));
   }
   return RemoveRunDir(path);
 }

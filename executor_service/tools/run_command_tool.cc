@@ -150,7 +150,7 @@ ToolResult RunCommandTool::Execute(const ToolContext& context, const nlohmann::j
   const std::string cwd = args["cwd"].get<std::string>();
   request.cwd = cwd == "." ? "" : cwd;
   const int64_t timeout_seconds = args["timeout_seconds"].get<int64_t>();
-  const absl::Time own_deadline = absl::Now() + absl::Seconds(timeout_seconds);
+  const absl::Time own_deadline = context.clock->Now() + absl::Seconds(timeout_seconds);
   request.deadline = std::min(context.deadline, own_deadline);
   return RunSandboxedCommand(*sandbox_, context, std::move(request), "run_command");
 }

@@ -10,6 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "executor_service/process/output_buffer.h"
 #include "executor_service/workspace/workspace.h"
 
@@ -60,10 +61,11 @@ struct ToolResult {
 struct ToolContext {
   const Workspace* workspace = nullptr;
   std::string run_id;  // the call's run ("" = none): its commands may share a resident sandbox
-  absl::Time deadline = absl::InfiniteFuture();
+  absl::Time deadline = absl::InfiniteFuture();  // on `clock`
   size_t max_output_bytes = kDefaultMaxOutputBytes;
+  Clock* clock = RealClock();  // the executor's (ToolExecutorOptions.clock)
 
-  bool Expired() const { return absl::Now() >= deadline; }
+  bool Expired() const { return clock->Now() >= deadline; }
 };
 
 // One tool. Implementations are immutable after construction and thread-safe: Execute may run

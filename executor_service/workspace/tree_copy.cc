@@ -42,7 +42,7 @@ class Budget {
       return absl::ResourceExhaustedError(absl::StrCat(
           limits_.entries_bound, ": the tree holds more than ", limits_.max_entries, " entries"));
     }
-    if (stats_.entries % 64 == 0 && absl::Now() > limits_.deadline) {
+    if (stats_.entries % 64 == 0 && limits_.clock->Now() > limits_.deadline) {
       return absl::DeadlineExceededError(
           "deadline: the copy did not finish before the call's deadline");
     }

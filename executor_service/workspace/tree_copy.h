@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "executor_service/workspace/sandbox_placeholders.h"
 
 namespace rein {
@@ -31,7 +32,8 @@ struct CopyLimits {
   int max_depth = kMaxTreeDepth;
   int64_t max_allocated_bytes = std::numeric_limits<int64_t>::max();
   int64_t max_entries = std::numeric_limits<int64_t>::max();
-  absl::Time deadline = absl::InfiniteFuture();
+  absl::Time deadline = absl::InfiniteFuture();  // on `clock`
+  Clock* clock = RealClock();
   // How refusals name the bounds (the flags that set them).
   std::string depth_bound = "max_depth";
   std::string bytes_bound = "max_allocated_bytes";

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/testing/fake_clock.h"
 #include "executor_service/testing/hostile_tree.h"
 #include "executor_service/testing/small_tmpfs.h"
 #include "executor_service/testing/temp_workspace.h"
@@ -191,6 +192,19 @@ TEST(TreeCopyTest, PassedDeadlineRefuses) {
   CopyLimits limits;
   limits.deadline = absl::Now() - absl::Seconds(1);
   absl::StatusOr<CopyStats> copy = CopyTree(ws.Path(""), ws.root() + "/copy", limits);
+  EXPECT_EQ(copy.status().code(), absl::StatusCode::kDeadlineExceeded) << copy.status();
+}
+
+TEST(TreeCopyTest, TheDeadlineIsReadOnTheGivenClock) {
+  testing::TempWorkspace ws;
+  for (int i = 0; i < 100; ++i) ws.WriteFile(absl::StrCat("f", i), "x");
+  FakeClock clock;
+  CopyLimits limits;
+  limits.clock = &clock;
+  limits.deadline = clock.Now() + absl::Seconds(1);
+  EXPECT_TRUE(CopyTree(ws.Path(""), ws.root() + "/before", limits).ok());
+  clock.Advance(absl::Seconds(2));  // no real time passes
+  absl::StatusOr<CopyStats> copy = CopyTree(ws.Path(""), ws.root() + "/after", limits);
   EXPECT_EQ(copy.status().code(), absl::StatusCode::kDeadlineExceeded) << copy.status();
 }
 

@@ -20,6 +20,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/limits.h"
+#include "common/status_macros.h"
 #include "common/status_reason.h"
 #include "executor_service/process/errno_status.h"
 #include "executor_service/process/unique_fd.h"
@@ -120,6 +122,7 @@ CopyLimits WorkspaceHistory::Limits(absl::string_view per, absl::Time deadline) 
   limits.max_entries = options_.max_files;
   limits.deadline = deadline;
   limits.leave_out = options_.placeholders;
+  limits.clock = options_.clock;
   limits.bytes_bound =
       absl::StrCat(kMaxBytesBound, " (", options_.max_bytes, " bytes per ", per, ")");
   limits.entries_bound =
@@ -225,9 +228,7 @@ absl::StatusOr<CopyStats> WorkspaceHistory::Copy(absl::string_view workspace,
                                                  absl::string_view target,
                                                  absl::Time deadline) const {
   if (absl::Status s = ValidateWorkspaceName(workspace); !s.ok()) return s;
-  if (absl::Status s = ValidateWorkspaceName(target); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("target", s.message().substr(9)));
-  }
+  RETURN_IF_ERROR(CheckWorkspaceName(target, "target"));
   const std::string history = HistoryDir();
   std::string from = absl::StrCat(root_, "/", workspace);
   if (!before_call.empty()) {
@@ -296,7 +297,7 @@ int WorkspaceHistory::PruneEnded(absl::Time now) const {
 }
 
 void WorkspaceHistory::MaybePrune() const {
-  const absl::Time now = absl::Now();
+  const absl::Time now = options_.clock->Now();
   int64_t last = last_prune_unix_.load();
   if (now - absl::FromUnixSeconds(last) < options_.prune_interval) return;
   if (!last_prune_unix_.compare_exchange_strong(last, absl::ToUnixSeconds(now))) return;

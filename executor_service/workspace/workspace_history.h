@@ -43,6 +43,8 @@ struct WorkspaceHistoryOptions {
   absl::Duration ended_retention = absl::Hours(24 * 7);
   // How often SnapshotBeforeCall and MarkEnded look for such runs.
   absl::Duration prune_interval = absl::Hours(1);
+  // The executor's clock: the copies' deadlines and the retention are on it.
+  Clock* clock = RealClock();
 };
 
 // Flags that set the bounds, as refusals name them.

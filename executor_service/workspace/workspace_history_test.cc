@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_reason.h"
@@ -74,6 +75,9 @@ TEST(WorkspaceHistoryTest, CopyOfTheWorkspaceAsItIsNow) {
   EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(ReasonOf(missing), reason::kWorkspaceNotFound);
   EXPECT_FALSE(Exists(ws.root() + "/copy2"));
+  const absl::Status reserved = history.Copy("ws", "", "", ".rein-history").status();
+  EXPECT_EQ(reserved.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StartsWith(reserved.message(), "target: ")) << reserved;
 }
 
 TEST(WorkspaceHistoryTest, RetentionDropsTheOldestSnapshotsAndSaysSo) {

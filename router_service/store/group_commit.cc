@@ -6,10 +6,11 @@
 
 namespace rein {
 
-GroupCommitter::GroupCommitter(RunStore* store, GroupCommitOptions options)
-    : store_(store), options_(options) {}
+GroupCommitter::GroupCommitter(RunStore* store, GroupCommitOptions options, Clock* clock)
+    : store_(store), options_(options), clock_(clock) {}
 
-absl::StatusOr<std::vector<rein::v1::RunEvent>> GroupCommitter::Commit(CommitRequest request) {
+absl::StatusOr<std::vector<rein::v1::RunEvent>> GroupCommitter::Commit(CommitRequest request,
+                                                                       absl::Time deadline) {
   Waiter self{&request, std::nullopt};
   absl::MutexLock lock(&mu_);
   queue_.push_back(&self);
@@ -18,7 +19,17 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> GroupCommitter::Commit(CommitReq
     auto ready = [this, &self]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return self.result.has_value() || !writing_;
     };
-    mu_.Await(absl::Condition(&ready));
+    if (!clock_->AwaitWithDeadline(&mu_, absl::Condition(&ready), deadline)) {
+      auto queued = std::find(queue_.begin(), queue_.end(), &self);
+      if (queued != queue_.end()) {
+        queue_.erase(queued);
+        return absl::DeadlineExceededError(
+            "the store did not take the commit before the call's deadline; nothing was written");
+      }
+      // In the batch a leader is writing: the store has it, so its answer is the answer.
+      auto answered = [&self]() { return self.result.has_value(); };
+      mu_.Await(absl::Condition(&answered));
+    }
     if (self.result.has_value()) return *std::move(self.result);
     writing_ = true;
     const size_t max_batch = static_cast<size_t>(std::max(1, options_.max_batch));

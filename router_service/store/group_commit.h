@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "rein/v1/router.pb.h"
 #include "router_service/store/run_store.h"
 
@@ -30,15 +31,21 @@ struct GroupCommitOptions {
 // acknowledged before it is committed. Callers that arrive while a batch is being written
 // queue up; when it is done, one of them (the leader) takes every queued request, oldest first
 // (up to max_batch), and writes them with one CommitBatch, then hands each waiter its result.
-// No thread of its own. Thread-safe.
+// A caller waits for its turn until its deadline at most (on the injected Clock): a request
+// still queued then is withdrawn, DEADLINE_EXCEEDED with nothing written. A request already in
+// the batch being written is waited for, as is the store when the caller leads the batch: only
+// the store bounds them (SQLite's busy timeout; UNAVAILABLE when busy). No thread of its own.
+// Thread-safe.
 class GroupCommitter {
  public:
-  GroupCommitter(RunStore* store, GroupCommitOptions options);
+  GroupCommitter(RunStore* store, GroupCommitOptions options, Clock* clock = RealClock());
   GroupCommitter(const GroupCommitter&) = delete;
   GroupCommitter& operator=(const GroupCommitter&) = delete;
 
-  // RunStore::Commit (lease_epoch unset) or CommitOwned (set), grouped with concurrent calls.
-  absl::StatusOr<std::vector<rein::v1::RunEvent>> Commit(CommitRequest request);
+  // RunStore::Commit (lease_epoch unset) or CommitOwned (set), grouped with concurrent calls;
+  // DEADLINE_EXCEEDED, nothing written, when the request is still queued at `deadline`.
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> Commit(
+      CommitRequest request, absl::Time deadline = absl::InfiniteFuture());
 
   // Batches written so far, and the requests in them (their ratio is the mean batch size).
   int64_t batches();
@@ -54,6 +61,7 @@ class GroupCommitter {
 
   RunStore* const store_;
   const GroupCommitOptions options_;
+  Clock* const clock_;
   absl::Mutex mu_;
   std::deque<Waiter*> queue_ ABSL_GUARDED_BY(mu_);  // FIFO: oldest first
   bool writing_ ABSL_GUARDED_BY(mu_) = false;       // a leader is writing a batch

@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/testing/fake_clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rein/v1/router.pb.h"
@@ -250,6 +251,37 @@ TEST(GroupCommitterTest, AFailedBatchFailsEachOfItsCommitsAndTheNextBatchWorks) 
   next.Join();
   EXPECT_EQ(RunOf(next.result(7)), "run-7");
   EXPECT_EQ(committer.commits(), 5);
+}
+
+TEST(GroupCommitterTest, ARequestStillQueuedAtItsDeadlineIsWithdrawnUnwritten) {
+  BatchStore store;
+  FakeClock clock;
+  GroupCommitter committer(&store, GroupCommitOptions{/*max_batch=*/64}, &clock);
+  Committers committers(&committer);
+  store.CloseGate();
+  committers.Start(0);  // leads a batch, held in the store
+  store.AwaitBatches(1);
+  const rein::v1::RunState state;
+  CommitResult late;
+  std::thread follower([&] {
+    CommitRequest request;
+    request.run_id = "run-late";
+    request.expected_version = 1;
+    request.new_state = &state;
+    late = committer.Commit(std::move(request), clock.Now() + absl::Seconds(1));
+  });
+  AwaitWaiting(committer, 1);
+  clock.Advance(absl::Seconds(1));
+  follower.join();  // returns while the store still holds the leader's batch
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded) << late.status();
+  EXPECT_EQ(committer.waiting(), 0);
+  store.OpenGate();
+  committers.Join();
+  EXPECT_EQ(RunOf(committers.result(0)), "run-0");
+  // Nothing of the withdrawn request reached the store.
+  const std::vector<BatchStore::Batch> batches = store.batches();
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_THAT(batches[0].run_ids, ElementsAre("run-0"));
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ McpTool::McpTool(std::shared_ptr<const McpServer> server, const McpToolInfo& inf
 
 ToolResult McpTool::Execute(const ToolContext& context, const nlohmann::json& args) const {
   const McpServerConfig& config = server_->config();
-  const absl::Time start = absl::Now();
+  const absl::Time start = context.clock->Now();
   auto redact = [&](std::string text) { return RedactSecrets(config, std::move(text)); };
   auto failure = [&](const std::string& code, const std::string& message) {
     return ToolResult::Failure(
@@ -148,8 +148,8 @@ ToolResult McpTool::Execute(const ToolContext& context, const nlohmann::json& ar
       (*session)->Close();  // kills the server's sandbox: nothing of it outlives the call
       ToolResult result = failure(
           "TIMEOUT", absl::StrCat("timed out after ",
-                                  absl::FormatDuration(
-                                      absl::Seconds(absl::ToInt64Seconds(absl::Now() - start))),
+                                  absl::FormatDuration(absl::Seconds(
+                                      absl::ToInt64Seconds(context.clock->Now() - start))),
                                   "; notifications/cancelled was sent and the server stopped"));
       result.timed_out = true;
       return result;
