@@ -89,7 +89,8 @@ class PostgresRunStore final : public RouterStore {
 
   // The layout version this binary writes.
   // 2: routers, runs.owner, runs.lease_epoch (a version 1 layout is migrated when opened).
-  static constexpr int kSchemaVersion = 2;
+  // 4: runs.namespace, request_id unique per namespace (3 is SQLite's alone).
+  static constexpr int kSchemaVersion = 4;
 
   // host:port/database of the server, for logs and messages (never the password).
   const std::string& target() const;
@@ -115,6 +116,8 @@ class PostgresRunStore final : public RouterStore {
                                                            int64_t after_version,
                                                            int limit) override;
   absl::StatusOr<std::vector<std::string>> ListUnfinishedRunIds() override;
+  absl::StatusOr<NamespaceUsage> GetNamespaceUsage(const std::string& namespace_name,
+                                                   absl::Time since) override;
 
   bool Shared() const override { return true; }
   absl::Status JoinFleet(const std::string& router_id, absl::Duration ttl) override;

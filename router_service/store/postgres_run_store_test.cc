@@ -126,6 +126,14 @@ class PostgresRunStoreTest : public ::testing::Test {
     return value.ok() ? *value : "";
   }
 
+  // Undoes step 4 (namespaces): how version 2 kept runs.
+  void BackToLayout2() {
+    Query("DROP INDEX runs_by_request");
+    Query("DROP INDEX runs_by_namespace");
+    Query("ALTER TABLE runs DROP COLUMN namespace");
+    Query("ALTER TABLE runs ADD CONSTRAINT runs_request_id_key UNIQUE (request_id)");
+  }
+
   std::string url_;
   std::string database_;
 };
@@ -190,7 +198,7 @@ TEST_F(PostgresRunStoreTest, MissingDatabaseIsFailedPreconditionNamingIt) {
 
 TEST_F(PostgresRunStoreTest, OpenRecordsSchemaVersionAndKeepsRunOrderBytewise) {
   ASSERT_NE(OpenOrDie(), nullptr);
-  EXPECT_EQ(Query("SELECT version FROM schema_version"), "2");
+  EXPECT_EQ(Query("SELECT version FROM schema_version"), "4");
   // Open again on existing tables.
   ASSERT_NE(OpenOrDie(), nullptr);
   EXPECT_EQ(Query("SELECT count(*) FROM schema_version"), "1");
@@ -201,10 +209,26 @@ TEST_F(PostgresRunStoreTest, OpenRecordsSchemaVersionAndKeepsRunOrderBytewise) {
 
 TEST_F(PostgresRunStoreTest, OtherSchemaVersionIsFailedPrecondition) {
   ASSERT_NE(OpenOrDie(), nullptr);
-  Query("UPDATE schema_version SET version = 3");
+  Query("UPDATE schema_version SET version = 99");
   absl::StatusOr<std::unique_ptr<PostgresRunStore>> store = PostgresRunStore::Open(url_);
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(store.status().message(), HasSubstr("schema version 3"));
+  EXPECT_THAT(store.status().message(), HasSubstr("schema version 99"));
+}
+
+TEST_F(PostgresRunStoreTest, VersionTwoLayoutMovesIntoTheDefaultNamespace) {
+  {
+    std::unique_ptr<PostgresRunStore> store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->CreateRun(MakeRun("run-old", "request-1"), {}).ok());
+  }
+  BackToLayout2();
+  Query("UPDATE schema_version SET version = 2");
+  std::unique_ptr<PostgresRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Query("SELECT version FROM schema_version"), "4");
+  EXPECT_EQ(Query("SELECT namespace FROM runs WHERE run_id = 'run-old'"), "default");
+  const absl::Status moved = rein::testing::CheckRequestIdMovedToDefault(*store);
+  EXPECT_TRUE(moved.ok()) << moved;
 }
 
 TEST_F(PostgresRunStoreTest, VersionOneLayoutIsMigratedAndItsRunsAreClaimed) {
@@ -216,10 +240,11 @@ TEST_F(PostgresRunStoreTest, VersionOneLayoutIsMigratedAndItsRunsAreClaimed) {
   // Back to the layout before leases.
   Query("DROP TABLE routers");
   Query("ALTER TABLE runs DROP COLUMN owner, DROP COLUMN lease_epoch");
+  BackToLayout2();
   Query("UPDATE schema_version SET version = 1");
   std::unique_ptr<PostgresRunStore> store = OpenOrDie();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(Query("SELECT version FROM schema_version"), "2");
+  EXPECT_EQ(Query("SELECT version FROM schema_version"), "4");
   ASSERT_TRUE(store->JoinFleet("router-a", absl::Seconds(10)).ok());
   absl::StatusOr<std::vector<rein::v1::Run>> claimed = store->ClaimRuns(false);
   ASSERT_TRUE(claimed.ok()) << claimed.status();
