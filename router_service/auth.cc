@@ -220,9 +220,8 @@ bool Authenticator::StillValid(absl::string_view authorization) {
   return !hash.empty() && tokens_.count(hash) > 0;
 }
 
-absl::StatusOr<Principal> Authenticator::Authorize(absl::string_view method,
-                                                   absl::string_view authorization,
-                                                   absl::string_view peer) {
+absl::StatusOr<Principal> Authenticator::Authenticate(absl::string_view authorization,
+                                                      absl::string_view peer) {
   const absl::Time now = clock_->Now();
   const std::string hash = BearerHash(authorization);
   // What a failure is counted against: the token itself, or (without one) where it came from.
@@ -243,12 +242,20 @@ absl::StatusOr<Principal> Authenticator::Authorize(absl::string_view method,
   if (it == tokens_.end()) {
     return Fail(absl::UnauthenticatedError(kUnauthenticated), credential, "unauthenticated", now);
   }
-  if ((RolesAllowedFor(method) & it->second.roles) == 0) {
+  return it->second;
+}
+
+absl::StatusOr<Principal> Authenticator::Authorize(absl::string_view method,
+                                                   absl::string_view authorization,
+                                                   absl::string_view peer) {
+  absl::StatusOr<Principal> who = Authenticate(authorization, peer);
+  if (!who.ok()) return who;
+  if ((RolesAllowedFor(method) & who->roles) == 0) {
     // Counted, but not toward the rate limit: the caller proved who it is.
     Metrics::Global().Add("rein_router_auth_failures_total", 1, "reason=\"permission_denied\"");
     return absl::PermissionDeniedError(kDenied);
   }
-  return it->second;
+  return who;
 }
 
 }  // namespace rein

@@ -74,6 +74,11 @@ class Authenticator {
   absl::StatusOr<Principal> Authorize(absl::string_view method, absl::string_view authorization,
                                       absl::string_view peer);
 
+  // Authorize without the role check: the principal of the token in `authorization`, whose
+  // roles the caller checks (RouterApi does, per method). The same failures, counting and
+  // rate limit as Authorize.
+  absl::StatusOr<Principal> Authenticate(absl::string_view authorization, absl::string_view peer);
+
   // Whether the token in `authorization` is still in the file (read again if it changed),
   // for a long call checking that its caller was not revoked meanwhile. Not counted toward
   // the rate limit.

@@ -534,6 +534,7 @@ absl::StatusOr<RunPage> RunEngine::ListRuns(const rein::v1::ListRunsRequest& req
   RunFilter filter;
   filter.stage = request.stage();
   filter.outcome = request.outcome();
+  filter.namespace_name = request.namespace_();  // RouterApi scopes it to the caller's
   // Every transition is committed before the in-memory view changes, so the store is current.
   return store_->ListRuns(filter, request.page_size() == 0 ? 50 : request.page_size(),
                           request.page_token());
