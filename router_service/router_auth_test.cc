@@ -43,34 +43,7 @@ class RouterAuthTest : public ::testing::Test {
     auth_ = std::make_unique<Authenticator>(auth_options, RealClock());
     ASSERT_TRUE(auth_->Load().ok());
 
-    planner_.plan = [](const rein::v1::PlanRequest&) {
-      rein::v1::PlanResponse reply;
-      auto* task = reply.add_subtasks();
-      task->set_id("s0");
-      task->set_description("list");
-      return absl::StatusOr<rein::v1::PlanResponse>(reply);
-    };
-    planner_.decide = [](const rein::v1::DecideRequest&) {
-      rein::v1::DecideResponse reply;
-      reply.mutable_tool_call()->set_tool("list_files");
-      reply.mutable_tool_call()->set_args_json("{}");
-      return absl::StatusOr<rein::v1::DecideResponse>(reply);
-    };
-    planner_.evaluate = [](const rein::v1::EvaluateRequest&) {
-      rein::v1::EvaluateResponse reply;
-      reply.set_status(rein::v1::RunEvent::Evaluation::COMPLETED);
-      reply.set_summary("listed");
-      reply.set_goal_achieved(true);
-      return absl::StatusOr<rein::v1::EvaluateResponse>(reply);
-    };
-    rein::v1::ToolSpec list;
-    list.set_name("list_files");
-    executor_.tools = {list};
-    executor_.execute = [](const rein::v1::ExecuteRequest&) {
-      rein::v1::ExecuteResponse reply;
-      reply.set_ok(true);
-      return absl::StatusOr<rein::v1::ExecuteResponse>(reply);
-    };
+    rein::testing::ScriptListOnce(&planner_, &executor_);
     auto store = SqliteRunStore::Open(dir + "/router-" + name + ".db", {});
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);

@@ -36,6 +36,8 @@ struct RunEngine::Entry {
   absl::Time not_before ABSL_GUARDED_BY(mu) = absl::InfinitePast();
   // Set when this router stopped driving the run (lease lost): nothing more is done for it.
   bool dropped ABSL_GUARDED_BY(mu) = false;
+  // The run's namespace, its share of the workers (WorkPool); set once, by Track.
+  std::string share;
 };
 
 namespace {
@@ -57,9 +59,11 @@ RunEngine::RunEngine(RouterStore* store, PlannerClient* planner, ExecutorClient*
       router_(options.stage),
       pool_(options.inline_replies),
       tools_(executor, clock, options.tools_cache_ttl, options.list_tools_timeout),
-      scheduler_(
-          clock,
-          [this](const std::string& run_id) { pool_.Post([this, run_id] { Wake(run_id); }); }),
+      scheduler_(clock,
+                 [this](const std::string& run_id) {
+                   std::shared_ptr<Entry> entry = Find(run_id);
+                   pool_.Post([this, run_id] { Wake(run_id); }, entry ? entry->share : "");
+                 }),
       tail_(clock),
       fleet_(store, &router_, clock, options.router_id, options.lease_ttl, options.cancel_wait,
              FleetMember::Hooks{
@@ -67,7 +71,9 @@ RunEngine::RunEngine(RouterStore* store, PlannerClient* planner, ExecutorClient*
                  [this] { DropAll("lease lapsed"); },
                  // On a worker, in the order claimed: a recovery commits, and the lease thread
                  // renews the lease.
-                 [this](const Run& run) { pool_.Post([this, run] { Recover(run); }); },
+                 [this](const Run& run) {
+                   pool_.Post([this, run] { Recover(run); }, run.spec().namespace_());
+                 },
                  [this](std::map<std::string, int64_t> owned) { CheckOwned(std::move(owned)); },
              }) {}
 
@@ -240,6 +246,7 @@ std::shared_ptr<RunEngine::Entry> RunEngine::Find(const std::string& run_id) {
 
 std::shared_ptr<RunEngine::Entry> RunEngine::Track(const Run& run) {
   auto entry = std::make_shared<Entry>();
+  entry->share = run.spec().namespace_();
   {
     absl::MutexLock lock(&entry->mu);
     entry->run = run;
@@ -288,7 +295,7 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t) {
         run = *std::move(fresh);
         // Whoever called may not advance the run after a failure (a stale review): make sure
         // the newer state is acted on.
-        pool_.Post([this, id = run.run_id()] { Wake(id); });
+        pool_.Post([this, id = run.run_id()] { Wake(id); }, run.spec().namespace_());
       }
     }
     return stored.status();
@@ -376,7 +383,7 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
   std::weak_ptr<Entry> weak = entry;
   const auto sent = std::chrono::steady_clock::now();  // latency metrics: real time
   const std::string* label = &CallLabel(effect.kind);
-  auto finish = [this, weak, sent, label](StageReply reply) {
+  auto finish = [this, weak, sent, label, share = entry->share](StageReply reply) {
     const auto replied = std::chrono::steady_clock::now();
     Metrics::Global().Observe("rein_router_call_seconds",
                               std::chrono::duration<double>(replied - sent).count(), *label);
@@ -400,11 +407,13 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
         return;
       }
     }
-    pool_.Post([this, weak, replied, reply = std::move(reply)] {
-      Metrics::Global().Observe("rein_router_queue_seconds", SecondsSince(replied));
-      if (std::shared_ptr<Entry> e = weak.lock()) Complete(e, reply);
-      CallDone();
-    });
+    pool_.Post(
+        [this, weak, replied, reply = std::move(reply)] {
+          Metrics::Global().Observe("rein_router_queue_seconds", SecondsSince(replied));
+          if (std::shared_ptr<Entry> e = weak.lock()) Complete(e, reply);
+          CallDone();
+        },
+        share);
   };
   entry->call = SendCall(planner_, executor_, effect, std::move(finish));
 }
@@ -474,7 +483,7 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   if (!spec.ok()) return spec.status();
   RETURN_IF_ERROR(CheckCostBudget(*spec, options_.stage.prices.get()));
   const std::string run_id = NewRunId();
-  RETURN_IF_ERROR(tools_.CheckWorkspace(run_id, spec->workspace(), *tools));
+  RETURN_IF_ERROR(tools_.CheckWorkspace(run_id, spec->workspace(), *tools, spec->namespace_()));
   Run run;
   Transition t = router_.NewRun(run_id, request.request_id(), *spec, clock_->Now(), &run);
   run.set_owner(options_.router_id);  // the router that accepted StartRun drives the run

@@ -33,11 +33,12 @@ absl::StatusOr<std::vector<rein::v1::ToolSpec>> ToolCatalog::Tools() {
 }
 
 absl::Status ToolCatalog::CheckWorkspace(const std::string& run_id, const std::string& workspace,
-                                         const std::vector<rein::v1::ToolSpec>& tools) {
+                                         const std::vector<rein::v1::ToolSpec>& tools,
+                                         const std::string& namespace_name) {
   if (!HasFileInfo(tools)) return absl::OkStatus();
   absl::Notification done;
   absl::StatusOr<rein::v1::ExecuteResponse> reply;
-  executor_->Execute(WorkspaceCheck(run_id, workspace), clock_->Now() + timeout_,
+  executor_->Execute(WorkspaceCheck(run_id, workspace, namespace_name), clock_->Now() + timeout_,
                      [&](absl::StatusOr<rein::v1::ExecuteResponse> r) {
                        reply = std::move(r);
                        done.Notify();

@@ -32,7 +32,8 @@ class ToolCatalog {
   // workspace is missing or unusable; OK when `tools` has no file_info; UNAVAILABLE when the
   // executors cannot be asked.
   absl::Status CheckWorkspace(const std::string& run_id, const std::string& workspace,
-                              const std::vector<rein::v1::ToolSpec>& tools);
+                              const std::vector<rein::v1::ToolSpec>& tools,
+                              const std::string& namespace_name = "");
 
  private:
   ExecutorClient* const executor_;

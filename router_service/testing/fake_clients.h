@@ -166,6 +166,38 @@ class FakeExecutorClient final : public ExecutorClient {
   std::vector<std::string> forgotten_ ABSL_GUARDED_BY(forgotten_mu_);
 };
 
+// The shortest script to the end: one subtask, one list_files call, done with the goal.
+inline void ScriptListOnce(FakePlannerClient* planner, FakeExecutorClient* executor) {
+  planner->plan = [](const rein::v1::PlanRequest&) {
+    rein::v1::PlanResponse reply;
+    auto* task = reply.add_subtasks();
+    task->set_id("s0");
+    task->set_description("list");
+    return absl::StatusOr<rein::v1::PlanResponse>(reply);
+  };
+  planner->decide = [](const rein::v1::DecideRequest&) {
+    rein::v1::DecideResponse reply;
+    reply.mutable_tool_call()->set_tool("list_files");
+    reply.mutable_tool_call()->set_args_json("{}");
+    return absl::StatusOr<rein::v1::DecideResponse>(reply);
+  };
+  planner->evaluate = [](const rein::v1::EvaluateRequest&) {
+    rein::v1::EvaluateResponse reply;
+    reply.set_status(rein::v1::RunEvent::Evaluation::COMPLETED);
+    reply.set_summary("listed");
+    reply.set_goal_achieved(true);
+    return absl::StatusOr<rein::v1::EvaluateResponse>(reply);
+  };
+  rein::v1::ToolSpec list;
+  list.set_name("list_files");
+  executor->tools = {list};
+  executor->execute = [](const rein::v1::ExecuteRequest&) {
+    rein::v1::ExecuteResponse reply;
+    reply.set_ok(true);
+    return absl::StatusOr<rein::v1::ExecuteResponse>(reply);
+  };
+}
+
 }  // namespace rein::testing
 
 #endif  // REIN_ROUTER_SERVICE_TESTING_FAKE_CLIENTS_H_
