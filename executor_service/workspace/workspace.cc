@@ -36,9 +36,9 @@ long Openat2(int dirfd, const char* path, struct open_how* how) {
 absl::Status ValidateWorkspaceName(absl::string_view name) {
   const size_t slash = name.find('/');
   if (slash == absl::string_view::npos) return CheckWorkspaceName(name, "workspace");
-  if (absl::Status bad = CheckNamespaceName(name.substr(0, slash), "workspace: namespace");
-      !bad.ok()) {
-    return bad;
+  // Not `<namespace>/<name>`: refused as any name with a '/' always was.
+  if (!CheckNamespaceName(name.substr(0, slash), "namespace").ok()) {
+    return CheckWorkspaceName(name, "workspace");
   }
   return CheckWorkspaceName(name.substr(slash + 1), "workspace");
 }
