@@ -141,6 +141,13 @@ const std::vector<SubcommandDef>& Subcommands() {
        "     [--usage] [--json]\n"
        "    Lists runs, newest first. --all follows every page. --usage adds each run's model\n"
        "    tokens (input, output, cache read, cache write) and cost in US dollars."},
+      {"quota",
+       Subcommand::kQuota,
+       false,
+       {{"namespace", true, false}, {"json", false, false}},
+       "quota [--namespace=NS] [--json]\n"
+       "    Shows a namespace's quotas (the router's --quotas_file) against what it uses now,\n"
+       "    and when a spent one frees. Default: the token's own namespace."},
       {"show",
        Subcommand::kShow,
        true,
@@ -443,6 +450,9 @@ absl::Status ParseSubcommandFlags(const SubcommandDef& def, const FlagValues& va
       command.show_usage = Last(values, "usage") == std::optional<std::string>("true");
       return absl::OkStatus();
     case Subcommand::kShow: return absl::OkStatus();
+    case Subcommand::kQuota:
+      command.namespace_name = Last(values, "namespace").value_or("");
+      return absl::OkStatus();
     case Subcommand::kExport: return RequireNonEmpty(values, "out", command.out_dir, def.name);
     case Subcommand::kTools:
       if (values.count("executor")) {

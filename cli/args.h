@@ -36,6 +36,7 @@ enum class Subcommand {
   kFork,
   kReplay,
   kDiff,
+  kQuota,
 };
 
 // The `fork` flags as given.
@@ -118,6 +119,9 @@ struct Command {
   std::string out_dir;
   // replay: the router's --price_table ("" = none)
   std::string price_table;
+
+  // quota: the namespace asked ("" = the caller's own)
+  std::string namespace_name;
 
   // tools: the executor asked (its registry is the source of truth)
   std::string executor = kDefaultExecutor;

@@ -148,7 +148,7 @@ TEST(Usage, MentionsEverySubcommand) {
   const std::string usage = Usage();
   for (const char* name :
        {"start", "watch", "approve", "reject", "answer", "edit-plan", "edit-call", "cancel", "list",
-        "show", "export", "fork", "replay", "diff", "help"}) {
+        "show", "export", "fork", "replay", "diff", "quota", "help"}) {
     EXPECT_THAT(usage, HasSubstr(std::string("  ") + name)) << name;
   }
   EXPECT_THAT(Usage("cancel"), HasSubstr("cancel RUN_ID [--reason=TEXT]"));

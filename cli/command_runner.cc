@@ -74,6 +74,7 @@ int CommandRunner::Run(const Command& command) {
     case Subcommand::kFork: return Fork(command);
     case Subcommand::kReplay: return Replay(command);
     case Subcommand::kDiff: return Diff(command);
+    case Subcommand::kQuota: return Quota(command);
   }
   return UsageError("unknown subcommand");
 }
@@ -359,6 +360,33 @@ int CommandRunner::Cancel(const Command& command) {
     out_ << " (" << v1::TerminationReason_Name(run.state().outcome().reason()) << ")";
   }
   out_ << "\n" << std::flush;
+  return kExitFinished;
+}
+
+int CommandRunner::Quota(const Command& command) {
+  v1::GetQuotaRequest request;
+  request.set_namespace_(command.namespace_name);
+  v1::QuotaReport report;
+  grpc::ClientContext context;
+  SetDeadline(context, options_.rpc_timeout);
+  grpc::Status status = stub_->GetQuota(&context, request, &report);
+  if (!status.ok()) return RpcError("GetQuota", status);
+  if (command.json) {
+    out_ << PrettyMessageJson(report) << "\n" << std::flush;
+    return kExitFinished;
+  }
+  out_ << "namespace " << report.namespace_() << "\n";
+  if (report.quotas().empty()) out_ << "  no quotas: unlimited\n";
+  for (const v1::QuotaUse& q : report.quotas()) {
+    out_ << "  " << q.name() << ": " << q.used() << " of " << q.limit();
+    if (q.has_frees_at()) {
+      out_ << ", spent; frees at "
+           << absl::FormatTime("%Y-%m-%d %H:%M:%S UTC",
+                               absl::FromUnixSeconds(q.frees_at().seconds()), absl::UTCTimeZone());
+    }
+    out_ << "\n";
+  }
+  out_ << std::flush;
   return kExitFinished;
 }
 

@@ -56,6 +56,7 @@ class CommandRunner {
   int Review(const Command& command);
   int Cancel(const Command& command);
   int List(const Command& command);
+  int Quota(const Command& command);
   int Show(const Command& command);
   int Export(const Command& command);
   int Tools(const Command& command);

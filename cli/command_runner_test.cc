@@ -72,6 +72,22 @@ class FakeRouter final : public v1::Router::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status GetQuota(grpc::ServerContext*, const v1::GetQuotaRequest* request,
+                        v1::QuotaReport* response) override {
+    absl::MutexLock lock(&mu_);
+    quota_requests.push_back(*request);
+    response->set_namespace_(request->namespace_().empty() ? "team-a" : request->namespace_());
+    auto* runs = response->add_quotas();
+    runs->set_name("max_concurrent_runs");
+    runs->set_limit(2);
+    runs->set_used(1);
+    auto* tokens = response->add_quotas();
+    tokens->set_name("max_tokens_per_day");
+    tokens->set_limit(1000);
+    tokens->set_used(1000);
+    tokens->mutable_frees_at()->set_seconds(1700006400);
+    return grpc::Status::OK;
+  }
   grpc::Status CancelRun(grpc::ServerContext*, const v1::CancelRunRequest* request,
                          v1::Run* response) override {
     absl::MutexLock lock(&mu_);
@@ -144,6 +160,7 @@ class FakeRouter final : public v1::Router::Service {
   std::vector<v1::StartRunRequest> start_requests;
   std::vector<v1::ListRunsRequest> list_requests;
   std::vector<v1::CancelRunRequest> cancel_requests;
+  std::vector<v1::GetQuotaRequest> quota_requests;
   std::vector<v1::WatchRunRequest> watch_requests;
   std::vector<v1::ResumeRunRequest> resume_requests;
   int get_run_calls = 0;
@@ -483,6 +500,16 @@ TEST_F(CommandRunnerTest, CancelPrintsTheStage) {
   EXPECT_EQ(Run({"cancel", "run-9", "--reason=enough"}), kExitFinished);
   EXPECT_EQ(router_.cancel_requests[0].reason(), "enough");
   EXPECT_EQ(out_.str(), "run run-9: CANCELLED (CANCELLED_BY_USER)\n");
+}
+
+TEST_F(CommandRunnerTest, QuotaShowsUseAgainstEachQuotaAndWhenASpentOneFrees) {
+  EXPECT_EQ(Run({"quota", "--namespace=team-b"}), kExitFinished);
+  ASSERT_EQ(router_.quota_requests.size(), 1u);
+  EXPECT_EQ(router_.quota_requests[0].namespace_(), "team-b");
+  EXPECT_EQ(out_.str(),
+            "namespace team-b\n"
+            "  max_concurrent_runs: 1 of 2\n"
+            "  max_tokens_per_day: 1000 of 1000, spent; frees at 2023-11-15 00:00:00 UTC\n");
 }
 
 TEST_F(CommandRunnerTest, ShowPrintsSummaryOrJson) {

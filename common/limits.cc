@@ -40,4 +40,24 @@ absl::Status CheckWorkspaceName(absl::string_view name, absl::string_view field)
   return absl::OkStatus();
 }
 
+absl::Status CheckNamespaceName(absl::string_view name, absl::string_view field) {
+  auto bad = [&](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", parts...));
+  };
+  if (name.empty()) return bad("must not be empty");
+  if (name.size() > kMaxNamespaceBytes) {
+    return bad("must be at most ", kMaxNamespaceBytes, " bytes, got ", name.size());
+  }
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  for (char c : name) {
+    if (!alnum(c) && c != '-') {
+      return bad("must be lower-case letters, digits and '-', got ", Quote(name));
+    }
+  }
+  if (!alnum(name.front()) || !alnum(name.back())) {
+    return bad("must start and end with a letter or digit, got ", Quote(name));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace rein

@@ -23,6 +23,20 @@ inline constexpr char kReservedWorkspacePrefix[] = ".rein-";
 // Otherwise INVALID_ARGUMENT whose message starts with `field` and names the rule.
 absl::Status CheckWorkspaceName(absl::string_view name, absl::string_view field);
 
+// Namespaces (docs/NAMESPACES.md): a run belongs to one; "" means this one.
+inline constexpr char kDefaultNamespace[] = "default";
+inline constexpr size_t kMaxNamespaceBytes = 63;
+
+// OK when `name` may be a namespace: 1..63 bytes of [a-z0-9-], starting and ending with a
+// letter or digit (a DNS label, so it is also a safe directory name). Otherwise
+// INVALID_ARGUMENT whose message starts with `field` and names the rule.
+absl::Status CheckNamespaceName(absl::string_view name, absl::string_view field);
+
+// `name`, or kDefaultNamespace when it is empty.
+inline absl::string_view NamespaceOrDefault(absl::string_view name) {
+  return name.empty() ? absl::string_view(kDefaultNamespace) : name;
+}
+
 }  // namespace rein
 
 #endif  // REIN_COMMON_LIMITS_H_

@@ -45,5 +45,39 @@ TEST(CheckWorkspaceNameTest, MalformedNamesAreRefusedWithTheirRule) {
   }
 }
 
+TEST(CheckNamespaceNameTest, LabelsPass) {
+  for (const char* name : {"default", "team-a", "a", "0", "a1-b2"}) {
+    EXPECT_TRUE(CheckNamespaceName(name, "namespace").ok()) << name;
+  }
+  EXPECT_TRUE(CheckNamespaceName(std::string(kMaxNamespaceBytes, 'n'), "namespace").ok());
+}
+
+TEST(CheckNamespaceNameTest, MalformedNamesAreRefusedWithTheirRule) {
+  struct Case {
+    std::string name;
+    const char* rule;
+  } cases[] = {
+      {"", "must not be empty"},
+      {std::string(kMaxNamespaceBytes + 1, 'n'), "at most 63 bytes, got 64"},
+      {"Team", "lower-case letters"},
+      {"a/b", "lower-case letters"},
+      {"a_b", "lower-case letters"},
+      {"..", "lower-case letters"},
+      {"-a", "start and end"},
+      {"a-", "start and end"},
+  };
+  for (const Case& c : cases) {
+    absl::Status status = CheckNamespaceName(c.name, "namespace");
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.name;
+    EXPECT_THAT(status.message(), HasSubstr(c.rule)) << c.name;
+    EXPECT_THAT(std::string(status.message()), ::testing::StartsWith("namespace: ")) << c.name;
+  }
+}
+
+TEST(CheckNamespaceNameTest, EmptyIsTheDefault) {
+  EXPECT_EQ(NamespaceOrDefault(""), "default");
+  EXPECT_EQ(NamespaceOrDefault("team-a"), "team-a");
+}
+
 }  // namespace
 }  // namespace rein

@@ -24,6 +24,8 @@ inline constexpr char kWorkspaceNotFound[] = "WORKSPACE_NOT_FOUND";
 inline constexpr char kSnapshotMissing[] = "SNAPSHOT_MISSING";
 // The executor does not implement the call (an older executor).
 inline constexpr char kNotSupported[] = "NOT_SUPPORTED";
+// A namespace's quota refused a start (router_service/service/quotas.h; RESOURCE_EXHAUSTED).
+inline constexpr char kQuotaExceeded[] = "QUOTA_EXCEEDED";
 }  // namespace reason
 
 // `status` with `reason` attached (unchanged when status is OK or reason is empty).

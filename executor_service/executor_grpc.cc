@@ -6,12 +6,14 @@
 #include "absl/time/time.h"
 #include "common/grpc_deadline.h"
 #include "common/grpc_status.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/proto_time.h"
 #include "common/status_reason.h"
 #include "executor_service/process/output_buffer.h"
 #include "executor_service/tools/json_schema.h"
+#include "executor_service/workspace/workspace.h"
 #include "trace/grpc_metadata.h"
 #include "trace/service_spans.h"
 
@@ -74,13 +76,24 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
   ExecuteCall call;
   call.call_id = request->call_id();
   call.run_id = request->run_id();
-  call.workspace = request->workspace();
+  // A bad workspace name fails as it always did (ExecuteOnce's reply); a bad namespace, or a
+  // `default` workspace that is a namespace's folder, fails the request.
+  absl::StatusOr<std::string> workspace = request->workspace();
+  if (CheckWorkspaceName(request->workspace(), "workspace").ok()) {
+    workspace = NamespacedWorkspace(executor_->options().workspace_root, request->namespace_(),
+                                    request->workspace());
+  }
   call.tool = request->tool();
   call.args_json = request->args_json();
   call.max_output_bytes = request->limits().max_output_bytes();
   call.tool_schema_hash = request->tool_schema_hash();
   call.deadline = DeadlineOn(*context, executor_->options().clock);
   absl::Status status = FromProto(request->limits().timeout(), "limits.timeout", &call.timeout);
+  if (workspace.ok()) {
+    call.workspace = *std::move(workspace);
+  } else if (status.ok()) {
+    status = workspace.status();
+  }
 
   absl::StatusOr<ExecuteOutcome> outcome =
       status.ok() ? executor_->ExecuteOnce(call) : absl::StatusOr<ExecuteOutcome>(status);
@@ -145,12 +158,18 @@ grpc::Status ExecutorGrpcService::CopyWorkspace(grpc::ServerContext* context,
                    reason::kNotSupported));
   }
   const absl::Time start = executor_->options().clock->Now();
+  const std::string& root = executor_->options().workspace_root;
+  absl::StatusOr<std::string> from =
+      NamespacedWorkspace(root, request->namespace_(), request->workspace());
+  absl::StatusOr<std::string> target =
+      NamespacedWorkspace(root, request->namespace_(), request->target());
   absl::StatusOr<SandboxSlot> slot = executor_->AdmitWorkspaceCopy();
   absl::StatusOr<CopyStats> stats =
-      slot.ok()
-          ? history_->Copy(request->workspace(), request->run_id(), request->before_call(),
-                           request->target(), DeadlineOn(*context, executor_->options().clock))
-          : absl::StatusOr<CopyStats>(slot.status());
+      !from.ok()     ? from.status()
+      : !target.ok() ? target.status()
+      : !slot.ok()   ? slot.status()
+                     : history_->Copy(*from, request->run_id(), request->before_call(), *target,
+                                      DeadlineOn(*context, executor_->options().clock));
   LogInfo("copy workspace", {{"workspace", ForLog(request->workspace())},
                              {"before_call", ForLog(request->before_call())},
                              {"target", ForLog(request->target())},
@@ -188,7 +207,9 @@ grpc::Status ExecutorGrpcService::DeleteWorkspace(grpc::ServerContext* /*context
         WithReason(absl::FailedPreconditionError("this executor copies no workspaces"),
                    reason::kNotSupported));
   }
-  absl::Status status = history_->Delete(request->workspace());
+  absl::StatusOr<std::string> name = NamespacedWorkspace(
+      executor_->options().workspace_root, request->namespace_(), request->workspace());
+  absl::Status status = name.ok() ? history_->Delete(*name) : name.status();
   LogInfo("delete workspace", {{"workspace", ForLog(request->workspace())},
                                {"rpc_status", status.ok() ? "OK" : status.ToString()}});
   return ToGrpcStatus(Sanitized(status));

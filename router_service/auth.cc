@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "common/metrics.h"
 
@@ -34,9 +35,11 @@ absl::StatusOr<uint32_t> ParseRoles(absl::string_view text) {
       roles |= kRoleOperator;
     } else if (role == "reviewer") {
       roles |= kRoleReviewer;
+    } else if (role == "admin") {
+      roles |= kRoleAdmin;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown role \"", role.substr(0, 32),
-                                                     "\" (roles: viewer, operator, reviewer)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown role \"", role.substr(0, 32), "\" (roles: viewer, operator, reviewer, admin)"));
     }
   }
   return roles;
@@ -94,9 +97,21 @@ absl::StatusOr<std::map<std::string, Principal>> ParseTokenFile(absl::string_vie
     auto error = [number](absl::string_view problem) {
       return absl::InvalidArgumentError(absl::StrCat("line ", number, ": ", problem));
     };
-    if (fields.size() != 3) {
-      return error(absl::StrCat("want `sha256:<hex> <principal> <role>[,<role>...]`, found ",
-                                fields.size(), " fields"));
+    if (fields.size() != 3 && fields.size() != 4) {
+      return error(absl::StrCat(
+          "want `sha256:<hex> <principal> <role>[,<role>...] [namespace=<ns>]`, found ",
+          fields.size(), " fields"));
+    }
+    std::string namespace_name = kDefaultNamespace;
+    if (fields.size() == 4) {
+      absl::string_view ns = fields[3];
+      if (!absl::ConsumePrefix(&ns, "namespace=")) {
+        return error("the fourth field must be namespace=<ns>");
+      }
+      if (absl::Status bad = CheckNamespaceName(ns, "namespace"); !bad.ok()) {
+        return error(bad.message());
+      }
+      namespace_name = std::string(ns);
     }
     absl::string_view hash = fields[0];
     if (!absl::ConsumePrefix(&hash, "sha256:")) {
@@ -112,21 +127,22 @@ absl::StatusOr<std::map<std::string, Principal>> ParseTokenFile(absl::string_vie
     if (tokens.count(key) != 0) {
       return error(absl::StrCat("the hash sha256:", key.substr(0, 8), "... is listed twice"));
     }
-    tokens[key] = Principal{std::string(fields[1]), *roles};
+    tokens[key] = Principal{std::string(fields[1]), *roles, std::move(namespace_name)};
   }
   return tokens;
 }
 
 uint32_t RolesAllowedFor(absl::string_view method) {
   static const auto* const kTable = new std::map<std::string, uint32_t, std::less<>>{
-      {"GetRun", kRoleViewer | kRoleOperator | kRoleReviewer},
-      {"ListRuns", kRoleViewer | kRoleOperator | kRoleReviewer},
-      {"WatchRun", kRoleViewer | kRoleOperator | kRoleReviewer},
-      {"ExportRun", kRoleViewer | kRoleOperator | kRoleReviewer},
-      {"StartRun", kRoleOperator},
-      {"CancelRun", kRoleOperator},
-      {"ForkRun", kRoleOperator},
-      {"ResumeRun", kRoleReviewer},
+      {"GetRun", kRoleViewer | kRoleOperator | kRoleReviewer | kRoleAdmin},
+      {"ListRuns", kRoleViewer | kRoleOperator | kRoleReviewer | kRoleAdmin},
+      {"WatchRun", kRoleViewer | kRoleOperator | kRoleReviewer | kRoleAdmin},
+      {"ExportRun", kRoleViewer | kRoleOperator | kRoleReviewer | kRoleAdmin},
+      {"GetQuota", kRoleViewer | kRoleOperator | kRoleReviewer | kRoleAdmin},
+      {"StartRun", kRoleOperator | kRoleAdmin},
+      {"CancelRun", kRoleOperator | kRoleAdmin},
+      {"ForkRun", kRoleOperator | kRoleAdmin},
+      {"ResumeRun", kRoleReviewer | kRoleAdmin},
   };
   auto it = kTable->find(method);
   return it == kTable->end() ? 0 : it->second;
@@ -204,9 +220,8 @@ bool Authenticator::StillValid(absl::string_view authorization) {
   return !hash.empty() && tokens_.count(hash) > 0;
 }
 
-absl::StatusOr<Principal> Authenticator::Authorize(absl::string_view method,
-                                                   absl::string_view authorization,
-                                                   absl::string_view peer) {
+absl::StatusOr<Principal> Authenticator::Authenticate(absl::string_view authorization,
+                                                      absl::string_view peer) {
   const absl::Time now = clock_->Now();
   const std::string hash = BearerHash(authorization);
   // What a failure is counted against: the token itself, or (without one) where it came from.
@@ -227,12 +242,20 @@ absl::StatusOr<Principal> Authenticator::Authorize(absl::string_view method,
   if (it == tokens_.end()) {
     return Fail(absl::UnauthenticatedError(kUnauthenticated), credential, "unauthenticated", now);
   }
-  if ((RolesAllowedFor(method) & it->second.roles) == 0) {
+  return it->second;
+}
+
+absl::StatusOr<Principal> Authenticator::Authorize(absl::string_view method,
+                                                   absl::string_view authorization,
+                                                   absl::string_view peer) {
+  absl::StatusOr<Principal> who = Authenticate(authorization, peer);
+  if (!who.ok()) return who;
+  if ((RolesAllowedFor(method) & who->roles) == 0) {
     // Counted, but not toward the rate limit: the caller proved who it is.
     Metrics::Global().Add("rein_router_auth_failures_total", 1, "reason=\"permission_denied\"");
     return absl::PermissionDeniedError(kDenied);
   }
-  return it->second;
+  return who;
 }
 
 }  // namespace rein

@@ -21,16 +21,20 @@ enum Role : uint32_t {
   kRoleViewer = 1,    // GetRun, ListRuns, WatchRun, ExportRun
   kRoleOperator = 2,  // viewer's calls plus StartRun, CancelRun, ForkRun
   kRoleReviewer = 4,  // viewer's calls plus ResumeRun
+  kRoleAdmin = 8,     // every call, in every namespace
 };
 
 struct Principal {
   std::string name;
   uint32_t roles = 0;
+  // The namespace the principal acts in (docs/NAMESPACES.md); `admin` spans them all.
+  std::string namespace_name = "default";
 };
 
-// The token file: one line per token, `sha256:<64 hex digits> <principal> <role>[,<role>...]`,
-// blank lines and `#` comments allowed. Maps the lower-case hex SHA-256 of a token to its
-// principal. Errors name the line and the problem (never the whole hash).
+// The token file: one line per token,
+// `sha256:<64 hex digits> <principal> <role>[,<role>...] [namespace=<ns>]`, blank lines and `#`
+// comments allowed; the namespace defaults to `default`. Maps the lower-case hex SHA-256 of a
+// token to its principal. Errors name the line and the problem (never the whole hash).
 absl::StatusOr<std::map<std::string, Principal>> ParseTokenFile(absl::string_view content);
 
 // Lower-case hex SHA-256 of `data`.
@@ -69,6 +73,11 @@ class Authenticator {
   // the principal's roles; the messages say nothing about why a token is unknown.
   absl::StatusOr<Principal> Authorize(absl::string_view method, absl::string_view authorization,
                                       absl::string_view peer);
+
+  // Authorize without the role check: the principal of the token in `authorization`, whose
+  // roles the caller checks (RouterApi does, per method). The same failures, counting and
+  // rate limit as Authorize.
+  absl::StatusOr<Principal> Authenticate(absl::string_view authorization, absl::string_view peer);
 
   // Whether the token in `authorization` is still in the file (read again if it changed),
   // for a long call checking that its caller was not revoked meanwhile. Not counted toward

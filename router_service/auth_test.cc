@@ -26,9 +26,10 @@ TEST(ParseTokenFileTest, ReadsLinesCommentsAndRoles) {
   auto tokens = ParseTokenFile(absl::StrCat("# ops\n\nsha256:", kHashA,
                                             " alice operator,reviewer\n  sha256:", kHashB,
                                             " victor viewer  # trailing\n"));
-  // A trailing comment is not allowed: it makes a fourth field.
+  // A trailing comment is not allowed: it makes a fourth field that is not a namespace.
   ASSERT_FALSE(tokens.ok());
   EXPECT_NE(tokens.status().message().find("line 4"), std::string::npos) << tokens.status();
+  EXPECT_NE(tokens.status().message().find("namespace=<ns>"), std::string::npos) << tokens.status();
   tokens = ParseTokenFile(absl::StrCat("# ops\n\nsha256:", kHashA, " alice operator,reviewer\n",
                                        "sha256:", kHashB, " victor viewer\n"));
   ASSERT_TRUE(tokens.ok()) << tokens.status();
@@ -36,6 +37,16 @@ TEST(ParseTokenFileTest, ReadsLinesCommentsAndRoles) {
   EXPECT_EQ(tokens->at(kHashA).name, "alice");
   EXPECT_EQ(tokens->at(kHashA).roles, kRoleOperator | kRoleReviewer);
   EXPECT_EQ(tokens->at(kHashB).roles, kRoleViewer);
+  EXPECT_EQ(tokens->at(kHashA).namespace_name, "default");
+}
+
+TEST(ParseTokenFileTest, ReadsNamespacesAndAdmin) {
+  auto tokens = ParseTokenFile(absl::StrCat("sha256:", kHashA, " alice operator namespace=team-a\n",
+                                            "sha256:", kHashB, " root admin\n"));
+  ASSERT_TRUE(tokens.ok()) << tokens.status();
+  EXPECT_EQ(tokens->at(kHashA).namespace_name, "team-a");
+  EXPECT_EQ(tokens->at(kHashB).namespace_name, "default");
+  EXPECT_EQ(tokens->at(kHashB).roles, kRoleAdmin);
 }
 
 TEST(ParseTokenFileTest, ErrorsNameTheLineAndProblem) {
@@ -46,7 +57,11 @@ TEST(ParseTokenFileTest, ErrorsNameTheLineAndProblem) {
            {"sha256:" + kHashA + " alice", "found 2 fields"},
            {"md5:" + kHashA + " alice viewer", "must start with \"sha256:\""},
            {"sha256:abc alice viewer", "64 hex digits"},
-           {"sha256:" + kHashA + " alice admin", "unknown role \"admin\""},
+           {"sha256:" + kHashA + " alice root", "unknown role \"root\""},
+           {"sha256:" + kHashA + " alice viewer ns=a", "must be namespace=<ns>"},
+           {"sha256:" + kHashA + " alice viewer namespace=Team_A", "namespace: must be lower-case"},
+           {"sha256:" + kHashA + " alice viewer namespace=", "namespace: must not be empty"},
+           {"sha256:" + kHashA + " alice viewer namespace=a b", "found 5 fields"},
            {"sha256:" + kHashA + " alice viewer,", "unknown role \"\""},
        }) {
     auto tokens = ParseTokenFile("# header\n" + c.line + "\n");
@@ -63,14 +78,14 @@ TEST(ParseTokenFileTest, ErrorsNameTheLineAndProblem) {
 }
 
 TEST(RolesAllowedForTest, TableOfEveryRouterMethod) {
-  const uint32_t all = kRoleViewer | kRoleOperator | kRoleReviewer;
-  for (const char* m : {"GetRun", "ListRuns", "WatchRun", "ExportRun"}) {
+  const uint32_t all = kRoleViewer | kRoleOperator | kRoleReviewer | kRoleAdmin;
+  for (const char* m : {"GetRun", "ListRuns", "WatchRun", "ExportRun", "GetQuota"}) {
     EXPECT_EQ(RolesAllowedFor(m), all) << m;
   }
   for (const char* m : {"StartRun", "CancelRun", "ForkRun"}) {
-    EXPECT_EQ(RolesAllowedFor(m), kRoleOperator) << m;
+    EXPECT_EQ(RolesAllowedFor(m), kRoleOperator | kRoleAdmin) << m;
   }
-  EXPECT_EQ(RolesAllowedFor("ResumeRun"), kRoleReviewer);
+  EXPECT_EQ(RolesAllowedFor("ResumeRun"), kRoleReviewer | kRoleAdmin);
   EXPECT_EQ(RolesAllowedFor("DeleteEverything"), 0u);
 }
 

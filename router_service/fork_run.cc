@@ -23,9 +23,11 @@ using rein::v1::Run;
 using rein::v1::RunEvent;
 
 // Removes a workspace CreateFork copied (best effort; logged when it fails).
-void DeleteCopiedWorkspace(const ForkContext& ctx, const std::string& name) {
+void DeleteCopiedWorkspace(const ForkContext& ctx, const std::string& name,
+                           const std::string& namespace_name) {
   rein::v1::DeleteWorkspaceRequest request;
   request.set_workspace(name);
+  request.set_namespace_(namespace_name);
   absl::Notification done;
   absl::Status status;
   ctx.executor->DeleteWorkspace(request, ctx.clock->Now() + ctx.copy_timeout,
@@ -102,6 +104,7 @@ absl::StatusOr<CreateResult> CreateFork(const ForkContext& ctx,
   copy.set_run_id(source.run_id());
   if (request.workspace_at_fork()) copy.set_before_call(point.first_mutating_call_after);
   copy.set_target(spec.workspace());
+  copy.set_namespace_(spec.namespace_());
   absl::Notification copied;
   absl::StatusOr<rein::v1::CopyWorkspaceResponse> reply;
   ctx.executor->CopyWorkspace(copy, std::min(ctx.deadline, now + ctx.copy_timeout),
@@ -151,7 +154,8 @@ absl::StatusOr<CreateResult> CreateFork(const ForkContext& ctx,
     }
   }
   absl::StatusOr<CreateResult> created = ctx.writer->Create(fork, std::move(t.events));
-  if (!created.ok() || !created->created) DeleteCopiedWorkspace(ctx, spec.workspace());
+  if (!created.ok() || !created->created)
+    DeleteCopiedWorkspace(ctx, spec.workspace(), spec.namespace_());
   if (!created.ok()) return created.status();
   if (created->created) {
     LogInfo("run forked", {{"run_id", run_id},

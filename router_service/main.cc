@@ -103,7 +103,11 @@ ABSL_FLAG(std::string, executor_tls_name, "",
           "(default: the host of --executor_target)");
 ABSL_FLAG(std::string, auth_tokens_file, "",
           "bearer tokens: lines `sha256:<hex> <principal> "
-          "<role>[,<role>...]`, reloaded on change");
+          "<role>[,<role>...] [namespace=<ns>]`, reloaded on change");
+ABSL_FLAG(std::string, quotas_file, "",
+          "per-namespace quotas: lines `<ns> [max_concurrent_runs=N] [max_starts_per_minute=N] "
+          "[max_tokens_per_day=N] [max_cost_usd_per_day=X]`, reloaded on change "
+          "(docs/NAMESPACES.md)");
 ABSL_FLAG(bool, allow_unauthenticated, false,
           "serve without --auth_tokens_file or --require_client_cert on a "
           "non-loopback --listen address (anyone who reaches the port may do anything)");
@@ -289,7 +293,13 @@ int main(int argc, char** argv) {
   if (grpc_options.max_watch_streams_per_principal < 0) {
     return Fail("--max_watch_streams_per_principal: must be >= 0 (0 = no cap)");
   }
-  rein::RouterGrpcService service(&engine, auth.get(), grpc_options);
+  rein::QuotaOptions quota_options;
+  quota_options.file = absl::GetFlag(FLAGS_quotas_file);
+  rein::QuotaBook quotas(quota_options, store, clock);
+  if (absl::Status status = quotas.Load(); !status.ok()) {
+    return Fail(absl::StrCat("--quotas_file: ", status.message()));
+  }
+  rein::RouterGrpcService service(&engine, auth.get(), grpc_options, &quotas);
 
   rein::ServiceHostOptions host_options;
   host_options.listen = absl::GetFlag(FLAGS_listen);

@@ -409,6 +409,8 @@ absl::StatusOr<ReplayResult> ReplayRun(const StageRouter& router, const Run& rec
       }
       // Who caused a transition (the caller's identity) is recorded, not derived by the rules.
       produced.set_principal(events[index + i].principal());
+      // The run's namespace is stamped on events as they are read (RouterApi), not derived.
+      produced.set_namespace_(events[index + i].namespace_());
       google::protobuf::util::MessageDifferencer differ;
       std::string detail;
       differ.ReportDifferencesToString(&detail);

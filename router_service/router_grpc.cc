@@ -47,10 +47,13 @@ class RunWatch final : public grpc::ServerWriteReactor<rein::v1::RunEvent> {
   // With `auth` (null: no auth), the stream ends UNAUTHENTICATED once the token in
   // `authorization` is no longer in the token file, checked at every wake-up and at least every
   // `revalidate`. `ticket` is the stream's slot in its principal's quota, given back at the end.
+  // Every event written carries `namespace_name`, the run's.
   static RunWatch* Begin(RunEngine* engine, std::string run_id, int64_t after_seq,
                          std::unique_ptr<StreamQuota::Ticket> ticket, Authenticator* auth,
-                         std::string authorization, absl::Duration revalidate) {
+                         std::string authorization, absl::Duration revalidate,
+                         std::string namespace_name) {
     auto watch = std::shared_ptr<RunWatch>(new RunWatch(engine, std::move(run_id), after_seq));
+    watch->namespace_ = std::move(namespace_name);
     watch->ticket_ = std::move(ticket);
     watch->auth_ = auth;
     watch->authorization_ = std::move(authorization);
@@ -148,6 +151,7 @@ class RunWatch final : public grpc::ServerWriteReactor<rein::v1::RunEvent> {
     if (!pending_.empty()) {
       current_ = std::move(pending_.front());
       pending_.pop_front();
+      RouterApi::StampEvent(namespace_, &current_);
       after_ = current_.seq();
       if (current_.has_finished()) {
         ended_ = true;  // the terminal event is the last
@@ -221,6 +225,7 @@ class RunWatch final : public grpc::ServerWriteReactor<rein::v1::RunEvent> {
   Authenticator* auth_ = nullptr;
   std::string authorization_;
   absl::Duration revalidate_;
+  std::string namespace_;
 
   absl::Mutex mu_;
   bool busy_ ABSL_GUARDED_BY(mu_) = false;   // a thread is in Drive's loop
@@ -248,47 +253,47 @@ absl::string_view AuthorizationOf(grpc::ServerContextBase* context) {
 
 }  // namespace
 
-grpc::Status RouterGrpcService::Authorize(grpc::ServerContextBase* context, const char* method,
-                                          std::string* principal) {
+grpc::Status RouterGrpcService::Authenticate(grpc::ServerContextBase* context, const char* method,
+                                             Caller* caller) {
   if (auth_ == nullptr) return grpc::Status::OK;
-  absl::StatusOr<Principal> who =
-      auth_->Authorize(method, AuthorizationOf(context), context->peer());
+  absl::StatusOr<Principal> who = auth_->Authenticate(AuthorizationOf(context), context->peer());
   if (!who.ok()) {
     Metrics::Global().Add("rein_router_rpcs_total", 1,
                           absl::StrCat("method=\"", method, "\",code=\"",
                                        absl::StatusCodeToString(who.status().code()), "\""));
     return ToGrpcStatus(who.status());
   }
-  *principal = who->name;
+  *caller = Caller::Of(*who);
   return grpc::Status::OK;
 }
 
-#define REIN_AUTHORIZE(method) \
-  std::string principal;       \
-  if (grpc::Status denied = Authorize(context, method, &principal); !denied.ok()) return denied
+#define REIN_AUTHENTICATE(method) \
+  Caller caller;                  \
+  if (grpc::Status denied = Authenticate(context, method, &caller); !denied.ok()) return denied
 
 grpc::Status RouterGrpcService::StartRun(grpc::ServerContext* context,
                                          const rein::v1::StartRunRequest* request,
                                          rein::v1::Run* response) {
-  REIN_AUTHORIZE("StartRun");
+  REIN_AUTHENTICATE("StartRun");
   // The caller's traceparent becomes a link from the run's own trace (malformed: ignored).
-  trace::ScopedContext caller(trace::IncomingContext(*context).value_or(trace::SpanContext()));
-  return Reply(engine_->StartRun(*request, principal, DeadlineOn(*context, engine_->clock())),
-               response, "StartRun");
+  trace::ScopedContext trace_caller(
+      trace::IncomingContext(*context).value_or(trace::SpanContext()));
+  return Reply(api_.StartRun(caller, *request, DeadlineOn(*context, engine_->clock())), response,
+               "StartRun");
 }
 
 grpc::Status RouterGrpcService::GetRun(grpc::ServerContext* context,
                                        const rein::v1::GetRunRequest* request,
                                        rein::v1::Run* response) {
-  REIN_AUTHORIZE("GetRun");
-  return Reply(engine_->GetRun(request->run_id()), response, "GetRun");
+  REIN_AUTHENTICATE("GetRun");
+  return Reply(api_.GetRun(caller, request->run_id()), response, "GetRun");
 }
 
 grpc::Status RouterGrpcService::ListRuns(grpc::ServerContext* context,
                                          const rein::v1::ListRunsRequest* request,
                                          rein::v1::ListRunsResponse* response) {
-  REIN_AUTHORIZE("ListRuns");
-  absl::StatusOr<RunPage> page = engine_->ListRuns(*request);
+  REIN_AUTHENTICATE("ListRuns");
+  absl::StatusOr<RunPage> page = api_.ListRuns(caller, *request);
   absl::StatusOr<rein::v1::ListRunsResponse> reply;
   if (!page.ok()) {
     reply = page.status();
@@ -304,44 +309,52 @@ grpc::Status RouterGrpcService::ListRuns(grpc::ServerContext* context,
 grpc::Status RouterGrpcService::CancelRun(grpc::ServerContext* context,
                                           const rein::v1::CancelRunRequest* request,
                                           rein::v1::Run* response) {
-  REIN_AUTHORIZE("CancelRun");
-  return Reply(engine_->CancelRun(request->run_id(), request->reason(), principal,
-                                  DeadlineOn(*context, engine_->clock())),
-               response, "CancelRun");
+  REIN_AUTHENTICATE("CancelRun");
+  return Reply(api_.CancelRun(caller, *request, DeadlineOn(*context, engine_->clock())), response,
+               "CancelRun");
 }
 
 grpc::Status RouterGrpcService::ResumeRun(grpc::ServerContext* context,
                                           const rein::v1::ResumeRunRequest* request,
                                           rein::v1::Run* response) {
-  REIN_AUTHORIZE("ResumeRun");
-  return Reply(engine_->ResumeRun(*request, principal, DeadlineOn(*context, engine_->clock())),
-               response, "ResumeRun");
+  REIN_AUTHENTICATE("ResumeRun");
+  return Reply(api_.ResumeRun(caller, *request, DeadlineOn(*context, engine_->clock())), response,
+               "ResumeRun");
 }
 
 grpc::Status RouterGrpcService::ForkRun(grpc::ServerContext* context,
                                         const rein::v1::ForkRunRequest* request,
                                         rein::v1::Run* response) {
-  REIN_AUTHORIZE("ForkRun");
-  return Reply(engine_->ForkRun(*request, principal, DeadlineOn(*context, engine_->clock())),
-               response, "ForkRun");
+  REIN_AUTHENTICATE("ForkRun");
+  return Reply(api_.ForkRun(caller, *request, DeadlineOn(*context, engine_->clock())), response,
+               "ForkRun");
+}
+
+grpc::Status RouterGrpcService::GetQuota(grpc::ServerContext* context,
+                                         const rein::v1::GetQuotaRequest* request,
+                                         rein::v1::QuotaReport* response) {
+  REIN_AUTHENTICATE("GetQuota");
+  return Reply(api_.GetQuota(caller, *request), response, "GetQuota");
 }
 
 grpc::ServerWriteReactor<rein::v1::RunEvent>* RouterGrpcService::WatchRun(
     grpc::CallbackServerContext* context, const rein::v1::WatchRunRequest* request) {
-  std::string principal;
-  grpc::Status refused = Authorize(context, "WatchRun", &principal);
+  Caller caller;
+  grpc::Status refused = Authenticate(context, "WatchRun", &caller);
+  std::string namespace_name;
   if (refused.ok()) {
-    // Fail fast on a bad request or an unknown run.
-    absl::StatusOr<rein::v1::Run> run = engine_->GetRun(request->run_id());
-    if (!run.ok()) {
-      refused = ToGrpcStatus(run.status());
-    } else if (request->after_seq() < 0) {
-      refused = ToGrpcStatus(absl::InvalidArgumentError("after_seq: must be >= 0"));
+    // Fail fast on a bad request or a run the caller cannot see.
+    absl::StatusOr<std::string> admitted = api_.WatchRun(caller, *request);
+    if (admitted.ok()) {
+      namespace_name = std::move(*admitted);
+    } else {
+      refused = ToGrpcStatus(admitted.status());
     }
   }
   std::unique_ptr<StreamQuota::Ticket> ticket;
   if (refused.ok()) {
-    absl::StatusOr<std::unique_ptr<StreamQuota::Ticket>> slot = watch_quota_.Acquire(principal);
+    absl::StatusOr<std::unique_ptr<StreamQuota::Ticket>> slot =
+        watch_quota_.Acquire(caller.principal);
     if (slot.ok()) {
       ticket = std::move(*slot);
     } else {
@@ -350,20 +363,21 @@ grpc::ServerWriteReactor<rein::v1::RunEvent>* RouterGrpcService::WatchRun(
   }
   if (!refused.ok()) return new RefusedWatch(refused);
   return RunWatch::Begin(engine_, request->run_id(), request->after_seq(), std::move(ticket), auth_,
-                         std::string(AuthorizationOf(context)), options_.revalidate);
+                         std::string(AuthorizationOf(context)), options_.revalidate,
+                         std::move(namespace_name));
 }
 
 grpc::Status RouterGrpcService::ExportRun(grpc::ServerContext* context,
                                           const rein::v1::ExportRunRequest* request,
                                           grpc::ServerWriter<rein::v1::RunSnapshot>* writer) {
-  REIN_AUTHORIZE("ExportRun");
+  REIN_AUTHENTICATE("ExportRun");
   // Page by page, each page one short read of the store: nothing of the store is held while
   // the client reads, and at most one page of snapshots is in memory.
   constexpr int kPage = 16;
   int64_t after_version = 0;
   while (true) {
     absl::StatusOr<std::vector<Snapshot>> page =
-        engine_->ListSnapshots(request->run_id(), after_version, kPage);
+        api_.ExportRun(caller, request->run_id(), after_version, kPage);
     if (!page.ok()) return ToGrpcStatus(page.status());
     if (page->empty()) return grpc::Status::OK;
     after_version = page->back().version;
@@ -386,6 +400,6 @@ grpc::Status RouterGrpcService::ExportRun(grpc::ServerContext* context,
   }
 }
 
-#undef REIN_AUTHORIZE
+#undef REIN_AUTHENTICATE
 
 }  // namespace rein

@@ -1,10 +1,12 @@
-// The rein.v1.Router gRPC service: converts messages and statuses, and calls RunEngine.
+// The rein.v1.Router gRPC service: converts messages and statuses, and calls RouterApi.
 #ifndef REIN_ROUTER_SERVICE_ROUTER_GRPC_H_
 #define REIN_ROUTER_SERVICE_ROUTER_GRPC_H_
 
 #include "rein/v1/router.grpc.pb.h"
 #include "router_service/auth.h"
 #include "router_service/run_engine.h"
+#include "router_service/service/quotas.h"
+#include "router_service/service/router_api.h"
 #include "router_service/stream_quota.h"
 
 namespace rein {
@@ -27,11 +29,13 @@ struct RouterGrpcOptions {
 class RouterGrpcService final
     : public rein::v1::Router::WithCallbackMethod_WatchRun<rein::v1::Router::Service> {
  public:
-  // With `auth` (not owned; null = no auth), every call must carry a bearer token whose roles
-  // allow it (router_service/auth.h).
+  // With `auth` (not owned; null = no auth), every call must carry a bearer token; its roles
+  // and namespace are checked by RouterApi (router_service/service/router_api.h), which
+  // admits starts against `quotas` (not owned; null = none).
   explicit RouterGrpcService(RunEngine* engine, Authenticator* auth = nullptr,
-                             RouterGrpcOptions options = {})
+                             RouterGrpcOptions options = {}, QuotaBook* quotas = nullptr)
       : engine_(engine),
+        api_(engine, quotas),
         auth_(auth),
         options_(options),
         watch_quota_(options.max_watch_streams_per_principal) {}
@@ -52,14 +56,17 @@ class RouterGrpcService final
                        rein::v1::Run* response) override;
   grpc::Status ExportRun(grpc::ServerContext* context, const rein::v1::ExportRunRequest* request,
                          grpc::ServerWriter<rein::v1::RunSnapshot>* writer) override;
+  grpc::Status GetQuota(grpc::ServerContext* context, const rein::v1::GetQuotaRequest* request,
+                        rein::v1::QuotaReport* response) override;
 
  private:
-  // OK with the caller's principal in `principal` ("" without auth), or the call's refusal.
-  // Every handler calls it first with its own method name.
-  grpc::Status Authorize(grpc::ServerContextBase* context, const char* method,
-                         std::string* principal);
+  // OK with the caller in `caller` (anyone, without auth), or the call's refusal when its
+  // token is missing or unknown. Every handler calls it first with its own method name (for
+  // the metrics); the roles are RouterApi's to check.
+  grpc::Status Authenticate(grpc::ServerContextBase* context, const char* method, Caller* caller);
 
   RunEngine* engine_;
+  RouterApi api_;
   Authenticator* auth_;
   const RouterGrpcOptions options_;
   StreamQuota watch_quota_;

@@ -40,6 +40,8 @@ struct RunEngine::Entry {
   bool dropped ABSL_GUARDED_BY(mu) = false;
   // A commit is being written, with mu released (CommitLocked): run is the state before it.
   bool committing ABSL_GUARDED_BY(mu) = false;
+  // The run's namespace, its share of the workers (WorkPool); set once, by Track.
+  std::string share;
 };
 
 namespace {
@@ -66,9 +68,11 @@ RunEngine::RunEngine(RouterStore* store, PlannerClient* planner, ExecutorClient*
       router_(options.stage),
       pool_(options.inline_replies),
       tools_(executor, clock, options.tools_cache_ttl, options.list_tools_timeout),
-      scheduler_(
-          clock,
-          [this](const std::string& run_id) { pool_.Post([this, run_id] { Wake(run_id); }); }),
+      scheduler_(clock,
+                 [this](const std::string& run_id) {
+                   std::shared_ptr<Entry> entry = Find(run_id);
+                   pool_.Post([this, run_id] { Wake(run_id); }, entry ? entry->share : "");
+                 }),
       tail_(clock),
       fleet_(store, &writer_, &router_, clock, options.router_id, options.lease_ttl,
              options.cancel_wait,
@@ -77,7 +81,9 @@ RunEngine::RunEngine(RouterStore* store, PlannerClient* planner, ExecutorClient*
                  [this] { DropAll("lease lapsed"); },
                  // On a worker, in the order claimed: a recovery commits, and the lease thread
                  // renews the lease.
-                 [this](const Run& run) { pool_.Post([this, run] { Recover(run); }); },
+                 [this](const Run& run) {
+                   pool_.Post([this, run] { Recover(run); }, run.spec().namespace_());
+                 },
                  [this](std::map<std::string, int64_t> owned) { CheckOwned(std::move(owned)); },
              }) {}
 
@@ -256,6 +262,7 @@ std::shared_ptr<RunEngine::Entry> RunEngine::Find(const std::string& run_id) {
 
 std::shared_ptr<RunEngine::Entry> RunEngine::Track(const Run& run) {
   auto entry = std::make_shared<Entry>();
+  entry->share = run.spec().namespace_();
   {
     absl::MutexLock lock(&entry->mu);
     entry->run = run;
@@ -316,7 +323,7 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t, absl::Time dead
         run = *std::move(fresh);
         // Whoever called may not advance the run after a failure (a stale review): make sure
         // the newer state is acted on.
-        pool_.Post([this, id = run.run_id()] { Wake(id); });
+        pool_.Post([this, id = run.run_id()] { Wake(id); }, run.spec().namespace_());
       }
     }
     return stored.status();
@@ -409,7 +416,8 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
   // The call runs in the run's trace: it carries the open stretch as its traceparent.
   stretches_.Begin(entry->run.run_id(), entry->run.mutable_state());
   trace::ScopedContext trace_scope(stretches_.ContextOf(entry->run.run_id()));
-  auto finish = [this, weak, sent, label, run_id = entry->run.run_id()](StageReply reply) {
+  auto finish = [this, weak, sent, label, run_id = entry->run.run_id(),
+                 share = entry->share](StageReply reply) {
     const auto replied = std::chrono::steady_clock::now();
     Metrics::Global().Observe("rein_router_call_seconds",
                               std::chrono::duration<double>(replied - sent).count(), *label);
@@ -435,13 +443,15 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
         return;
       }
     }
-    pool_.Post([this, weak, replied, run_id, reply = std::move(reply)] {
-      const double queued = SecondsSince(replied);
-      Metrics::Global().Observe("rein_router_queue_seconds", queued);
-      stretches_.Queued(run_id, queued);
-      if (std::shared_ptr<Entry> e = weak.lock()) Complete(e, reply);
-      CallDone();
-    });
+    pool_.Post(
+        [this, weak, replied, run_id, reply = std::move(reply)] {
+          const double queued = SecondsSince(replied);
+          Metrics::Global().Observe("rein_router_queue_seconds", queued);
+          stretches_.Queued(run_id, queued);
+          if (std::shared_ptr<Entry> e = weak.lock()) Complete(e, reply);
+          CallDone();
+        },
+        share);
   };
   entry->call = SendCall(planner_, executor_, effect, std::move(finish));
 }
@@ -523,7 +533,8 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
         "(--webhook_allow)");
   }
   const std::string run_id = NewRunId();
-  RETURN_IF_ERROR(tools_.CheckWorkspace(run_id, spec->workspace(), *tools, deadline));
+  RETURN_IF_ERROR(
+      tools_.CheckWorkspace(run_id, spec->workspace(), *tools, spec->namespace_(), deadline));
   Run run;
   Transition t = router_.NewRun(run_id, request.request_id(), *spec, clock_->Now(), &run);
   // A new trace; the caller's traceparent (router_grpc's scope), when valid, is a link.
@@ -588,6 +599,7 @@ absl::StatusOr<RunPage> RunEngine::ListRuns(const rein::v1::ListRunsRequest& req
   RunFilter filter;
   filter.stage = request.stage();
   filter.outcome = request.outcome();
+  filter.namespace_name = request.namespace_();  // RouterApi scopes it to the caller's
   // Every transition is committed before the in-memory view changes, so the store is current.
   return store_->ListRuns(filter, request.page_size() == 0 ? 50 : request.page_size(),
                           request.page_token());

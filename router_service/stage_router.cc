@@ -117,6 +117,7 @@ Effect StageRouter::NextEffect(const Run& run, absl::Time now) const {
       req.set_call_id(st.pending_call().call_id());
       req.set_run_id(run.run_id());
       req.set_workspace(spec.workspace());
+      req.set_namespace_(spec.namespace_());
       req.set_tool(st.pending_call().tool());
       req.set_args_json(st.pending_call().args_json());
       // The schema the run pinned at INITIALIZING: the executor refuses a changed tool.
@@ -159,7 +160,8 @@ Applied StageRouter::Apply(const Run& run, const StageReply& reply, absl::Time n
         Effect check = router.NextEffect(run, now);
         check.kind = Effect::Kind::kCheckWorkspace;
         check.tools = *r.tools;
-        check.execute = WorkspaceCheck(run.run_id(), run.spec().workspace());
+        check.execute =
+            WorkspaceCheck(run.run_id(), run.spec().workspace(), run.spec().namespace_());
         return {std::nullopt, std::move(check)};
       }
       return {router.OnTools(run, r.tools, std::nullopt, now), std::nullopt};

@@ -35,11 +35,11 @@ absl::StatusOr<std::vector<rein::v1::ToolSpec>> ToolCatalog::Tools(absl::Time de
 
 absl::Status ToolCatalog::CheckWorkspace(const std::string& run_id, const std::string& workspace,
                                          const std::vector<rein::v1::ToolSpec>& tools,
-                                         absl::Time deadline) {
+                                         const std::string& namespace_name, absl::Time deadline) {
   if (!HasFileInfo(tools)) return absl::OkStatus();
   absl::Notification done;
   absl::StatusOr<rein::v1::ExecuteResponse> reply;
-  executor_->Execute(WorkspaceCheck(run_id, workspace), CallDeadline(deadline),
+  executor_->Execute(WorkspaceCheck(run_id, workspace, namespace_name), CallDeadline(deadline),
                      [&](absl::StatusOr<rein::v1::ExecuteResponse> r) {
                        reply = std::move(r);
                        done.Notify();

@@ -35,6 +35,7 @@ class ToolCatalog {
   // executors cannot be asked.
   absl::Status CheckWorkspace(const std::string& run_id, const std::string& workspace,
                               const std::vector<rein::v1::ToolSpec>& tools,
+                              const std::string& namespace_name = "",
                               absl::Time deadline = absl::InfiniteFuture());
 
  private:

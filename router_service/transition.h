@@ -105,10 +105,13 @@ bool HasFileInfo(const Tools& tools) {
   return false;
 }
 
-// file_info {"path": "."} in `workspace`: fails (a tool error) when the workspace is missing.
+// file_info {"path": "."} in `workspace` of `namespace_name` (RunSpec.namespace): fails (a
+// tool error) when the workspace is missing.
 inline rein::v1::ExecuteRequest WorkspaceCheck(const std::string& run_id,
-                                               const std::string& workspace) {
+                                               const std::string& workspace,
+                                               const std::string& namespace_name = "") {
   rein::v1::ExecuteRequest check;
+  check.set_namespace_(namespace_name);
   check.set_call_id(run_id + "-workspace-check");
   check.set_run_id(run_id);
   check.set_workspace(workspace);

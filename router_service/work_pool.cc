@@ -14,9 +14,12 @@ void WorkPool::Start(int workers) {
   }
 }
 
-void WorkPool::Post(std::function<void()> work) {
+void WorkPool::Post(std::function<void()> work, const std::string& share) {
   absl::MutexLock lock(&mu_);
-  queue_.push_back(std::move(work));
+  std::deque<std::function<void()>>& queue = queues_[share];
+  if (queue.empty()) turns_.push_back(share);
+  queue.push_back(std::move(work));
+  ++queued_;
   queue_cv_.Signal();
 }
 
@@ -24,9 +27,9 @@ bool WorkPool::BeginInline() {
   if (max_inline_ <= 0) return false;
   absl::MutexLock lock(&mu_);
   // Work queued before this reply goes first (the workers have it); so does shutdown.
-  if (stopping_ || !queue_.empty() || inline_active_ >= max_inline_) {
+  if (stopping_ || queued_ > 0 || inline_active_ >= max_inline_) {
     Metrics::Global().Add("rein_router_replies_queued_total", 1,
-                          !queue_.empty() ? "why=\"queued\"" : "why=\"busy\"");
+                          queued_ > 0 ? "why=\"queued\"" : "why=\"busy\"");
     return false;
   }
   ++inline_active_;
@@ -58,10 +61,20 @@ void WorkPool::WorkerLoop() {
     std::function<void()> work;
     {
       absl::MutexLock lock(&mu_);
-      while (!stopping_ && queue_.empty()) queue_cv_.Wait(&mu_);
-      if (queue_.empty()) return;  // stopping
-      work = std::move(queue_.front());
-      queue_.pop_front();
+      while (!stopping_ && queued_ == 0) queue_cv_.Wait(&mu_);
+      if (queued_ == 0) return;  // stopping
+      // The share whose turn it is gives one item, and goes to the back if it has more.
+      const std::string share = std::move(turns_.front());
+      turns_.pop_front();
+      auto it = queues_.find(share);
+      work = std::move(it->second.front());
+      it->second.pop_front();
+      --queued_;
+      if (it->second.empty()) {
+        queues_.erase(it);
+      } else {
+        turns_.push_back(share);
+      }
     }
     work();
   }

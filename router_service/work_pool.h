@@ -4,6 +4,8 @@
 
 #include <deque>
 #include <functional>
+#include <map>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -11,9 +13,12 @@
 
 namespace rein {
 
-// A fixed pool of threads running posted work in order, and the count of replies applied
-// inline (on a gRPC callback thread) instead: at most `max_inline` at once, and only when no
-// work is queued (work queued before a reply goes first). Thread-safe.
+// A fixed pool of threads running posted work, and the count of replies applied inline (on a
+// gRPC callback thread) instead: at most `max_inline` at once, and only when no work is queued
+// (work queued before a reply goes first). Work is posted under a share (a run's namespace):
+// each share's work runs in order, and the workers take from the shares with work queued in
+// turn, one item each (round-robin), so a share with a thousand items queued delays another
+// share's one item by at most one item per other share. Thread-safe.
 class WorkPool {
  public:
   explicit WorkPool(int max_inline) : max_inline_(max_inline) {}
@@ -24,8 +29,8 @@ class WorkPool {
 
   // Starts `workers` threads (at least one).
   void Start(int workers);
-  // Queues `work` for a worker.
-  void Post(std::function<void()> work);
+  // Queues `work` for a worker, in `share`'s turn.
+  void Post(std::function<void()> work, const std::string& share = "");
   // Whether a reply may be applied on the calling thread now; if so, EndInline must follow
   // once it is applied. False once stopping.
   bool BeginInline();
@@ -44,7 +49,9 @@ class WorkPool {
   absl::Mutex mu_;
   absl::CondVar queue_cv_;   // work was queued, or stopping_
   absl::CondVar inline_cv_;  // inline_active_ reached 0
-  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::deque<std::function<void()>>> queues_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> turns_ ABSL_GUARDED_BY(mu_);  // the shares with work queued, in turn
+  size_t queued_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int inline_active_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> workers_;

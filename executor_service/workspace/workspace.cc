@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <linux/openat2.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -33,7 +34,40 @@ long Openat2(int dirfd, const char* path, struct open_how* how) {
 }  // namespace
 
 absl::Status ValidateWorkspaceName(absl::string_view name) {
-  return CheckWorkspaceName(name, "workspace");
+  const size_t slash = name.find('/');
+  if (slash == absl::string_view::npos) return CheckWorkspaceName(name, "workspace");
+  // Not `<namespace>/<name>`: refused as any name with a '/' always was.
+  if (!CheckNamespaceName(name.substr(0, slash), "namespace").ok()) {
+    return CheckWorkspaceName(name, "workspace");
+  }
+  return CheckWorkspaceName(name.substr(slash + 1), "workspace");
+}
+
+absl::StatusOr<std::string> NamespacedWorkspace(const std::string& root,
+                                                absl::string_view namespace_name,
+                                                absl::string_view workspace) {
+  if (absl::Status bad = CheckWorkspaceName(workspace, "workspace"); !bad.ok()) return bad;
+  const absl::string_view ns = NamespaceOrDefault(namespace_name);
+  if (ns == kDefaultNamespace) {
+    struct stat st;
+    const std::string marker = absl::StrCat(root, "/", workspace, "/", kNamespaceMarker);
+    if (lstat(marker.c_str(), &st) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("workspace: ", Quote(workspace),
+                                                     " is a namespace's folder, not a workspace"));
+    }
+    return std::string(workspace);
+  }
+  if (absl::Status bad = CheckNamespaceName(ns, "namespace"); !bad.ok()) return bad;
+  const std::string folder = absl::StrCat(root, "/", ns);
+  struct stat st;
+  if (lstat(folder.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    // Marked so that no `default` run can take the whole folder as its workspace. Best effort:
+    // an existing marker (EEXIST) is the usual case.
+    const int fd = open(absl::StrCat(folder, "/", kNamespaceMarker).c_str(),
+                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+    if (fd >= 0) close(fd);
+  }
+  return absl::StrCat(ns, "/", workspace);
 }
 
 absl::Status ValidateToolPath(absl::string_view path, absl::string_view field) {

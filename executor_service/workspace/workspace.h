@@ -25,8 +25,23 @@ inline constexpr const char* kJournalDirName = ".rein-journal";
 
 // OK when `name` is a valid workspace name: non-empty, at most 255 bytes, no '/', no NUL,
 // not "." or "..", not starting with ".rein-" (the executor's own folders: the call journal
-// kJournalDirName, the workspace history). Otherwise INVALID_ARGUMENT naming `workspace`.
+// kJournalDirName, the workspace history), or such a name in a namespace's folder,
+// `<namespace>/<name>` (NamespacedWorkspace). Otherwise INVALID_ARGUMENT naming `workspace`.
 absl::Status ValidateWorkspaceName(absl::string_view name);
+
+// The file that marks a folder of the workspace root as a namespace's (docs/NAMESPACES.md): a
+// workspace of the `default` namespace may not be such a folder.
+inline constexpr const char* kNamespaceMarker = ".rein-namespace";
+
+// The name under `root` of the workspace `workspace` (one name, as a request carries it) of
+// `namespace_name` (ExecuteRequest.namespace): the name itself for "" and "default", whose
+// workspaces stay directly under the root as before namespaces; `<namespace>/<workspace>`
+// otherwise, and then the namespace's folder, when it exists, is marked (kNamespaceMarker).
+// INVALID_ARGUMENT naming the field for a bad name, and for a `default` workspace that is a
+// marked namespace folder.
+absl::StatusOr<std::string> NamespacedWorkspace(const std::string& root,
+                                                absl::string_view namespace_name,
+                                                absl::string_view workspace);
 
 // OK when `path` may be handed to the kernel as a tool path: non-empty, no NUL, at most
 // kMaxToolPathBytes. Otherwise INVALID_ARGUMENT naming `field`. Escapes are not checked here:

@@ -263,6 +263,8 @@ absl::StatusOr<CopyStats> WorkspaceHistory::Copy(absl::string_view workspace,
   const std::string forks = absl::StrCat(history, "/forks");
   if (absl::Status s = MakeDirs(forks); !s.ok()) return s;
   const std::string marker = absl::StrCat(forks, "/", target);
+  // A namespace's target (`<namespace>/<name>`) is marked in a folder of its namespace.
+  if (absl::Status s = MakeDirs(marker.substr(0, marker.rfind('/'))); !s.ok()) return s;
   UniqueFd mark(open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
   if (mark.get() < 0) return Errno(errno, "create", marker);
   CopyLimits limits = Limits("copy", deadline);

@@ -2,6 +2,7 @@
 #include "executor_service/workspace/workspace.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
@@ -22,12 +23,47 @@ TEST(ValidateWorkspaceNameTest, PlainNameIsAccepted) {
 
 TEST(ValidateWorkspaceNameTest, BadNamesAreInvalidArgumentNamingWorkspace) {
   for (const std::string& name :
-       {std::string(""), std::string("a/b"), std::string("/abs"), std::string("."),
-        std::string(".."), std::string(256, 'a'), std::string("a\0b", 3), std::string("ws/")}) {
+       {std::string(""), std::string("a/b/c"), std::string("/abs"), std::string("."),
+        std::string(".."), std::string(256, 'a'), std::string("a\0b", 3), std::string("ws/"),
+        std::string("Team/ws"), std::string("team/.rein-history")}) {
     absl::Status status = ValidateWorkspaceName(name);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name;
     EXPECT_EQ(status.message().rfind("workspace:", 0), 0u) << status.message();
   }
+}
+
+TEST(ValidateWorkspaceNameTest, ANamespacesWorkspaceIsAccepted) {
+  EXPECT_TRUE(ValidateWorkspaceName("team-a/ws").ok());
+}
+
+TEST(NamespacedWorkspaceTest, DefaultStaysAtTheRootAndOthersGoUnderTheirFolder) {
+  TempWorkspace temp;
+  ASSERT_EQ(mkdir((temp.root() + "/team-a").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((temp.root() + "/team-a/repo").c_str(), 0755), 0);
+  EXPECT_EQ(*NamespacedWorkspace(temp.root(), "", "repo"), "repo");
+  EXPECT_EQ(*NamespacedWorkspace(temp.root(), "default", "repo"), "repo");
+  absl::StatusOr<std::string> a = NamespacedWorkspace(temp.root(), "team-a", "repo");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(*a, "team-a/repo");
+  auto root = WorkspaceRoot::Open(temp.root());
+  ASSERT_TRUE(root.ok());
+  EXPECT_TRUE((*root)->OpenWorkspace(*a).ok());
+  // The namespace's folder is now marked: a `default` run cannot take it as its workspace.
+  absl::StatusOr<std::string> folder = NamespacedWorkspace(temp.root(), "", "team-a");
+  EXPECT_EQ(folder.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(folder.status().message().find("is a namespace's folder"), std::string::npos);
+}
+
+TEST(NamespacedWorkspaceTest, BadNamesAreRefusedNamingTheField) {
+  TempWorkspace temp;
+  EXPECT_EQ(
+      NamespacedWorkspace(temp.root(), "Team A", "repo").status().message().rfind("namespace:", 0),
+      0u);
+  EXPECT_EQ(
+      NamespacedWorkspace(temp.root(), "team-a", "a/b").status().message().rfind("workspace:", 0),
+      0u);
+  EXPECT_EQ(NamespacedWorkspace(temp.root(), "team-a", "..").status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(WorkspaceRootTest, MissingRootIsNotFound) {

@@ -103,6 +103,9 @@ class BatchStore final : public RunStore {
     return Unused();
   }
   absl::StatusOr<std::vector<std::string>> ListUnfinishedRunIds() override { return Unused(); }
+  absl::StatusOr<NamespaceUsage> GetNamespaceUsage(const std::string&, absl::Time) override {
+    return Unused();
+  }
   CommitResult CommitOwned(const std::string&, int64_t, int64_t, const rein::v1::RunState&,
                            std::vector<rein::v1::RunEvent>, const std::optional<Snapshot>&,
                            absl::Time) override {

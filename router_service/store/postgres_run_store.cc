@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/limits.h"
 #include "common/status_macros.h"
 #include "common/status_reason.h"
 #include "google/protobuf/timestamp.pb.h"
@@ -33,6 +34,7 @@ using postgres_schema::kRunColumns;
 using postgres_schema::kRunColumnTypes;
 using postgres_schema::kSchema;
 using postgres_schema::kSchemaLockKey;
+using postgres_schema::kStep4;
 
 namespace {
 
@@ -86,7 +88,8 @@ absl::Status PostgresRunStore::Initialize() {
     RETURN_IF_ERROR(PgCheckColumns(result.get(), {kInt8Oid}, target(), "reading schema_version"));
     if (PQntuples(result.get()) == 1) version = PgInt(result.get(), 0, 0);
   }
-  // Version 1 (no leases) is migrated in place by kSchema's ALTERs below, then the steps.
+  // Version 1 (no leases) is migrated in place by kSchema's ALTERs below, the later versions
+  // step by step, each step on its own.
   if (version < 0 || version > kSchemaVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat("PostgreSQL database ", target(), " has schema version ", version,
@@ -96,6 +99,10 @@ absl::Status PostgresRunStore::Initialize() {
   RETURN_IF_ERROR(tx->Run(kSchema, "creating tables"));
   const int64_t stored = version;
   if (version < 2) version = 2;  // kSchema is layout 2
+  if (version < 4) {
+    RETURN_IF_ERROR(tx->Run(postgres_schema::kStep4, "migrating the layout to version 4"));
+    version = 4;
+  }
   if (version < 5) {
     RETURN_IF_ERROR(tx->Run(postgres_schema::kStep5Outbox, "applying schema step 5"));
     version = 5;
@@ -204,6 +211,7 @@ absl::StatusOr<CreateResult> PostgresRunStore::CreateRun(const rein::v1::Run& ru
   const std::string& blob = parts.base;
   const std::string& tail_blob = parts.tail;
 
+  const std::string namespace_name(NamespaceOrDefault(run.spec().namespace_()));
   ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Begin(pool_.get(), false));
   PgParams params;
   params.Text(run.run_id());
@@ -225,11 +233,13 @@ absl::StatusOr<CreateResult> PostgresRunStore::CreateRun(const rein::v1::Run& ru
   } else {
     params.Text(run.owner()).Int(1);
   }
+  params.Text(namespace_name);
   // DO NOTHING on either unique key: a concurrent creator with the same key is waited for.
   ASSIGN_OR_RETURN(PgResult inserted,
                    tx->Exec("INSERT INTO runs (run_id, request_id, stage, reason, version, "
-                            "last_seq, created_us, updated_us, run, state, owner, lease_epoch) "
-                            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) "
+                            "last_seq, created_us, updated_us, run, state, owner, lease_epoch, "
+                            "namespace) "
+                            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) "
                             "ON CONFLICT DO NOTHING",
                             params, absl::StrCat("writing run ", run.run_id())));
   if (absl::string_view(PQcmdTuples(inserted.get())) == "1") {
@@ -251,8 +261,9 @@ absl::StatusOr<CreateResult> PostgresRunStore::CreateRun(const rein::v1::Run& ru
   if (!run.request_id().empty()) {
     ASSIGN_OR_RETURN(
         PgResult existing,
-        tx->Exec(absl::StrCat("SELECT ", kRunColumns, " FROM runs WHERE request_id = $1"),
-                 PgParams().Text(run.request_id()), "looking up request_id"));
+        tx->Exec(absl::StrCat("SELECT ", kRunColumns,
+                              " FROM runs WHERE namespace = $1 AND request_id = $2"),
+                 PgParams().Text(namespace_name).Text(run.request_id()), "looking up request_id"));
     RETURN_IF_ERROR(
         PgCheckColumns(existing.get(), kRunColumnTypes, target(), "looking up request_id"));
     ASSIGN_OR_RETURN(std::vector<rein::v1::Run> runs,
@@ -493,6 +504,10 @@ absl::StatusOr<RunPage> PostgresRunStore::ListRuns(const RunFilter& filter, int 
     params.Int(filter.outcome);
     absl::StrAppend(&sql, " AND reason = $", params.size());
   }
+  if (!filter.namespace_name.empty()) {
+    params.Text(filter.namespace_name);
+    absl::StrAppend(&sql, " AND namespace = $", params.size());
+  }
   if (cursor.has_value()) {
     params.Int(cursor->created_us).Text(cursor->run_id);
     absl::StrAppend(&sql, " AND (created_us, run_id) < ($", params.size() - 1, ", $", params.size(),
@@ -566,6 +581,38 @@ absl::StatusOr<std::vector<std::string>> PostgresRunStore::ListUnfinishedRunIds(
   }
   RETURN_IF_ERROR(tx->Commit());
   return ids;
+}
+
+absl::StatusOr<NamespaceUsage> PostgresRunStore::GetNamespaceUsage(
+    const std::string& namespace_name, absl::Time since) {
+  const std::string ns(NamespaceOrDefault(namespace_name));
+  const std::string what = absl::StrCat("reading the usage of namespace ", ns);
+  NamespaceUsage usage;
+  ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Begin(pool_.get(), true));
+  {
+    ASSIGN_OR_RETURN(PgResult result,
+                     tx->Exec("SELECT count(*) FROM runs WHERE namespace = $1 AND stage NOT IN "
+                              "(7, 8, 9)",
+                              PgParams().Text(ns), what));
+    RETURN_IF_ERROR(PgCheckColumns(result.get(), {kInt8Oid}, target(), what));
+    usage.unfinished_runs = PgInt(result.get(), 0, 0);
+  }
+  ASSIGN_OR_RETURN(PgResult result,
+                   tx->Exec("SELECT run_id, state FROM runs WHERE namespace = $1 AND "
+                            "created_us >= $2",
+                            PgParams().Text(ns).Int(absl::ToUnixMicros(since)), what));
+  RETURN_IF_ERROR(PgCheckColumns(result.get(), {kTextOid, kByteaOid}, target(), what));
+  for (int row = 0; row < PQntuples(result.get()); ++row) {
+    rein::v1::Run tail;  // the stored tail: the state and updated_at
+    if (!tail.ParseFromString(PgBytes(result.get(), row, 1))) {
+      return absl::DataLossError(absl::StrCat("PostgreSQL database ", target(), ": the stored run ",
+                                              PgBytes(result.get(), row, 0), " is corrupt"));
+    }
+    usage.tokens += tail.state().tokens_used();
+    usage.cost_usd += tail.state().cost_used_usd();
+  }
+  RETURN_IF_ERROR(tx->Commit());
+  return usage;
 }
 
 absl::StatusOr<std::vector<rein::v1::Run>> PostgresRunStore::ParseRunRows(

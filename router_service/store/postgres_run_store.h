@@ -89,6 +89,7 @@ class PostgresRunStore final : public RouterStore {
 
   // The layout version this binary writes.
   // 2: routers, runs.owner, runs.lease_epoch (a version 1 layout is migrated when opened).
+  // 4: runs.namespace, request_id unique per namespace (3 is SQLite's alone).
   // 5: the `notifications` outbox (notification_outbox.h); added to a layout of version 1 or 2
   //    when opened (each step from 2 on is applied in order, `if (version < N)`).
   static constexpr int kSchemaVersion = 5;
@@ -117,6 +118,8 @@ class PostgresRunStore final : public RouterStore {
                                                            int64_t after_version,
                                                            int limit) override;
   absl::StatusOr<std::vector<std::string>> ListUnfinishedRunIds() override;
+  absl::StatusOr<NamespaceUsage> GetNamespaceUsage(const std::string& namespace_name,
+                                                   absl::Time since) override;
 
   bool Shared() const override { return true; }
   absl::Status JoinFleet(const std::string& router_id, absl::Duration ttl) override;

@@ -128,6 +128,14 @@ class PostgresRunStoreTest : public ::testing::Test {
     return value.ok() ? *value : "";
   }
 
+  // Undoes step 4 (namespaces): how version 2 kept runs.
+  void BackToLayout2() {
+    Query("DROP INDEX runs_by_request");
+    Query("DROP INDEX runs_by_namespace");
+    Query("ALTER TABLE runs DROP COLUMN namespace");
+    Query("ALTER TABLE runs ADD CONSTRAINT runs_request_id_key UNIQUE (request_id)");
+  }
+
   std::string url_;
   std::string database_;
 };
@@ -211,6 +219,23 @@ TEST_F(PostgresRunStoreTest, OtherSchemaVersionIsFailedPrecondition) {
   EXPECT_THAT(store.status().message(), HasSubstr("schema version " + newer));
 }
 
+TEST_F(PostgresRunStoreTest, VersionTwoLayoutMovesIntoTheDefaultNamespace) {
+  {
+    std::unique_ptr<PostgresRunStore> store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->CreateRun(MakeRun("run-old", "request-1"), {}).ok());
+  }
+  BackToLayout2();
+  Query("UPDATE schema_version SET version = 2");
+  std::unique_ptr<PostgresRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Query("SELECT version FROM schema_version"),
+            std::to_string(PostgresRunStore::kSchemaVersion));
+  EXPECT_EQ(Query("SELECT namespace FROM runs WHERE run_id = 'run-old'"), "default");
+  const absl::Status moved = rein::testing::CheckRequestIdMovedToDefault(*store);
+  EXPECT_TRUE(moved.ok()) << moved;
+}
+
 TEST_F(PostgresRunStoreTest, VersionOneLayoutIsMigratedAndItsRunsAreClaimed) {
   {
     std::unique_ptr<PostgresRunStore> store = OpenOrDie();
@@ -220,6 +245,7 @@ TEST_F(PostgresRunStoreTest, VersionOneLayoutIsMigratedAndItsRunsAreClaimed) {
   // Back to the layout before leases.
   Query("DROP TABLE routers");
   Query("ALTER TABLE runs DROP COLUMN owner, DROP COLUMN lease_epoch");
+  BackToLayout2();
   Query("UPDATE schema_version SET version = 1");
   std::unique_ptr<PostgresRunStore> store = OpenOrDie();
   ASSERT_NE(store, nullptr);

@@ -60,6 +60,15 @@ CREATE TABLE IF NOT EXISTS routers (
 );
 )sql";
 
+// Step 4, namespaces (docs/NAMESPACES.md): every run belongs to one, existing runs to
+// `default`; request_id is unique per namespace instead of globally. Idempotent.
+inline constexpr char kStep4[] = R"sql(
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS namespace TEXT COLLATE "C" NOT NULL DEFAULT 'default';
+ALTER TABLE runs DROP CONSTRAINT IF EXISTS runs_request_id_key;
+CREATE UNIQUE INDEX IF NOT EXISTS runs_by_request ON runs (namespace, request_id);
+CREATE INDEX IF NOT EXISTS runs_by_namespace ON runs (namespace, created_us DESC, run_id DESC);
+)sql";
+
 // Step 5: the webhook outbox (notification_outbox.h), one row per notice. `status` is
 // NotificationStatus; `delivered_to` the endpoints that took it, one per line; owner and
 // lease_epoch fence its delivery as runs.owner and runs.lease_epoch fence a run's commits.

@@ -29,6 +29,16 @@ struct Snapshot {
 struct RunFilter {
   rein::v1::Stage stage = rein::v1::STAGE_UNSPECIFIED;                             // any
   rein::v1::TerminationReason outcome = rein::v1::TERMINATION_REASON_UNSPECIFIED;  // any
+  std::string namespace_name;  // only this namespace's runs; "" = any
+};
+
+// What a namespace holds now (NamespaceUsage), for its quotas.
+struct NamespaceUsage {
+  int64_t unfinished_runs = 0;  // not FINISHED, FAILED or CANCELLED (paused runs count)
+  // Added up over the namespace's runs created at or after `since`: their tokens_used and
+  // cost_used_usd so far.
+  int64_t tokens = 0;
+  double cost_usd = 0;
 };
 
 struct RunPage {
@@ -106,8 +116,10 @@ class RunStore {
   virtual ~RunStore() = default;
 
   // Stores a new run (state.version as given, normally 1) with its first events (seq 1..n).
-  // When run.request_id is non-empty and a run with that request_id exists, stores nothing and
-  // returns that run with created=false, also when the two creates race. A run_id that exists
+  // The run belongs to the namespace run.spec.namespace ("" is "default"). When run.request_id
+  // is non-empty and a run of the same namespace with that request_id exists, stores nothing
+  // and returns that run with created=false, also when the two creates race; the same
+  // request_id in two namespaces names two runs. A run_id that exists
   // already is ALREADY_EXISTS; an empty run_id, or a created_at / updated_at outside
   // Timestamp's range, is INVALID_ARGUMENT naming the field.
   virtual absl::StatusOr<CreateResult> CreateRun(const rein::v1::Run& run,
@@ -145,6 +157,11 @@ class RunStore {
   absl::StatusOr<std::vector<Snapshot>> ListSnapshots(const std::string& run_id) {
     return ListSnapshotsAfter(run_id, /*after_version=*/0, /*limit=*/0);
   }
+
+  // The namespace's unfinished runs now, and the usage of its runs created at or after `since`
+  // (`namespace_name` as RunSpec.namespace: "" is "default").
+  virtual absl::StatusOr<NamespaceUsage> GetNamespaceUsage(const std::string& namespace_name,
+                                                           absl::Time since) = 0;
 
   // Ids of every run whose stage is not terminal (FINISHED, FAILED, CANCELLED), oldest first
   // (created_at, then run_id).

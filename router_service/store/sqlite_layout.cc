@@ -71,6 +71,18 @@ DROP TABLE snapshots_v2;
 UPDATE schema_version SET version = 3 WHERE id = 1;
 )sql";
 
+// Step 4, namespaces (docs/NAMESPACES.md): every run belongs to one, existing runs to
+// `default`; request_id is unique per namespace. The column-level UNIQUE of runs.request_id
+// cannot be dropped in place, so that column is no longer written (NULL, which UNIQUE allows
+// many times) and the key moves to ns_request_id, unique with the namespace.
+constexpr char kStep4[] = R"sql(
+ALTER TABLE runs ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE runs ADD COLUMN ns_request_id TEXT;
+UPDATE runs SET ns_request_id = request_id, request_id = NULL WHERE request_id IS NOT NULL;
+CREATE UNIQUE INDEX IF NOT EXISTS runs_by_request ON runs (namespace, ns_request_id);
+CREATE INDEX IF NOT EXISTS runs_by_namespace ON runs (namespace, created_us DESC, run_id DESC);
+)sql";
+
 // Step 5: the webhook outbox (notification_outbox.h), one row per notice. `status` is
 // NotificationStatus; `delivered_to` the endpoints that took it, one per line.
 constexpr char kStep5Outbox[] = R"sql(
@@ -95,6 +107,10 @@ CREATE INDEX IF NOT EXISTS notifications_by_commit ON notifications (committed_u
 
 absl::Status SqliteRunStore::ApplySchemaSteps(int64_t version) {
   const int64_t stored = version;
+  if (version < 4) {
+    RETURN_IF_ERROR(db_->ExecScript(kStep4, "migrating the layout to version 4 (namespaces)"));
+    version = 4;
+  }
   if (version < 5) {
     RETURN_IF_ERROR(db_->ExecScript(kStep5Outbox, "applying schema step 5 (notifications)"));
     version = 5;
@@ -152,7 +168,7 @@ absl::Status SqliteRunStore::Initialize(const Options& options) {
     RETURN_IF_ERROR(db_->ExecScript(kMigrateFrom2, "migrating the layout from version 2 to 3"));
     version = 3;
   }
-  // Layout 3 is the base the steps below start from; older ones (but 2, above) are refused.
+  // Versions from 3 on are migrated step by step below, each step on its own.
   if (version != 0 && version < 3) {
     return absl::FailedPreconditionError(
         absl::StrCat("SQLite database ", path_, " has the older schema version ", version,

@@ -21,6 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/limits.h"
 #include "common/status_macros.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "rein/v1/types.pb.h"
@@ -228,10 +229,13 @@ absl::StatusOr<CreateResult> SqliteRunStore::CreateRun(const rein::v1::Run& run,
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(SqliteDb::Transaction tx,
                    SqliteDb::Transaction::Begin(db_.get(), /*write=*/true));
+  const std::string namespace_name(NamespaceOrDefault(run.spec().namespace_()));
   if (!run.request_id().empty()) {
-    ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
-                     db_->Prepare("SELECT run_id FROM runs WHERE request_id = ?"));
-    stmt.BindText(1, run.request_id());
+    ASSIGN_OR_RETURN(
+        SqliteDb::Statement stmt,
+        db_->Prepare("SELECT run_id FROM runs WHERE namespace = ? AND ns_request_id = ?"));
+    stmt.BindText(1, namespace_name);
+    stmt.BindText(2, run.request_id());
     const int rc = stmt.Step();
     if (rc == SQLITE_ROW) {
       const std::string existing_id = stmt.ColumnBytes(0);
@@ -249,9 +253,9 @@ absl::StatusOr<CreateResult> SqliteRunStore::CreateRun(const rein::v1::Run& run,
 
   {
     ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
-                     db_->Prepare("INSERT INTO runs (run_id, request_id, stage, reason, version, "
-                                  "last_seq, created_us, updated_us, run, state) "
-                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                     db_->Prepare("INSERT INTO runs (run_id, ns_request_id, stage, reason, "
+                                  "version, last_seq, created_us, updated_us, run, state, "
+                                  "namespace) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     stmt.BindText(1, run.run_id());
     if (run.request_id().empty()) {
       stmt.BindNull(2);
@@ -266,6 +270,7 @@ absl::StatusOr<CreateResult> SqliteRunStore::CreateRun(const rein::v1::Run& run,
     stmt.BindInt(8, updated_us);
     stmt.BindBlob(9, blob);
     stmt.BindBlob(10, tail_blob);
+    stmt.BindText(11, namespace_name);
     const int rc = stmt.Step();
     if (rc != SQLITE_DONE) return db_->Error(rc, absl::StrCat("writing run ", run.run_id()));
   }
@@ -448,6 +453,7 @@ absl::StatusOr<RunPage> SqliteRunStore::ListRuns(const RunFilter& filter, int pa
   if (filter.outcome != rein::v1::TERMINATION_REASON_UNSPECIFIED) {
     absl::StrAppend(&sql, " AND reason = ?");
   }
+  if (!filter.namespace_name.empty()) absl::StrAppend(&sql, " AND namespace = ?");
   if (cursor.has_value()) absl::StrAppend(&sql, " AND (created_us, run_id) < (?, ?)");
   absl::StrAppend(&sql, " ORDER BY created_us DESC, run_id DESC LIMIT ?");
 
@@ -458,6 +464,7 @@ absl::StatusOr<RunPage> SqliteRunStore::ListRuns(const RunFilter& filter, int pa
   if (filter.outcome != rein::v1::TERMINATION_REASON_UNSPECIFIED) {
     stmt.BindInt(index++, filter.outcome);
   }
+  if (!filter.namespace_name.empty()) stmt.BindText(index++, filter.namespace_name);
   if (cursor.has_value()) {
     stmt.BindInt(index++, cursor->created_us);
     stmt.BindText(index++, cursor->run_id);
@@ -534,6 +541,42 @@ absl::StatusOr<std::vector<std::string>> SqliteRunStore::ListUnfinishedRunIds() 
   while ((rc = stmt.Step()) == SQLITE_ROW) ids.push_back(stmt.ColumnBytes(0));
   if (rc != SQLITE_DONE) return db_->Error(rc, "listing unfinished runs");
   return ids;
+}
+
+absl::StatusOr<NamespaceUsage> SqliteRunStore::GetNamespaceUsage(const std::string& namespace_name,
+                                                                 absl::Time since) {
+  const std::string ns(NamespaceOrDefault(namespace_name));
+  NamespaceUsage usage;
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(SqliteDb::Transaction tx,
+                   SqliteDb::Transaction::Begin(db_.get(), /*write=*/false));
+  {
+    ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                     db_->Prepare("SELECT count(*) FROM runs WHERE namespace = ? AND stage NOT IN "
+                                  "(7, 8, 9)"));
+    stmt.BindText(1, ns);
+    const int rc = stmt.Step();
+    if (rc != SQLITE_ROW) return db_->Error(rc, "counting a namespace's runs");
+    usage.unfinished_runs = stmt.ColumnInt(0);
+  }
+  ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
+                   db_->Prepare("SELECT run_id, state FROM runs WHERE namespace = ? AND "
+                                "created_us >= ?"));
+  stmt.BindText(1, ns);
+  stmt.BindInt(2, absl::ToUnixMicros(since));
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) {
+    rein::v1::Run tail;  // the stored tail: the state and updated_at
+    if (!tail.ParseFromString(stmt.ColumnBytes(1))) {
+      return absl::DataLossError(absl::StrCat("SQLite database ", path_, ": the stored run ",
+                                              stmt.ColumnBytes(0), " is corrupt"));
+    }
+    usage.tokens += tail.state().tokens_used();
+    usage.cost_usd += tail.state().cost_used_usd();
+  }
+  if (rc != SQLITE_DONE) return db_->Error(rc, "adding up a namespace's usage");
+  RETURN_IF_ERROR(tx.Commit());
+  return usage;
 }
 
 absl::Status SqliteRunStore::JoinFleet(const std::string& router_id, absl::Duration ttl) {

@@ -93,6 +93,7 @@ class SqliteRunStore final : public RouterStore {
   // 2: runs.state holds the state apart from the rest of the run; snapshots are binary.
   // 3: runs.stage holds one value for the loop's three stages; snapshots is a rowid table
   //    (fewer pages written per commit). A version 2 file is migrated when opened.
+  // 4: runs.namespace, and request_id unique per namespace (runs.ns_request_id).
   // 5: the `notifications` outbox (notification_outbox.h); a version 3 file gains it when
   //    opened (each step from 3 on is applied in order, `if (version < N)`).
   static constexpr int kSchemaVersion = 5;
@@ -121,6 +122,8 @@ class SqliteRunStore final : public RouterStore {
                                                            int64_t after_version,
                                                            int limit) override;
   absl::StatusOr<std::vector<std::string>> ListUnfinishedRunIds() override;
+  absl::StatusOr<NamespaceUsage> GetNamespaceUsage(const std::string& namespace_name,
+                                                   absl::Time since) override;
 
   // Leases, kept trivially: one router uses a SQLite store (OpenRunStore locks it), so the
   // router that joined owns every unfinished run at epoch 1 (GetRun and ListRuns say so), its

@@ -280,6 +280,34 @@ TEST_F(SqliteRunStoreTest, OpenUsesWalAndRecordsSchemaVersion) {
             std::to_string(SqliteRunStore::kSchemaVersion));
 }
 
+// How version 3 kept runs: no namespace, request_id unique in its own column.
+constexpr char kBackToLayout3[] = R"sql(
+    DROP INDEX runs_by_request;
+    DROP INDEX runs_by_namespace;
+    UPDATE runs SET request_id = ns_request_id;
+    ALTER TABLE runs DROP COLUMN ns_request_id;
+    ALTER TABLE runs DROP COLUMN namespace;
+)sql";
+
+TEST_F(SqliteRunStoreTest, OpenMigratesALayout3FileIntoTheDefaultNamespace) {
+  {
+    std::unique_ptr<SqliteRunStore> store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->CreateRun(MakeRun("run-old", "request-1"), {}).ok());
+  }
+  ASSERT_TRUE(ExecRaw(path_, absl::StrCat("BEGIN;", kBackToLayout3,
+                                          "UPDATE schema_version SET version = 3; COMMIT;"))
+                  .ok());
+  std::unique_ptr<SqliteRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(QueryRaw(path_, "SELECT version FROM schema_version"),
+            std::to_string(SqliteRunStore::kSchemaVersion));
+  EXPECT_EQ(QueryRaw(path_, "SELECT namespace FROM runs WHERE run_id = 'run-old'"), "default");
+  // The old request_id still names the old run in `default`, and is free in another namespace.
+  const absl::Status moved = rein::testing::CheckRequestIdMovedToDefault(*store);
+  EXPECT_TRUE(moved.ok()) << moved;
+}
+
 TEST_F(SqliteRunStoreTest, OpenOlderSchemaVersionIsFailedPreconditionSayingWhatToDo) {
   ASSERT_NE(OpenOrDie(), nullptr);
   ASSERT_TRUE(ExecRaw(path_, "UPDATE schema_version SET version = 1").ok());
@@ -342,6 +370,10 @@ TEST_F(SqliteRunStoreTest, OpenMigratesALayout2FileKeepingEveryRunAndSnapshot) {
   // Back to how version 2 kept it.
   ASSERT_TRUE(ExecRaw(path_, R"sql(
     BEGIN;
+    DROP INDEX runs_by_request;
+    DROP INDEX runs_by_namespace;
+    ALTER TABLE runs DROP COLUMN ns_request_id;
+    ALTER TABLE runs DROP COLUMN namespace;
     UPDATE runs SET stage = 4 WHERE run_id = 'run-e';
     UPDATE runs SET stage = 5 WHERE run_id = 'run-v';
     CREATE TABLE snapshots_v2 (

@@ -48,13 +48,24 @@ absl::StatusOr<google::protobuf::Timestamp> ToTimestamp(absl::Time t, absl::stri
   return ToProtoTime(t);
 }
 
+namespace {
+
+// The check of a token's payload, bound to the filter's namespace (when it has one), so that a
+// token made for one namespace's list is refused for another's.
+uint64_t TokenCheck(const RunFilter& filter, absl::string_view payload) {
+  if (filter.namespace_name.empty()) return Fnv1a64(payload);
+  return Fnv1a64(absl::StrCat(payload, "|ns=", filter.namespace_name));
+}
+
+}  // namespace
+
 // Token text: "<check hex>|1|<stage>|<reason>|<created_us>|<run_id>", base64 (web-safe).
 std::string MakePageToken(const RunFilter& filter, const Cursor& cursor) {
   const std::string payload =
       absl::StrCat("1|", static_cast<int>(filter.stage), "|", static_cast<int>(filter.outcome), "|",
                    cursor.created_us, "|", cursor.run_id);
   return absl::WebSafeBase64Escape(
-      absl::StrCat(absl::Hex(Fnv1a64(payload), absl::kZeroPad16), "|", payload));
+      absl::StrCat(absl::Hex(TokenCheck(filter, payload), absl::kZeroPad16), "|", payload));
 }
 
 absl::StatusOr<Cursor> ParsePageToken(const RunFilter& filter, const std::string& token) {
@@ -66,7 +77,8 @@ absl::StatusOr<Cursor> ParsePageToken(const RunFilter& filter, const std::string
   if (parts.size() != 6 || parts[0].size() != 16) return not_ours;
   const absl::string_view payload = absl::string_view(text).substr(17);
   uint64_t check = 0;
-  if (!absl::SimpleHexAtoi(parts[0], &check) || check != Fnv1a64(payload)) return not_ours;
+  if (!absl::SimpleHexAtoi(parts[0], &check) || check != TokenCheck(filter, payload))
+    return not_ours;
   int stage = 0;
   int reason = 0;
   Cursor cursor;

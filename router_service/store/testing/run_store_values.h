@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/status.h"
 #include "rein/v1/router.pb.h"
 #include "rein/v1/types.pb.h"
+#include "router_service/store/run_store.h"
 
 namespace rein::testing {
 
@@ -20,6 +22,23 @@ inline rein::v1::Run MakeRun(const std::string& run_id, const std::string& reque
   run.mutable_state()->set_version(1);
   run.mutable_created_at()->set_seconds(1700000000);
   return run;
+}
+
+// After a store that held run-old with request_id request-1 moved to namespaces: the key
+// still names run-old in `default`, and is free in another namespace. An error says what
+// did not hold.
+inline absl::Status CheckRequestIdMovedToDefault(RunStore& store) {
+  absl::StatusOr<CreateResult> again = store.CreateRun(MakeRun("run-new", "request-1"), {});
+  if (!again.ok()) return again.status();
+  if (again->created || again->run.run_id() != "run-old") {
+    return absl::InternalError("request-1 in default no longer names run-old");
+  }
+  rein::v1::Run other = MakeRun("run-b", "request-1");
+  other.mutable_spec()->set_namespace_("team-b");
+  absl::StatusOr<CreateResult> b = store.CreateRun(other, {});
+  if (!b.ok()) return b.status();
+  if (!b->created) return absl::InternalError("request-1 in team-b did not create a run");
+  return absl::OkStatus();
 }
 
 // An event that carries `message` (as an error event's message).

@@ -1,0 +1,387 @@
+// Service tests of namespaces and quotas over real gRPC (loopback TCP): a caller of one
+// namespace against every RPC on another namespace's run, admin across them, request_id and
+// forks scoped, events stamped, and quotas refusing and freeing.
+#include <stdlib.h>
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "router_service/auth.h"
+#include "router_service/router_grpc.h"
+#include "router_service/run_engine.h"
+#include "router_service/service/quotas.h"
+#include "router_service/store/sqlite_run_store.h"
+#include "router_service/testing/fake_clients.h"
+
+namespace rein {
+namespace {
+
+using rein::testing::FakeExecutorClient;
+using rein::testing::FakePlannerClient;
+
+// The fake executor, plus workspace copies (for ForkRun) that record their namespace.
+class CopyingExecutor final : public ExecutorClient {
+ public:
+  explicit CopyingExecutor(FakeExecutorClient* fake) : fake_(fake) {}
+  std::shared_ptr<PendingCall> ListTools(absl::Time deadline,
+                                         ReplyCallback<rein::v1::ListToolsResponse> done) override {
+    return fake_->ListTools(deadline, std::move(done));
+  }
+  std::shared_ptr<PendingCall> Execute(const rein::v1::ExecuteRequest& request, absl::Time deadline,
+                                       ReplyCallback<rein::v1::ExecuteResponse> done) override {
+    return fake_->Execute(request, deadline, std::move(done));
+  }
+  std::shared_ptr<PendingCall> CopyWorkspace(
+      const rein::v1::CopyWorkspaceRequest& request, absl::Time /*deadline*/,
+      ReplyCallback<rein::v1::CopyWorkspaceResponse> done) override {
+    {
+      absl::MutexLock lock(&mu_);
+      copied_namespaces_.push_back(request.namespace_());
+    }
+    done(rein::v1::CopyWorkspaceResponse());
+    return nullptr;
+  }
+  std::vector<std::string> copied_namespaces() {
+    absl::MutexLock lock(&mu_);
+    return copied_namespaces_;
+  }
+
+ private:
+  FakeExecutorClient* fake_;
+  absl::Mutex mu_;
+  std::vector<std::string> copied_namespaces_ ABSL_GUARDED_BY(mu_);
+};
+
+class RouterNamespaceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string dir = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
+    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    const std::string tokens = dir + "/ns-tokens-" + name;
+    std::ofstream(tokens) << "sha256:" << Sha256Hex("a-viewer") << " ava viewer namespace=team-a\n"
+                          << "sha256:" << Sha256Hex("a-op") << " abe operator namespace=team-a\n"
+                          << "sha256:" << Sha256Hex("a-rev") << " amy reviewer namespace=team-a\n"
+                          << "sha256:" << Sha256Hex("b-op") << " bob operator,reviewer "
+                          << "namespace=team-b\n"
+                          << "sha256:" << Sha256Hex("d-op") << " dan operator\n"
+                          << "sha256:" << Sha256Hex("root") << " root admin\n";
+    AuthOptions auth_options;
+    auth_options.tokens_file = tokens;
+    auth_options.max_failures_per_window = 1000;
+    auth_ = std::make_unique<Authenticator>(auth_options, RealClock());
+    ASSERT_TRUE(auth_->Load().ok());
+    quotas_path_ = dir + "/ns-quotas-" + name;
+    std::ofstream(quotas_path_) << "# quotas\nteam-q max_concurrent_runs=1\n";
+
+    rein::testing::ScriptListFilesRun(&planner_, &executor_);
+    executor_.execute = [this](const rein::v1::ExecuteRequest& request) {
+      {
+        absl::MutexLock lock(&mu_);
+        executed_namespaces_.push_back(request.namespace_());
+      }
+      rein::v1::ExecuteResponse reply;
+      reply.set_ok(true);
+      return absl::StatusOr<rein::v1::ExecuteResponse>(reply);
+    };
+    auto store = SqliteRunStore::Open(dir + "/ns-router-" + name + ".db", {});
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    engine_ = std::make_unique<RunEngine>(store_.get(), &planner_, &copying_, RealClock(),
+                                          RunEngineOptions());
+    ASSERT_TRUE(engine_->Start().ok());
+    QuotaOptions quota_options;
+    quota_options.file = quotas_path_;
+    quota_options.reload_check = absl::Milliseconds(50);
+    quotas_ = std::make_unique<QuotaBook>(quota_options, store_.get(), RealClock());
+    ASSERT_TRUE(quotas_->Load().ok());
+    service_ = std::make_unique<RouterGrpcService>(engine_.get(), auth_.get(), RouterGrpcOptions(),
+                                                   quotas_.get());
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(port, 0);
+    stub_ = rein::v1::Router::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  }
+
+  void TearDown() override {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    engine_->Shutdown(absl::Seconds(1));
+  }
+
+  std::unique_ptr<grpc::ClientContext> Context(const std::string& token) {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->AddMetadata("authorization", "Bearer " + token);
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return context;
+  }
+
+  // Starts a run that pauses after its plan, as `token`, and waits for the pause.
+  rein::v1::Run StartPaused(const std::string& token, const std::string& request_id = "",
+                            const std::string& ns = "") {
+    rein::v1::StartRunRequest request;
+    request.mutable_spec()->set_goal("list things");
+    request.mutable_spec()->add_pause_points(rein::v1::AFTER_PLAN);
+    request.mutable_spec()->set_namespace_(ns);
+    request.set_request_id(request_id);
+    rein::v1::Run run;
+    grpc::Status status = stub_->StartRun(Context(token).get(), request, &run);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return WaitPaused(token, run.run_id());
+  }
+
+  rein::v1::Run WaitPaused(const std::string& token, const std::string& run_id) {
+    rein::v1::Run run;
+    for (int i = 0; i < 1000 && run.state().stage() != rein::v1::PAUSED; ++i) {
+      rein::v1::GetRunRequest request;
+      request.set_run_id(run_id);
+      EXPECT_TRUE(stub_->GetRun(Context(token).get(), request, &run).ok());
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return run;
+  }
+
+  // Every RPC on `run_id` as `token`: each one's status.
+  std::vector<std::pair<std::string, grpc::Status>> EveryRpc(const std::string& token,
+                                                             const rein::v1::Run& target) {
+    std::vector<std::pair<std::string, grpc::Status>> out;
+    const std::string& run_id = target.run_id();
+    rein::v1::Run run;
+    {
+      rein::v1::GetRunRequest r;
+      r.set_run_id(run_id);
+      out.emplace_back("GetRun", stub_->GetRun(Context(token).get(), r, &run));
+    }
+    {
+      rein::v1::CancelRunRequest r;
+      r.set_run_id(run_id);
+      out.emplace_back("CancelRun", stub_->CancelRun(Context(token).get(), r, &run));
+    }
+    {
+      rein::v1::ResumeRunRequest r;
+      r.set_run_id(run_id);
+      r.set_expected_version(target.state().version());
+      r.mutable_review()->mutable_approve();
+      out.emplace_back("ResumeRun", stub_->ResumeRun(Context(token).get(), r, &run));
+    }
+    {
+      rein::v1::ForkRunRequest r;
+      r.set_run_id(run_id);
+      r.set_seq(1);
+      out.emplace_back("ForkRun", stub_->ForkRun(Context(token).get(), r, &run));
+    }
+    {
+      auto context = Context(token);
+      rein::v1::WatchRunRequest r;
+      r.set_run_id(run_id);
+      auto reader = stub_->WatchRun(context.get(), r);
+      rein::v1::RunEvent event;
+      int read = 0;
+      while (reader->Read(&event)) ++read;
+      EXPECT_EQ(read, 0) << "a watch across namespaces must yield no event";
+      out.emplace_back("WatchRun", reader->Finish());
+    }
+    {
+      auto context = Context(token);
+      rein::v1::ExportRunRequest r;
+      r.set_run_id(run_id);
+      auto reader = stub_->ExportRun(context.get(), r);
+      rein::v1::RunSnapshot snapshot;
+      int read = 0;
+      while (reader->Read(&snapshot)) ++read;
+      EXPECT_EQ(read, 0) << "an export across namespaces must yield nothing";
+      out.emplace_back("ExportRun", reader->Finish());
+    }
+    return out;
+  }
+
+  std::vector<std::string> Listed(const std::string& token, const std::string& ns = "") {
+    rein::v1::ListRunsRequest request;
+    request.set_namespace_(ns);
+    rein::v1::ListRunsResponse reply;
+    grpc::Status status = stub_->ListRuns(Context(token).get(), request, &reply);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    std::vector<std::string> ids;
+    for (const auto& run : reply.runs()) ids.push_back(run.run_id());
+    return ids;
+  }
+
+  std::string quotas_path_;
+  std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<QuotaBook> quotas_;
+  FakePlannerClient planner_;
+  FakeExecutorClient executor_;
+  CopyingExecutor copying_{&executor_};
+  absl::Mutex mu_;
+  std::vector<std::string> executed_namespaces_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<RouterStore> store_;
+  std::unique_ptr<RunEngine> engine_;
+  std::unique_ptr<RouterGrpcService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<rein::v1::Router::Stub> stub_;
+};
+
+TEST_F(RouterNamespaceTest, AnotherNamespacesRunIsNotFoundOnEveryRpcAsAnUnknownId) {
+  const rein::v1::Run b_run = StartPaused("b-op");
+  ASSERT_EQ(b_run.state().stage(), rein::v1::PAUSED);
+  EXPECT_EQ(b_run.spec().namespace_(), "team-b");
+  rein::v1::Run unknown = b_run;
+  unknown.set_run_id("0123456789abcdef0123456789abcdef");
+
+  // Each of A's tokens: a refusal by role stays PERMISSION_DENIED (it says nothing of the
+  // run); every call its roles allow is NOT_FOUND, worded as for an id that does not exist.
+  for (const std::string token : {"a-viewer", "a-op", "a-rev", "d-op"}) {
+    const auto on_b = EveryRpc(token, b_run);
+    const auto on_unknown = EveryRpc(token, unknown);
+    ASSERT_EQ(on_b.size(), on_unknown.size());
+    for (size_t i = 0; i < on_b.size(); ++i) {
+      SCOPED_TRACE(absl::StrCat(token, " ", on_b[i].first));
+      const grpc::Status& got = on_b[i].second;
+      const grpc::Status& want = on_unknown[i].second;
+      EXPECT_NE(got.error_code(), grpc::StatusCode::OK);
+      EXPECT_EQ(got.error_code(), want.error_code());
+      std::string message = want.error_message();
+      if (size_t at = message.find(unknown.run_id()); at != std::string::npos) {
+        message.replace(at, unknown.run_id().size(), b_run.run_id());
+      }
+      EXPECT_EQ(got.error_message(), message);
+      EXPECT_TRUE(got.error_code() == grpc::StatusCode::NOT_FOUND ||
+                  got.error_code() == grpc::StatusCode::PERMISSION_DENIED)
+          << got.error_code();
+    }
+    EXPECT_TRUE(Listed(token).empty()) << token;
+  }
+  // B's run is untouched: still paused, not cancelled, nothing forked from it.
+  rein::v1::Run after = WaitPaused("b-op", b_run.run_id());
+  EXPECT_EQ(after.state().stage(), rein::v1::PAUSED);
+  EXPECT_EQ(after.state().version(), b_run.state().version());
+  EXPECT_EQ(Listed("b-op").size(), 1u);
+}
+
+TEST_F(RouterNamespaceTest, ACallerCannotNameAnotherNamespaceButAdminSpansThemAll) {
+  rein::v1::StartRunRequest request;
+  request.mutable_spec()->set_goal("list things");
+  request.mutable_spec()->set_namespace_("team-b");
+  rein::v1::Run run;
+  grpc::Status status = stub_->StartRun(Context("a-op").get(), request, &run);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(status.error_message().find("spec.namespace"), std::string::npos);
+  request.mutable_spec()->set_namespace_("Team B");
+  status = stub_->StartRun(Context("a-op").get(), request, &run);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  rein::v1::ListRunsRequest list;
+  list.set_namespace_("team-b");
+  rein::v1::ListRunsResponse reply;
+  EXPECT_EQ(stub_->ListRuns(Context("a-viewer").get(), list, &reply).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  const rein::v1::Run a_run = StartPaused("a-op");
+  const rein::v1::Run b_run = StartPaused("b-op");
+  const rein::v1::Run admin_run = StartPaused("root", "", "team-b");  // an admin starts in B
+  EXPECT_EQ(admin_run.spec().namespace_(), "team-b");
+  EXPECT_EQ(Listed("root").size(), 3u);
+  EXPECT_EQ(Listed("root", "team-b").size(), 2u);
+  EXPECT_EQ(Listed("a-viewer"), std::vector<std::string>{a_run.run_id()});
+  EXPECT_EQ(Listed("b-op").size(), 2u);
+  rein::v1::CancelRunRequest cancel;
+  cancel.set_run_id(b_run.run_id());
+  ASSERT_TRUE(stub_->CancelRun(Context("root").get(), cancel, &run).ok());
+  EXPECT_EQ(run.state().stage(), rein::v1::CANCELLED);
+  // A token without a namespace is `default`'s, and sees none of these.
+  EXPECT_TRUE(Listed("d-op").empty());
+}
+
+TEST_F(RouterNamespaceTest, RequestIdsForksEventsAndExecutorCallsStayInTheirNamespace) {
+  const rein::v1::Run a = StartPaused("a-op", "same-key");
+  const rein::v1::Run b = StartPaused("b-op", "same-key");
+  EXPECT_NE(a.run_id(), b.run_id());
+  EXPECT_EQ(StartPaused("b-op", "same-key").run_id(), b.run_id());  // idempotent within B
+
+  rein::v1::ForkRunRequest fork;
+  fork.set_run_id(b.run_id());
+  fork.set_seq(1);
+  rein::v1::Run forked;
+  grpc::Status status = stub_->ForkRun(Context("b-op").get(), fork, &forked);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(forked.spec().namespace_(), "team-b");
+  EXPECT_EQ(copying_.copied_namespaces(), std::vector<std::string>{"team-b"});
+  rein::v1::GetRunRequest get;
+  get.set_run_id(forked.run_id());
+  rein::v1::Run seen;
+  EXPECT_EQ(stub_->GetRun(Context("a-viewer").get(), get, &seen).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+
+  // Approve B's run to its end: its events carry team-b, its tool calls went out as team-b.
+  rein::v1::ResumeRunRequest resume;
+  resume.set_run_id(b.run_id());
+  resume.set_expected_version(b.state().version());
+  resume.mutable_review()->mutable_approve();
+  rein::v1::Run out;
+  status = stub_->ResumeRun(Context("b-op").get(), resume, &out);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  auto context = Context("b-op");
+  rein::v1::WatchRunRequest watch;
+  watch.set_run_id(b.run_id());
+  auto reader = stub_->WatchRun(context.get(), watch);
+  rein::v1::RunEvent event;
+  int events = 0;
+  bool executed = false;
+  while (reader->Read(&event)) {
+    ++events;
+    EXPECT_EQ(event.namespace_(), "team-b") << event.seq();
+    executed = executed || event.has_tool_result();
+  }
+  EXPECT_TRUE(reader->Finish().ok());
+  EXPECT_GT(events, 3);
+  ASSERT_TRUE(executed);
+  absl::MutexLock lock(&mu_);
+  for (const std::string& ns : executed_namespaces_) EXPECT_EQ(ns, "team-b");
+}
+
+TEST_F(RouterNamespaceTest, AQuotaRefusesNamingItselfAndFreesWhenARunEnds) {
+  const rein::v1::Run first = StartPaused("root", "", "team-q");
+  rein::v1::StartRunRequest request;
+  request.mutable_spec()->set_goal("list things");
+  request.mutable_spec()->set_namespace_("team-q");
+  rein::v1::Run run;
+  grpc::Status status = stub_->StartRun(Context("root").get(), request, &run);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(status.error_message().find("quota max_concurrent_runs is spent"), std::string::npos)
+      << status.error_message();
+  EXPECT_NE(status.error_message().find("frees when one ends"), std::string::npos);
+
+  rein::v1::GetQuotaRequest get;
+  get.set_namespace_("team-q");
+  rein::v1::QuotaReport report;
+  ASSERT_TRUE(stub_->GetQuota(Context("root").get(), get, &report).ok());
+  ASSERT_EQ(report.quotas_size(), 1);
+  EXPECT_EQ(report.quotas(0).name(), "max_concurrent_runs");
+  EXPECT_EQ(report.quotas(0).used(), 1);
+  EXPECT_EQ(report.quotas(0).limit(), 1);
+  // Another namespace's quota is not a viewer's to read.
+  EXPECT_EQ(stub_->GetQuota(Context("a-viewer").get(), get, &report).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  rein::v1::CancelRunRequest cancel;
+  cancel.set_run_id(first.run_id());
+  ASSERT_TRUE(stub_->CancelRun(Context("root").get(), cancel, &run).ok());
+  status = stub_->StartRun(Context("root").get(), request, &run);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+
+  // The quota is raised in the file: read again on the next call.
+  std::ofstream(quotas_path_) << "team-q max_concurrent_runs=3\n";
+  absl::SleepFor(absl::Milliseconds(100));
+  status = stub_->StartRun(Context("root").get(), request, &run);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+}  // namespace
+}  // namespace rein

@@ -1,0 +1,131 @@
+// The Router's public calls and their checks.
+#include "router_service/service/router_api.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/limits.h"
+#include "common/metrics.h"
+#include "common/status_macros.h"
+
+namespace rein {
+namespace {
+
+absl::Status CheckRole(const Caller& caller, const char* method) {
+  if ((RolesAllowedFor(method) & caller.roles) != 0) return absl::OkStatus();
+  Metrics::Global().Add("rein_router_auth_failures_total", 1, "reason=\"permission_denied\"");
+  return absl::PermissionDeniedError("the caller's roles do not allow this call");
+}
+
+// What a run's namespace is stored as: "" for `default`, so that a router without namespaces
+// keeps its runs as before.
+std::string Stored(const std::string& ns) { return ns == kDefaultNamespace ? "" : ns; }
+
+}  // namespace
+
+absl::StatusOr<std::string> RouterApi::NamedNamespace(const Caller& caller,
+                                                      const std::string& named, const char* field) {
+  if (named.empty()) return caller.namespace_name;
+  RETURN_IF_ERROR(CheckNamespaceName(named, field));
+  if (named != caller.namespace_name && !caller.spans_namespaces()) {
+    return absl::PermissionDeniedError(absl::StrCat(field, ": the caller acts in namespace ",
+                                                    caller.namespace_name, " only, not ", named));
+  }
+  return named;
+}
+
+absl::StatusOr<rein::v1::Run> RouterApi::VisibleRun(const Caller& caller,
+                                                    const std::string& run_id) {
+  absl::StatusOr<rein::v1::Run> run = engine_->GetRun(run_id);
+  if (!run.ok() || caller.spans_namespaces()) return run;
+  if (NamespaceOrDefault(run->spec().namespace_()) != caller.namespace_name) {
+    // The very answer of an unknown id (RunEngine::GetRun), after the same read.
+    return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
+  }
+  return run;
+}
+
+absl::StatusOr<rein::v1::Run> RouterApi::StartRun(const Caller& caller,
+                                                  const rein::v1::StartRunRequest& request,
+                                                  absl::Time deadline) {
+  RETURN_IF_ERROR(CheckRole(caller, "StartRun"));
+  if (!request.has_spec()) return absl::InvalidArgumentError("spec: required");
+  ASSIGN_OR_RETURN(std::string ns,
+                   NamedNamespace(caller, request.spec().namespace_(), "spec.namespace"));
+  rein::v1::StartRunRequest in_namespace = request;
+  in_namespace.mutable_spec()->set_namespace_(Stored(ns));
+  if (quotas_ != nullptr) RETURN_IF_ERROR(quotas_->AdmitStart(ns, in_namespace.mutable_spec()));
+  return engine_->StartRun(in_namespace, caller.principal, deadline);
+}
+
+absl::StatusOr<rein::v1::Run> RouterApi::GetRun(const Caller& caller, const std::string& run_id) {
+  RETURN_IF_ERROR(CheckRole(caller, "GetRun"));
+  return VisibleRun(caller, run_id);
+}
+
+absl::StatusOr<RunPage> RouterApi::ListRuns(const Caller& caller,
+                                            const rein::v1::ListRunsRequest& request) {
+  RETURN_IF_ERROR(CheckRole(caller, "ListRuns"));
+  rein::v1::ListRunsRequest scoped = request;
+  if (request.namespace_().empty()) {
+    // An admin with no namespace named sees every namespace.
+    scoped.set_namespace_(caller.spans_namespaces() ? "" : caller.namespace_name);
+  } else {
+    ASSIGN_OR_RETURN(std::string ns, NamedNamespace(caller, request.namespace_(), "namespace"));
+    scoped.set_namespace_(ns);
+  }
+  return engine_->ListRuns(scoped);
+}
+
+absl::StatusOr<rein::v1::Run> RouterApi::CancelRun(const Caller& caller,
+                                                   const rein::v1::CancelRunRequest& request,
+                                                   absl::Time deadline) {
+  RETURN_IF_ERROR(CheckRole(caller, "CancelRun"));
+  RETURN_IF_ERROR(VisibleRun(caller, request.run_id()).status());
+  return engine_->CancelRun(request.run_id(), request.reason(), caller.principal, deadline);
+}
+
+absl::StatusOr<rein::v1::Run> RouterApi::ResumeRun(const Caller& caller,
+                                                   const rein::v1::ResumeRunRequest& request,
+                                                   absl::Time deadline) {
+  RETURN_IF_ERROR(CheckRole(caller, "ResumeRun"));
+  RETURN_IF_ERROR(VisibleRun(caller, request.run_id()).status());
+  return engine_->ResumeRun(request, caller.principal, deadline);
+}
+
+absl::StatusOr<rein::v1::Run> RouterApi::ForkRun(const Caller& caller,
+                                                 const rein::v1::ForkRunRequest& request,
+                                                 absl::Time deadline) {
+  RETURN_IF_ERROR(CheckRole(caller, "ForkRun"));
+  // The fork copies its source's spec, namespace included, and its request_id is scoped there.
+  RETURN_IF_ERROR(VisibleRun(caller, request.run_id()).status());
+  return engine_->ForkRun(request, caller.principal, deadline);
+}
+
+absl::StatusOr<std::vector<Snapshot>> RouterApi::ExportRun(const Caller& caller,
+                                                           const std::string& run_id,
+                                                           int64_t after_version, int limit) {
+  RETURN_IF_ERROR(CheckRole(caller, "ExportRun"));
+  RETURN_IF_ERROR(VisibleRun(caller, run_id).status());
+  return engine_->ListSnapshots(run_id, after_version, limit);
+}
+
+absl::StatusOr<std::string> RouterApi::WatchRun(const Caller& caller,
+                                                const rein::v1::WatchRunRequest& request) {
+  RETURN_IF_ERROR(CheckRole(caller, "WatchRun"));
+  ASSIGN_OR_RETURN(rein::v1::Run run, VisibleRun(caller, request.run_id()));
+  if (request.after_seq() < 0) return absl::InvalidArgumentError("after_seq: must be >= 0");
+  return std::string(NamespaceOrDefault(run.spec().namespace_()));
+}
+
+absl::StatusOr<rein::v1::QuotaReport> RouterApi::GetQuota(
+    const Caller& caller, const rein::v1::GetQuotaRequest& request) {
+  RETURN_IF_ERROR(CheckRole(caller, "GetQuota"));
+  ASSIGN_OR_RETURN(std::string ns, NamedNamespace(caller, request.namespace_(), "namespace"));
+  if (quotas_ == nullptr) {
+    rein::v1::QuotaReport none;
+    none.set_namespace_(ns);
+    return none;
+  }
+  return quotas_->Report(ns);
+}
+
+}  // namespace rein
