@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "rein/v1/router.pb.h"
+#include "router_service/children/child_runner.h"
 #include "router_service/clients.h"
 #include "router_service/event_tail.h"
 #include "router_service/fleet_member.h"
@@ -53,6 +54,9 @@ struct RunEngineOptions {
   // This router in a fleet sharing one store (--router_id, --lease_ttl; see LeaseTimer).
   std::string router_id = "router";
   absl::Duration lease_ttl = absl::Seconds(10);
+  // How often a WAITING parent reads its children when no child's end woke it (a child driven
+  // by another router, or a wake-up lost to a restart).
+  absl::Duration child_poll = absl::Seconds(1);
 };
 
 // Owns the in-memory view of every unfinished run and moves each one forward as its calls
@@ -96,8 +100,10 @@ class RunEngine {
                                          const std::string& principal = "");
   absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id);
   absl::StatusOr<RunPage> ListRuns(const rein::v1::ListRunsRequest& request);
+  // With `wait`, waits up to cancel_wait for the run to end (a WAITING parent ends once its
+  // children have); without, returns once the cancel is committed or recorded.
   absl::StatusOr<rein::v1::Run> CancelRun(const std::string& run_id, const std::string& reason,
-                                          const std::string& principal = "");
+                                          const std::string& principal = "", bool wait = true);
   absl::StatusOr<rein::v1::Run> ResumeRun(const rein::v1::ResumeRunRequest& request,
                                           const std::string& principal = "");
   // The run's snapshots above `after_version`, oldest first, at most `limit` (0 = all).
@@ -178,6 +184,10 @@ class RunEngine {
   bool ApplyLocked(const std::shared_ptr<Entry>& entry, const StageReply& reply);
   absl::Status CommitLocked(Entry& entry, Transition transition);
   void Wake(const std::string& run_id);
+  // A child of `parent_id` ended: the parent reads its children now rather than at its poll.
+  void WakeParent(const std::string& parent_id);
+  // A WAITING parent's kChildren effect, done on a worker (ChildRunner). Needs entry->mu held.
+  void DispatchChildren(const std::shared_ptr<Entry>& entry, const Effect& effect);
   // A call's callback has been applied (or dropped): one call fewer in flight.
   void CallDone();
 
@@ -188,6 +198,7 @@ class RunEngine {
   Clock* clock_;
   RunEngineOptions options_;
   StageRouter router_;
+  ChildRunner children_;
 
   absl::Mutex runs_mu_;
   std::map<std::string, std::shared_ptr<Entry>> runs_ ABSL_GUARDED_BY(runs_mu_);

@@ -12,6 +12,7 @@
 #include "common/proto_time.h"
 #include "common/status_macros.h"
 #include "google/protobuf/descriptor.h"
+#include "router_service/children/child_group.h"
 
 namespace rein {
 namespace {
@@ -167,6 +168,7 @@ absl::StatusOr<RunSpec> NormalizeSpec(const RunSpec& in, const std::vector<ToolS
   if (limits->action_window() < limits->stagnation_window()) {
     limits->set_action_window(std::max(limits->stagnation_window(), 6));
   }
+  RETURN_IF_ERROR(NormalizeChildLimits(&spec));  // max_children, max_parallel_children, max_depth
   std::set<int> points;
   for (int i = 0; i < spec.pause_points_size(); ++i) {
     int point = spec.pause_points(i);
