@@ -468,6 +468,35 @@ std::string RunTable(const std::vector<v1::Run>& runs, absl::TimeZone zone, bool
   return out;
 }
 
+namespace {
+
+// A child run's parent, and a parent's children by group with their stages and outcomes.
+std::string ChildrenText(const v1::Run& run) {
+  std::string out;
+  if (run.spec().has_parent()) {
+    const v1::ParentRun& parent = run.spec().parent();
+    absl::StrAppend(&out, "parent: ", parent.run_id(), "  (group ", parent.group(), ", subtask ",
+                    parent.subtask_id(), ")\n");
+  }
+  if (run.children_size() == 0) return out;
+  absl::StrAppend(&out, "children:\n");
+  for (const v1::ChildRun& child : run.children()) {
+    absl::StrAppend(&out, "  group ", child.group(), "  ", child.subtask_id(), " -> ",
+                    child.run_id().empty() ? "(not started)" : child.run_id(), "  ",
+                    v1::Stage_Name(child.stage()));
+    if (child.outcome().reason() != v1::TERMINATION_REASON_UNSPECIFIED) {
+      absl::StrAppend(&out, " (", v1::TerminationReason_Name(child.outcome().reason()), ")");
+    }
+    if (!child.start_error().empty()) {
+      absl::StrAppend(&out, "  not started: ", OneLine(child.start_error(), 200));
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string RunSummary(const v1::Run& run, absl::TimeZone zone) {
   const v1::RunSpec& spec = run.spec();
   const v1::RunState& state = run.state();
@@ -521,6 +550,7 @@ std::string RunSummary(const v1::Run& run, absl::TimeZone zone) {
 
   absl::StrAppend(&out, "\nstage: ", v1::Stage_Name(state.stage()), "  (version ", state.version(),
                   ")\n");
+  absl::StrAppend(&out, ChildrenText(run));
   if (state.stage() == v1::PAUSED) {
     const v1::Pause& pause = state.pause();
     absl::StrAppend(&out, "pause: ", PauseText(pause), "\n");
