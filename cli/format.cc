@@ -170,6 +170,29 @@ std::string ProgressLine(const Progress& p) {
   return line;
 }
 
+namespace {
+
+// A group's children on one line: each subtask, its run id (or why it did not start) and,
+// with `ends`, its outcome.
+std::string ChildList(const google::protobuf::RepeatedPtrField<v1::ChildRun>& children, bool ends) {
+  std::vector<std::string> parts;
+  for (const v1::ChildRun& child : children) {
+    std::string part = OneLine(child.subtask_id(), 40);
+    if (!child.run_id().empty()) absl::StrAppend(&part, " -> ", child.run_id());
+    if (!child.start_error().empty()) {
+      absl::StrAppend(&part, " (not started: ", OneLine(child.start_error(), 120), ")");
+    }
+    if (ends) {
+      absl::StrAppend(&part, " ", v1::Stage_Name(child.outcome().status()), " (",
+                      v1::TerminationReason_Name(child.outcome().reason()), ")");
+    }
+    parts.push_back(std::move(part));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+}  // namespace
+
 std::string EventLine(const v1::RunEvent& event) {
   std::string line = absl::StrCat("#", event.seq(), " ");
   switch (event.body_case()) {
@@ -247,6 +270,18 @@ std::string EventLine(const v1::RunEvent& event) {
       }
       break;
     }
+    case v1::RunEvent::kChildGroup:
+      absl::StrAppend(&line, "group ", event.child_group().group(), ": ",
+                      ChildList(event.child_group().children(), /*ends=*/false));
+      break;
+    case v1::RunEvent::kChildrenStarted:
+      absl::StrAppend(&line, "children started: ",
+                      ChildList(event.children_started().children(), /*ends=*/false));
+      break;
+    case v1::RunEvent::kChildrenJoined:
+      absl::StrAppend(&line, "group ", event.children_joined().group(),
+                      " joined: ", ChildList(event.children_joined().children(), /*ends=*/true));
+      break;
     case v1::RunEvent::kResumed:
       absl::StrAppend(&line, "resumed ", ReviewText(event.resumed().review()), " -> ",
                       v1::Stage_Name(event.resumed().to()));

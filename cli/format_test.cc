@@ -235,6 +235,18 @@ TEST(RunTable, UsageAddsTokenAndCostColumns) {
             "800          0.012400  g\n");
 }
 
+TEST(EventLine, ShowsAGroupItsChildrenAndTheirJoin) {
+  v1::RunEvent group = Event(R"(seq: 5 child_group { group: 1
+      children { subtask_id: "a" } children { subtask_id: "b" } })");
+  EXPECT_EQ(EventLine(group), "#5 group 1: a, b");
+  v1::RunEvent started = Event(R"(seq: 6 children_started { group: 1
+      children { subtask_id: "a" run_id: "c1" } children { subtask_id: "b" start_error: "down" } })");
+  EXPECT_EQ(EventLine(started), "#6 children started: a -> c1, b (not started: down)");
+  v1::RunEvent joined = Event(R"(seq: 9 children_joined { group: 1
+      children { subtask_id: "a" run_id: "c1" outcome { status: FINISHED reason: GOAL_ACHIEVED } } })");
+  EXPECT_EQ(EventLine(joined), "#9 group 1 joined: a -> c1 FINISHED (GOAL_ACHIEVED)");
+}
+
 TEST(RunSummary, ShowsAParentsChildrenAndAChildsParent) {
   v1::Run parent = RunFrom(R"(run_id: "p" spec { goal: "fan out" }
       state { stage: WAITING version: 4 }

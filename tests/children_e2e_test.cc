@@ -25,7 +25,8 @@ using rein::v1::RunSpec;
 
 // The parent plans three delegated audits and a report; each child (matched by its goal) reads
 // README.md, its decision taking DELAY ms, then says its goal is achieved.
-std::string FanOutScript(int delay_ms) {
+// With `writer` "write_file", child b writes b.txt instead (a mutating call).
+std::string FanOutScript(int delay_ms, const std::string& writer = "read_file") {
   std::string out = R"({
   "plan": [
     {"when": {"goal_contains": "audit service", "completed_contains": "read"},
@@ -36,11 +37,13 @@ std::string FanOutScript(int delay_ms) {
     {"when": {"completed_contains": "report"}, "reply": {"goalAchieved": true}},
     {"reply": {"subtasks": [
       {"id": "svc-a", "description": "audit service a", "allowedTools": ["read_file"], "delegate": true},
-      {"id": "svc-b", "description": "audit service b", "allowedTools": ["read_file"], "delegate": true},
+      {"id": "svc-b", "description": "audit service b", "allowedTools": ["WRITER"], "delegate": true},
       {"id": "svc-c", "description": "audit service c", "allowedTools": ["read_file"], "delegate": true},
       {"id": "report", "description": "write the report", "allowedTools": ["list_files"]}]}}
   ],
   "decide": [
+    {"when": {"subtask": "read", "goal_contains": "audit service b"}, "delay_ms": DELAY,
+     "reply": {"toolCall": {"tool": "WRITER", "args": {"path": "b.txt", "content": "b"}}}},
     {"when": {"subtask": "read"}, "delay_ms": DELAY,
      "reply": {"toolCall": {"tool": "read_file", "args": {"path": "README.md"}}}},
     {"when": {"subtask": "report"},
@@ -53,6 +56,12 @@ std::string FanOutScript(int delay_ms) {
 })";
   for (size_t at; (at = out.find("DELAY")) != std::string::npos;) {
     out.replace(at, 5, std::to_string(delay_ms));
+  }
+  for (size_t at; (at = out.find("WRITER")) != std::string::npos;) out.replace(at, 6, writer);
+  if (writer == "read_file") {
+    // No write: child b reads like its siblings.
+    const std::string b = R"("args": {"path": "b.txt", "content": "b"})";
+    out.replace(out.find(b), b.size(), R"("args": {"path": "README.md"})");
   }
   return out;
 }
@@ -157,6 +166,44 @@ TEST_F(ChildrenEndToEndTest, ThreeChildrenRunInParallelAndJoin) {
   int64_t child_tokens = 0;
   for (const RunMsg& child : children) child_tokens += child.state().tokens_used();
   EXPECT_GT(done->state().tokens_used(), child_tokens);
+}
+
+TEST_F(ChildrenEndToEndTest, ChildPausedBeforeAWriteIsApprovedWhileTheParentWaits) {
+  Boot(FanOutScript(300, "write_file"));
+  RunSpec spec = Spec();
+  spec.add_tools("read_file");
+  spec.add_tools("list_files");
+  spec.add_tools("write_file");
+  spec.add_pause_points(rein::v1::BEFORE_MUTATING_TOOL);
+  absl::StatusOr<RunMsg> run = cluster_->StartRun(spec);
+  ASSERT_TRUE(run.ok()) << run.status();
+  RunMsg waiting = WaitForChildren(run->run_id());
+  // Child b pauses before its write; its siblings go on to their ends.
+  std::string paused_id;
+  for (const auto& c : waiting.children()) {
+    if (c.subtask_id() == "svc-b") paused_id = c.run_id();
+  }
+  absl::StatusOr<RunMsg> paused =
+      cluster_->WaitForStage(paused_id, rein::v1::PAUSED, absl::Seconds(30));
+  ASSERT_TRUE(paused.ok());
+  ASSERT_EQ(paused->state().stage(), rein::v1::PAUSED);
+  for (const auto& c : waiting.children()) {
+    if (c.run_id() == paused_id) continue;
+    absl::StatusOr<RunMsg> sibling =
+        cluster_->WaitForStage(c.run_id(), rein::v1::FINISHED, absl::Seconds(30));
+    ASSERT_TRUE(sibling.ok());
+    EXPECT_EQ(sibling->state().stage(), rein::v1::FINISHED);
+  }
+  absl::StatusOr<RunMsg> parent = cluster_->GetRun(run->run_id());
+  ASSERT_TRUE(parent.ok());
+  EXPECT_EQ(parent->state().stage(), rein::v1::WAITING);
+  std::vector<RunMsg> listed = ListRuns(run->run_id());
+  EXPECT_EQ(listed.size(), 3u);
+  ASSERT_TRUE(cluster_->Approve(*paused).ok());
+  std::vector<RunEvent> events = WatchAll(run->run_id());
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);
+  EXPECT_EQ(ReadFile(cluster_->options().dir + "/workspaces/repo/b.txt"), "b");
 }
 
 TEST_F(ChildrenEndToEndTest, CancellingTheParentCancelsEveryChild) {
