@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/proto_time.h"
 #include "gtest/gtest.h"
+#include "router_service/replay.h"
 #include "router_service/spec.h"
 #include "router_service/stage_router.h"
 
@@ -62,7 +63,7 @@ class Parent {
     if (edit) edit(spec);
     auto normalized = NormalizeSpec(spec, KnownTools());
     EXPECT_TRUE(normalized.ok()) << normalized.status();
-    router.NewRun("parent", "", *normalized, now, &run);
+    Apply(router.NewRun("parent", "", *normalized, now, &run));
     rein::v1::ListToolsResponse tools;
     for (const auto& tool : KnownTools()) *tools.add_tools() = tool;
     Apply(router.OnTools(run, tools, std::nullopt, now));
@@ -70,7 +71,10 @@ class Parent {
 
   void Apply(const Transition& t) {
     *run.mutable_state() = t.state;
-    for (const auto& e : t.events) log.push_back(e);
+    for (const auto& e : t.events) {
+      log.push_back(e);
+      log.back().set_seq(static_cast<int64_t>(log.size()));
+    }
   }
   // Commits what Next says while it is a commit; returns the first other step.
   NextStep Drive() {
@@ -229,6 +233,22 @@ TEST(ChildGroupTest, GroupOpensWaitsAndJoinsThenGoesOn) {
   }
   EXPECT_TRUE(has_join);
   EXPECT_FALSE(p.Children(p.Observe(rein::v1::FINISHED, rein::v1::FINISHED)).has_value());
+}
+
+TEST(ChildGroupTest, ParentsLogReplaysThroughAGroupAlone) {
+  Parent p;
+  p.Apply(p.router.OnPlan(p.run, DelegatingPlan(2, 1), p.now));
+  p.Drive();
+  p.Apply(*p.Children(p.Observe(rein::v1::DECIDING, rein::v1::DECIDING)));
+  p.now += absl::Seconds(5);
+  ChildrenObserved ended = p.Observe(rein::v1::FINISHED, rein::v1::FAILED, /*failing=*/0);
+  for (ChildRun& c : ended.children) c.mutable_outcome()->set_cost_usd(0);  // unpriced here
+  p.Apply(*p.Children(ended));
+  ASSERT_EQ(p.run.state().stage(), rein::v1::DECIDING);
+  absl::StatusOr<ReplayResult> replayed = ReplayRun(p.router, p.run, p.log);
+  ASSERT_TRUE(replayed.ok()) << replayed.status();
+  EXPECT_FALSE(replayed->divergence.has_value()) << DescribeReplay(*replayed);
+  EXPECT_EQ(replayed->events_replayed, static_cast<int64_t>(p.log.size()));
 }
 
 TEST(ChildGroupTest, CancelWaitsForTheChildrenThenCancelsTheParent) {
