@@ -136,11 +136,13 @@ const std::vector<SubcommandDef>& Subcommands() {
         {"page_token", true, false},
         {"all", false, false},
         {"usage", false, false},
+        {"parent", true, false},
         {"json", false, false}},
        "list [--stage=PAUSED] [--outcome=GOAL_ACHIEVED] [--page_size=N] [--page_token=T] [--all]\n"
-       "     [--usage] [--json]\n"
+       "     [--usage] [--parent=RUN_ID] [--json]\n"
        "    Lists runs, newest first. --all follows every page. --usage adds each run's model\n"
-       "    tokens (input, output, cache read, cache write) and cost in US dollars."},
+       "    tokens (input, output, cache read, cache write) and cost in US dollars. --parent\n"
+       "    lists only that run's child runs (docs/CHILD_RUNS.md), oldest first."},
       {"quota",
        Subcommand::kQuota,
        false,
@@ -446,6 +448,7 @@ absl::Status ParseSubcommandFlags(const SubcommandDef& def, const FlagValues& va
         command.page_size = *parsed;
       }
       command.page_token = Last(values, "page_token").value_or("");
+      command.parent_run_id = Last(values, "parent").value_or("");
       command.all_pages = Last(values, "all") == std::optional<std::string>("true");
       command.show_usage = Last(values, "usage") == std::optional<std::string>("true");
       return absl::OkStatus();

@@ -112,6 +112,7 @@ struct Command {
   v1::TerminationReason outcome_filter = v1::TERMINATION_REASON_UNSPECIFIED;
   int32_t page_size = 0;
   std::string page_token;
+  std::string parent_run_id;  // list --parent: only that run's children
   bool all_pages = false;
   bool show_usage = false;  // list --usage: token and cost columns
 

@@ -170,6 +170,29 @@ std::string ProgressLine(const Progress& p) {
   return line;
 }
 
+namespace {
+
+// A group's children on one line: each subtask, its run id (or why it did not start) and,
+// with `ends`, its outcome.
+std::string ChildList(const google::protobuf::RepeatedPtrField<v1::ChildRun>& children, bool ends) {
+  std::vector<std::string> parts;
+  for (const v1::ChildRun& child : children) {
+    std::string part = OneLine(child.subtask_id(), 40);
+    if (!child.run_id().empty()) absl::StrAppend(&part, " -> ", child.run_id());
+    if (!child.start_error().empty()) {
+      absl::StrAppend(&part, " (not started: ", OneLine(child.start_error(), 120), ")");
+    }
+    if (ends) {
+      absl::StrAppend(&part, " ", v1::Stage_Name(child.outcome().status()), " (",
+                      v1::TerminationReason_Name(child.outcome().reason()), ")");
+    }
+    parts.push_back(std::move(part));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+}  // namespace
+
 std::string EventLine(const v1::RunEvent& event) {
   std::string line = absl::StrCat("#", event.seq(), " ");
   switch (event.body_case()) {
@@ -247,6 +270,18 @@ std::string EventLine(const v1::RunEvent& event) {
       }
       break;
     }
+    case v1::RunEvent::kChildGroup:
+      absl::StrAppend(&line, "group ", event.child_group().group(), ": ",
+                      ChildList(event.child_group().children(), /*ends=*/false));
+      break;
+    case v1::RunEvent::kChildrenStarted:
+      absl::StrAppend(&line, "children started: ",
+                      ChildList(event.children_started().children(), /*ends=*/false));
+      break;
+    case v1::RunEvent::kChildrenJoined:
+      absl::StrAppend(&line, "group ", event.children_joined().group(),
+                      " joined: ", ChildList(event.children_joined().children(), /*ends=*/true));
+      break;
     case v1::RunEvent::kResumed:
       absl::StrAppend(&line, "resumed ", ReviewText(event.resumed().review()), " -> ",
                       v1::Stage_Name(event.resumed().to()));
@@ -468,6 +503,35 @@ std::string RunTable(const std::vector<v1::Run>& runs, absl::TimeZone zone, bool
   return out;
 }
 
+namespace {
+
+// A child run's parent, and a parent's children by group with their stages and outcomes.
+std::string ChildrenText(const v1::Run& run) {
+  std::string out;
+  if (run.spec().has_parent()) {
+    const v1::ParentRun& parent = run.spec().parent();
+    absl::StrAppend(&out, "parent: ", parent.run_id(), "  (group ", parent.group(), ", subtask ",
+                    parent.subtask_id(), ")\n");
+  }
+  if (run.children_size() == 0) return out;
+  absl::StrAppend(&out, "children:\n");
+  for (const v1::ChildRun& child : run.children()) {
+    absl::StrAppend(&out, "  group ", child.group(), "  ", child.subtask_id(), " -> ",
+                    child.run_id().empty() ? "(not started)" : child.run_id(), "  ",
+                    v1::Stage_Name(child.stage()));
+    if (child.outcome().reason() != v1::TERMINATION_REASON_UNSPECIFIED) {
+      absl::StrAppend(&out, " (", v1::TerminationReason_Name(child.outcome().reason()), ")");
+    }
+    if (!child.start_error().empty()) {
+      absl::StrAppend(&out, "  not started: ", OneLine(child.start_error(), 200));
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string RunSummary(const v1::Run& run, absl::TimeZone zone) {
   const v1::RunSpec& spec = run.spec();
   const v1::RunState& state = run.state();
@@ -521,6 +585,7 @@ std::string RunSummary(const v1::Run& run, absl::TimeZone zone) {
 
   absl::StrAppend(&out, "\nstage: ", v1::Stage_Name(state.stage()), "  (version ", state.version(),
                   ")\n");
+  absl::StrAppend(&out, ChildrenText(run));
   if (state.stage() == v1::PAUSED) {
     const v1::Pause& pause = state.pause();
     absl::StrAppend(&out, "pause: ", PauseText(pause), "\n");

@@ -235,6 +235,37 @@ TEST(RunTable, UsageAddsTokenAndCostColumns) {
             "800          0.012400  g\n");
 }
 
+TEST(EventLine, ShowsAGroupItsChildrenAndTheirJoin) {
+  v1::RunEvent group = Event(R"(seq: 5 child_group { group: 1
+      children { subtask_id: "a" } children { subtask_id: "b" } })");
+  EXPECT_EQ(EventLine(group), "#5 group 1: a, b");
+  v1::RunEvent started = Event(R"(seq: 6 children_started { group: 1
+      children { subtask_id: "a" run_id: "c1" } children { subtask_id: "b" start_error: "down" } })");
+  EXPECT_EQ(EventLine(started), "#6 children started: a -> c1, b (not started: down)");
+  v1::RunEvent joined = Event(R"(seq: 9 children_joined { group: 1
+      children { subtask_id: "a" run_id: "c1" outcome { status: FINISHED reason: GOAL_ACHIEVED } } })");
+  EXPECT_EQ(EventLine(joined), "#9 group 1 joined: a -> c1 FINISHED (GOAL_ACHIEVED)");
+}
+
+TEST(RunSummary, ShowsAParentsChildrenAndAChildsParent) {
+  v1::Run parent = RunFrom(R"(run_id: "p" spec { goal: "fan out" }
+      state { stage: WAITING version: 4 }
+      children { subtask_id: "a" group: 1 run_id: "c1" stage: DECIDING }
+      children { subtask_id: "b" group: 1 run_id: "c2" stage: FINISHED
+                 outcome { status: FINISHED reason: GOAL_ACHIEVED } }
+      children { subtask_id: "c" group: 1 start_error: "the store is down" })");
+  const std::string summary = RunSummary(parent, absl::UTCTimeZone());
+  EXPECT_THAT(summary, HasSubstr("stage: WAITING"));
+  EXPECT_THAT(summary, HasSubstr("children:\n  group 1  a -> c1  DECIDING\n"
+                                 "  group 1  b -> c2  FINISHED (GOAL_ACHIEVED)\n"
+                                 "  group 1  c -> (not started)  STAGE_UNSPECIFIED  not started: "
+                                 "the store is down\n"));
+  v1::Run child = RunFrom(R"(run_id: "c1" spec { goal: "a" parent { run_id: "p" group: 1
+      subtask_id: "a" } } state { stage: DECIDING })");
+  EXPECT_THAT(RunSummary(child, absl::UTCTimeZone()),
+              HasSubstr("parent: p  (group 1, subtask a)\n"));
+}
+
 TEST(RunSummary, ShowsPauseSubtasksActionsAndCounters) {
   v1::Run run = RunFrom(R"(run_id: "r1" spec { goal: "tidy up" tools: "read_file"
         pause_points: AFTER_PLAN labels { key: "team" value: "infra" } }

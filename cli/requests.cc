@@ -186,6 +186,7 @@ v1::ListRunsRequest BuildListRunsRequest(const Command& command, absl::string_vi
   request.set_outcome(command.outcome_filter);
   request.set_page_size(command.page_size);
   request.set_page_token(std::string(page_token));
+  request.set_parent_run_id(command.parent_run_id);
   return request;
 }
 

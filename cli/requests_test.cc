@@ -209,6 +209,11 @@ TEST(BuildListRunsRequest, CarriesFiltersPageSizeAndTheGivenToken) {
   EXPECT_EQ(unfiltered.page_token(), "");
 }
 
+TEST(BuildListRunsRequest, ParentListsOnlyThatRunsChildren) {
+  EXPECT_EQ(BuildListRunsRequest(Parsed({"list", "--parent=p1"}), "").parent_run_id(), "p1");
+  EXPECT_EQ(BuildListRunsRequest(Parsed({"list"}), "").parent_run_id(), "");
+}
+
 TEST(BuildForkRunRequest, CarriesThePointEditsAndFlags) {
   Command command;
   command.run_id = "r1";

@@ -54,6 +54,7 @@ constexpr ConditionSpec kConditions[] = {
     {"iteration_at_least", ConditionKind::kInt, true, true, true},
     {"tool", ConditionKind::kString, false, false, true},
     {"action_ok", ConditionKind::kBool, false, false, true},
+    {"goal_contains", ConditionKind::kString, true, true, true},
 };
 
 bool AppliesTo(const ConditionSpec& spec, ScriptStage stage) {
@@ -145,6 +146,7 @@ absl::Status ParseCondition(const ConditionSpec& spec, const json& value, const 
   if (key == "iteration_at_least") match->iteration_at_least = number;
   if (key == "tool") match->tool = text;
   if (key == "action_ok") match->action_ok = flag;
+  if (key == "goal_contains") match->goal_contains = text;
   return absl::OkStatus();
 }
 

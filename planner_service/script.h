@@ -33,6 +33,8 @@ struct RuleConditions {
   std::optional<int64_t> iteration_at_least;
   std::optional<std::string> tool;
   std::optional<bool> action_ok;
+  // The request's goal contains it (a child run's goal is its subtask's description).
+  std::optional<std::string> goal_contains;
 };
 
 // One validated rule: `reply` (the stage's response in proto3 JSON, possibly with

@@ -24,6 +24,7 @@ struct Facts {
   std::vector<absl::string_view> completed;
   absl::string_view tool;
   bool action_ok = false;
+  absl::string_view goal;
 };
 
 // The values of the reply's placeholders: ${observation} is the first observation.
@@ -55,6 +56,7 @@ bool Matches(const RuleConditions& m, const Facts& f) {
   if (m.iteration_at_least && f.iteration < *m.iteration_at_least) return false;
   if (m.tool && *m.tool != f.tool) return false;
   if (m.action_ok && *m.action_ok != f.action_ok) return false;
+  if (m.goal_contains && !absl::StrContains(f.goal, *m.goal_contains)) return false;
   return true;
 }
 
@@ -138,6 +140,7 @@ absl::StatusOr<std::unique_ptr<ScriptedBackend>> ScriptedBackend::FromFile(const
 absl::StatusOr<rein::v1::PlanResponse> ScriptedBackend::Plan(const rein::v1::PlanRequest& request,
                                                              absl::Time deadline) {
   Facts facts;
+  facts.goal = request.goal();
   facts.iteration = request.iteration();
   AddHumanInputs(request.human_inputs(), &facts);
   facts.observations.push_back(request.latest_observation());
@@ -150,6 +153,7 @@ absl::StatusOr<rein::v1::PlanResponse> ScriptedBackend::Plan(const rein::v1::Pla
 absl::StatusOr<rein::v1::DecideResponse> ScriptedBackend::Decide(
     const rein::v1::DecideRequest& request, absl::Time deadline) {
   Facts facts;
+  facts.goal = request.goal();
   facts.subtask = request.subtask().id();
   facts.iteration = request.iteration();
   AddHumanInputs(request.human_inputs(), &facts);
@@ -160,6 +164,7 @@ absl::StatusOr<rein::v1::DecideResponse> ScriptedBackend::Decide(
 absl::StatusOr<rein::v1::EvaluateResponse> ScriptedBackend::Evaluate(
     const rein::v1::EvaluateRequest& request, absl::Time deadline) {
   Facts facts;
+  facts.goal = request.goal();
   facts.subtask = request.subtask().id();
   facts.iteration = request.iteration();
   facts.observations.push_back(request.observation());

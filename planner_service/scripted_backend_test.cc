@@ -307,6 +307,24 @@ TEST_F(ScriptedBackendTest, CompletedContainsNeedsAnExactSubtaskId) {
   EXPECT_TRUE(backend->Plan(request, kNoDeadline)->goal_achieved());
 }
 
+TEST_F(ScriptedBackendTest, GoalContainsScriptsEachChildRun) {
+  auto backend = Load(R"json({"plan": [
+      {"when": {"goal_contains": "audit service b"}, "reply": {"reasoning": "child b"}},
+      {"reply": {"reasoning": "parent"}}],
+    "decide": [{"when": {"goal_contains": "service b"}, "reply": {"humanQuery": "b?"}}]})json");
+  ASSERT_NE(backend, nullptr);
+  PlanRequest request = MakePlan();
+  request.set_goal("audit three services");
+  EXPECT_EQ(backend->Plan(request, kNoDeadline)->reasoning(), "parent");
+  request.set_goal("audit service b\n\n(This is one part of a larger goal ...)");
+  EXPECT_EQ(backend->Plan(request, kNoDeadline)->reasoning(), "child b");
+  rein::v1::DecideRequest decide;
+  decide.set_goal("audit service a");
+  EXPECT_FALSE(backend->Decide(decide, kNoDeadline).ok());
+  decide.set_goal("audit service b");
+  EXPECT_EQ(backend->Decide(decide, kNoDeadline)->human_query(), "b?");
+}
+
 TEST_F(ScriptedBackendTest, IterationAtLeastIsInclusive) {
   auto backend = Load(R"json({"plan": [
       {"when": {"iteration_at_least": 3}, "reply": {"reasoning": "late"}},

@@ -209,6 +209,17 @@ json PlanTool(const rein::v1::PlanRequest& request) {
           {"items", NamesEnum(ToolNames(request.tools()))},
           {"description", "The run's tools this subtask may use; empty = all of them."}}}}},
       {"required", {"id", "description", "allowed_tools"}}};
+  if (request.allow_delegation()) {
+    // Offered only when the run may start child runs (Limits.max_children > 0).
+    subtask["properties"]["delegate"] = {
+        {"type", "boolean"},
+        {"description",
+         absl::StrCat("True: run this subtask as a child run, in parallel with the consecutive "
+                      "delegated subtasks next to it (at most ",
+                      request.max_parallel_children(), " in a row, ", request.children_left(),
+                      " in all). Delegate independent, read-only work; keep writing subtasks "
+                      "undelegated.")}};
+  }
   return {
       {"name", kPlanToolName},
       {"description", "Submit the plan: the next subtasks, top of the stack first."},
@@ -372,6 +383,9 @@ absl::StatusOr<rein::v1::PlanResponse> PlanFromOutput(const json& raw,
         return Invalid(tool_at, absl::StrCat(Quoted(name), " is listed twice"));
       }
       task->add_allowed_tools(name);
+    }
+    if (request.allow_delegation() && in.contains("delegate") && in["delegate"].is_boolean()) {
+      task->set_delegate(in["delegate"].get<bool>());
     }
     task->set_status(rein::v1::SubTask::PENDING);
   }

@@ -38,6 +38,28 @@ TEST(StructuredOutputTest, PlanIsConverted) {
   EXPECT_EQ(plan->notes(), "");
 }
 
+TEST(StructuredOutputTest, DelegateIsOfferedAndReadOnlyWhenTheRunAllowsChildren) {
+  rein::v1::PlanRequest request = PlanWithTools();
+  auto subtask_schema = [](const rein::v1::PlanRequest& r) {
+    return PlanTool(r)["input_schema"]["properties"]["subtasks"]["items"]["properties"];
+  };
+  EXPECT_FALSE(subtask_schema(request).contains("delegate"));
+  json delegated = Subtask("a", {"read_file"});
+  delegated["delegate"] = true;
+  json output = {{"reasoning", "r"}, {"subtasks", {delegated}}, {"goal_achieved", false}};
+  absl::StatusOr<rein::v1::PlanResponse> plan = PlanFromOutput(output, request);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->subtasks(0).delegate());
+
+  request.set_allow_delegation(true);
+  request.set_max_parallel_children(4);
+  request.set_children_left(3);
+  EXPECT_EQ(subtask_schema(request)["delegate"]["type"], "boolean");
+  plan = PlanFromOutput(output, request);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->subtasks(0).delegate());
+}
+
 // A first call is passed on as given, whatever its shape (the router checks it against the
 // applied plan and records why it drops a bad one); it never makes the plan invalid.
 TEST(StructuredOutputTest, PlanPassesItsFirstToolCallOnAsGiven) {

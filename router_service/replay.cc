@@ -59,6 +59,30 @@ const RunEvent::Error* FindError(const std::vector<const RunEvent*>& tr) {
   return nullptr;
 }
 
+// What a WAITING parent's driver observed of its children, as the transition recorded it: the
+// children as joined (each ended), else those that started (still running).
+std::optional<ChildrenObserved> ChildrenReply(const std::vector<const RunEvent*>& tr) {
+  for (const RunEvent* e : tr) {
+    if (!e->has_children_joined()) continue;
+    ChildrenObserved observed;
+    for (rein::v1::ChildRun child : e->children_joined().children()) {
+      if (child.start_error().empty()) child.set_stage(child.outcome().status());
+      observed.children.push_back(std::move(child));
+    }
+    return observed;
+  }
+  for (const RunEvent* e : tr) {
+    if (!e->has_children_started()) continue;
+    ChildrenObserved observed;
+    for (rein::v1::ChildRun child : e->children_started().children()) {
+      child.set_stage(rein::v1::INITIALIZING);  // started, not ended
+      observed.children.push_back(std::move(child));
+    }
+    return observed;
+  }
+  return std::nullopt;
+}
+
 // A refusal: the NEED_HUMAN pause, asking the model's refusal as its question, of a transition
 // that holds no plan, decision or evaluation (the callers look for those first).
 std::optional<std::string> FindRefusal(const std::vector<const RunEvent*>& tr) {
@@ -271,6 +295,9 @@ std::vector<StageReply> RecordedReplies(const Effect& effect,
     case Effect::Kind::kEvaluate:
       if (auto reply = EvaluateReply(tr)) replies.push_back(Evaluated{*std::move(reply)});
       break;
+    case Effect::Kind::kChildren:
+      if (auto observed = ChildrenReply(tr)) replies.push_back(*std::move(observed));
+      break;
     case Effect::Kind::kNone: break;
   }
   return replies;
@@ -328,6 +355,13 @@ std::string DescribeEvent(const RunEvent& event) {
     case RunEvent::kCallReissued:
       return absl::StrCat("call_reissued: ", event.call_reissued().from_call_id(), " as ",
                           event.call_reissued().call_id());
+    case RunEvent::kChildGroup:
+      return absl::StrCat("child_group ", event.child_group().group(), ": ",
+                          event.child_group().children_size(), " children");
+    case RunEvent::kChildrenStarted:
+      return absl::StrCat("children_started: ", event.children_started().children_size());
+    case RunEvent::kChildrenJoined:
+      return absl::StrCat("children_joined: group ", event.children_joined().group());
     case RunEvent::kError:
       return Shorten(absl::StrCat("error: ", rein::v1::Stage_Name(event.error().stage()), " ",
                                   event.error().code(), " ", event.error().message()));

@@ -66,6 +66,19 @@ RunEngine::RunEngine(RouterStore* store, PlannerClient* planner, ExecutorClient*
       clock_(clock),
       options_(options),
       router_(options.stage),
+      children_(store, &router_, clock, options.router_id,
+                ChildRunner::Hooks{
+                    [] { return NewRunId(); },
+                    [this](const Run& child) { Advance(Track(child)); },
+                    [this](const std::string& run_id, const std::string& reason) {
+                      absl::StatusOr<Run> r =
+                          CancelRun(run_id, reason, "", absl::InfiniteFuture(), /*wait=*/false);
+                      if (!r.ok()) {
+                        LogError("cannot cancel a child run",
+                                 {{"run_id", run_id}, {"error", r.status().ToString()}});
+                      }
+                    },
+                }),
       pool_(options.inline_replies),
       tools_(executor, clock, options.tools_cache_ttl, options.list_tools_timeout),
       scheduler_(clock,
@@ -348,6 +361,9 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t, absl::Time dead
   }
   tail_.Append(run.run_id(), *stored, StageRouter::IsTerminal(run.state().stage()),
                DeferredWakes::Current());
+  if (run.spec().has_parent() && StageRouter::IsTerminal(run.state().stage())) {
+    pool_.Post([this, parent = run.spec().parent().run_id()] { WakeParent(parent); });
+  }
   return absl::OkStatus();
 }
 
@@ -408,6 +424,10 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
 }
 
 void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effect) {
+  if (effect.kind == Effect::Kind::kChildren) {
+    DispatchChildren(entry, effect);
+    return;
+  }
   entry->in_flight = true;
   in_flight_.fetch_add(1);
   std::weak_ptr<Entry> weak = entry;
@@ -456,6 +476,28 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
   entry->call = SendCall(planner_, executor_, effect, std::move(finish));
 }
 
+void RunEngine::DispatchChildren(const std::shared_ptr<Entry>& entry, const Effect& effect) {
+  entry->in_flight = true;
+  in_flight_.fetch_add(1);
+  std::weak_ptr<Entry> weak = entry;
+  pool_.Post([this, weak, children = effect.children] {
+    ChildrenObserved observed = children_.Observe(children);
+    if (std::shared_ptr<Entry> e = weak.lock()) Complete(e, observed);
+    CallDone();
+  });
+}
+
+void RunEngine::WakeParent(const std::string& parent_id) {
+  std::shared_ptr<Entry> entry = Find(parent_id);
+  if (!entry) return;  // another router's: its poll reads the children
+  {
+    absl::MutexLock lock(&entry->mu);
+    if (entry->run.state().stage() != rein::v1::WAITING) return;
+    entry->not_before = absl::InfinitePast();
+  }
+  Advance(entry);
+}
+
 bool RunEngine::Complete(const std::shared_ptr<Entry>& entry, const StageReply& reply,
                          bool only_if_free) {
   if (only_if_free) {
@@ -489,6 +531,11 @@ bool RunEngine::ApplyLocked(const std::shared_ptr<Entry>& self, const StageReply
     Dispatch(self, *applied.call);
     return false;
   }
+  if (!applied.transition.has_value()) {
+    // A WAITING parent whose children have not moved: read them again after the poll.
+    entry.not_before = now + options_.child_poll;
+    return true;
+  }
   Transition t = std::move(*applied.transition);
   const bool spent = t.attempt_failed;
   // Shutting down: a call we cancelled is not the run's failure; it runs again later.
@@ -515,6 +562,9 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
     return absl::InvalidArgumentError("request_id: at most 128 bytes");
   }
   if (!request.has_spec()) return absl::InvalidArgumentError("spec: required");
+  if (request.spec().has_parent()) {
+    return absl::InvalidArgumentError("spec.parent: set by the router on child runs only");
+  }
   if (!dispatching_) return absl::UnavailableError("the router is shutting down");
   if (!fleet_.Allows(/*mutating=*/false)) {
     return absl::UnavailableError(
@@ -583,19 +633,26 @@ absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request,
 
 absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id) {
   RETURN_IF_ERROR(CheckRunId(run_id));
+  absl::StatusOr<Run> run;
   if (std::shared_ptr<Entry> entry = Find(run_id)) {
     absl::MutexLock lock(&entry->mu);
-    return entry->run;
+    run = entry->run;
+  } else {
+    run = store_->GetRun(run_id);
   }
-  absl::StatusOr<Run> run = store_->GetRun(run_id);
   if (!run.ok() && absl::IsNotFound(run.status())) {
     return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
   }
+  if (run.ok() && run->state().children_size() > 0) children_.FillChildren(&*run);
   return run;
 }
 
 absl::StatusOr<RunPage> RunEngine::ListRuns(const rein::v1::ListRunsRequest& request) {
   RETURN_IF_ERROR(CheckListRuns(request));
+  if (!request.parent_run_id().empty()) {
+    RETURN_IF_ERROR(CheckRunId(request.parent_run_id()));
+    return children_.ListChildren(request.parent_run_id());
+  }
   RunFilter filter;
   filter.stage = request.stage();
   filter.outcome = request.outcome();
@@ -606,13 +663,15 @@ absl::StatusOr<RunPage> RunEngine::ListRuns(const rein::v1::ListRunsRequest& req
 }
 
 absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::string& reason,
-                                         const std::string& principal, absl::Time deadline) {
+                                         const std::string& principal, absl::Time deadline,
+                                         bool wait) {
   RETURN_IF_ERROR(CheckRunId(run_id));
   if (reason.size() > 4096) return absl::InvalidArgumentError("reason: at most 4096 bytes");
   std::shared_ptr<Entry> entry = Find(run_id);
   if (!entry && fleet_.shared()) return fleet_.Cancel(run_id, reason, principal, deadline);
   if (!entry) return GetRun(run_id);  // unknown (NOT_FOUND) or already ended
   bool lost = false;                  // the run changed hands: cancel it through the store instead
+  bool waiting = false;               // a WAITING parent: it ends after its children, once advanced
   do {
     absl::MutexLock lock(&entry->mu);
     if (!AwaitSettledLocked(*entry, deadline)) return DeadlineWaitingFor(run_id);
@@ -625,6 +684,9 @@ absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::s
     }
     if (lost) break;
     if (entry->in_flight && entry->call) entry->call->Cancel();
+    waiting = entry->run.state().stage() == rein::v1::WAITING;
+    if (waiting) entry->not_before = absl::InfinitePast();
+    if (waiting || !wait) break;
     Entry* e = entry.get();
     auto ended = [e]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(e->mu) {
       return StageRouter::IsTerminal(e->run.state().stage());
@@ -635,6 +697,15 @@ absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::s
   if (lost) return fleet_.Cancel(run_id, reason, principal, deadline);
   // On a worker: advancing may commit, and this caller's deadline does not wait for the store.
   pool_.Post([this, entry] { Advance(entry); });
+  if (waiting && wait) {  // a WAITING parent ends once its children have
+    absl::MutexLock lock(&entry->mu);
+    Entry* e = entry.get();
+    auto ended = [e]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(e->mu) {
+      return StageRouter::IsTerminal(e->run.state().stage());
+    };
+    clock_->AwaitWithDeadline(&entry->mu, absl::Condition(&ended),
+                              std::min(deadline, clock_->Now() + options_.cancel_wait));
+  }
   return GetRun(run_id);
 }
 

@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "rein/v1/router.pb.h"
+#include "router_service/children/child_runner.h"
 #include "router_service/clients.h"
 #include "router_service/event_reads.h"
 #include "router_service/event_tail.h"
@@ -59,6 +60,9 @@ struct RunEngineOptions {
   // StartRun's check of spec.notify (the --webhook_allow prefixes, router_service/notify);
   // unset: a spec with notify URLs is INVALID_ARGUMENT.
   std::function<absl::Status(const rein::v1::RunSpec&)> check_notify;
+  // How often a WAITING parent reads its children when no child's end woke it (a child driven
+  // by another router, or a wake-up lost to a restart).
+  absl::Duration child_poll = absl::Seconds(1);
 };
 
 // Owns the in-memory view of every unfinished run and moves each one forward as its calls
@@ -110,10 +114,12 @@ class RunEngine {
   absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id);
   absl::StatusOr<RunPage> ListRuns(const rein::v1::ListRunsRequest& request);
   // Commits the cancel, then waits up to cancel_wait (and at most until `deadline`) for the run
-  // to end, and returns it as it is then.
+  // to end, and returns it as it is then; without `wait`, returns once the cancel is committed
+  // or recorded. A WAITING parent ends once its children have.
   absl::StatusOr<rein::v1::Run> CancelRun(const std::string& run_id, const std::string& reason,
                                           const std::string& principal = "",
-                                          absl::Time deadline = absl::InfiniteFuture());
+                                          absl::Time deadline = absl::InfiniteFuture(),
+                                          bool wait = true);
   absl::StatusOr<rein::v1::Run> ResumeRun(const rein::v1::ResumeRunRequest& request,
                                           const std::string& principal = "",
                                           absl::Time deadline = absl::InfiniteFuture());
@@ -202,6 +208,10 @@ class RunEngine {
   // `deadline` came first. Whatever acts on a run waits for this first.
   bool AwaitSettledLocked(Entry& entry, absl::Time deadline = absl::InfiniteFuture());
   void Wake(const std::string& run_id);
+  // A child of `parent_id` ended: the parent reads its children now rather than at its poll.
+  void WakeParent(const std::string& parent_id);
+  // A WAITING parent's kChildren effect, done on a worker (ChildRunner). Needs entry->mu held.
+  void DispatchChildren(const std::shared_ptr<Entry>& entry, const Effect& effect);
   // A call's callback has been applied (or dropped): one call fewer in flight.
   void CallDone();
 
@@ -212,6 +222,7 @@ class RunEngine {
   Clock* clock_;
   RunEngineOptions options_;
   StageRouter router_;
+  ChildRunner children_;
 
   absl::Mutex runs_mu_;
   std::map<std::string, std::shared_ptr<Entry>> runs_ ABSL_GUARDED_BY(runs_mu_);

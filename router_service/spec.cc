@@ -12,6 +12,7 @@
 #include "common/proto_time.h"
 #include "common/status_macros.h"
 #include "google/protobuf/descriptor.h"
+#include "router_service/children/child_group.h"
 
 namespace rein {
 namespace {
@@ -155,6 +156,7 @@ absl::StatusOr<RunSpec> NormalizeSpec(const RunSpec& in, const std::vector<ToolS
     }
   }
   RETURN_IF_ERROR(NormalizeLimits(spec.mutable_limits(), "spec.limits"));
+  RETURN_IF_ERROR(NormalizeChildLimits(&spec));  // max_children, max_parallel_children, max_depth
   std::set<int> points;
   for (int i = 0; i < spec.pause_points_size(); ++i) {
     int point = spec.pause_points(i);

@@ -12,6 +12,7 @@
 #include "common/proto_time.h"
 #include "common/status_macros.h"
 #include "common/usage_payload.h"
+#include "router_service/children/child_group.h"
 #include "router_service/fork_start.h"
 #include "router_service/price_table.h"
 #include "router_service/proposals.h"
@@ -88,6 +89,7 @@ Effect StageRouter::NextEffect(const Run& run, absl::Time now) const {
       req.set_propose_first_call(CombinesPlanDecide(spec));
       *req.mutable_model() = spec.model();
       req.set_iteration(st.iteration());
+      OfferDelegation(spec, st, &req);
       break;
     }
     case rein::v1::DECIDING: {
@@ -177,6 +179,10 @@ Applied StageRouter::Apply(const Run& run, const StageReply& reply, absl::Time n
     Applied operator()(const Evaluated& r) const {
       return {router.OnEvaluate(run, r.reply, now), std::nullopt};
     }
+    Applied operator()(const ChildrenObserved& r) const {
+      // Nothing to commit (no child started or ended yet): neither a transition nor a call.
+      return {OnChildren(router.options(), run, r, now), std::nullopt};
+    }
   };
   return std::visit(Visitor{*this, run, now}, reply);
 }
@@ -248,6 +254,10 @@ Transition StageRouter::OnPlan(const Run& run, const absl::StatusOr<rein::v1::Pl
   google::protobuf::RepeatedPtrField<SubTask> planned = reply->subtasks();
   if (absl::Status valid = ValidateSubtasks(st, "subtasks", &planned); !valid.ok()) {
     InvalidOutput(s, rein::v1::PLANNING, std::string(valid.message()), *reply);
+    return std::move(s).Finish();
+  }
+  if (absl::Status fits = CheckDelegation(run.spec(), st, planned, "subtasks"); !fits.ok()) {
+    InvalidOutput(s, rein::v1::PLANNING, std::string(fits.message()), *reply);
     return std::move(s).Finish();
   }
   const size_t event_index = s.events().size();
@@ -589,7 +599,9 @@ std::optional<Transition> StageRouter::OnCancel(const Run& run, bool call_in_fli
                                                 const std::string& reason, absl::Time now) const {
   if (IsTerminal(run.state().stage())) return std::nullopt;
   Step s(run, now);
-  if (call_in_flight) {
+  // A WAITING parent ends only once its children have (router_service/children): the cancel
+  // is recorded, the children are cancelled, and the join ends the parent.
+  if (call_in_flight || run.state().stage() == rein::v1::WAITING) {
     if (run.state().cancel_requested()) return std::nullopt;
     s.state().set_cancel_requested(true);
   } else {
@@ -613,6 +625,8 @@ NextStep StageRouter::Next(const Run& run, absl::Time now, absl::Time not_before
     next.kind = NextStep::Kind::kEnded;
     return next;
   }
+  // A parent waiting for its children: its cancel and deadline reach them first.
+  if (st.stage() == rein::v1::WAITING) return NextWaiting(run, now, not_before);
   if (std::optional<Transition> end = OnTick(run, now)) {
     next.kind = NextStep::Kind::kCommit;
     next.transition = std::move(end);
@@ -628,6 +642,12 @@ NextStep StageRouter::Next(const Run& run, absl::Time now, absl::Time not_before
   if (now < not_before) {
     next.kind = NextStep::Kind::kWaitUntil;
     next.until = std::min(not_before, deadline);  // the deadline may come first (rule 3)
+    return next;
+  }
+  if (OpensGroup(st)) {
+    // Delegated subtasks on top: they run as a parallel group of child runs.
+    next.kind = NextStep::Kind::kCommit;
+    next.transition = OpenGroup(options_, run, now);
     return next;
   }
   if (st.stage() == rein::v1::DECIDING && st.has_pending_call()) {

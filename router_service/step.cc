@@ -212,19 +212,22 @@ void InvalidOutput(Step& s, Stage stage, const std::string& what,
 // output: the token budget's counter), the usage split and its cost at `backend`'s price
 // ("anthropic:<model>"; other backends cost nothing). A reply that cannot be priced adds no
 // cost; under a cost budget it marks the step (Step::unpriced), which ends the run.
-void ChargeReply(Step& s, const rein::v1::Usage& usage, const std::string& backend,
-                 const PriceTable* prices) {
-  RunState& st = s.state();
-  st.set_tokens_used(st.tokens_used() + usage.input_tokens() + usage.output_tokens() +
-                     usage.cache_read_input_tokens() + usage.cache_creation_input_tokens());
-  if (usage.ByteSizeLong() == 0) return;
-  rein::v1::Usage* total = st.mutable_usage();
+void AddUsage(rein::v1::Usage* total, const rein::v1::Usage& usage) {
   total->set_input_tokens(total->input_tokens() + usage.input_tokens());
   total->set_output_tokens(total->output_tokens() + usage.output_tokens());
   total->set_cache_read_input_tokens(total->cache_read_input_tokens() +
                                      usage.cache_read_input_tokens());
   total->set_cache_creation_input_tokens(total->cache_creation_input_tokens() +
                                          usage.cache_creation_input_tokens());
+}
+
+void ChargeReply(Step& s, const rein::v1::Usage& usage, const std::string& backend,
+                 const PriceTable* prices) {
+  RunState& st = s.state();
+  st.set_tokens_used(st.tokens_used() + usage.input_tokens() + usage.output_tokens() +
+                     usage.cache_read_input_tokens() + usage.cache_creation_input_tokens());
+  if (usage.ByteSizeLong() == 0) return;
+  AddUsage(st.mutable_usage(), usage);
   absl::StatusOr<double> cost = ReplyCostUsd(prices, backend, usage);
   if (cost.ok()) {
     st.set_cost_used_usd(st.cost_used_usd() + *cost);

@@ -99,6 +99,9 @@ void PlannerFailed(Step& s, rein::v1::Stage stage, const absl::Status& status,
 void InvalidOutput(Step& s, rein::v1::Stage stage, const std::string& what,
                    const google::protobuf::Message& reply);
 
+// Adds `usage` to `total`, field by field.
+void AddUsage(rein::v1::Usage* total, const rein::v1::Usage& usage);
+
 // Adds one model reply's usage to the run: tokens_used (input, cache reads and writes, and
 // output: the token budget's counter), the usage split and its cost at `backend`'s price
 // ("anthropic:<model>"; other backends cost nothing). A reply that cannot be priced adds no

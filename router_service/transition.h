@@ -15,6 +15,7 @@
 #include "rein/v1/executor.pb.h"
 #include "rein/v1/planner.pb.h"
 #include "rein/v1/types.pb.h"
+#include "router_service/children/child_effect.h"
 #include "router_service/price_table.h"
 #include "router_service/store/run_store.h"
 
@@ -60,13 +61,24 @@ struct Transition {
 struct Effect {
   // kListTools then, when the executors offer file_info, kCheckWorkspace: the two calls of
   // INITIALIZING, made one after another with nothing committed between them.
-  enum class Kind { kNone, kListTools, kCheckWorkspace, kPlan, kDecide, kExecute, kEvaluate };
+  // kChildren: a WAITING parent's group (router_service/children), answered by the driver.
+  enum class Kind {
+    kNone,
+    kListTools,
+    kCheckWorkspace,
+    kPlan,
+    kDecide,
+    kExecute,
+    kEvaluate,
+    kChildren
+  };
   Kind kind = Kind::kNone;
   rein::v1::PlanRequest plan;
   rein::v1::DecideRequest decide;
   rein::v1::ExecuteRequest execute;  // kExecute, and kCheckWorkspace's file_info
   rein::v1::EvaluateRequest evaluate;
   rein::v1::ListToolsResponse tools;             // kCheckWorkspace: the tools listed just before
+  ChildrenEffect children;                       // kChildren
   absl::Time deadline = absl::InfiniteFuture();  // min(now + stage_timeout, run deadline)
   // Whether this call is a mutating tool call (the lease must allow one).
   bool mutating = false;
@@ -93,8 +105,9 @@ struct Executed {  // kExecute
 struct Evaluated {  // kEvaluate
   absl::StatusOr<rein::v1::EvaluateResponse> reply;
 };
-using StageReply =
-    std::variant<ToolsListed, WorkspaceChecked, Planned, Decided, Executed, Evaluated>;
+// kChildren: ChildrenObserved (router_service/children/child_effect.h).
+using StageReply = std::variant<ToolsListed, WorkspaceChecked, Planned, Decided, Executed,
+                                Evaluated, ChildrenObserved>;
 
 // Whether the executors offer file_info, with which a run's workspace is checked.
 template <typename Tools>

@@ -1,0 +1,92 @@
+// ChildRunner: the driver's side of child runs.
+#include "router_service/children/child_runner.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "router_service/children/child_group.h"
+
+namespace rein {
+
+using rein::v1::ChildRun;
+
+ChildrenObserved ChildRunner::Observe(const ChildrenEffect& effect) {
+  ChildrenObserved observed;
+  std::vector<ChildRun> group = effect.group;
+  for (const ChildrenEffect::Start& start : effect.start) {
+    rein::v1::Run child;
+    Transition t = router_->NewRun(hooks_.new_run_id(), start.member.request_id(), start.spec,
+                                   clock_->Now(), &child);
+    ClampChildDeadline(start.deadline, &t, &child);
+    child.set_owner(router_id_);  // the parent's router drives the children it starts
+    child.set_lease_epoch(1);
+    absl::StatusOr<CreateResult> created = store_->CreateRun(child, std::move(t.events));
+    for (ChildRun& member : group) {
+      if (member.request_id() != start.member.request_id()) continue;
+      if (created.ok()) {
+        member.set_run_id(created->run.run_id());
+      } else {
+        member.set_start_error(std::string(created.status().message()));
+      }
+    }
+    if (!created.ok()) {
+      LogError("cannot start a child run",
+               {{"request_id", start.member.request_id()}, {"error", created.status().ToString()}});
+      continue;
+    }
+    if (created->created) {
+      LogInfo("child run started",
+              {{"run_id", created->run.run_id()}, {"parent", start.spec.parent().run_id()}});
+      hooks_.drive(created->run);
+    }
+  }
+  for (const ChildRun& member : group) {
+    if (member.run_id().empty()) {
+      observed.children.push_back(member);  // not started: start_error says why
+      continue;
+    }
+    absl::StatusOr<rein::v1::Run> child = store_->GetRun(member.run_id());
+    if (!child.ok()) {
+      observed.status = child.status();
+      return observed;
+    }
+    if (effect.cancel && !StageRouter::IsTerminal(child->state().stage())) {
+      hooks_.cancel(member.run_id(), effect.cancel_reason);
+    }
+    observed.children.push_back(
+        ObserveChild(member, *child, router_->options().max_observation_bytes));
+  }
+  return observed;
+}
+
+void ChildRunner::FillChildren(rein::v1::Run* parent) {
+  parent->clear_children();
+  for (const ChildRun& member : parent->state().children()) {
+    ChildRun* shown = parent->add_children();
+    *shown = member;
+    if (member.run_id().empty()) continue;
+    absl::StatusOr<rein::v1::Run> child = store_->GetRun(member.run_id());
+    if (child.ok()) shown->set_stage(child->state().stage());
+  }
+}
+
+absl::StatusOr<RunPage> ChildRunner::ListChildren(const std::string& parent_run_id) {
+  absl::StatusOr<rein::v1::Run> parent = store_->GetRun(parent_run_id);
+  if (!parent.ok()) {
+    if (absl::IsNotFound(parent.status())) {
+      return absl::NotFoundError(absl::StrCat("parent_run_id: run ", parent_run_id, " not found"));
+    }
+    return parent.status();
+  }
+  RunPage page;
+  for (const ChildRun& member : parent->state().children()) {
+    if (member.run_id().empty()) continue;
+    absl::StatusOr<rein::v1::Run> child = store_->GetRun(member.run_id());
+    if (!child.ok()) return child.status();
+    page.runs.push_back(*std::move(child));
+  }
+  return page;
+}
+
+}  // namespace rein
