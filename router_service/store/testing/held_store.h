@@ -89,6 +89,25 @@ class HeldStore final : public RouterStore {
   absl::StatusOr<std::vector<std::string>> ListUnfinishedRunIds() override {
     return inner_->ListUnfinishedRunIds();
   }
+  absl::StatusOr<NamespaceUsage> GetNamespaceUsage(const std::string& namespace_name,
+                                                   absl::Time since) override {
+    return inner_->GetNamespaceUsage(namespace_name, since);
+  }
+  absl::StatusOr<std::vector<Notification>> ClaimNotifications(absl::Time now,
+                                                               absl::Time hold_until,
+                                                               int limit) override {
+    return inner_->ClaimNotifications(now, hold_until, limit);
+  }
+  absl::Status UpdateNotification(const NotificationUpdate& update) override {
+    return inner_->UpdateNotification(update);
+  }
+  absl::StatusOr<std::vector<Notification>> ListNotifications(NotificationStatus status, bool any,
+                                                              int limit) override {
+    return inner_->ListNotifications(status, any, limit);
+  }
+  absl::StatusOr<NotificationCounts> CountNotifications() override {
+    return inner_->CountNotifications();
+  }
   bool Shared() const override { return inner_->Shared(); }
   absl::Status JoinFleet(const std::string& router_id, absl::Duration ttl) override {
     return inner_->JoinFleet(router_id, ttl);
