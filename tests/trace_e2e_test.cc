@@ -138,12 +138,15 @@ TEST_F(TraceEndToEndTest, PausedRunIsOneTraceAcrossTheThreeServices) {
   std::vector<CollectedSpan> spans =
       SpansOfRun(trace.trace_id(), 2, [run_input](const std::vector<CollectedSpan>& of_run) {
         int64_t input = 0;
-        int tools = 0;
+        std::set<std::string> tools;  // by name: the workspace check's file_info comes too
         for (const CollectedSpan& s : of_run) {
           if (s.Str("gen_ai.operation.name") == "chat") input += s.Int("gen_ai.usage.input_tokens");
-          tools += s.Str("gen_ai.operation.name") == "execute_tool";
+          if (s.Str("gen_ai.operation.name") == "execute_tool") {
+            tools.insert(s.Str("gen_ai.tool.name"));
+          }
         }
-        return input >= run_input && tools >= 3;
+        return input >= run_input && tools.count("list_files") && tools.count("read_file") &&
+               tools.count("search_text");
       });
   std::set<std::string> services;
   std::map<std::string, const CollectedSpan*> by_id;
