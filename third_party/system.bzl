@@ -22,9 +22,14 @@ _LIBRARIES = {
     "prometheus": (["prometheus-cpp-core", "prometheus-cpp-pull"], []),
     "seccomp": (["libseccomp"], []),
     "libcrypto": (["libcrypto"], []),
-    # Debian's civetweb ships no .pc file.
-    "civetweb": ([], ["-lcivetweb"]),
+    # The HTTP port's HTTP/1.1 (cpp-httplib, built by Debian with OpenSSL, zlib and brotli)
+    # and its TLS.
+    "httplib": (["cpp-httplib", "libssl", "libcrypto"], []),
 }
+
+# Libraries whose headers must be compiled with the -D flags of their pkg-config --cflags
+# (Debian's cpp-httplib: its classes differ with CPPHTTPLIB_OPENSSL_SUPPORT).
+_DEFINES_FROM_CFLAGS = ["httplib"]
 
 def _system_libraries_impl(ctx):
     lines = [
@@ -43,9 +48,19 @@ def _system_libraries_impl(ctx):
         for flag in found.split(" ") + extra:
             if flag and flag not in flags:
                 flags.append(flag)
+        defines = []
+        if name in _DEFINES_FROM_CFLAGS:
+            result = ctx.execute(["pkg-config", "--cflags"] + modules)
+            if result.return_code != 0:
+                fail("pkg-config --cflags %s failed (run ./dev setup): %s" % (" ".join(modules), result.stderr))
+            for flag in result.stdout.strip().split(" "):
+                if flag.startswith("-D") and flag[2:] not in defines:
+                    defines.append(flag[2:])
         lines.append("cc_library(")
         lines.append('    name = "%s",' % name)
         lines.append("    linkopts = %s," % repr(flags))
+        if defines:
+            lines.append("    defines = %s," % repr(defines))
         lines.append(")")
         lines.append("")
     lines.append('cc_library(name = "nlohmann_json")')

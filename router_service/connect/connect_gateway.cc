@@ -115,55 +115,74 @@ ConnectGateway::ConnectGateway(std::shared_ptr<grpc::Channel> channel,
       service_(rein::v1::StartRunRequest::descriptor()->file()->pool()->FindServiceByName(
           options_.service)) {}
 
-void ConnectGateway::Handle(const ConnectRequest& request, ConnectResponder* responder) {
+absl::StatusOr<ConnectGateway::Checked> ConnectGateway::Check(const ConnectRequest& request,
+                                                              int* http_status) const {
+  *http_status = 0;  // the code's own
   if (service_ == nullptr) {
-    return ReplyError(responder, absl::InternalError(absl::StrCat("service ", options_.service,
-                                                                  " is not linked in")));
+    return absl::InternalError(absl::StrCat("service ", options_.service, " is not linked in"));
   }
   const MethodDescriptor* method = service_->FindMethodByName(request.method);
   if (method == nullptr) {
     // connect-go answers an unknown route with 404; the body says why.
-    return ReplyError(responder, 404,
-                      absl::UnimplementedError(absl::StrCat(
-                          "unknown method ", options_.service, "/", request.method.substr(0, 100),
-                          "; the methods are ", MethodNames(*service_))));
+    *http_status = 404;
+    return absl::UnimplementedError(absl::StrCat("unknown method ", options_.service, "/",
+                                                 request.method.substr(0, 100),
+                                                 "; the methods are ", MethodNames(*service_)));
   }
   if (method->client_streaming()) {
-    return ReplyError(responder, absl::UnimplementedError(absl::StrCat(
-                                     method->full_name(),
-                                     " streams requests, which the "
-                                     "Connect port does not serve; use the gRPC port")));
+    return absl::UnimplementedError(absl::StrCat(method->full_name(),
+                                                 " streams requests, which the "
+                                                 "Connect port does not serve; use the gRPC port"));
   }
   if (request.protocol_version != nullptr && absl::string_view(request.protocol_version) != "1") {
-    return ReplyError(responder, absl::InvalidArgumentError(absl::StrCat(
-                                     "Connect-Protocol-Version: \"", request.protocol_version,
-                                     "\" is not served; use 1")));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Connect-Protocol-Version: \"", request.protocol_version, "\" is not served; use 1"));
   }
   absl::StatusOr<ContentType> type = ParseContentType(request.content_type);
-  if (!type.ok()) return ReplyError(responder, 415, type.status());
+  if (!type.ok()) {
+    *http_status = 415;
+    return type.status();
+  }
   if (type->streaming != method->server_streaming()) {
-    return ReplyError(responder, 415,
-                      absl::InvalidArgumentError(absl::StrCat(
-                          "Content-Type: ", request.content_type.substr(0, 100), " does not fit ",
-                          method->name(), ", a ",
-                          method->server_streaming()
-                              ? "server-streaming method: use application/connect+json or "
-                                "application/connect+proto, the request in one envelope"
-                              : "unary method: use application/json or application/proto")));
+    *http_status = 415;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Content-Type: ", request.content_type.substr(0, 100), " does not fit ", method->name(),
+        ", a ",
+        method->server_streaming() ? "server-streaming method: use application/connect+json or "
+                                     "application/connect+proto, the request in one envelope"
+                                   : "unary method: use application/json or application/proto"));
   }
   absl::StatusOr<std::optional<absl::Duration>> timeout = ParseTimeout(request.timeout_ms);
-  if (!timeout.ok()) return ReplyError(responder, timeout.status());
+  if (!timeout.ok()) return timeout.status();
+  if (request.authorization != nullptr && !Printable(request.authorization)) {
+    return absl::UnauthenticatedError(
+        "Authorization: not printable ASCII; send \"Bearer <token>\"");
+  }
+  return Checked{method, *type, *timeout};
+}
+
+std::string ConnectGateway::StreamContentType(const ConnectRequest& request) const {
+  int http_status;
+  absl::StatusOr<Checked> checked = Check(request, &http_status);
+  if (!checked.ok() || !checked->type.streaming) return "";
+  return ContentTypeName(checked->type);
+}
+
+void ConnectGateway::Handle(const ConnectRequest& request, ConnectResponder* responder) {
+  int http_status;
+  absl::StatusOr<Checked> checked = Check(request, &http_status);
+  if (!checked.ok()) {
+    if (http_status != 0) return ReplyError(responder, http_status, checked.status());
+    return ReplyError(responder, checked.status());
+  }
+  const MethodDescriptor* method = checked->method;
+  const ContentType* type = &checked->type;
 
   grpc::ClientContext context;
   if (request.authorization != nullptr) {
-    if (!Printable(request.authorization)) {
-      return ReplyError(responder,
-                        absl::UnauthenticatedError("Authorization: not printable ASCII; send "
-                                                   "\"Bearer <token>\""));
-    }
     context.AddMetadata("authorization", request.authorization);
   }
-  std::optional<absl::Duration> deadline = *timeout;
+  std::optional<absl::Duration> deadline = checked->timeout;
   if (type->streaming && (!deadline || *deadline > options_.max_stream_duration)) {
     deadline = options_.max_stream_duration;
   }

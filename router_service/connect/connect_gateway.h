@@ -8,13 +8,16 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "google/protobuf/descriptor.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
+#include "router_service/connect/connect_protocol.h"
 
 namespace rein::connect {
 
@@ -61,7 +64,22 @@ class ConnectGateway {
   // Serves one request, blocking until its reply (or stream) is done.
   void Handle(const ConnectRequest& request, ConnectResponder* responder);
 
+  // The Content-Type of the stream Handle answers `request` with, when it is a
+  // server-streaming call that passes the checks made before any call: its reply is then an
+  // HTTP 200 stream whatever happens next (BeginStream and WriteStream only, never Reply), so
+  // an HTTP server may send its headers first. "" when Handle answers with Reply.
+  std::string StreamContentType(const ConnectRequest& request) const;
+
  private:
+  // What the checks made before any call found.
+  struct Checked {
+    const google::protobuf::MethodDescriptor* method;
+    ContentType type;
+    std::optional<absl::Duration> timeout;  // Connect-Timeout-Ms
+  };
+  // The request's method, content type and headers checked; on an error `http_status` is the
+  // reply's status, or 0 for the code's own.
+  absl::StatusOr<Checked> Check(const ConnectRequest& request, int* http_status) const;
   // Calls `path` with one request message; every reply message goes to `on_message` (false:
   // the client is gone, the call is cancelled).
   grpc::Status Invoke(grpc::ClientContext* context, const std::string& path,

@@ -1,7 +1,7 @@
 // The router's HTTP port (--http_listen): the Connect protocol at /rein.v1.Router/<Method>
-// and, when given, static files (the console) on GET. Served by civetweb, in plain HTTP:
-// Debian's civetweb 1.15 cannot load OpenSSL 3 (it looks up SSL_get_peer_certificate, which
-// OpenSSL 3 no longer exports), so TLS is a proxy's job in front of a loopback port.
+// and, when given, static files (the console) on GET. HTTP/1.1 is parsed by Debian's
+// cpp-httplib; each connection is served on one thread of a fixed pool, plain or in TLS with
+// OpenSSL 3 (http_connection.h), with client certificates when asked for, as the gRPC port.
 #ifndef REIN_ROUTER_SERVICE_CONNECT_HTTP_SERVER_H_
 #define REIN_ROUTER_SERVICE_CONNECT_HTTP_SERVER_H_
 
@@ -9,13 +9,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "router_service/connect/connect_gateway.h"
-
-struct mg_context;
-struct mg_connection;
+#include "router_service/connect/http_connection.h"
 
 namespace rein::connect {
 
@@ -27,7 +26,7 @@ struct StaticFile {
 
 struct HttpServerOptions {
   std::string listen = "127.0.0.1:0";  // IPv4-HOST:PORT; port 0 picks a free one
-  // Connections served at once, one thread each; more wait in the accept queue.
+  // Connections served at once, one thread each; more wait in the kernel's accept queue.
   int threads = 32;
   // Request bodies larger than this are resource_exhausted, unread (gRPC's own default).
   size_t max_body_bytes = 4 << 20;
@@ -37,9 +36,15 @@ struct HttpServerOptions {
   absl::Duration keep_alive = absl::Seconds(5);
   // Files served on GET by path ("/" serves "/index.html"); null = none.
   const std::map<std::string, StaticFile>* files = nullptr;
+  // TLS (empty = plain HTTP); with tls.client_ca, client certificates signed by it are
+  // required. The files are read again when they change, at most every tls_reload.
+  HttpTlsFiles tls;
+  absl::Duration tls_reload = absl::Seconds(5);
 };
 
-// Owns the civetweb server. Thread-safe; stops (waiting for its requests) when destroyed.
+class HttpServerCore;
+
+// Owns the HTTP server. Thread-safe; stops (waiting for its requests) when destroyed.
 class HttpServer {
  public:
   // Listens and serves until destroyed. `gateway` (not owned) must outlive the server.
@@ -50,14 +55,10 @@ class HttpServer {
   int port() const { return port_; }
 
  private:
-  HttpServer(HttpServerOptions options, ConnectGateway* gateway)
-      : options_(std::move(options)), gateway_(gateway) {}
-  static int OnRequest(mg_connection* connection);
-  void Serve(mg_connection* connection);
+  HttpServer() = default;
 
-  const HttpServerOptions options_;
-  ConnectGateway* const gateway_;
-  mg_context* context_ = nullptr;
+  std::unique_ptr<HttpServerCore> core_;
+  std::thread listener_;
   int port_ = 0;
 };
 
