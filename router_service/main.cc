@@ -210,19 +210,9 @@ int main(int argc, char** argv) {
   }
   const std::string http_listen = absl::GetFlag(FLAGS_http_listen);
   if (!http_listen.empty()) {
-    // The HTTP port is plain HTTP and checks no client certificate (http_server.h says why):
-    // only tokens authenticate there, and with --require_client_cert it stays on loopback,
-    // behind a proxy that verifies them, so that no call passes there that the gRPC port
-    // would refuse.
-    if (require_client_cert && !rein::IsLoopbackListen(http_listen)) {
-      return Fail(
-          "--http_listen: with --require_client_cert the HTTP port must be loopback (it "
-          "cannot verify client certificates; put a proxy that does in front of it)");
-    }
+    // The HTTP port serves the gRPC port's TLS and client certificates: the same rules.
     rein::ListenPolicy http_policy = policy;
     http_policy.listen = http_listen;
-    http_policy.tls = false;
-    http_policy.callers_authenticated = auth != nullptr;
     if (absl::Status status = rein::CheckListenPolicy(http_policy); !status.ok()) {
       return Fail(absl::StrCat("--http_listen: ", status.message()));
     }
@@ -318,6 +308,8 @@ int main(int argc, char** argv) {
     rein::connect::HttpServerOptions http_options;
     http_options.listen = http_listen;
     http_options.threads = absl::GetFlag(FLAGS_http_threads);
+    http_options.tls = {public_tls.cert, public_tls.key, require_client_cert ? public_tls.ca : ""};
+    http_options.tls_reload = absl::Seconds(rein::kTlsReloadSeconds);
     absl::StatusOr<std::unique_ptr<rein::connect::HttpPort>> started =
         rein::connect::HttpPort::Start(host.server(), http_options);
     if (!started.ok()) return Fail(std::string(started.status().message()));

@@ -3,9 +3,15 @@
 // and every kind of bad request answered with the Connect error that says what is wrong.
 #include "router_service/connect/http_server.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -30,6 +36,7 @@ using rein::testing::FakeExecutorClient;
 using rein::testing::FakePlannerClient;
 
 struct HttpReply {
+  CURLcode curl = CURLE_OK;  // the transport's outcome (a refused handshake is not CURLE_OK)
   long status = 0;
   std::string content_type;
   std::string body;
@@ -69,6 +76,9 @@ Stream ParseStream(const std::string& body) {
 
 class HttpServerTest : public ::testing::Test {
  protected:
+  // Sets what the HTTP server is started with beyond the defaults below.
+  virtual void Configure(HttpServerOptions*) {}
+
   void SetUp() override {
     const std::string dir = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
     const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
@@ -106,6 +116,7 @@ class HttpServerTest : public ::testing::Test {
     http_options.max_body_bytes = 64 << 10;
     files_["/index.html"] = {"text/html; charset=utf-8", "<!doctype html><title>rein</title>"};
     http_options.files = &files_;
+    Configure(&http_options);
     absl::StatusOr<std::unique_ptr<HttpServer>> http =
         HttpServer::Start(http_options, gateway_.get());
     ASSERT_TRUE(http.ok()) << http.status();
@@ -122,9 +133,27 @@ class HttpServerTest : public ::testing::Test {
   HttpReply Request(const std::string& verb, const std::string& path,
                     const std::string& content_type, const std::string& body,
                     const std::string& token, std::vector<std::string> headers = {}) {
+    HttpReply reply = Transfer(verb, path, content_type, body, token, std::move(headers));
+    EXPECT_EQ(reply.curl, CURLE_OK) << curl_easy_strerror(reply.curl);
+    return reply;
+  }
+
+  // How the test's client reaches the port: its scheme, and over TLS the CA it trusts and
+  // the certificate it presents (none when empty).
+  std::string scheme_ = "http";
+  std::string trust_ca_, client_cert_, client_key_;
+
+  HttpReply Transfer(const std::string& verb, const std::string& path,
+                     const std::string& content_type, const std::string& body,
+                     const std::string& token, std::vector<std::string> headers) {
     CURL* curl = curl_easy_init();
     HttpReply reply;
-    const std::string url = absl::StrCat("http://127.0.0.1:", http_->port(), path);
+    const std::string url = absl::StrCat(scheme_, "://127.0.0.1:", http_->port(), path);
+    if (!trust_ca_.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, trust_ca_.c_str());
+    if (!client_cert_.empty()) {
+      curl_easy_setopt(curl, CURLOPT_SSLCERT, client_cert_.c_str());
+      curl_easy_setopt(curl, CURLOPT_SSLKEY, client_key_.c_str());
+    }
     curl_slist* list = nullptr;
     if (!content_type.empty()) headers.push_back("Content-Type: " + content_type);
     if (!token.empty()) headers.push_back("Authorization: Bearer " + token);
@@ -140,8 +169,7 @@ class HttpServerTest : public ::testing::Test {
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Collect);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply.body);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT, 20L);
-    CURLcode code = curl_easy_perform(curl);
-    EXPECT_EQ(code, CURLE_OK) << curl_easy_strerror(code);
+    reply.curl = curl_easy_perform(curl);
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.status);
     char* type = nullptr;
     curl_easy_getinfo(curl, CURLINFO_CONTENT_TYPE, &type);
@@ -411,6 +439,167 @@ TEST_F(HttpServerTest, ConsoleFilesAreServedOnGet) {
   EXPECT_EQ(index.body, "<!doctype html><title>rein</title>");
   HttpReply missing = Request("GET", "/nope.js", "", "", "");
   EXPECT_EQ(missing.status, 404);
+}
+
+// The port with short timeouts: slow and idle clients give their threads back.
+class HttpServerTimeoutTest : public HttpServerTest {
+ protected:
+  void Configure(HttpServerOptions* options) override {
+    options->io_timeout = absl::Milliseconds(500);
+    options->keep_alive = absl::Milliseconds(500);
+  }
+
+  // A raw connection to the port that has sent `bytes`.
+  int Connect(const std::string& bytes) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address = {};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(http_->port());
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    if (!bytes.empty()) {
+      EXPECT_GT(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), 0);
+    }
+    return fd;
+  }
+};
+
+TEST_F(HttpServerTimeoutTest, SlowAndIdleClientsCannotPinThePort) {
+  // Every thread taken: half by clients that stall inside their headers, half by idle ones.
+  std::vector<int> stalled;
+  for (int i = 0; i < 8; ++i) {
+    stalled.push_back(
+        Connect(i % 2 == 0 ? "POST /rein.v1.Router/GetRun HTTP/1.1\r\nHost: x\r\n" : ""));
+  }
+  const absl::Time start = absl::Now();
+  HttpReply reply = Call("ListRuns", "{}", "t-viewer");
+  EXPECT_EQ(reply.status, 200) << reply.body;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  for (int fd : stalled) close(fd);
+
+  // Headers without end are cut off, not buffered: the server closes the connection (the
+  // writer gets a reset) rather than read on or stall.
+  const int flood = Connect("POST /rein.v1.Router/GetRun HTTP/1.1\r\n");
+  timeval stall = {5, 0};
+  setsockopt(flood, SOL_SOCKET, SO_SNDTIMEO, &stall, sizeof(stall));
+  const std::string line = "X-Filler: " + std::string(1000, 'a') + "\r\n";
+  size_t sent = 0;
+  int error = 0;
+  while (sent < (64u << 20)) {
+    const ssize_t n = send(flood, line.data(), line.size(), MSG_NOSIGNAL);
+    if (n <= 0) {
+      error = errno;
+      break;
+    }
+    sent += n;
+  }
+  EXPECT_TRUE(error == ECONNRESET || error == EPIPE) << strerror(error) << " after " << sent;
+  close(flood);
+}
+
+TEST_F(HttpServerTest, ChunkedBodiesAreBoundedToo) {
+  // No Content-Length: the body is counted as it arrives.
+  HttpReply reply =
+      Call("StartRun", absl::StrCat(R"({"spec":{"goal":")", std::string(70 << 10, 'a'), "\"}}"),
+           "t-operator");
+  HttpReply chunked =
+      Request("POST", "/rein.v1.Router/StartRun", "application/json",
+              absl::StrCat(R"({"spec":{"goal":")", std::string(70 << 10, 'a'), "\"}}"),
+              "t-operator", {"Transfer-Encoding: chunked"});
+  for (const HttpReply* r : {&reply, &chunked}) {
+    EXPECT_EQ(r->status, 429) << r->body;
+    EXPECT_NE(r->body.find("limit of 65536 bytes"), std::string::npos) << r->body;
+  }
+  EXPECT_EQ(RunCount(), 0);
+}
+
+// The port in TLS with client certificates from the clients' CA, as the router serves it
+// with --tls_cert, --tls_key, --tls_ca and --require_client_cert --client_ca.
+class HttpServerTlsTest : public HttpServerTest {
+ protected:
+  static void SetUpTestSuite() {
+    certs_ = new std::string(
+        absl::StrCat(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp", "/http-certs"));
+    const char* srcdir = getenv("TEST_SRCDIR");
+    const std::string script =
+        absl::StrCat(srcdir ? srcdir : ".", "/rein/common/testing/make_certs.sh");
+    ASSERT_EQ(system(absl::StrCat(script, " ", *certs_, " --test").c_str()), 0) << script;
+  }
+  static std::string Cert(const std::string& name) { return *certs_ + "/" + name; }
+
+  void Configure(HttpServerOptions* options) override {
+    options->tls = {Cert("router.pem"), Cert("router.key"), Cert("clients-ca.pem")};
+    scheme_ = "https";
+    trust_ca_ = Cert("ca.pem");
+    Present("public-client");
+  }
+  void Present(const std::string& name) {
+    client_cert_ = name.empty() ? "" : Cert(name + ".pem");
+    client_key_ = name.empty() ? "" : Cert(name + ".key");
+  }
+
+  static std::string* certs_;
+};
+std::string* HttpServerTlsTest::certs_ = nullptr;
+
+TEST_F(HttpServerTlsTest, ClientsOfTheClientsCaAreServedUnaryAndStreaming) {
+  rein::v1::Run run = WaitFor(StartPaused("req-tls").run_id(), rein::v1::PAUSED);
+  HttpReply watch = Request("POST", "/rein.v1.Router/WatchRun", "application/connect+json",
+                            Envelope(0, absl::StrCat(R"({"runId":")", run.run_id(), R"("})")),
+                            "t-viewer", {"Connect-Timeout-Ms: 300"});
+  ASSERT_EQ(watch.status, 200) << watch.body;
+  Stream stream = ParseStream(watch.body);
+  ASSERT_TRUE(stream.complete) << watch.body;
+  ASSERT_FALSE(stream.messages.empty());
+  rein::v1::RunEvent first;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(stream.messages[0], &first).ok());
+  EXPECT_EQ(first.principal(), "otto");  // the token's principal, as on the gRPC port
+  EXPECT_NE(stream.end.find("deadline_exceeded"), std::string::npos) << stream.end;
+  HttpReply index = Request("GET", "/", "", "", "");
+  EXPECT_EQ(index.status, 200);
+}
+
+TEST_F(HttpServerTlsTest, NoCertificateOrAnotherCasAndPlainHttpAreRefused) {
+  const std::string start = R"({"spec":{"goal":"list things"}})";
+  struct Case {
+    std::string what, scheme, certificate;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"no certificate", "https", ""},
+           {"a certificate of another CA", "https", "stranger"},
+           // The services' CA signs the router's own peers, not its public clients.
+           {"a certificate of the services' CA", "https", "client"},
+           {"an expired certificate", "https", "expired"},
+           {"plain HTTP", "http", "public-client"},
+       }) {
+    SCOPED_TRACE(c.what);
+    scheme_ = c.scheme;
+    Present(c.certificate);
+    HttpReply reply =
+        Transfer("POST", "/rein.v1.Router/StartRun", "application/json", start, "t-operator", {});
+    EXPECT_NE(reply.curl, CURLE_OK) << reply.status << " " << reply.body;
+    EXPECT_NE(reply.status, 200) << reply.body;
+  }
+  scheme_ = "https";
+  Present("public-client");
+  EXPECT_EQ(RunCount(), 0);
+}
+
+TEST_F(HttpServerTlsTest, IdentityHeadersFromOutsideAreIgnored) {
+  // Whatever a request says of itself, the token decides: a certificate alone is not a
+  // principal when the router has tokens, and no header makes a viewer more.
+  const std::string start = R"({"spec":{"goal":"list things"}})";
+  const std::vector<std::string> forged = {
+      "X-Forwarded-Client-Cert: By=spiffe://rein;URI=spiffe://rein/admin",
+      "X-Client-Principal: otto", "X-Rein-Principal: otto", "REMOTE_ADDR: 10.0.0.1",
+      "X-Forwarded-For: 10.0.0.1"};
+  HttpReply anonymous =
+      Request("POST", "/rein.v1.Router/StartRun", "application/json", start, "", forged);
+  EXPECT_EQ(anonymous.status, 401) << anonymous.body;
+  HttpReply viewer =
+      Request("POST", "/rein.v1.Router/StartRun", "application/json", start, "t-viewer", forged);
+  EXPECT_EQ(viewer.status, 403) << viewer.body;
+  EXPECT_EQ(RunCount(), 0);
 }
 
 }  // namespace
