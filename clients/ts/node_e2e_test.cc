@@ -2,6 +2,9 @@
 // services with the router's HTTP port on, and passes when the script exits 0. The script gets
 // REIN_HTTP_URL, REIN_WORKSPACE_ROOT, REIN_OUTPUT_DIR (where to keep files) and the tokens below:
 // t-viewer (viewer), t-both (operator and reviewer), t-reviewer (reviewer), t-operator (operator).
+// With a second argument --tls the services serve mutual TLS, the router's ports (gRPC and
+// HTTP) require client certificates of the clients' CA, and the script gets REIN_TLS_DIR
+// (common/testing/make_certs.sh's files: ca.pem, public-client.pem and .key, stranger.*, ...).
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -50,6 +53,7 @@ std::string RealDir(const std::string& file) {
 }
 
 std::string g_script;  // argv[1]
+bool g_tls = false;    // argv[2] == "--tls"
 
 TEST(NodeEndToEndTest, ScriptPassesAgainstTheRealServices) {
   ASSERT_FALSE(g_script.empty()) << "usage: node_e2e_test SCRIPT";
@@ -57,6 +61,12 @@ TEST(NodeEndToEndTest, ScriptPassesAgainstTheRealServices) {
   Cluster::Options options;
   options.dir = base + "/node-e2e";
   mkdir(options.dir.c_str(), 0755);
+  if (g_tls) {
+    options.dir = MakeTestDirWithCertificates("node-e2e-tls");
+    ASSERT_FALSE(options.dir.empty()) << "common/testing/make_certs.sh failed";
+    options.tls_dir = options.dir + "/tls";
+    options.router_client_cert = "public-client";
+  }
   options.script_json = kScript;
   const std::string root = options.dir + "/workspaces";
   mkdir(root.c_str(), 0755);
@@ -69,6 +79,10 @@ TEST(NodeEndToEndTest, ScriptPassesAgainstTheRealServices) {
                         << "sha256:" << Sha256Hex("t-reviewer") << " rita reviewer\n"
                         << "sha256:" << Sha256Hex("t-both") << " bo operator,reviewer\n";
   options.router_flags = {"--http_listen=127.0.0.1:0", "--auth_tokens_file=" + tokens};
+  if (g_tls) {
+    options.router_flags.push_back("--require_client_cert");
+    options.router_flags.push_back("--client_ca=" + options.tls_dir + "/clients-ca.pem");
+  }
   options.token = "t-both";
   Cluster cluster(options);
   ASSERT_TRUE(cluster.Start()) << cluster.Logs();
@@ -80,7 +94,8 @@ TEST(NodeEndToEndTest, ScriptPassesAgainstTheRealServices) {
 
   const std::string script = RealDir(RunfilePath(g_script)) + g_script.substr(g_script.rfind('/'));
   const std::string command = absl::StrCat(
-      "REIN_HTTP_URL=http://127.0.0.1:", http_port, " REIN_WORKSPACE_ROOT=", root,
+      "REIN_HTTP_URL=", g_tls ? "https" : "http", "://127.0.0.1:", http_port,
+      g_tls ? " REIN_TLS_DIR=" + options.tls_dir : "", " REIN_WORKSPACE_ROOT=", root,
       " REIN_OUTPUT_DIR=",
       getenv("TEST_UNDECLARED_OUTPUTS_DIR") ? getenv("TEST_UNDECLARED_OUTPUTS_DIR") : options.dir,
       " node ", script, " 2>&1");
@@ -94,5 +109,6 @@ TEST(NodeEndToEndTest, ScriptPassesAgainstTheRealServices) {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   if (argc > 1) rein::testing::g_script = argv[1];
+  if (argc > 2) rein::testing::g_tls = std::string(argv[2]) == "--tls";
   return RUN_ALL_TESTS();
 }

@@ -49,6 +49,10 @@ absl::StatusOr<SslCtxPtr> MakeServerSslCtx(const HttpTlsFiles& files) {
   if (ctx == nullptr) return absl::InternalError("TLS: " + OpenSslError());
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
   SSL_CTX_set_options(ctx.get(), SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+  // Clients resume sessions (Node's agent does): without a context, a resumption with client
+  // certificates fails the handshake with an internal_error alert.
+  static constexpr unsigned char kSessionContext[] = "rein-http";
+  SSL_CTX_set_session_id_context(ctx.get(), kSessionContext, sizeof(kSessionContext) - 1);
   if (SSL_CTX_use_certificate_chain_file(ctx.get(), files.cert.c_str()) != 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("--tls_cert ", files.cert, ": not a PEM certificate: ", OpenSslError()));

@@ -142,6 +142,9 @@ class HttpServerTest : public ::testing::Test {
   // the certificate it presents (none when empty).
   std::string scheme_ = "http";
   std::string trust_ca_, client_cert_, client_key_;
+  // When set, each request is a new connection that shares the TLS sessions of the others
+  // (a resumption, as Node's agent does).
+  CURLSH* share_ = nullptr;
 
   HttpReply Transfer(const std::string& verb, const std::string& path,
                      const std::string& content_type, const std::string& body,
@@ -150,6 +153,10 @@ class HttpServerTest : public ::testing::Test {
     HttpReply reply;
     const std::string url = absl::StrCat(scheme_, "://127.0.0.1:", http_->port(), path);
     if (!trust_ca_.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, trust_ca_.c_str());
+    if (share_ != nullptr) {
+      curl_easy_setopt(curl, CURLOPT_SHARE, share_);
+      curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
+    }
     if (!client_cert_.empty()) {
       curl_easy_setopt(curl, CURLOPT_SSLCERT, client_cert_.c_str());
       curl_easy_setopt(curl, CURLOPT_SSLKEY, client_key_.c_str());
@@ -557,6 +564,17 @@ TEST_F(HttpServerTlsTest, ClientsOfTheClientsCaAreServedUnaryAndStreaming) {
   EXPECT_NE(stream.end.find("deadline_exceeded"), std::string::npos) << stream.end;
   HttpReply index = Request("GET", "/", "", "", "");
   EXPECT_EQ(index.status, 200);
+
+  // New connections that resume the first one's TLS session are served too.
+  share_ = curl_share_init();
+  curl_share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  for (int i = 0; i < 3; ++i) {
+    HttpReply again =
+        Call("GetRun", absl::StrCat(R"({"runId":")", run.run_id(), R"("})"), "t-viewer");
+    EXPECT_EQ(again.status, 200) << again.body;
+  }
+  curl_share_cleanup(share_);
+  share_ = nullptr;
 }
 
 TEST_F(HttpServerTlsTest, NoCertificateOrAnotherCasAndPlainHttpAreRefused) {
