@@ -10,6 +10,7 @@
 #include "common/metrics.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/alarm.h"
+#include "router_service/connect/http_peer.h"
 #include "trace/grpc_metadata.h"
 
 namespace rein {
@@ -256,7 +257,8 @@ absl::string_view AuthorizationOf(grpc::ServerContextBase* context) {
 grpc::Status RouterGrpcService::Authenticate(grpc::ServerContextBase* context, const char* method,
                                              Caller* caller) {
   if (auth_ == nullptr) return grpc::Status::OK;
-  absl::StatusOr<Principal> who = auth_->Authenticate(AuthorizationOf(context), context->peer());
+  absl::StatusOr<Principal> who =
+      auth_->Authenticate(AuthorizationOf(context), connect::CallerPeer(*context));
   if (!who.ok()) {
     Metrics::Global().Add("rein_router_rpcs_total", 1,
                           absl::StrCat("method=\"", method, "\",code=\"",

@@ -13,6 +13,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "rein/v1/router.pb.h"
 #include "router_service/connect/connect_protocol.h"
+#include "router_service/connect/http_peer.h"
 
 namespace rein::connect {
 namespace {
@@ -182,6 +183,8 @@ void ConnectGateway::Handle(const ConnectRequest& request, ConnectResponder* res
   if (request.authorization != nullptr) {
     context.AddMetadata("authorization", request.authorization);
   }
+  // Believed by the service on in-process calls only (http_peer.h).
+  if (!request.peer.empty() && Printable(request.peer)) AddHttpPeer(request.peer, &context);
   std::optional<absl::Duration> deadline = checked->timeout;
   if (type->streaming && (!deadline || *deadline > options_.max_stream_duration)) {
     deadline = options_.max_stream_duration;

@@ -28,6 +28,7 @@ struct ConnectRequest {
   const char* timeout_ms = nullptr;        // Connect-Timeout-Ms, null when absent
   const char* protocol_version = nullptr;  // Connect-Protocol-Version, null when absent
   const char* authorization = nullptr;     // Authorization, null when absent
+  std::string peer;  // the client's address (http_peer.h's HttpPeer), "" when unknown
   std::string body;
 };
 

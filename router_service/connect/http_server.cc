@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "router_service/connect/connect_protocol.h"
+#include "router_service/connect/http_peer.h"
 
 namespace rein::connect {
 namespace {
@@ -316,6 +317,7 @@ void HttpServerCore::ServeConnect(const httplib::Request& request, httplib::Resp
   call.timeout_ms = HeaderOf(request, "Connect-Timeout-Ms");
   call.protocol_version = HeaderOf(request, "Connect-Protocol-Version");
   call.authorization = HeaderOf(request, "Authorization");
+  call.peer = HttpPeer(request.remote_addr, request.remote_port);  // the socket's, no header's
   call.body = std::move(body);
   const std::string stream_type = gateway_->StreamContentType(call);
   if (stream_type.empty()) {

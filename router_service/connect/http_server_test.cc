@@ -24,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "router_service/auth.h"
 #include "router_service/connect/connect_protocol.h"
+#include "router_service/connect/http_peer.h"
 #include "router_service/router_grpc.h"
 #include "router_service/run_engine.h"
 #include "router_service/store/sqlite_run_store.h"
@@ -78,6 +79,8 @@ class HttpServerTest : public ::testing::Test {
  protected:
   // Sets what the HTTP server is started with beyond the defaults below.
   virtual void Configure(HttpServerOptions*) {}
+  // Failed authentications per credential and window before calls are refused.
+  virtual int MaxAuthFailures() const { return 1000; }  // tests fail on purpose many times
 
   void SetUp() override {
     const std::string dir = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
@@ -88,7 +91,7 @@ class HttpServerTest : public ::testing::Test {
                           << "sha256:" << Sha256Hex("t-reviewer") << " rita reviewer\n";
     AuthOptions auth_options;
     auth_options.tokens_file = tokens;
-    auth_options.max_failures_per_window = 1000;  // this test fails on purpose many times
+    auth_options.max_failures_per_window = MaxAuthFailures();
     auth_ = std::make_unique<Authenticator>(auth_options, RealClock());
     ASSERT_TRUE(auth_->Load().ok());
 
@@ -106,6 +109,7 @@ class HttpServerTest : public ::testing::Test {
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(port, 0);
+    grpc_port_ = port;
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
     ConnectGatewayOptions gateway_options;
@@ -145,6 +149,8 @@ class HttpServerTest : public ::testing::Test {
   // When set, each request is a new connection that shares the TLS sessions of the others
   // (a resumption, as Node's agent does).
   CURLSH* share_ = nullptr;
+  std::string source_;  // the address the client connects from; "" = any
+  int grpc_port_ = 0;
 
   HttpReply Transfer(const std::string& verb, const std::string& path,
                      const std::string& content_type, const std::string& body,
@@ -153,6 +159,7 @@ class HttpServerTest : public ::testing::Test {
     HttpReply reply;
     const std::string url = absl::StrCat(scheme_, "://127.0.0.1:", http_->port(), path);
     if (!trust_ca_.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, trust_ca_.c_str());
+    if (!source_.empty()) curl_easy_setopt(curl, CURLOPT_INTERFACE, source_.c_str());
     if (share_ != nullptr) {
       curl_easy_setopt(curl, CURLOPT_SHARE, share_);
       curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
@@ -618,6 +625,41 @@ TEST_F(HttpServerTlsTest, IdentityHeadersFromOutsideAreIgnored) {
       Request("POST", "/rein.v1.Router/StartRun", "application/json", start, "t-viewer", forged);
   EXPECT_EQ(viewer.status, 403) << viewer.body;
   EXPECT_EQ(RunCount(), 0);
+}
+
+// Few failed authentications allowed: they are counted per client address.
+class HttpServerPeerTest : public HttpServerTest {
+ protected:
+  int MaxAuthFailures() const override { return 2; }
+};
+
+TEST_F(HttpServerPeerTest, FailedAuthenticationIsCountedPerHttpClientAddress) {
+  const auto anonymous = [&](std::vector<std::string> headers = {}) {
+    return Request("POST", "/rein.v1.Router/ListRuns", "application/json", "{}", "",
+                   std::move(headers));
+  };
+  source_ = "127.0.0.2";
+  EXPECT_EQ(anonymous().status, 401);
+  EXPECT_EQ(anonymous().status, 401);
+  HttpReply limited = anonymous();
+  EXPECT_EQ(limited.status, 429) << limited.body;
+  EXPECT_NE(limited.body.find("from this address"), std::string::npos) << limited.body;
+
+  // Another address has a count of its own (all of them would share the in-process
+  // channel's otherwise), and a header naming the limited address is nobody's word.
+  source_ = "127.0.0.3";
+  EXPECT_EQ(anonymous().status, 401);
+  HttpReply forged = anonymous({std::string(kHttpPeerMetadata) + ": ipv4:127.0.0.2:1"});
+  EXPECT_EQ(forged.status, 401) << forged.body;
+
+  // Nor is the metadata, on a call from the network.
+  auto stub = rein::v1::Router::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", grpc_port_),
+                                                            grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.AddMetadata(kHttpPeerMetadata, "ipv4:127.0.0.2:1");
+  rein::v1::ListRunsResponse list;
+  grpc::Status status = stub->ListRuns(&context, rein::v1::ListRunsRequest(), &list);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << status.error_message();
 }
 
 }  // namespace
