@@ -10,6 +10,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -182,6 +183,14 @@ class HttpServerCore final : public httplib::Server {
                 const httplib::ContentReader& reader) { ServeConnect(request, response, reader); });
   }
 
+ public:
+  // Wakes every connection's thread from its read or write, so that a stop does not wait for
+  // idle or stalled clients.
+  void CloseConnections() {
+    std::lock_guard<std::mutex> lock(open_mu_);
+    for (int fd : open_) shutdown(fd, SHUT_RDWR);
+  }
+
  private:
   bool process_and_close_socket(socket_t sock) override;
   HandlerResponse PreRoute(const httplib::Request& request, httplib::Response& response);
@@ -191,9 +200,15 @@ class HttpServerCore final : public httplib::Server {
   const HttpServerOptions options_;
   ConnectGateway* const gateway_;
   const std::unique_ptr<TlsContext> tls_;
+  std::mutex open_mu_;
+  std::set<int> open_;  // the connections' sockets, until closed
 };
 
 bool HttpServerCore::process_and_close_socket(socket_t sock) {
+  {
+    std::lock_guard<std::mutex> lock(open_mu_);
+    open_.insert(sock);
+  }
   SSL* ssl = nullptr;
   SslCtxPtr ctx;  // held while the connection is open
   if (tls_ != nullptr) {
@@ -216,6 +231,10 @@ bool HttpServerCore::process_and_close_socket(socket_t sock) {
       }
     }
     current_connection = nullptr;
+  }
+  {
+    std::lock_guard<std::mutex> lock(open_mu_);
+    open_.erase(sock);
   }
   LingeringClose(sock);
   return ok;
@@ -385,6 +404,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
 HttpServer::~HttpServer() {
   if (core_ == nullptr) return;
   core_->stop();
+  core_->CloseConnections();
   if (listener_.joinable()) listener_.join();
 }
 

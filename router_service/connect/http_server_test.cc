@@ -511,6 +511,22 @@ TEST_F(HttpServerTimeoutTest, SlowAndIdleClientsCannotPinThePort) {
   close(flood);
 }
 
+TEST_F(HttpServerTimeoutTest, StopsWithoutWaitingForIdleOrStalledClients) {
+  HttpServerOptions options;
+  options.threads = 4;  // 30 s to read, 5 s of keep-alive: the defaults
+  auto http = HttpServer::Start(options, gateway_.get());
+  ASSERT_TRUE(http.ok()) << http.status();
+  http_.swap(*http);
+  const int idle = Connect("");
+  const int stalled = Connect("POST /rein.v1.Router/GetRun HTTP/1.1\r\nHost: x\r\n");
+  absl::SleepFor(absl::Milliseconds(100));  // both are being served
+  const absl::Time start = absl::Now();
+  http_.reset();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  close(idle);
+  close(stalled);
+}
+
 TEST_F(HttpServerTest, ChunkedBodiesAreBoundedToo) {
   // No Content-Length: the body is counted as it arrives.
   HttpReply reply =
