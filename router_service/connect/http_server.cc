@@ -169,8 +169,13 @@ class HttpServerCore final : public httplib::Server {
     const auto seconds = [](absl::Duration d) {
       return std::chrono::microseconds(absl::ToInt64Microseconds(d));
     };
+    // cpp-httplib sets these on each accepted socket (SO_RCVTIMEO, SO_SNDTIMEO), which is
+    // what bounds every read and write of ConnectionStream.
     set_read_timeout(seconds(options_.io_timeout));
     set_write_timeout(seconds(options_.io_timeout));
+    // Only what the Keep-Alive reply header says; the connection loop below applies them.
+    set_keep_alive_max_count(kMaxRequestsPerConnection);
+    set_keep_alive_timeout(std::max<time_t>(1, absl::ToInt64Seconds(options_.keep_alive)));
     // Headers and body go in two writes: without this, Nagle and delayed ACKs hold each
     // reply ~40 ms.
     set_tcp_nodelay(true);
