@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -402,7 +403,13 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
   }
   server->port_ = port;
   HttpServerCore* core = server->core_.get();
-  server->listener_ = std::thread([core] { core->listen_after_bind(); });
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  server->listener_ = std::thread([core, ended] {
+    core->listen_after_bind();
+    *ended = true;
+  });
+  // A stop before the loop runs would not reach it (cpp-httplib's stop needs is_running).
+  while (!core->is_running() && !*ended) absl::SleepFor(absl::Milliseconds(1));
   return server;
 }
 
