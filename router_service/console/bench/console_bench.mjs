@@ -38,6 +38,15 @@ const t0 = Date.now();
 const { run, events } = await loop(iterations);
 console.log(`run ${run.runId}: ${events} events in ${iterations} iterations, made through the router in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
+// The same log read by the Node client, for what the page's time owes to the router.
+for (const binary of [false, true]) {
+  const client = nodeClient({ baseUrl, token: "t-both", binary });
+  const t = performance.now();
+  let n = 0;
+  for await (const _ of client.watch(run.runId)) n++;
+  console.log(`the log read by the Node client over HTTP (${binary ? "binary" : "JSON"}): ${n} events in ${(performance.now() - t).toFixed(0)} ms`);
+}
+
 const browser = await puppeteer.launch({
   executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
   headless: true,
@@ -72,18 +81,22 @@ for (let i = 0; i < loads; i++) {
   const m = await page.evaluate(() => ({
     fp: performance.getEntriesByName("first-paint")[0]?.startTime ?? NaN,
     fcp: performance.getEntriesByName("first-contentful-paint")[0]?.startTime ?? NaN,
+    first: performance.getEntriesByName("rein-first-event")[0]?.startTime ?? NaN,
+    received: performance.getEntriesByName("rein-log-received")[0]?.startTime ?? NaN,
     long: globalThis.__long,
     rows: document.querySelectorAll("div.event").length,
   }));
   // Time to interactive: the whole log shown and no long task (> 50 ms) after it, else the end
   // of the last long task.
   const lastLongEnd = Math.max(0, ...m.long.map(([s, d]) => s + d));
-  samples.push({ fp: m.fp, fcp: m.fcp, whole, tti: Math.max(whole, lastLongEnd), longest: Math.max(0, ...m.long.map(([, d]) => d)), rows: m.rows });
+  samples.push({ fp: m.fp, fcp: m.fcp, first: m.first, received: m.received, whole, tti: Math.max(whole, lastLongEnd), longest: Math.max(0, ...m.long.map(([, d]) => d)), rows: m.rows });
 }
 const fmt = (key) => `median ${median(samples.map((s) => s[key])).toFixed(0).padStart(6)} ms, max ${Math.max(...samples.map((s) => s[key])).toFixed(0).padStart(6)} ms`;
 console.log(`run page of ${events} events, ${loads} loads (from navigation start):`);
 console.log(`  first paint            ${fmt("fp")}`);
 console.log(`  first contentful paint ${fmt("fcp")}`);
+console.log(`  first event received   ${fmt("first")}`);
+console.log(`  whole log received     ${fmt("received")}`);
 console.log(`  whole log in the page  ${fmt("whole")}`);
 console.log(`  time to interactive    ${fmt("tti")}`);
 console.log(`  longest task           ${fmt("longest")}`);
