@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "cli/format.h"
 #include "cli/requests.h"
@@ -35,6 +36,21 @@ bool IsTerminal(v1::Stage stage) {
 }
 
 }  // namespace
+
+absl::StatusOr<std::string> ConsoleUrlFromEnv(const char* value) {
+  std::string url = value == nullptr ? "" : value;
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  if (url.empty()) return url;
+  absl::string_view rest = url;
+  if (!absl::ConsumePrefix(&rest, "http://") && !absl::ConsumePrefix(&rest, "https://")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("REIN_CONSOLE_URL: \"", url, "\" is not an http:// or https:// URL"));
+  }
+  if (rest.empty() || rest.front() == '/') {
+    return absl::InvalidArgumentError(absl::StrCat("REIN_CONSOLE_URL: \"", url, "\" has no host"));
+  }
+  return url;
+}
 
 absl::StatusOr<std::string> ReadFileForFlag(absl::string_view flag, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -156,6 +172,10 @@ int CommandRunner::Conclude(const v1::Run& run, bool json) {
   std::ostream& text_out = json ? err_ : out_;
   if (run.state().stage() == v1::PAUSED) {
     text_out << ReviewHint(run, router_flag_);
+    if (!options_.console_url.empty()) {
+      text_out << "or in the console: " << options_.console_url << "/#/run/" << run.run_id()
+               << "\n";
+    }
     text_out.flush();
     return kExitPaused;
   }

@@ -36,6 +36,9 @@ struct RunnerOptions {
   // Watching a run that is already PAUSED: when no event arrives for this long, the run is
   // taken to be waiting and watch exits 3 (the log had nothing after --after_seq).
   absl::Duration paused_idle_grace = absl::Seconds(1);
+  // The console's base URL (REIN_CONSOLE_URL, e.g. "http://127.0.0.1:8080"): when set, a run
+  // that waits is printed with its console link, <console_url>/#/run/<run_id>.
+  std::string console_url;
   // The executor `tools` asks (not owned); tools fails with a usage error without one.
   v1::Executor::StubInterface* executor = nullptr;
 };
@@ -82,6 +85,10 @@ class CommandRunner {
   const RunnerOptions options_;
   std::string router_flag_;  // " --router=X" when not the default, for printed commands
 };
+
+// The console URL from REIN_CONSOLE_URL (nullptr or "" = none): an http(s) URL with a host,
+// returned without a trailing '/'; anything else is an error naming the variable.
+absl::StatusOr<std::string> ConsoleUrlFromEnv(const char* value);
 
 // Reads a whole file; NOT_FOUND / PERMISSION_DENIED-style errors name `flag` and the path.
 absl::StatusOr<std::string> ReadFileForFlag(absl::string_view flag, const std::string& path);

@@ -186,7 +186,8 @@ class CommandRunnerTest : public ::testing::Test {
   void TearDown() override { server_->Shutdown(); }
 
   // Parses `args` as reinctl would and runs them; returns the exit code.
-  int Run(const std::vector<std::string>& args, bool live_progress = false) {
+  int Run(const std::vector<std::string>& args, bool live_progress = false,
+          const std::string& console_url = "") {
     absl::StatusOr<Command> command = ParseArgs(args);
     EXPECT_TRUE(command.ok()) << command.status();
     if (!command.ok()) return -1;
@@ -194,6 +195,7 @@ class CommandRunnerTest : public ::testing::Test {
     options.live_progress = live_progress;
     options.reviewer = "tester";
     options.paused_idle_grace = absl::Milliseconds(50);
+    options.console_url = console_url;
     CommandRunner runner(stub_.get(), out_, err_, options);
     return runner.Run(*command);
   }
@@ -333,6 +335,32 @@ TEST_F(CommandRunnerTest, WatchEndingInPauseExitsThreeWithReviewHint) {
                                     "version 3."));
   EXPECT_THAT(out_.str(), HasSubstr("reinctl approve run-1 --version=3\n"));
   EXPECT_THAT(out_.str(), Not(HasSubstr("FINISHED")));
+}
+
+TEST_F(CommandRunnerTest, WatchOfAWaitingRunPrintsItsConsoleLinkWhenOneIsKnown) {
+  AddRun(R"(run_id: "run-1" state { stage: PAUSED version: 3
+              pause { reason: NEED_HUMAN question: "Which one?" } })",
+         {R"(seq: 1 version: 3 paused { pause { reason: NEED_HUMAN question: "Which one?" } })"});
+  router_.hold_open = true;
+  EXPECT_EQ(Run({"watch", "run-1"}, false, "http://127.0.0.1:8080"), kExitPaused);
+  EXPECT_THAT(out_.str(), HasSubstr("or in the console: http://127.0.0.1:8080/#/run/run-1\n"));
+}
+
+TEST_F(CommandRunnerTest, WatchToTheEndPrintsNoConsoleLink) {
+  AddRun(kFinishedRun, FinishedLog());
+  EXPECT_EQ(Run({"watch", "run-1"}, false, "http://127.0.0.1:8080"), kExitFinished);
+  EXPECT_THAT(out_.str(), Not(HasSubstr("console")));
+}
+
+TEST(ConsoleUrlFromEnvTest, AcceptsHttpUrlsAndNamesTheVariableOtherwise) {
+  EXPECT_EQ(*ConsoleUrlFromEnv(nullptr), "");
+  EXPECT_EQ(*ConsoleUrlFromEnv(""), "");
+  EXPECT_EQ(*ConsoleUrlFromEnv("https://rein.example/console/"), "https://rein.example/console");
+  for (const char* bad : {"127.0.0.1:8080", "ftp://x", "http://", "https:///path"}) {
+    absl::StatusOr<std::string> url = ConsoleUrlFromEnv(bad);
+    ASSERT_FALSE(url.ok()) << bad;
+    EXPECT_THAT(url.status().message(), HasSubstr("REIN_CONSOLE_URL"));
+  }
 }
 
 TEST_F(CommandRunnerTest, WatchOfAWaitingRunWithNothingNewExitsThree) {

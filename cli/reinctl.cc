@@ -39,6 +39,13 @@ int main(int argc, char** argv) {
   options.live_progress = isatty(STDERR_FILENO) == 1;
   options.zone = absl::LocalTimeZone();
   if (const char* user = std::getenv("USER"); user != nullptr) options.reviewer = user;
+  absl::StatusOr<std::string> console_url =
+      rein::cli::ConsoleUrlFromEnv(std::getenv("REIN_CONSOLE_URL"));
+  if (!console_url.ok()) {
+    std::cerr << "reinctl: " << console_url.status().message() << "\n";
+    return rein::cli::kExitUsage;
+  }
+  options.console_url = *console_url;
   std::unique_ptr<rein::v1::Executor::Stub> executor;
   if (command->subcommand == rein::cli::Subcommand::kTools) {
     executor = rein::v1::Executor::NewStub(

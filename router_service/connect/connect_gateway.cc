@@ -239,16 +239,17 @@ void ConnectGateway::HandleStream(const MethodDescriptor& method, bool json,
                          absl::StrCat("the HTTP port serves at most ", options_.max_streams,
                                       " streams at once; close one, or use the gRPC port")));
   }
-  bool begun = false;
+  // The reply's headers go out at once, before the first message: a client learns that its
+  // stream is open (a watch of a paused run may send nothing for hours). An error still ends
+  // the stream in its end-of-stream message, as Connect has it for streams.
+  if (!responder->BeginStream(ContentTypeName(type))) {
+    streams_.fetch_sub(1);
+    return;
+  }
   bool gone = false;
   absl::Status broken;
   grpc::Status status = Invoke(context, absl::StrCat("/", options_.service, "/", method.name()),
                                payload, [&](const grpc::ByteBuffer& message) {
-                                 if (!begun) {
-                                   begun = true;
-                                   if (!responder->BeginStream(ContentTypeName(type)))
-                                     return !(gone = true);
-                                 }
                                  absl::StatusOr<std::string> out =
                                      ReplyPayload(*method.output_type(), json, message);
                                  if (!out.ok()) {
@@ -268,7 +269,7 @@ void ConnectGateway::HandleStream(const MethodDescriptor& method, bool json,
                      absl::FormatDuration(options_.max_stream_duration),
                      "); call again from the last seq to go on"));
   }
-  EndStream(responder, type, begun, end);
+  EndStream(responder, type, /*begun=*/true, end);
 }
 
 grpc::Status ConnectGateway::Invoke(

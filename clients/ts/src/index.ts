@@ -55,6 +55,10 @@ export interface WatchOptions {
   maxRetries?: number;
   // The wait before the first retry; doubled each time, up to 5 s.
   retryDelayMs?: number;
+  // Called when a stream is open (the router answered), the first one and each resumed one.
+  onOpen?: () => void;
+  // Called when a stream broke with a resumable error, before waiting to resume it.
+  onRetry?: (error: ConnectError, attempt: number) => void;
 }
 
 // Codes after which a watch is worth resuming: the stream broke, not the request.
@@ -121,7 +125,7 @@ export class ReinClient {
       try {
         for await (const event of this.router.watchRun(
           { runId, afterSeq: last },
-          { signal: options.signal },
+          { signal: options.signal, onHeader: options.onOpen && (() => options.onOpen?.()) },
         )) {
           if (event.seq <= last) continue;  // never twice
           last = event.seq;
@@ -133,6 +137,7 @@ export class ReinClient {
         const e = ConnectError.from(error);
         if (options.signal?.aborted || e.code === Code.Canceled) return;
         if (!RESUMABLE.has(e.code) || ++failures > maxRetries) throw e;
+        options.onRetry?.(e, failures);
         await sleep(delay, options.signal);
         delay = Math.min(delay * 2, 5000);
       }

@@ -7,6 +7,7 @@ import { createClient, Code, ConnectError } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { nodeClient } from "../dist/node.js";
 import { ReviewConflictError, Router, PausePoint, Stage } from "../dist/index.js";
+import { restartRouter, retried } from "./harness.mjs";
 
 const baseUrl = process.env.REIN_HTTP_URL;
 const root = process.env.REIN_WORKSPACE_ROOT;
@@ -108,5 +109,36 @@ for (const binary of [false, true]) {
   const page = await raw.listRuns({ pageSize: 10 });
   assert.ok(page.runs.some((r) => r.runId === run.runId));
   console.log(`${wire}: ${reviewed} events, ${snapshots} snapshots, edited call ran`);
+}
+// watch() across a router restart (SIGKILL, started again on the same ports and store): the
+// stream is resumed from the last seq, onRetry and onOpen say so, no event is missed or repeated.
+{
+  console.log("--- watch across a router restart");
+  const client = nodeClient({ baseUrl, token: "t-both" });
+  const run = await client.start({ goal: "write a.txt across a restart", workspace: "repo-restart",
+                                   tools: ["write_file"], pausePoints: [PausePoint.BEFORE_MUTATING_TOOL] });
+  const seqs = [];
+  let opens = 0, retries = 0;
+  let paused;
+  const pausedSeen = new Promise((resolve) => (paused = resolve));
+  const watching = (async () => {
+    for await (const event of client.watch(run.runId, {
+      maxRetries: 100,
+      onOpen: () => opens++,
+      onRetry: () => retries++,
+    })) {
+      seqs.push(event.seq);
+      if (event.body.case === "paused") paused();
+    }
+  })();
+  await pausedSeen;
+  await restartRouter();
+  await retried(async () => client.approve(await client.get(run.runId), "node test"));
+  await watching;
+  seqs.forEach((seq, i) => assert.equal(seq, BigInt(i + 1), "seqs without gap or repeat"));
+  assert.ok(retries >= 1, "the broken stream was retried");
+  assert.ok(opens >= 2, `the stream was opened ${opens} times`);
+  assert.equal((await client.get(run.runId)).state.stage, Stage.FINISHED);
+  console.log(`restart: ${seqs.length} events, ${retries} retries, ${opens} opens`);
 }
 console.log("client_test: all passed");

@@ -13,6 +13,7 @@ import {
   type Run,
 } from "./api";
 import { age, millis, pauseLabel, stageName } from "./format";
+import { ComparePage } from "./compare_page";
 import { RunPage } from "./run_page";
 
 // All paused runs of the fleet, oldest first (any router answers for every run).
@@ -257,6 +258,8 @@ function App() {
   if (parts[0] === "run" && parts[1]) {
     const seq = parts[2] === "e" && parts[3] ? BigInt(parts[3]) : undefined;
     page = <RunPage key={parts[1]} client={client} roles={roles} runId={parts[1]} focusSeq={seq} />;
+  } else if (parts[0] === "compare" && parts[1] && parts[2]) {
+    page = <ComparePage key={`${parts[1]}/${parts[2]}`} client={client} a={parts[1]} b={parts[2]} />;
   } else if (parts[0] === "runs") {
     page = <Runs client={client} />;
   } else {

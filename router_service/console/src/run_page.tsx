@@ -1,6 +1,6 @@
 // A run's page: its facts against its budgets, the plan, the timeline (live), and the actions
 // its pause allows. Every review carries the version the page shows.
-import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
 import {
   errorText,
   PauseReason,
@@ -11,9 +11,21 @@ import {
   type Run,
   type RunEvent,
 } from "./api";
+import { ArgsForm, checkArgs, schemaFields } from "./args_form";
 import { describe, lineDiff, prettyJson, rawJson, stageName, time } from "./format";
+import { useRunLog } from "./run_log";
 
-const PAGE = 200;  // events rendered per step: a 10,000-event run renders 200 rows, not 10,000
+// The JSON text as an object, or null when it is not one.
+function argsObject(text: string): Record<string, unknown> | null {
+  try {
+    const v = JSON.parse(text);
+    return v && typeof v === "object" && !Array.isArray(v) ? v : null;
+  } catch {
+    return null;
+  }
+}
+
+const PAGE = 200;  // events rendered at once: a 10,000-event run renders 200 rows, not 10,000
 
 function Facts({ run }: { run: Run }) {
   const s = run.state!;
@@ -82,6 +94,8 @@ function Actions({ client, roles, run, onFresh, setError, setNotice }: ActProps)
   const call = pause?.pendingCall;
   const original = call ? prettyJson(call.argsJson) : "";
   const [args, setArgs] = useState(original);
+  const schema = run.state?.tools.find((t) => t.name === call?.tool)?.inputSchemaJson ?? "";
+  const fields = useMemo(() => schemaFields(schema), [schema]);
   const [reviewing, setReviewing] = useState(false);
   const [feedback, setFeedback] = useState("");
   const [abort, setAbort] = useState(false);
@@ -149,19 +163,27 @@ function Actions({ client, roles, run, onFresh, setError, setNotice }: ActProps)
           </button>
           {call && (
             <div>
+              <ArgsForm tool={call.tool} fields={fields} args={argsObject(args)} onChange={(next) => { setArgs(JSON.stringify(next, null, 2)); setReviewing(false); }} />
               <label>
                 Arguments of {call.tool} (JSON)
                 <textarea id="edit-args" rows={6} value={args} onInput={(e) => { setArgs(e.currentTarget.value); setReviewing(false); }} />
               </label>
               {!reviewing ? (
                 <button disabled={busy || args === original} id="review-edit" onClick={() => {
+                  let parsed: unknown;
                   try {
-                    JSON.parse(args);
-                    setReviewing(true);
-                    setError("");
+                    parsed = JSON.parse(args);
                   } catch (e) {
                     setError(`The arguments are not valid JSON: ${(e as Error).message}`);
+                    return;
                   }
+                  const wrong = argsObject(args) ? checkArgs(fields, parsed as Record<string, unknown>) : "The arguments must be a JSON object.";
+                  if (wrong) {
+                    setError(`The arguments do not fit ${call.tool}'s schema: ${wrong}`);
+                    return;
+                  }
+                  setReviewing(true);
+                  setError("");
                 }}>
                   Review the change
                 </button>
@@ -238,26 +260,44 @@ function Actions({ client, roles, run, onFresh, setError, setNotice }: ActProps)
 
 type View = "compact" | "detailed" | "raw";
 
+// The index of the event with `seq` (the log is in seq order), or -1.
+function indexOfSeq(events: RunEvent[], seq: bigint): number {
+  let lo = 0, hi = events.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (events[mid].seq === seq) return mid;
+    if (events[mid].seq < seq) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
+// The timeline shows one page of at most PAGE events at a time (the newest, following the run
+// live, unless the reader went to earlier ones), so a run of any length renders PAGE rows.
 function Timeline(props: { client: ReinClient; roles: Roles; run: Run; events: RunEvent[]; focusSeq?: bigint; setError: (t: string) => void }) {
   const { events, focusSeq } = props;
   const [view, setView] = useState<View>("compact");
-  const [shown, setShown] = useState(PAGE);
+  const [end, setEnd] = useState<number | null>(null);  // null: the newest page, live
   const [atFork, setAtFork] = useState(false);
-  const want = focusSeq ? events.length - Number(focusSeq) + 1 : 0;
-  const count = Math.min(events.length, Math.max(shown, want));
-  const window = events.slice(events.length - count);
+  const focusIndex = focusSeq ? indexOfSeq(events, focusSeq) : -1;
+  useEffect(() => {
+    // A deep link to an event: the page around it, once it has arrived.
+    if (focusIndex >= 0) setEnd(Math.min(events.length, focusIndex + PAGE / 2));
+  }, [focusIndex >= 0, focusSeq]);
+  const last = end === null ? events.length : Math.min(end, events.length);
+  const first = Math.max(0, last - PAGE);
+  const window = events.slice(first, last);
   const groups = useMemo(() => {
-    const out: { n: number; events: RunEvent[] }[] = [];
-    let n = 0;
+    const out: { events: RunEvent[] }[] = [];
     for (const e of window) {
-      if (out.length === 0 || e.body.case === "plan" || e.body.case === "decision") out.push({ n: ++n, events: [] });
+      if (out.length === 0 || e.body.case === "plan" || e.body.case === "decision") out.push({ events: [] });
       out[out.length - 1].events.push(e);
     }
     return out;
-  }, [window]);
+  }, [events, first, last]);
   useEffect(() => {
     if (focusSeq) document.getElementById(`event-${focusSeq}`)?.scrollIntoView();
-  }, [focusSeq, events.length > 0]);
+  }, [focusSeq, focusIndex >= 0, end]);
   const fork = async (seq: bigint) => {
     try {
       const fork = await props.client.fork(props.run.runId, seq, atFork);
@@ -266,12 +306,20 @@ function Timeline(props: { client: ReinClient; roles: Roles; run: Run; events: R
       props.setError(`Fork failed. ${errorText(e)}`);
     }
   };
+  const pager = (
+    <p class="pager">
+      <span id="timeline-range">events {events.length ? first + 1 : 0}–{last} of {events.length}</span>{" "}
+      <button id="timeline-earlier" disabled={first === 0} onClick={() => setEnd(Math.max(PAGE, first))}>Earlier {PAGE}</button>{" "}
+      <button id="timeline-later" disabled={end === null} onClick={() => setEnd(last + PAGE >= events.length ? null : last + PAGE)}>Later {PAGE}</button>{" "}
+      <button id="timeline-newest" disabled={end === null} onClick={() => setEnd(null)}>Newest (live)</button>
+    </p>
+  );
   return (
     <section class="panel" aria-label="Timeline">
       <h2>Timeline ({events.length} events)</h2>
       <label>
         View{" "}
-        <select value={view} onChange={(e) => setView(e.currentTarget.value as View)}>
+        <select id="timeline-view" value={view} onChange={(e) => setView(e.currentTarget.value as View)}>
           <option value="compact">compact</option>
           <option value="detailed">detailed</option>
           <option value="raw">raw JSON</option>
@@ -282,9 +330,7 @@ function Timeline(props: { client: ReinClient; roles: Roles; run: Run; events: R
           <input type="checkbox" checked={atFork} onChange={(e) => setAtFork(e.currentTarget.checked)} /> Forks take the workspace as it was at the event
         </label>
       )}
-      {count < events.length && (
-        <button onClick={() => setShown(shown + PAGE)}>Show {Math.min(PAGE, events.length - count)} earlier events</button>
-      )}
+      {events.length > PAGE && pager}
       {groups.map((g) => (
         <div class="iteration" key={`${g.events[0].seq}`}>
           <h3>step from event {String(g.events[0].seq)}</h3>
@@ -318,58 +364,25 @@ function Timeline(props: { client: ReinClient; roles: Roles; run: Run; events: R
   );
 }
 
+// Opens the side-by-side comparison of this run with another (its source, for a fork).
+function CompareWith({ run }: { run: Run }) {
+  const [other, setOther] = useState(run.state?.forkedFrom?.runId ?? "");
+  return (
+    <form class="compare-with" onSubmit={(e) => {
+      e.preventDefault();
+      if (other.trim()) location.hash = `#/compare/${run.runId}/${other.trim()}`;
+    }}>
+      <label>
+        Compare with run <input id="compare-with" value={other} onInput={(e) => setOther(e.currentTarget.value)} />
+      </label>
+      <button type="submit" id="compare" disabled={!other.trim()}>Compare</button>
+    </form>
+  );
+}
+
 export function RunPage({ client, roles, runId, focusSeq }: { client: ReinClient; roles: Roles; runId: string; focusSeq?: bigint }) {
-  const [run, setRun] = useState<Run | null>(null);
-  const [events, setEvents] = useState<RunEvent[]>([]);
-  const [error, setError] = useState("");
+  const { run, events, live, error, setError, onFresh } = useRunLog(client, runId);
   const [notice, setNotice] = useState("");
-  const [live, setLive] = useState("connecting");
-  const latest = useRef(0n);
-  const onFresh = useCallback((fresh: Run) => {
-    if (!run || (fresh.state?.version ?? 0n) >= latest.current) {
-      latest.current = fresh.state?.version ?? 0n;
-      setRun(fresh);
-    }
-  }, [run]);
-  const refresh = useCallback(() => {
-    client.get(runId).then((r) => {
-      latest.current = r.state?.version ?? 0n;
-      setRun(r);
-    }).catch((e) => setError(errorText(e)));
-  }, [client, runId]);
-  useEffect(() => {
-    refresh();
-    const stop = new AbortController();
-    let buffer: RunEvent[] = [];
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    // Events arrive in bursts (a whole log on open): render them in batches.
-    const flush = () => {
-      timer = undefined;
-      const batch = buffer;
-      buffer = [];
-      setEvents((prev) => prev.concat(batch));
-      refresh();
-    };
-    (async () => {
-      try {
-        setLive("live");
-        for await (const event of client.watch(runId, { signal: stop.signal, maxRetries: 1000 })) {
-          buffer.push(event);
-          if (!timer) timer = setTimeout(flush, 60);
-        }
-        if (!stop.signal.aborted) setLive("ended");
-      } catch (e) {
-        if (!stop.signal.aborted) {
-          setLive("disconnected");
-          setError(`The live stream stopped. ${errorText(e)}`);
-        }
-      }
-    })();
-    return () => {
-      stop.abort();
-      if (timer) clearTimeout(timer);
-    };
-  }, [client, runId]);
   if (!run) {
     return <main>{error ? <p class="error" role="alert">{error}</p> : "Loading…"}</main>;
   }
@@ -384,6 +397,7 @@ export function RunPage({ client, roles, runId, focusSeq }: { client: ReinClient
       <Facts run={run} />
       <Actions client={client} roles={roles} run={run} onFresh={onFresh} setError={setError} setNotice={setNotice} />
       <Plan run={run} />
+      <CompareWith run={run} />
       <Timeline client={client} roles={roles} run={run} events={events} focusSeq={focusSeq} setError={setError} />
     </main>
   );

@@ -2,11 +2,13 @@
 // three real services, started by clients/ts/node_e2e_test.cc. Screenshots go to the test's
 // outputs. Exits non-zero on the first failure.
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import puppeteer from "puppeteer-core";
 import { nodeClient } from "../../../clients/ts/dist/node.js";
 import { PausePoint, Stage, SubTask_Status } from "../../../clients/ts/dist/index.js";
+import { restartRouter, retried } from "../../../clients/ts/test/harness.mjs";
 
 const require = createRequire(import.meta.url);
 const baseUrl = process.env.REIN_HTTP_URL;
@@ -146,14 +148,28 @@ try {
   assert.equal((await api.get(run.runId)).state.stage, Stage.FINISHED);
   await a.screenshot({ path: `${out}/run-finished.png`, fullPage: true });
 
-  step("arguments edited in the form are the ones the executor runs");
+  step("arguments edited in the form from the tool's schema are the ones the executor runs");
   const edited = await pausedRun("write an edited a.txt", "repo-json");
   await a.goto(`${baseUrl}/#/run/${edited.runId}`);
   await a.waitForSelector("#edit-args");
-  await a.$eval("#edit-args", (e) => {
-    e.value = JSON.stringify({ path: "a.txt", content: "edited in the browser" }, null, 2);
+  // One field per property of write_file's schema, the required ones marked.
+  await a.waitForSelector("#arg-path");
+  const form = await textOf(a, "fieldset.args-form");
+  assert.match(form, /path \*.*\(required\)/s);
+  assert.match(form, /content \*.*\(required\)/s);
+  // A required field left empty is refused naming it, before anything is sent.
+  const setField = (selector, value) => a.$eval(selector, (e, v) => {
+    e.value = v;
     e.dispatchEvent(new Event("input", { bubbles: true }));
-  });
+  }, value);
+  await setField("#arg-path", "");
+  await click(a, "#review-edit");
+  await waitText(a, "#error", /"path" is required/);
+  await setField("#arg-path", "a.txt");
+  await setField("#arg-content", "edited in the browser");
+  // The raw JSON follows the form.
+  assert.deepEqual(JSON.parse(await a.$eval("#edit-args", (e) => e.value)), { path: "a.txt", content: "edited in the browser" });
+  await axe(a, "a paused run's page with the arguments form");
   await click(a, "#review-edit");
   await a.waitForSelector("pre[aria-label='Change to the arguments'] .diff-add");
   assert.match(await textOf(a, "pre[aria-label='Change to the arguments']"), /\+\s+"content": "edited in the browser"/);
@@ -170,6 +186,25 @@ try {
   assert.ok(forkId && forkId !== edited.runId);
   await waitText(a, "#run-stage", /PAUSED|FINISHED/);
   console.log(`fork ${forkId} made from ${edited.runId}`);
+
+  step("the fork and its source side by side, as reinctl diff shows them");
+  await waitText(a, "#run-stage", /PAUSED|FINISHED/);
+  await click(a, "#compare");  // the field holds the fork's source
+  await a.waitForFunction(() => location.hash.startsWith("#/compare/"));
+  const reinctl = execFileSync("cli/reinctl", [`--router=${process.env.REIN_ROUTER_TARGET}`, "diff", forkId, edited.runId], {
+    env: { ...process.env, REIN_TOKEN: "t-both" },
+    encoding: "utf8",
+  }).trimEnd().split("\n");
+  const summary = reinctl[reinctl.length - 1];
+  await waitText(a, "#diff-summary", new RegExp(`^${summary.replace(/[()]/g, "\\$&")}$`));
+  // reinctl's rows: 60 characters of the left step, the mark, the right step.
+  const fit = (t) => (t.length <= 60 ? t : `${t.slice(0, 57)}...`);
+  const expected = reinctl.slice(3, -1).map((line) => [line.slice(0, 60).trimEnd(), line[61], line.slice(63)]);
+  const shown = await a.$$eval("table.compare tbody tr", (rows) => rows.map((r) => [...r.querySelectorAll("td")].map((td) => td.textContent)));
+  assert.deepEqual(shown.map(([, l, m, r]) => [fit(l).trimEnd(), m, r]), expected);
+  assert.ok(expected.some(([, m]) => m !== " "), "the fork and its source differ somewhere");
+  await a.screenshot({ path: `${out}/compare.png`, fullPage: true });
+  await axe(a, "the comparison of two runs");
 
   step("a plan is edited in the browser (a subtask added) and the run follows it; a question is answered");
   const planned = await api.start({ goal: "write by plan", workspace: "repo-plan", tools: ["write_file"], pausePoints: [PausePoint.AFTER_PLAN] });
@@ -209,6 +244,41 @@ try {
   step("deep link to an event");
   await a.goto(`${baseUrl}/#/run/${run.runId}/e/2`);
   await a.waitForSelector("#event-2.target");
+
+  step("a long run's page renders one page of events, whichever page is shown");
+  const long = await api.start({ goal: "a long run", workspace: "repo-long", tools: ["write_file"], limits: { maxIterations: 200 } });
+  let longEvents = 0;
+  for await (const _ of api.watch(long.runId)) longEvents++;
+  assert.ok(longEvents > 400, `the long run logged ${longEvents} events`);
+  const rows = () => a.$$eval("div.event", (e) => e.length);
+  await a.goto(`${baseUrl}/#/run/${long.runId}`);
+  await waitText(a, "section[aria-label=Timeline] h2", new RegExp(`\\(${longEvents} events\\)`));
+  await a.waitForSelector(`#event-${longEvents}`);
+  assert.ok((await rows()) <= 200, `${await rows()} event rows in the page`);
+  await click(a, "#timeline-earlier");
+  await a.waitForFunction((n) => !document.getElementById(`event-${n}`), {}, longEvents);
+  assert.ok((await rows()) <= 200);
+  await a.goto(`${baseUrl}/#/run/${long.runId}/e/1`);
+  await a.waitForSelector("#event-1.target");
+  assert.ok((await rows()) <= 200, `${await rows()} event rows around event 1`);
+
+  step("a router restart while a run's page is open: the page resumes from the last seq");
+  const restarted = await pausedRun("write across a restart", "repo-restart");
+  await a.goto(`${baseUrl}/#/run/${restarted.runId}`);
+  await a.waitForSelector("#approve");
+  await waitText(a, "#live", /^live$/);
+  const before = await a.$$eval("div.event", (e) => e.length);
+  await restartRouter();
+  await waitText(a, "#live", /^live$/, 30000);  // the page's stream is open again
+  // Approved from outside the page: the events after the restart arrive on the resumed stream.
+  await retried(async () => api.approve(await api.get(restarted.runId), "test"));
+  await waitText(a, "#run-stage", /FINISHED/, 30000);
+  const seqs = [];
+  for await (const e of api.watch(restarted.runId)) seqs.push(Number(e.seq));
+  await waitText(a, "section[aria-label=Timeline] h2", new RegExp(`\\(${seqs.length} events\\)`));
+  const shownSeqs = await a.$$eval("div.event", (e) => e.map((d) => Number(d.id.slice("event-".length))));
+  assert.deepEqual(shownSeqs, seqs, "every seq exactly once, in order");
+  assert.ok(shownSeqs.length > before, "events arrived after the restart");
   console.log("console_test: all passed");
 } finally {
   await browser.close();
