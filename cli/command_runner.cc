@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "cli/event_line.h"
 #include "cli/format.h"
 #include "cli/requests.h"
 #include "cli/run_diff.h"
