@@ -102,7 +102,8 @@ class RunEngine {
   // The public calls below take the caller's `deadline` on this engine's clock (clock()):
   // none waits past it, for the executors, a run's lock, a commit's turn or the end of a
   // cancel; a call cut short is DEADLINE_EXCEEDED and has written nothing, except a commit the
-  // store had already begun, which is waited for (SQLite bounds it with its busy timeout).
+  // store had already begun, which is waited for (SQLite bounds it with its busy timeout,
+  // PostgreSQL each statement with the deadline as a statement_timeout).
 
   // Validates the spec (INVALID_ARGUMENT naming the field), checks that the executors have
   // the workspace (FAILED_PRECONDITION naming spec.workspace) and starts the run.
