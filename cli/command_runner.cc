@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "cli/event_line.h"
 #include "cli/format.h"
 #include "cli/requests.h"
 #include "cli/run_diff.h"

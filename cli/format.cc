@@ -1,4 +1,4 @@
-// reinctl's output: event lines, the live progress line, reports, tables and file names (pure).
+// reinctl's output: the live progress line, reports, tables and file names (pure).
 #include "cli/format.h"
 
 #include <algorithm>
@@ -8,14 +8,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "cli/text.h"
 #include "common/proto_time.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 
 namespace rein::cli {
 namespace {
-
-constexpr size_t kLineBytes = 160;
 
 absl::Duration FromProto(const google::protobuf::Duration& d) { return FromProtoDuration(d); }
 
@@ -27,70 +26,14 @@ bool IsTerminal(v1::Stage stage) {
   return stage == v1::FINISHED || stage == v1::FAILED || stage == v1::CANCELLED;
 }
 
-// absl::FormatDuration, but zero is "0s" rather than "0".
-std::string FormatDurationWithUnit(absl::Duration d) {
-  if (d == absl::ZeroDuration()) return "0s";
-  return absl::FormatDuration(d);
-}
-
 std::string FormatWholeSeconds(absl::Duration d) {
   if (d < absl::ZeroDuration()) d = absl::ZeroDuration();
   return FormatDurationWithUnit(absl::Trunc(d, absl::Seconds(1)));
 }
 
-std::string FormatDurationProto(const google::protobuf::Duration& d) {
-  return FormatDurationWithUnit(FromProto(d));
-}
-
 std::string FormatTime(const google::protobuf::Timestamp& t, absl::TimeZone zone) {
   if (!IsSet(t)) return "-";
   return absl::FormatTime("%Y-%m-%d %H:%M:%S", FromProto(t), zone);
-}
-
-std::string CallText(const v1::ToolCall& call) {
-  return absl::StrCat(OneLine(call.tool(), 64), " ", OneLine(call.args_json(), kLineBytes));
-}
-
-std::string ReviewText(const v1::Review& review) {
-  std::string text;
-  switch (review.kind_case()) {
-    case v1::Review::kApprove: text = "approve"; break;
-    case v1::Review::kReject:
-      text = absl::StrCat(review.reject().abort() ? "reject (abort): " : "reject: ",
-                          OneLine(review.reject().feedback(), kLineBytes));
-      break;
-    case v1::Review::kEditPlan:
-      text = absl::StrCat("edit-plan: ", review.edit_plan().subtasks_size(), " subtasks");
-      break;
-    case v1::Review::kEditToolCall:
-      text = absl::StrCat("edit-call: ", OneLine(review.edit_tool_call().tool(), 64), " ",
-                          OneLine(review.edit_tool_call().args_json(), kLineBytes));
-      break;
-    case v1::Review::kAnswer:
-      text = absl::StrCat("answer: ", OneLine(review.answer().text(), kLineBytes));
-      break;
-    case v1::Review::KIND_NOT_SET: text = "(empty review)"; break;
-  }
-  if (!review.reviewer().empty()) absl::StrAppend(&text, " by ", OneLine(review.reviewer(), 64));
-  return text;
-}
-
-std::string PauseText(const v1::Pause& pause) {
-  std::string text = v1::PauseReason_Name(pause.reason());
-  if (pause.reason() == v1::PAUSE_POINT) {
-    absl::StrAppend(&text, " ", v1::PausePoint_Name(pause.point()));
-  }
-  if (pause.reason() == v1::NEED_HUMAN && !pause.question().empty()) {
-    absl::StrAppend(&text, ": ", OneLine(pause.question(), kLineBytes));
-  } else if (!pause.detail().empty()) {
-    absl::StrAppend(&text, ": ", OneLine(pause.detail(), kLineBytes));
-  }
-  return text;
-}
-
-std::string NotesSuffix(const std::string& notes) {
-  if (notes.empty()) return "";
-  return absl::StrCat("  notes: ", OneLine(notes, kLineBytes));
 }
 
 std::string Indent(absl::string_view text, absl::string_view prefix) {
@@ -102,30 +45,6 @@ std::string Indent(absl::string_view text, absl::string_view prefix) {
 }
 
 }  // namespace
-
-std::string OneLine(absl::string_view text, size_t max_bytes) {
-  text = absl::StripAsciiWhitespace(text);
-  size_t newline = text.find('\n');
-  bool cut = false;
-  if (newline != absl::string_view::npos) {
-    text = absl::StripTrailingAsciiWhitespace(text.substr(0, newline));
-    cut = true;
-  }
-  if (text.size() > max_bytes) {
-    size_t end = max_bytes;
-    // Back up over UTF-8 continuation bytes so no character is split.
-    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-    text = text.substr(0, end);
-    cut = true;
-  }
-  std::string out(text);
-  for (char& c : out) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7F) c = ' ';
-  }
-  if (cut) out += "...";
-  return out;
-}
 
 int32_t EffectiveMaxIterations(const v1::RunSpec& spec) {
   return spec.limits().max_iterations() > 0 ? spec.limits().max_iterations() : 50;
@@ -167,164 +86,6 @@ std::string ProgressLine(const Progress& p) {
       p.iteration, p.max_iterations, FormatWholeSeconds(p.elapsed),
       absl::FormatDuration(p.deadline), p.retries_used, p.retry_budget, p.tokens_used);
   if (p.token_budget > 0) absl::StrAppend(&line, "/", p.token_budget);
-  return line;
-}
-
-namespace {
-
-// A group's children on one line: each subtask, its run id (or why it did not start) and,
-// with `ends`, its outcome.
-std::string ChildList(const google::protobuf::RepeatedPtrField<v1::ChildRun>& children, bool ends) {
-  std::vector<std::string> parts;
-  for (const v1::ChildRun& child : children) {
-    std::string part = OneLine(child.subtask_id(), 40);
-    if (!child.run_id().empty()) absl::StrAppend(&part, " -> ", child.run_id());
-    if (!child.start_error().empty()) {
-      absl::StrAppend(&part, " (not started: ", OneLine(child.start_error(), 120), ")");
-    }
-    if (ends) {
-      absl::StrAppend(&part, " ", v1::Stage_Name(child.outcome().status()), " (",
-                      v1::TerminationReason_Name(child.outcome().reason()), ")");
-    }
-    parts.push_back(std::move(part));
-  }
-  return absl::StrJoin(parts, ", ");
-}
-
-}  // namespace
-
-std::string EventLine(const v1::RunEvent& event) {
-  std::string line = absl::StrCat("#", event.seq(), " ");
-  switch (event.body_case()) {
-    case v1::RunEvent::kStageChanged:
-      if (event.stage_changed().from() == v1::STAGE_UNSPECIFIED) {
-        absl::StrAppend(&line, "run started: ", v1::Stage_Name(event.stage_changed().to()));
-      } else {
-        absl::StrAppend(&line, v1::Stage_Name(event.stage_changed().from()), " -> ",
-                        v1::Stage_Name(event.stage_changed().to()));
-      }
-      break;
-    case v1::RunEvent::kPlan: {
-      const v1::RunEvent::Plan& plan = event.plan();
-      std::vector<std::string> ids;
-      for (const v1::SubTask& subtask : plan.subtasks()) ids.push_back(OneLine(subtask.id(), 40));
-      absl::StrAppend(&line, "plan: ", plan.subtasks_size(),
-                      plan.subtasks_size() == 1 ? " subtask" : " subtasks");
-      if (!ids.empty()) absl::StrAppend(&line, " [", absl::StrJoin(ids, ", "), "]");
-      if (plan.goal_achieved()) absl::StrAppend(&line, "  goal achieved");
-      if (!plan.first_call_dropped().empty()) {
-        absl::StrAppend(
-            &line, "  (first call dropped: ", OneLine(plan.first_call_dropped(), kLineBytes), ")");
-      }
-      if (!plan.planner_backend().empty()) {
-        absl::StrAppend(&line, "  [planner: ", OneLine(plan.planner_backend(), 60), "]");
-      }
-      absl::StrAppend(&line, NotesSuffix(plan.notes()));
-      break;
-    }
-    case v1::RunEvent::kDecision: {
-      const v1::RunEvent::Decision& decision = event.decision();
-      if (decision.has_tool_call()) {
-        absl::StrAppend(&line, "decision: ", CallText(decision.tool_call()));
-      } else {
-        absl::StrAppend(&line,
-                        "decision: ask a person: ", OneLine(decision.human_query(), kLineBytes));
-      }
-      if (!decision.subtask_id().empty()) {
-        absl::StrAppend(&line, "  (subtask ", OneLine(decision.subtask_id(), 40), ")");
-      }
-      if (decision.from_evaluation()) absl::StrAppend(&line, "  proposed by the evaluation");
-      if (decision.from_plan()) absl::StrAppend(&line, "  proposed by the plan");
-      absl::StrAppend(&line, NotesSuffix(decision.notes()));
-      break;
-    }
-    case v1::RunEvent::kToolResult: {
-      const v1::Action& action = event.tool_result().action();
-      absl::StrAppend(&line, "tool_result ", action.ok() ? "ok " : "FAILED ",
-                      OneLine(action.tool(), 64), " ", FormatDurationProto(action.duration()));
-      const std::string& text =
-          action.ok() || action.error().empty() ? action.observation() : action.error();
-      if (!text.empty()) absl::StrAppend(&line, ": ", OneLine(text, kLineBytes));
-      if (event.tool_result().truncated()) absl::StrAppend(&line, " (output truncated)");
-      break;
-    }
-    case v1::RunEvent::kEvaluation: {
-      const v1::RunEvent::Evaluation& evaluation = event.evaluation();
-      absl::StrAppend(&line, "evaluation ", OneLine(evaluation.subtask_id(), 40), " ",
-                      v1::RunEvent::Evaluation::Status_Name(evaluation.status()));
-      if (!evaluation.summary().empty()) {
-        absl::StrAppend(&line, ": ", OneLine(evaluation.summary(), kLineBytes));
-      }
-      if (evaluation.goal_achieved()) absl::StrAppend(&line, "  goal achieved");
-      if (!evaluation.next_call_dropped().empty()) {
-        absl::StrAppend(&line, "  (", OneLine(evaluation.next_call_dropped(), kLineBytes), ")");
-      }
-      absl::StrAppend(&line, NotesSuffix(evaluation.notes()));
-      break;
-    }
-    case v1::RunEvent::kPaused: {
-      const v1::Pause& pause = event.paused().pause();
-      absl::StrAppend(&line, "paused ", PauseText(pause));
-      if (pause.has_pending_call()) {
-        absl::StrAppend(&line, "  [pending call: ", CallText(pause.pending_call()), "]");
-      }
-      break;
-    }
-    case v1::RunEvent::kChildGroup:
-      absl::StrAppend(&line, "group ", event.child_group().group(), ": ",
-                      ChildList(event.child_group().children(), /*ends=*/false));
-      break;
-    case v1::RunEvent::kChildrenStarted:
-      absl::StrAppend(&line, "children started: ",
-                      ChildList(event.children_started().children(), /*ends=*/false));
-      break;
-    case v1::RunEvent::kChildrenJoined:
-      absl::StrAppend(&line, "group ", event.children_joined().group(),
-                      " joined: ", ChildList(event.children_joined().children(), /*ends=*/true));
-      break;
-    case v1::RunEvent::kResumed:
-      absl::StrAppend(&line, "resumed ", ReviewText(event.resumed().review()), " -> ",
-                      v1::Stage_Name(event.resumed().to()));
-      break;
-    case v1::RunEvent::kError: {
-      const v1::RunEvent::Error& error = event.error();
-      absl::StrAppend(&line, "error in ", v1::Stage_Name(error.stage()), " ",
-                      OneLine(error.code(), 40), ": ", OneLine(error.message(), kLineBytes));
-      if (error.retry_spent()) absl::StrAppend(&line, "  (retry spent)");
-      break;
-    }
-    case v1::RunEvent::kFinished: {
-      const v1::Outcome& outcome = event.finished().outcome();
-      absl::StrAppend(&line, "finished ", v1::Stage_Name(outcome.status()), " ",
-                      v1::TerminationReason_Name(outcome.reason()));
-      if (!outcome.message().empty()) {
-        absl::StrAppend(&line, ": ", OneLine(outcome.message(), kLineBytes));
-      }
-      if (outcome.has_usage() || outcome.cost_usd() > 0) {
-        absl::StrAppend(&line, "  (", UsageText(outcome.usage(), outcome.cost_usd()), ")");
-      }
-      break;
-    }
-    case v1::RunEvent::kForked: {
-      const v1::RunEvent::Forked& forked = event.forked();
-      absl::StrAppend(&line, "forked from ", forked.from().run_id(), " at seq ",
-                      forked.from().seq(), " (iteration ", forked.from().iteration(), ") in ",
-                      v1::Stage_Name(forked.start().stage()), "; workspace ", forked.workspace(),
-                      forked.workspace_at_fork() ? " as it was then" : " as it was at fork time");
-      break;
-    }
-    case v1::RunEvent::kCallReissued:
-      absl::StrAppend(&line, "call_reissued ", OneLine(event.call_reissued().from_call_id(), 80),
-                      " runs again as ", OneLine(event.call_reissued().call_id(), 80),
-                      " (approved after an unknown outcome)");
-      break;
-    case v1::RunEvent::kCallReplayed:
-      absl::StrAppend(&line, "call_replayed ", OneLine(event.call_replayed().call_id(), 80),
-                      ": already ran on ", OneLine(event.call_replayed().executor_id(), 80),
-                      "; its recorded reply is used");
-      break;
-    case v1::RunEvent::BODY_NOT_SET: absl::StrAppend(&line, "(event without a body)"); break;
-  }
   return line;
 }
 
@@ -377,15 +138,6 @@ std::string PrettyJson(absl::string_view json) {
   return parsed.dump(/*indent=*/2, /*indent_char=*/' ', /*ensure_ascii=*/false,
                      nlohmann::json::error_handler_t::replace) +
          "\n";
-}
-
-std::string UsageText(const v1::Usage& usage, double cost_usd, double cost_budget_usd) {
-  std::string out = absl::StrCat("input ", usage.input_tokens(), "  output ", usage.output_tokens(),
-                                 "  cache read ", usage.cache_read_input_tokens(), "  cache write ",
-                                 usage.cache_creation_input_tokens(), "  cost ",
-                                 absl::StrFormat("$%.6f", cost_usd));
-  if (cost_budget_usd > 0) absl::StrAppend(&out, absl::StrFormat("/$%.6f", cost_budget_usd));
-  return out;
 }
 
 std::string FinalReport(const v1::Run& run) {

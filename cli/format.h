@@ -1,4 +1,4 @@
-// reinctl's output: event lines, the live progress line, reports, tables and file names (pure).
+// reinctl's output: the live progress line, reports, tables and file names (pure).
 #ifndef REIN_CLI_FORMAT_H_
 #define REIN_CLI_FORMAT_H_
 
@@ -28,10 +28,6 @@ struct Progress {
   int64_t token_budget = 0;  // 0 = none
 };
 
-// `text` on one line: its first line, control characters replaced by spaces, cut (on a UTF-8
-// boundary) to at most `max_bytes` with "..." appended when cut.
-std::string OneLine(absl::string_view text, size_t max_bytes);
-
 // The effective limits of a spec: unset fields take the defaults of docs/DESIGN.md, "The rules,
 // in order".
 int32_t EffectiveMaxIterations(const v1::RunSpec& spec);
@@ -44,9 +40,6 @@ Progress ProgressOf(const v1::Run& run, absl::Time now);
 
 // e.g. "stage PLANNING  iter 3/50  elapsed 12s/10m  retries 1/5  tokens 1234".
 std::string ProgressLine(const Progress& progress);
-
-// One readable line for an event, without a trailing newline, e.g. "#12 PLANNING -> DECIDING".
-std::string EventLine(const v1::RunEvent& event);
 
 // `reinctl tools`: one block per tool (name, origin, mutating or read-only, timeout,
 // description, input schema as one line of JSON), then the executor and its sandbox.
@@ -69,10 +62,6 @@ std::string ReviewHint(const v1::Run& run, absl::string_view router_flag);
 // The `list` table: run id, stage, reason, iteration, created, goal (cut to 50 characters);
 // with `usage`, also the run's input, output, cache read and cache write tokens and its cost.
 std::string RunTable(const std::vector<v1::Run>& runs, absl::TimeZone zone, bool usage = false);
-
-// A run's model usage on one line, e.g. "input 1200  output 300  cache read 5000  cache write
-// 800  cost $0.008400" (the cost with its budget when `cost_budget_usd` > 0).
-std::string UsageText(const v1::Usage& usage, double cost_usd, double cost_budget_usd = 0);
 
 // The readable `show` summary of a run.
 std::string RunSummary(const v1::Run& run, absl::TimeZone zone);

@@ -46,6 +46,23 @@ absl::Status FleetMember::Join() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<Run>> FleetMember::RunsToRecover() {
+  // This router's id may own runs from before a restart: take them back (epoch + 1), and a
+  // share of the runs of routers that are gone.
+  if (shared_) return store_->ClaimRuns(/*include_mine=*/true);
+  ASSIGN_OR_RETURN(std::vector<std::string> ids, store_->ListUnfinishedRunIds());
+  std::vector<Run> runs;
+  for (const std::string& id : ids) {
+    absl::StatusOr<Run> run = store_->GetRun(id);
+    if (!run.ok()) {
+      LogError("cannot recover run", {{"run_id", id}, {"error", run.status().ToString()}});
+      continue;
+    }
+    runs.push_back(*std::move(run));
+  }
+  return runs;
+}
+
 void FleetMember::Start() {
   if (shared_) thread_ = std::thread([this] { Loop(); });
 }

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -46,6 +47,10 @@ class FleetMember {
 
   // Joins the fleet (FleetStore::JoinFleet): the lease holds from now.
   absl::Status Join();
+  // The unfinished runs this router continues at its start: in a shared store those it claims
+  // (its own from before a restart, at epoch + 1, and a share of the runs of routers that are
+  // gone); else every unfinished run in the store (one that cannot be read is logged and left).
+  absl::StatusOr<std::vector<rein::v1::Run>> RunsToRecover();
   // Starts the lease thread (shared stores).
   void Start();
   // Stops the lease thread. Idempotent.

@@ -16,59 +16,34 @@
 #include "router_service/auth.h"
 #include "router_service/router_grpc.h"
 #include "router_service/run_engine.h"
-#include "router_service/store/sqlite_run_store.h"
 #include "router_service/testing/fake_clients.h"
+#include "router_service/testing/served_router.h"
 
 namespace rein {
 namespace {
 
 using rein::testing::FakeExecutorClient;
 using rein::testing::FakePlannerClient;
+using rein::testing::ServedRouter;
+using rein::testing::ServedRouterOptions;
 
 class RouterAuthTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string dir = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
-    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    tokens_path_ = dir + "/tokens-" + name;
-    std::ofstream(tokens_path_) << "# principal roles\n"
-                                << "sha256:" << Sha256Hex("t-viewer") << " vera viewer\n"
-                                << "sha256:" << Sha256Hex("t-operator") << " otto operator\n"
-                                << "sha256:" << Sha256Hex("t-reviewer") << " rita reviewer\n"
-                                << "sha256:" << Sha256Hex("t-both") << " bo operator,reviewer\n";
-    AuthOptions auth_options;
-    auth_options.tokens_file = dir + "/tokens-" + name;
-    auth_options.max_failures_per_window = 1000;  // this test fails on purpose many times
-    auth_options.reload_check = absl::Milliseconds(100);
-    auth_ = std::make_unique<Authenticator>(auth_options, RealClock());
-    ASSERT_TRUE(auth_->Load().ok());
-
+    ServedRouterOptions options;
+    options.tokens = absl::StrCat("# principal roles\n",                                   //
+                                  "sha256:", Sha256Hex("t-viewer"), " vera viewer\n",      //
+                                  "sha256:", Sha256Hex("t-operator"), " otto operator\n",  //
+                                  "sha256:", Sha256Hex("t-reviewer"), " rita reviewer\n",  //
+                                  "sha256:", Sha256Hex("t-both"), " bo operator,reviewer\n");
+    options.auth.reload_check = absl::Milliseconds(100);
+    options.grpc.max_watch_streams_per_principal = kMaxWatches;
+    options.grpc.revalidate = absl::Milliseconds(100);
     rein::testing::ScriptListFilesRun(&planner_, &executor_);
-    auto store = SqliteRunStore::Open(dir + "/router-" + name + ".db", {});
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
-    engine_ = std::make_unique<RunEngine>(store_.get(), &planner_, &executor_, RealClock(),
-                                          RunEngineOptions());
-    ASSERT_TRUE(engine_->Start().ok());
-    RouterGrpcOptions grpc_options;
-    grpc_options.max_watch_streams_per_principal = kMaxWatches;
-    grpc_options.revalidate = absl::Milliseconds(100);
-    service_ = std::make_unique<RouterGrpcService>(engine_.get(), auth_.get(), grpc_options);
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(service_.get());
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(port, 0);
-    channel_ =
-        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
-    stub_ = rein::v1::Router::NewStub(channel_);
+    ASSERT_TRUE(served_.Start(options, &planner_, &executor_).ok());
   }
 
-  void TearDown() override {
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-    engine_->Shutdown(absl::Seconds(1));
-  }
+  void TearDown() override { served_.Stop(); }
 
   std::unique_ptr<grpc::ClientContext> Context(const std::string& token) {
     auto context = std::make_unique<grpc::ClientContext>();
@@ -92,32 +67,33 @@ class RouterAuthTest : public ::testing::Test {
     if (method == "StartRun") {
       rein::v1::StartRunRequest request;
       *request.mutable_spec() = Spec(/*pause=*/true);
-      return stub_->StartRun(context.get(), request, &run).error_code();
+      return served_.stub->StartRun(context.get(), request, &run).error_code();
     }
     if (method == "GetRun") {
       rein::v1::GetRunRequest request;
       request.set_run_id(run_id);
-      return stub_->GetRun(context.get(), request, &run).error_code();
+      return served_.stub->GetRun(context.get(), request, &run).error_code();
     }
     if (method == "ListRuns") {
       rein::v1::ListRunsResponse reply;
-      return stub_->ListRuns(context.get(), rein::v1::ListRunsRequest(), &reply).error_code();
+      return served_.stub->ListRuns(context.get(), rein::v1::ListRunsRequest(), &reply)
+          .error_code();
     }
     if (method == "CancelRun") {
       rein::v1::CancelRunRequest request;
       request.set_run_id(run_id);
-      return stub_->CancelRun(context.get(), request, &run).error_code();
+      return served_.stub->CancelRun(context.get(), request, &run).error_code();
     }
     if (method == "ResumeRun") {
       rein::v1::ResumeRunRequest request;
       request.set_run_id(run_id);
       request.mutable_review()->mutable_approve();
-      return stub_->ResumeRun(context.get(), request, &run).error_code();
+      return served_.stub->ResumeRun(context.get(), request, &run).error_code();
     }
     if (method == "WatchRun") {
       rein::v1::WatchRunRequest request;
       request.set_run_id(run_id);
-      auto reader = stub_->WatchRun(context.get(), request);
+      auto reader = served_.stub->WatchRun(context.get(), request);
       rein::v1::RunEvent event;
       while (reader->Read(&event)) {
       }
@@ -125,7 +101,7 @@ class RouterAuthTest : public ::testing::Test {
     }
     rein::v1::ExportRunRequest request;
     request.set_run_id(run_id);
-    auto reader = stub_->ExportRun(context.get(), request);
+    auto reader = served_.stub->ExportRun(context.get(), request);
     rein::v1::RunSnapshot snapshot;
     while (reader->Read(&snapshot)) {
     }
@@ -136,7 +112,7 @@ class RouterAuthTest : public ::testing::Test {
     auto context = Context("t-viewer");
     rein::v1::WatchRunRequest request;
     request.set_run_id(run_id);
-    auto reader = stub_->WatchRun(context.get(), request);
+    auto reader = served_.stub->WatchRun(context.get(), request);
     std::vector<rein::v1::RunEvent> events;
     rein::v1::RunEvent event;
     while (reader->Read(&event)) events.push_back(event);
@@ -149,23 +125,16 @@ class RouterAuthTest : public ::testing::Test {
     for (int i = 0; i < 1000 && run.state().stage() != rein::v1::PAUSED; ++i) {
       rein::v1::GetRunRequest request;
       request.set_run_id(run_id);
-      EXPECT_TRUE(stub_->GetRun(Context("t-viewer").get(), request, &run).ok());
+      EXPECT_TRUE(served_.stub->GetRun(Context("t-viewer").get(), request, &run).ok());
       absl::SleepFor(absl::Milliseconds(5));
     }
     return run;
   }
 
   static constexpr int kMaxWatches = 3;
-  std::string tokens_path_;
-  std::unique_ptr<Authenticator> auth_;
   FakePlannerClient planner_;
   FakeExecutorClient executor_;
-  std::unique_ptr<RouterStore> store_;
-  std::unique_ptr<RunEngine> engine_;
-  std::unique_ptr<RouterGrpcService> service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<rein::v1::Router::Stub> stub_;
+  ServedRouter served_;
 };
 
 TEST_F(RouterAuthTest, EveryRoleAgainstEveryRpc) {
@@ -203,8 +172,8 @@ TEST_F(RouterAuthTest, PrincipalIsRecordedOnStartReviewAndCancel) {
   rein::v1::StartRunRequest start;
   *start.mutable_spec() = Spec(/*pause=*/true);
   rein::v1::Run reviewed, cancelled;
-  ASSERT_TRUE(stub_->StartRun(Context("t-operator").get(), start, &reviewed).ok());
-  ASSERT_TRUE(stub_->StartRun(Context("t-both").get(), start, &cancelled).ok());
+  ASSERT_TRUE(served_.stub->StartRun(Context("t-operator").get(), start, &reviewed).ok());
+  ASSERT_TRUE(served_.stub->StartRun(Context("t-both").get(), start, &cancelled).ok());
 
   rein::v1::Run paused = WaitPaused(reviewed.run_id());
   ASSERT_EQ(paused.state().stage(), rein::v1::PAUSED);
@@ -213,12 +182,12 @@ TEST_F(RouterAuthTest, PrincipalIsRecordedOnStartReviewAndCancel) {
   resume.set_expected_version(paused.state().version());
   resume.mutable_review()->mutable_approve();
   rein::v1::Run out;
-  ASSERT_TRUE(stub_->ResumeRun(Context("t-reviewer").get(), resume, &out).ok());
+  ASSERT_TRUE(served_.stub->ResumeRun(Context("t-reviewer").get(), resume, &out).ok());
 
   ASSERT_EQ(WaitPaused(cancelled.run_id()).state().stage(), rein::v1::PAUSED);
   rein::v1::CancelRunRequest cancel;
   cancel.set_run_id(cancelled.run_id());
-  ASSERT_TRUE(stub_->CancelRun(Context("t-both").get(), cancel, &out).ok());
+  ASSERT_TRUE(served_.stub->CancelRun(Context("t-both").get(), cancel, &out).ok());
 
   std::vector<rein::v1::RunEvent> events = Events(reviewed.run_id());
   ASSERT_FALSE(events.empty());
@@ -245,7 +214,7 @@ TEST_F(RouterAuthTest, WatchStreamsAreCappedPerPrincipalAndEndWhenTheTokenIsRevo
   rein::v1::StartRunRequest start;
   *start.mutable_spec() = Spec(/*pause=*/true);
   rein::v1::Run run;
-  ASSERT_TRUE(stub_->StartRun(Context("t-operator").get(), start, &run).ok());
+  ASSERT_TRUE(served_.stub->StartRun(Context("t-operator").get(), start, &run).ok());
   ASSERT_EQ(WaitPaused(run.run_id()).state().stage(), rein::v1::PAUSED);  // streams stay open
   rein::v1::WatchRunRequest request;
   request.set_run_id(run.run_id());
@@ -255,7 +224,7 @@ TEST_F(RouterAuthTest, WatchStreamsAreCappedPerPrincipalAndEndWhenTheTokenIsRevo
   };
   auto open = [&](const std::string& token) {
     Stream s{Context(token), nullptr};
-    s.reader = stub_->WatchRun(s.context.get(), request);
+    s.reader = served_.stub->WatchRun(s.context.get(), request);
     return s;
   };
   std::vector<Stream> vera;
@@ -274,7 +243,7 @@ TEST_F(RouterAuthTest, WatchStreamsAreCappedPerPrincipalAndEndWhenTheTokenIsRevo
   ASSERT_TRUE(rita.reader->Read(&event));
 
   // Revoke vera's token: her streams end, rita's does not.
-  std::ofstream(tokens_path_) << "sha256:" << Sha256Hex("t-reviewer") << " rita reviewer\n";
+  std::ofstream(served_.tokens_path) << "sha256:" << Sha256Hex("t-reviewer") << " rita reviewer\n";
   for (Stream& s : vera) {
     while (s.reader->Read(&event)) {
     }
@@ -294,7 +263,7 @@ TEST_F(RouterAuthTest, EveryRouterMethodRefusesACallWithoutAToken) {
   const google::protobuf::ServiceDescriptor* service =
       rein::v1::StartRunRequest::descriptor()->file()->FindServiceByName("Router");
   ASSERT_NE(service, nullptr);
-  grpc::GenericStub generic(channel_);
+  grpc::GenericStub generic(served_.channel);
   for (int i = 0; i < service->method_count(); ++i) {
     const std::string method = service->method(i)->name();
     SCOPED_TRACE(method);

@@ -10,20 +10,23 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "router_service/auth.h"
 #include "router_service/router_grpc.h"
 #include "router_service/run_engine.h"
 #include "router_service/service/quotas.h"
-#include "router_service/store/sqlite_run_store.h"
 #include "router_service/testing/fake_clients.h"
+#include "router_service/testing/served_router.h"
 
 namespace rein {
 namespace {
 
 using rein::testing::FakeExecutorClient;
 using rein::testing::FakePlannerClient;
+using rein::testing::ServedRouter;
+using rein::testing::ServedRouterOptions;
 
 // The fake executor, plus workspace copies (for ForkRun) that record their namespace.
 class CopyingExecutor final : public ExecutorClient {
@@ -63,21 +66,24 @@ class RouterNamespaceTest : public ::testing::Test {
   void SetUp() override {
     const std::string dir = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
     const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    const std::string tokens = dir + "/ns-tokens-" + name;
-    std::ofstream(tokens) << "sha256:" << Sha256Hex("a-viewer") << " ava viewer namespace=team-a\n"
-                          << "sha256:" << Sha256Hex("a-op") << " abe operator namespace=team-a\n"
-                          << "sha256:" << Sha256Hex("a-rev") << " amy reviewer namespace=team-a\n"
-                          << "sha256:" << Sha256Hex("b-op") << " bob operator,reviewer "
-                          << "namespace=team-b\n"
-                          << "sha256:" << Sha256Hex("d-op") << " dan operator\n"
-                          << "sha256:" << Sha256Hex("root") << " root admin\n";
-    AuthOptions auth_options;
-    auth_options.tokens_file = tokens;
-    auth_options.max_failures_per_window = 1000;
-    auth_ = std::make_unique<Authenticator>(auth_options, RealClock());
-    ASSERT_TRUE(auth_->Load().ok());
+    ServedRouterOptions options;
+    options.tokens =
+        absl::StrCat("sha256:", Sha256Hex("a-viewer"), " ava viewer namespace=team-a\n",         //
+                     "sha256:", Sha256Hex("a-op"), " abe operator namespace=team-a\n",           //
+                     "sha256:", Sha256Hex("a-rev"), " amy reviewer namespace=team-a\n",          //
+                     "sha256:", Sha256Hex("b-op"), " bob operator,reviewer namespace=team-b\n",  //
+                     "sha256:", Sha256Hex("d-op"), " dan operator\n",                            //
+                     "sha256:", Sha256Hex("root"), " root admin\n");
     quotas_path_ = dir + "/ns-quotas-" + name;
     std::ofstream(quotas_path_) << "# quotas\nteam-q max_concurrent_runs=1\n";
+    options.quotas = [this](RunStore* store) -> absl::StatusOr<std::unique_ptr<QuotaBook>> {
+      QuotaOptions quota_options;
+      quota_options.file = quotas_path_;
+      quota_options.reload_check = absl::Milliseconds(50);
+      auto quotas = std::make_unique<QuotaBook>(quota_options, store, RealClock());
+      RETURN_IF_ERROR(quotas->Load());
+      return quotas;
+    };
 
     rein::testing::ScriptListFilesRun(&planner_, &executor_);
     executor_.execute = [this](const rein::v1::ExecuteRequest& request) {
@@ -89,33 +95,10 @@ class RouterNamespaceTest : public ::testing::Test {
       reply.set_ok(true);
       return absl::StatusOr<rein::v1::ExecuteResponse>(reply);
     };
-    auto store = SqliteRunStore::Open(dir + "/ns-router-" + name + ".db", {});
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
-    engine_ = std::make_unique<RunEngine>(store_.get(), &planner_, &copying_, RealClock(),
-                                          RunEngineOptions());
-    ASSERT_TRUE(engine_->Start().ok());
-    QuotaOptions quota_options;
-    quota_options.file = quotas_path_;
-    quota_options.reload_check = absl::Milliseconds(50);
-    quotas_ = std::make_unique<QuotaBook>(quota_options, store_.get(), RealClock());
-    ASSERT_TRUE(quotas_->Load().ok());
-    service_ = std::make_unique<RouterGrpcService>(engine_.get(), auth_.get(), RouterGrpcOptions(),
-                                                   quotas_.get());
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(service_.get());
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(port, 0);
-    stub_ = rein::v1::Router::NewStub(
-        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+    ASSERT_TRUE(served_.Start(options, &planner_, &copying_).ok());
   }
 
-  void TearDown() override {
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-    engine_->Shutdown(absl::Seconds(1));
-  }
+  void TearDown() override { served_.Stop(); }
 
   std::unique_ptr<grpc::ClientContext> Context(const std::string& token) {
     auto context = std::make_unique<grpc::ClientContext>();
@@ -133,7 +116,7 @@ class RouterNamespaceTest : public ::testing::Test {
     request.mutable_spec()->set_namespace_(ns);
     request.set_request_id(request_id);
     rein::v1::Run run;
-    grpc::Status status = stub_->StartRun(Context(token).get(), request, &run);
+    grpc::Status status = served_.stub->StartRun(Context(token).get(), request, &run);
     EXPECT_TRUE(status.ok()) << status.error_message();
     return WaitPaused(token, run.run_id());
   }
@@ -143,7 +126,7 @@ class RouterNamespaceTest : public ::testing::Test {
     for (int i = 0; i < 1000 && run.state().stage() != rein::v1::PAUSED; ++i) {
       rein::v1::GetRunRequest request;
       request.set_run_id(run_id);
-      EXPECT_TRUE(stub_->GetRun(Context(token).get(), request, &run).ok());
+      EXPECT_TRUE(served_.stub->GetRun(Context(token).get(), request, &run).ok());
       absl::SleepFor(absl::Milliseconds(5));
     }
     return run;
@@ -158,31 +141,31 @@ class RouterNamespaceTest : public ::testing::Test {
     {
       rein::v1::GetRunRequest r;
       r.set_run_id(run_id);
-      out.emplace_back("GetRun", stub_->GetRun(Context(token).get(), r, &run));
+      out.emplace_back("GetRun", served_.stub->GetRun(Context(token).get(), r, &run));
     }
     {
       rein::v1::CancelRunRequest r;
       r.set_run_id(run_id);
-      out.emplace_back("CancelRun", stub_->CancelRun(Context(token).get(), r, &run));
+      out.emplace_back("CancelRun", served_.stub->CancelRun(Context(token).get(), r, &run));
     }
     {
       rein::v1::ResumeRunRequest r;
       r.set_run_id(run_id);
       r.set_expected_version(target.state().version());
       r.mutable_review()->mutable_approve();
-      out.emplace_back("ResumeRun", stub_->ResumeRun(Context(token).get(), r, &run));
+      out.emplace_back("ResumeRun", served_.stub->ResumeRun(Context(token).get(), r, &run));
     }
     {
       rein::v1::ForkRunRequest r;
       r.set_run_id(run_id);
       r.set_seq(1);
-      out.emplace_back("ForkRun", stub_->ForkRun(Context(token).get(), r, &run));
+      out.emplace_back("ForkRun", served_.stub->ForkRun(Context(token).get(), r, &run));
     }
     {
       auto context = Context(token);
       rein::v1::WatchRunRequest r;
       r.set_run_id(run_id);
-      auto reader = stub_->WatchRun(context.get(), r);
+      auto reader = served_.stub->WatchRun(context.get(), r);
       rein::v1::RunEvent event;
       int read = 0;
       while (reader->Read(&event)) ++read;
@@ -193,7 +176,7 @@ class RouterNamespaceTest : public ::testing::Test {
       auto context = Context(token);
       rein::v1::ExportRunRequest r;
       r.set_run_id(run_id);
-      auto reader = stub_->ExportRun(context.get(), r);
+      auto reader = served_.stub->ExportRun(context.get(), r);
       rein::v1::RunSnapshot snapshot;
       int read = 0;
       while (reader->Read(&snapshot)) ++read;
@@ -207,7 +190,7 @@ class RouterNamespaceTest : public ::testing::Test {
     rein::v1::ListRunsRequest request;
     request.set_namespace_(ns);
     rein::v1::ListRunsResponse reply;
-    grpc::Status status = stub_->ListRuns(Context(token).get(), request, &reply);
+    grpc::Status status = served_.stub->ListRuns(Context(token).get(), request, &reply);
     EXPECT_TRUE(status.ok()) << status.error_message();
     std::vector<std::string> ids;
     for (const auto& run : reply.runs()) ids.push_back(run.run_id());
@@ -215,18 +198,12 @@ class RouterNamespaceTest : public ::testing::Test {
   }
 
   std::string quotas_path_;
-  std::unique_ptr<Authenticator> auth_;
-  std::unique_ptr<QuotaBook> quotas_;
   FakePlannerClient planner_;
   FakeExecutorClient executor_;
   CopyingExecutor copying_{&executor_};
   absl::Mutex mu_;
   std::vector<std::string> executed_namespaces_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<RouterStore> store_;
-  std::unique_ptr<RunEngine> engine_;
-  std::unique_ptr<RouterGrpcService> service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<rein::v1::Router::Stub> stub_;
+  ServedRouter served_;
 };
 
 TEST_F(RouterNamespaceTest, AnotherNamespacesRunIsNotFoundOnEveryRpcAsAnUnknownId) {
@@ -271,16 +248,16 @@ TEST_F(RouterNamespaceTest, ACallerCannotNameAnotherNamespaceButAdminSpansThemAl
   request.mutable_spec()->set_goal("list things");
   request.mutable_spec()->set_namespace_("team-b");
   rein::v1::Run run;
-  grpc::Status status = stub_->StartRun(Context("a-op").get(), request, &run);
+  grpc::Status status = served_.stub->StartRun(Context("a-op").get(), request, &run);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_NE(status.error_message().find("spec.namespace"), std::string::npos);
   request.mutable_spec()->set_namespace_("Team B");
-  status = stub_->StartRun(Context("a-op").get(), request, &run);
+  status = served_.stub->StartRun(Context("a-op").get(), request, &run);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   rein::v1::ListRunsRequest list;
   list.set_namespace_("team-b");
   rein::v1::ListRunsResponse reply;
-  EXPECT_EQ(stub_->ListRuns(Context("a-viewer").get(), list, &reply).error_code(),
+  EXPECT_EQ(served_.stub->ListRuns(Context("a-viewer").get(), list, &reply).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
 
   const rein::v1::Run a_run = StartPaused("a-op");
@@ -293,7 +270,7 @@ TEST_F(RouterNamespaceTest, ACallerCannotNameAnotherNamespaceButAdminSpansThemAl
   EXPECT_EQ(Listed("b-op").size(), 2u);
   rein::v1::CancelRunRequest cancel;
   cancel.set_run_id(b_run.run_id());
-  ASSERT_TRUE(stub_->CancelRun(Context("root").get(), cancel, &run).ok());
+  ASSERT_TRUE(served_.stub->CancelRun(Context("root").get(), cancel, &run).ok());
   EXPECT_EQ(run.state().stage(), rein::v1::CANCELLED);
   // A token without a namespace is `default`'s, and sees none of these.
   EXPECT_TRUE(Listed("d-op").empty());
@@ -309,14 +286,14 @@ TEST_F(RouterNamespaceTest, RequestIdsForksEventsAndExecutorCallsStayInTheirName
   fork.set_run_id(b.run_id());
   fork.set_seq(1);
   rein::v1::Run forked;
-  grpc::Status status = stub_->ForkRun(Context("b-op").get(), fork, &forked);
+  grpc::Status status = served_.stub->ForkRun(Context("b-op").get(), fork, &forked);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(forked.spec().namespace_(), "team-b");
   EXPECT_EQ(copying_.copied_namespaces(), std::vector<std::string>{"team-b"});
   rein::v1::GetRunRequest get;
   get.set_run_id(forked.run_id());
   rein::v1::Run seen;
-  EXPECT_EQ(stub_->GetRun(Context("a-viewer").get(), get, &seen).error_code(),
+  EXPECT_EQ(served_.stub->GetRun(Context("a-viewer").get(), get, &seen).error_code(),
             grpc::StatusCode::NOT_FOUND);
 
   // Approve B's run to its end: its events carry team-b, its tool calls went out as team-b.
@@ -325,12 +302,12 @@ TEST_F(RouterNamespaceTest, RequestIdsForksEventsAndExecutorCallsStayInTheirName
   resume.set_expected_version(b.state().version());
   resume.mutable_review()->mutable_approve();
   rein::v1::Run out;
-  status = stub_->ResumeRun(Context("b-op").get(), resume, &out);
+  status = served_.stub->ResumeRun(Context("b-op").get(), resume, &out);
   ASSERT_TRUE(status.ok()) << status.error_message();
   auto context = Context("b-op");
   rein::v1::WatchRunRequest watch;
   watch.set_run_id(b.run_id());
-  auto reader = stub_->WatchRun(context.get(), watch);
+  auto reader = served_.stub->WatchRun(context.get(), watch);
   rein::v1::RunEvent event;
   int events = 0;
   bool executed = false;
@@ -352,7 +329,7 @@ TEST_F(RouterNamespaceTest, AQuotaRefusesNamingItselfAndFreesWhenARunEnds) {
   request.mutable_spec()->set_goal("list things");
   request.mutable_spec()->set_namespace_("team-q");
   rein::v1::Run run;
-  grpc::Status status = stub_->StartRun(Context("root").get(), request, &run);
+  grpc::Status status = served_.stub->StartRun(Context("root").get(), request, &run);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_NE(status.error_message().find("quota max_concurrent_runs is spent"), std::string::npos)
       << status.error_message();
@@ -361,25 +338,25 @@ TEST_F(RouterNamespaceTest, AQuotaRefusesNamingItselfAndFreesWhenARunEnds) {
   rein::v1::GetQuotaRequest get;
   get.set_namespace_("team-q");
   rein::v1::QuotaReport report;
-  ASSERT_TRUE(stub_->GetQuota(Context("root").get(), get, &report).ok());
+  ASSERT_TRUE(served_.stub->GetQuota(Context("root").get(), get, &report).ok());
   ASSERT_EQ(report.quotas_size(), 1);
   EXPECT_EQ(report.quotas(0).name(), "max_concurrent_runs");
   EXPECT_EQ(report.quotas(0).used(), 1);
   EXPECT_EQ(report.quotas(0).limit(), 1);
   // Another namespace's quota is not a viewer's to read.
-  EXPECT_EQ(stub_->GetQuota(Context("a-viewer").get(), get, &report).error_code(),
+  EXPECT_EQ(served_.stub->GetQuota(Context("a-viewer").get(), get, &report).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
 
   rein::v1::CancelRunRequest cancel;
   cancel.set_run_id(first.run_id());
-  ASSERT_TRUE(stub_->CancelRun(Context("root").get(), cancel, &run).ok());
-  status = stub_->StartRun(Context("root").get(), request, &run);
+  ASSERT_TRUE(served_.stub->CancelRun(Context("root").get(), cancel, &run).ok());
+  status = served_.stub->StartRun(Context("root").get(), request, &run);
   EXPECT_TRUE(status.ok()) << status.error_message();
 
   // The quota is raised in the file: read again on the next call.
   std::ofstream(quotas_path_) << "team-q max_concurrent_runs=3\n";
   absl::SleepFor(absl::Milliseconds(100));
-  status = stub_->StartRun(Context("root").get(), request, &run);
+  status = served_.stub->StartRun(Context("root").get(), request, &run);
   EXPECT_TRUE(status.ok()) << status.error_message();
 }
 

@@ -29,26 +29,7 @@ namespace rein {
 using rein::v1::Run;
 using rein::v1::RunEvent;
 
-struct RunEngine::Entry {
-  absl::Mutex mu;
-  Run run ABSL_GUARDED_BY(mu);
-  bool in_flight ABSL_GUARDED_BY(mu) = false;
-  std::shared_ptr<PendingCall> call ABSL_GUARDED_BY(mu);
-  int failed_attempts ABSL_GUARDED_BY(mu) = 0;  // consecutive, for backoff only
-  absl::Time not_before ABSL_GUARDED_BY(mu) = absl::InfinitePast();
-  // Set when this router stopped driving the run (lease lost): nothing more is done for it.
-  bool dropped ABSL_GUARDED_BY(mu) = false;
-  // A commit is being written, with mu released (CommitLocked): run is the state before it.
-  bool committing ABSL_GUARDED_BY(mu) = false;
-  // The run's namespace, its share of the workers (WorkPool); set once, by Track.
-  std::string share;
-};
-
 namespace {
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 absl::Status DeadlineWaitingFor(const std::string& run_id) {
   return absl::DeadlineExceededError(absl::StrCat(
@@ -66,18 +47,25 @@ RunEngine::RunEngine(RouterStore* store, PlannerClient* planner, ExecutorClient*
       clock_(clock),
       options_(options),
       router_(options.stage),
-      children_(store, &router_, clock, options.router_id,
-                ChildRunner::Hooks{
-                    [] { return NewRunId(); },
-                    [this](const Run& child) { Advance(Track(child)); },
-                    [this](const std::string& run_id, const std::string& reason) {
-                      absl::StatusOr<Run> r =
-                          CancelRun(run_id, reason, "", absl::InfiniteFuture(), /*wait=*/false);
-                      if (!r.ok()) {
-                        LogError("cannot cancel a child run",
-                                 {{"run_id", run_id}, {"error", r.status().ToString()}});
-                      }
+      children_(store, &router_, clock, options.router_id, &runs_, &pool_,
+                ChildDriver::Hooks{
+                    ChildRunner::Hooks{
+                        [] { return NewRunId(); },
+                        [this](const Run& child) { Advance(Track(child)); },
+                        [this](const std::string& run_id, const std::string& reason) {
+                          absl::StatusOr<Run> r =
+                              CancelRun(run_id, reason, "", absl::InfiniteFuture(), /*wait=*/false);
+                          if (!r.ok()) {
+                            LogError("cannot cancel a child run",
+                                     {{"run_id", run_id}, {"error", r.status().ToString()}});
+                          }
+                        },
                     },
+                    [this](const std::shared_ptr<Entry>& parent, const StageReply& reply) {
+                      if (parent) Complete(parent, reply);
+                      CallDone();
+                    },
+                    [this](const std::shared_ptr<Entry>& entry) { Advance(entry); },
                 }),
       pool_(options.inline_replies),
       tools_(executor, clock, options.tools_cache_ttl, options.list_tools_timeout),
@@ -106,30 +94,13 @@ absl::Status RunEngine::Start() {
   RETURN_IF_ERROR(fleet_.Join());
   pool_.Start(options_.workers);
   scheduler_.Start();
-  int recovered = 0;
   if (fleet_.shared()) {
     store_->SubscribeCommits([this](const CommitNotice& notice) { OnCommitNotice(notice); });
-    // This router's id may own runs from before a restart: take them back (epoch + 1), and a
-    // share of the runs of routers that are gone.
-    absl::StatusOr<std::vector<Run>> claimed = store_->ClaimRuns(/*include_mine=*/true);
-    if (!claimed.ok()) return claimed.status();
-    for (const Run& run : *claimed) Recover(run);
-    recovered = static_cast<int>(claimed->size());
-    fleet_.Start();
-  } else {
-    absl::StatusOr<std::vector<std::string>> ids = store_->ListUnfinishedRunIds();
-    if (!ids.ok()) return ids.status();
-    for (const std::string& id : *ids) {
-      absl::StatusOr<Run> run = store_->GetRun(id);
-      if (!run.ok()) {
-        LogError("cannot recover run", {{"run_id", id}, {"error", run.status().ToString()}});
-        continue;
-      }
-      Recover(*run);
-      ++recovered;
-    }
   }
-  if (recovered > 0) LogInfo(absl::StrCat("recovered ", recovered, " unfinished runs"));
+  ASSIGN_OR_RETURN(std::vector<Run> runs, fleet_.RunsToRecover());
+  for (const Run& run : runs) Recover(run);
+  fleet_.Start();
+  if (!runs.empty()) LogInfo(absl::StrCat("recovered ", runs.size(), " unfinished runs"));
   return absl::OkStatus();
 }
 
@@ -149,14 +120,9 @@ void RunEngine::DropLocked(const std::shared_ptr<Entry>& entry, const std::strin
   entry->dropped = true;
   if (entry->call) entry->call->Cancel();
   const std::string run_id = entry->run.run_id();
-  {
-    absl::MutexLock runs_lock(&runs_mu_);
-    auto it = runs_.find(run_id);
-    if (it != runs_.end() && it->second == entry) runs_.erase(it);
-    Metrics::Global().Set("rein_router_active_runs", runs_.size());
-  }
+  runs_.Remove(run_id, entry);
   tail_.Forget(run_id);
-  stretches_.Abandon(run_id, why);
+  trace_.Abandon(run_id, why);
   Metrics::Global().Add("rein_router_runs_dropped_total", 1);
   LogInfo("run dropped", {{"run_id", run_id}, {"why", why}});
 }
@@ -194,12 +160,7 @@ void RunEngine::OnCommitNotice(const CommitNotice& notice) {
 }
 
 void RunEngine::DropAll(const std::string& why) {
-  std::vector<std::shared_ptr<Entry>> entries;
-  {
-    absl::MutexLock lock(&runs_mu_);
-    for (auto& [id, entry] : runs_) entries.push_back(entry);
-  }
-  for (auto& entry : entries) {
+  for (auto& [id, entry] : runs_.All()) {
     absl::MutexLock lock(&entry->mu);
     AwaitSettledLocked(*entry);
     if (!entry->dropped) DropLocked(entry, why);
@@ -210,12 +171,7 @@ void RunEngine::CheckOwned(std::map<std::string, int64_t> owned) {
   // Compared on a worker: a run's mutex is held while its commit waits for the store, and the
   // lease thread must be back in time for the next renewal however busy the store is.
   pool_.Post([this, owned = std::move(owned)] {
-    std::vector<std::pair<std::string, std::shared_ptr<Entry>>> entries;
-    {
-      absl::MutexLock lock(&runs_mu_);
-      for (auto& [id, entry] : runs_) entries.emplace_back(id, entry);
-    }
-    for (auto& [id, entry] : entries) {
+    for (auto& [id, entry] : runs_.All()) {
       int64_t version;
       {
         absl::MutexLock lock(&entry->mu);
@@ -239,12 +195,7 @@ void RunEngine::Shutdown(absl::Duration grace) {
     clock_->AwaitWithDeadline(&flight_mu_, absl::Condition(&idle), clock_->Now() + grace);
   }
   if (in_flight_.load() > 0) {
-    std::vector<std::shared_ptr<Entry>> entries;
-    {
-      absl::MutexLock lock(&runs_mu_);
-      for (auto& [id, entry] : runs_) entries.push_back(entry);
-    }
-    for (auto& entry : entries) {
+    for (auto& [id, entry] : runs_.All()) {
       absl::MutexLock entry_lock(&entry->mu);
       AwaitSettledLocked(*entry);
       if (entry->call) entry->call->Cancel();
@@ -268,23 +219,10 @@ void RunEngine::Shutdown(absl::Duration grace) {
 }
 
 std::shared_ptr<RunEngine::Entry> RunEngine::Find(const std::string& run_id) {
-  absl::MutexLock lock(&runs_mu_);
-  auto it = runs_.find(run_id);
-  return it == runs_.end() ? nullptr : it->second;
+  return runs_.Find(run_id);
 }
 
-std::shared_ptr<RunEngine::Entry> RunEngine::Track(const Run& run) {
-  auto entry = std::make_shared<Entry>();
-  entry->share = run.spec().namespace_();
-  {
-    absl::MutexLock lock(&entry->mu);
-    entry->run = run;
-  }
-  absl::MutexLock lock(&runs_mu_);
-  runs_.emplace(run.run_id(), entry);
-  Metrics::Global().Set("rein_router_active_runs", runs_.size());
-  return entry;
-}
+std::shared_ptr<RunEngine::Entry> RunEngine::Track(const Run& run) { return runs_.Track(run); }
 
 bool RunEngine::AwaitSettledLocked(Entry& entry, absl::Time deadline) {
   Entry* e = &entry;
@@ -299,12 +237,11 @@ bool RunEngine::AwaitSettledLocked(Entry& entry, absl::Time deadline) {
 absl::Status RunEngine::CommitLocked(Entry& entry, Transition t, absl::Time deadline) {
   Run& run = entry.run;
   absl::Time now = clock_->Now();
-  stretches_.Begin(run.run_id(), &t.state);  // the run's trace: a stretch begins or goes on
   // Grouped with the commits of other runs ready at the same time; returns once this one is
   // durable (or failed), so nothing below runs before the commit. Meanwhile the run's mutex is
   // free for readers (GetRun sees the state before), and whatever would act on the run waits
   // for `committing` to clear (AwaitSettledLocked). Real elapsed time, for the trace.
-  const auto started = std::chrono::steady_clock::now();
+  const auto started = trace_.BeginCommit(run.run_id(), &t.state);
   entry.committing = true;
   entry.mu.Unlock();
   absl::StatusOr<std::vector<RunEvent>> stored = writer_.Commit(
@@ -345,7 +282,7 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t, absl::Time dead
   *run.mutable_state() = std::move(t.state);  // t.state holds the state before now
   StageRouter::Recycle(std::move(t.state));
   *run.mutable_updated_at() = ToProtoTime(now);
-  stretches_.Committed(run.run_id(), run.state(), commit_seconds);
+  trace_.Committed(run.run_id(), run.state(), commit_seconds);
   Metrics::Global().Add("rein_router_transitions_total", 1);
   LogCommitted(run, before, *stored);
   if (t.forget_run.has_value()) {
@@ -361,9 +298,7 @@ absl::Status RunEngine::CommitLocked(Entry& entry, Transition t, absl::Time dead
   }
   tail_.Append(run.run_id(), *stored, StageRouter::IsTerminal(run.state().stage()),
                DeferredWakes::Current());
-  if (run.spec().has_parent() && StageRouter::IsTerminal(run.state().stage())) {
-    pool_.Post([this, parent = run.spec().parent().run_id()] { WakeParent(parent); });
-  }
+  children_.Committed(run);
   return absl::OkStatus();
 }
 
@@ -376,12 +311,6 @@ void RunEngine::Wake(const std::string& run_id) {
   if (std::shared_ptr<Entry> entry = Find(run_id)) Advance(entry);
 }
 
-void RunEngine::Forget(const std::string& run_id) {
-  absl::MutexLock runs_lock(&runs_mu_);
-  runs_.erase(run_id);
-  Metrics::Global().Set("rein_router_active_runs", runs_.size());
-}
-
 void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
   absl::MutexLock lock(&entry->mu);
   AwaitSettledLocked(*entry);
@@ -391,7 +320,7 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
     const absl::Time now = clock_->Now();
     NextStep next = router_.Next(entry->run, now, entry->not_before);
     if (next.kind == NextStep::Kind::kEnded) {
-      Forget(run_id);
+      runs_.Forget(run_id);
       return;
     }
     if (!dispatching_) return;
@@ -424,18 +353,18 @@ void RunEngine::Advance(const std::shared_ptr<Entry>& entry) {
 }
 
 void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effect) {
-  if (effect.kind == Effect::Kind::kChildren) {
-    DispatchChildren(entry, effect);
-    return;
-  }
   entry->in_flight = true;
   in_flight_.fetch_add(1);
+  if (effect.kind == Effect::Kind::kChildren) {  // a WAITING parent's (ChildDriver)
+    children_.Dispatch(entry, effect.children);
+    return;
+  }
   std::weak_ptr<Entry> weak = entry;
   const auto sent = std::chrono::steady_clock::now();  // latency metrics: real time
   const std::string* label = &CallLabel(effect.kind);
   // The call runs in the run's trace: it carries the open stretch as its traceparent.
-  stretches_.Begin(entry->run.run_id(), entry->run.mutable_state());
-  trace::ScopedContext trace_scope(stretches_.ContextOf(entry->run.run_id()));
+  trace::ScopedContext trace_scope(
+      trace_.BeginCall(entry->run.run_id(), entry->run.mutable_state()));
   auto finish = [this, weak, sent, label, run_id = entry->run.run_id(),
                  share = entry->share](StageReply reply) {
     const auto replied = std::chrono::steady_clock::now();
@@ -456,46 +385,20 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
       pool_.EndInline();
       if (!applied) Metrics::Global().Add("rein_router_replies_queued_total", 1, "why=\"locked\"");
       if (applied) {
-        const double queued = SecondsSince(replied);
-        Metrics::Global().Observe("rein_router_queue_seconds", queued);
-        stretches_.Queued(run_id, queued);
+        trace_.Queued(run_id, replied);
         CallDone();
         return;
       }
     }
     pool_.Post(
         [this, weak, replied, run_id, reply = std::move(reply)] {
-          const double queued = SecondsSince(replied);
-          Metrics::Global().Observe("rein_router_queue_seconds", queued);
-          stretches_.Queued(run_id, queued);
+          trace_.Queued(run_id, replied);
           if (std::shared_ptr<Entry> e = weak.lock()) Complete(e, reply);
           CallDone();
         },
         share);
   };
   entry->call = SendCall(planner_, executor_, effect, std::move(finish));
-}
-
-void RunEngine::DispatchChildren(const std::shared_ptr<Entry>& entry, const Effect& effect) {
-  entry->in_flight = true;
-  in_flight_.fetch_add(1);
-  std::weak_ptr<Entry> weak = entry;
-  pool_.Post([this, weak, children = effect.children] {
-    ChildrenObserved observed = children_.Observe(children);
-    if (std::shared_ptr<Entry> e = weak.lock()) Complete(e, observed);
-    CallDone();
-  });
-}
-
-void RunEngine::WakeParent(const std::string& parent_id) {
-  std::shared_ptr<Entry> entry = Find(parent_id);
-  if (!entry) return;  // another router's: its poll reads the children
-  {
-    absl::MutexLock lock(&entry->mu);
-    if (entry->run.state().stage() != rein::v1::WAITING) return;
-    entry->not_before = absl::InfinitePast();
-  }
-  Advance(entry);
 }
 
 bool RunEngine::Complete(const std::shared_ptr<Entry>& entry, const StageReply& reply,
@@ -558,13 +461,7 @@ bool RunEngine::ApplyLocked(const std::shared_ptr<Entry>& self, const StageReply
 
 absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request,
                                         const std::string& principal, absl::Time deadline) {
-  if (request.request_id().size() > 128) {
-    return absl::InvalidArgumentError("request_id: at most 128 bytes");
-  }
-  if (!request.has_spec()) return absl::InvalidArgumentError("spec: required");
-  if (request.spec().has_parent()) {
-    return absl::InvalidArgumentError("spec.parent: set by the router on child runs only");
-  }
+  RETURN_IF_ERROR(CheckStartRun(request));
   if (!dispatching_) return absl::UnavailableError("the router is shutting down");
   if (!fleet_.Allows(/*mutating=*/false)) {
     return absl::UnavailableError(
@@ -588,7 +485,7 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   Run run;
   Transition t = router_.NewRun(run_id, request.request_id(), *spec, clock_->Now(), &run);
   // A new trace; the caller's traceparent (router_grpc's scope), when valid, is a link.
-  trace::InitRunTrace(run.mutable_state(), trace::CurrentContext());
+  RunTrace::NewRun(run.mutable_state());
   run.set_owner(options_.router_id);  // the router that accepted StartRun drives the run
   run.set_lease_epoch(1);
   SetPrincipal(principal, &t);
@@ -605,13 +502,7 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
 
 absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request,
                                        const std::string& principal, absl::Time deadline) {
-  RETURN_IF_ERROR(CheckRunId(request.run_id()));
-  if (request.request_id().size() > 128) {
-    return absl::InvalidArgumentError("request_id: at most 128 bytes");
-  }
-  if (request.at_case() == rein::v1::ForkRunRequest::AT_NOT_SET) {
-    return absl::InvalidArgumentError("at: one of at.iteration or at.seq is required");
-  }
+  RETURN_IF_ERROR(CheckForkRun(request));
   if (!dispatching_) return absl::UnavailableError("the router is shutting down");
   // Forking only reads what the source has committed, so a running source is allowed: the
   // fork starts from a committed point and the source goes on untouched.
@@ -643,7 +534,7 @@ absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id) {
   if (!run.ok() && absl::IsNotFound(run.status())) {
     return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
   }
-  if (run.ok() && run->state().children_size() > 0) children_.FillChildren(&*run);
+  if (run.ok()) children_.FillChildren(&*run);
   return run;
 }
 
@@ -687,26 +578,25 @@ absl::StatusOr<Run> RunEngine::CancelRun(const std::string& run_id, const std::s
     waiting = entry->run.state().stage() == rein::v1::WAITING;
     if (waiting) entry->not_before = absl::InfinitePast();
     if (waiting || !wait) break;
-    Entry* e = entry.get();
-    auto ended = [e]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(e->mu) {
-      return StageRouter::IsTerminal(e->run.state().stage());
-    };
-    clock_->AwaitWithDeadline(&entry->mu, absl::Condition(&ended),
-                              std::min(deadline, clock_->Now() + options_.cancel_wait));
+    AwaitEndLocked(*entry, deadline);
   } while (false);
   if (lost) return fleet_.Cancel(run_id, reason, principal, deadline);
   // On a worker: advancing may commit, and this caller's deadline does not wait for the store.
   pool_.Post([this, entry] { Advance(entry); });
   if (waiting && wait) {  // a WAITING parent ends once its children have
     absl::MutexLock lock(&entry->mu);
-    Entry* e = entry.get();
-    auto ended = [e]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(e->mu) {
-      return StageRouter::IsTerminal(e->run.state().stage());
-    };
-    clock_->AwaitWithDeadline(&entry->mu, absl::Condition(&ended),
-                              std::min(deadline, clock_->Now() + options_.cancel_wait));
+    AwaitEndLocked(*entry, deadline);
   }
   return GetRun(run_id);
+}
+
+void RunEngine::AwaitEndLocked(Entry& entry, absl::Time deadline) {
+  Entry* e = &entry;
+  auto ended = [e]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(e->mu) {
+    return StageRouter::IsTerminal(e->run.state().stage());
+  };
+  clock_->AwaitWithDeadline(&entry.mu, absl::Condition(&ended),
+                            std::min(deadline, clock_->Now() + options_.cancel_wait));
 }
 
 absl::StatusOr<Run> RunEngine::ResumeRun(const rein::v1::ResumeRunRequest& request,
@@ -777,10 +667,7 @@ void RunEngine::UnsubscribeEvents(const std::string& run_id, uint64_t id) {
   tail_.Unsubscribe(run_id, id);
 }
 
-int RunEngine::active_runs() {
-  absl::MutexLock lock(&runs_mu_);
-  return static_cast<int>(runs_.size());
-}
+int RunEngine::active_runs() { return runs_.size(); }
 
 int RunEngine::calls_in_flight() { return in_flight_.load(); }
 

@@ -16,12 +16,14 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "rein/v1/router.pb.h"
-#include "router_service/children/child_runner.h"
+#include "router_service/children/child_driver.h"
 #include "router_service/clients.h"
 #include "router_service/event_reads.h"
 #include "router_service/event_tail.h"
 #include "router_service/fleet_member.h"
 #include "router_service/lease_timer.h"
+#include "router_service/run_registry.h"
+#include "router_service/run_trace.h"
 #include "router_service/run_writer.h"
 #include "router_service/scheduler.h"
 #include "router_service/stage_router.h"
@@ -30,7 +32,6 @@
 #include "router_service/store/run_store.h"
 #include "router_service/tool_catalog.h"
 #include "router_service/work_pool.h"
-#include "trace/run_stretches.h"
 
 namespace rein {
 
@@ -101,7 +102,8 @@ class RunEngine {
   // The public calls below take the caller's `deadline` on this engine's clock (clock()):
   // none waits past it, for the executors, a run's lock, a commit's turn or the end of a
   // cancel; a call cut short is DEADLINE_EXCEEDED and has written nothing, except a commit the
-  // store had already begun, which is waited for (SQLite bounds it with its busy timeout).
+  // store had already begun, which is waited for (SQLite bounds it with its busy timeout,
+  // PostgreSQL each statement with the deadline as a statement_timeout).
 
   // Validates the spec (INVALID_ARGUMENT naming the field), checks that the executors have
   // the workspace (FAILED_PRECONDITION naming spec.workspace) and starts the run.
@@ -168,7 +170,7 @@ class RunEngine {
   Clock* clock() const { return clock_; }
 
  private:
-  struct Entry;
+  using Entry = RunEntry;
 
   std::shared_ptr<Entry> Find(const std::string& run_id);
   // What WaitEvents and ReadEventsNow read with (router_service/event_reads.h).
@@ -190,8 +192,6 @@ class RunEngine {
   void Advance(const std::shared_ptr<Entry>& entry);
   // Makes the effect's call; its result is applied by Complete. Needs entry->mu held.
   void Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effect);
-  // Drops an ended run from memory.
-  void Forget(const std::string& run_id);
   // Applies a call's result and moves on. With `only_if_free`, does nothing and returns false
   // when the run's mutex is taken (by this thread, or another).
   bool Complete(const std::shared_ptr<Entry>& entry, const StageReply& reply,
@@ -207,11 +207,10 @@ class RunEngine {
   // Waits, with entry.mu held, until no commit of the run is being written; false when
   // `deadline` came first. Whatever acts on a run waits for this first.
   bool AwaitSettledLocked(Entry& entry, absl::Time deadline = absl::InfiniteFuture());
+  // Waits, with entry.mu held, until the run has ended, for cancel_wait and until `deadline`
+  // at most (CancelRun).
+  void AwaitEndLocked(Entry& entry, absl::Time deadline);
   void Wake(const std::string& run_id);
-  // A child of `parent_id` ended: the parent reads its children now rather than at its poll.
-  void WakeParent(const std::string& parent_id);
-  // A WAITING parent's kChildren effect, done on a worker (ChildRunner). Needs entry->mu held.
-  void DispatchChildren(const std::shared_ptr<Entry>& entry, const Effect& effect);
   // A call's callback has been applied (or dropped): one call fewer in flight.
   void CallDone();
 
@@ -222,17 +221,16 @@ class RunEngine {
   Clock* clock_;
   RunEngineOptions options_;
   StageRouter router_;
-  ChildRunner children_;
-
-  absl::Mutex runs_mu_;
-  std::map<std::string, std::shared_ptr<Entry>> runs_ ABSL_GUARDED_BY(runs_mu_);
+  // A WAITING parent's children (router_service/children); uses runs_ and pool_.
+  ChildDriver children_;
+  RunRegistry runs_;
 
   WorkPool pool_;
   ToolCatalog tools_;
   Scheduler scheduler_;
   EventTail tail_;
   // The runs' invoke_agent spans (docs/TRACING.md); off with the process's tracer.
-  trace::RunStretches stretches_;
+  RunTrace trace_;
 
   std::atomic<bool> dispatching_{true};
 

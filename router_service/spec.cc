@@ -214,4 +214,26 @@ absl::Status CheckListRuns(const rein::v1::ListRunsRequest& request) {
   return absl::OkStatus();
 }
 
+absl::Status CheckStartRun(const rein::v1::StartRunRequest& request) {
+  if (request.request_id().size() > 128) {
+    return absl::InvalidArgumentError("request_id: at most 128 bytes");
+  }
+  if (!request.has_spec()) return absl::InvalidArgumentError("spec: required");
+  if (request.spec().has_parent()) {
+    return absl::InvalidArgumentError("spec.parent: set by the router on child runs only");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckForkRun(const rein::v1::ForkRunRequest& request) {
+  RETURN_IF_ERROR(CheckRunId(request.run_id()));
+  if (request.request_id().size() > 128) {
+    return absl::InvalidArgumentError("request_id: at most 128 bytes");
+  }
+  if (request.at_case() == rein::v1::ForkRunRequest::AT_NOT_SET) {
+    return absl::InvalidArgumentError("at: one of at.iteration or at.seq is required");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace rein

@@ -20,6 +20,14 @@ absl::Status CheckRunId(const std::string& run_id);
 // INVALID_ARGUMENT naming stage, outcome or page_size when ListRuns cannot take them.
 absl::Status CheckListRuns(const rein::v1::ListRunsRequest& request);
 
+// INVALID_ARGUMENT naming request_id or spec (missing, or with the router's spec.parent) when
+// StartRun cannot take the request; the spec itself is NormalizeSpec's.
+absl::Status CheckStartRun(const rein::v1::StartRunRequest& request);
+
+// INVALID_ARGUMENT naming run_id, request_id or at when ForkRun cannot take the request; the
+// edits are checked against the source's state (StageRouter::Fork).
+absl::Status CheckForkRun(const rein::v1::ForkRunRequest& request);
+
 // Validates a client's spec against the tools executors offer and fills in every default.
 // Errors are INVALID_ARGUMENT naming the field (e.g. "spec.limits.max_iterations: ...").
 // Every floating-point field, at any depth, must be finite. Whether the workspace exists is

@@ -17,6 +17,7 @@
 #include "router_service/price_table.h"
 #include "router_service/proposals.h"
 #include "router_service/review.h"
+#include "router_service/stage_effect.h"
 #include "router_service/step.h"
 #include "router_service/subtasks.h"
 #include "router_service/termination.h"
@@ -65,90 +66,7 @@ Transition StageRouter::NewRun(const std::string& run_id, const std::string& req
 }
 
 Effect StageRouter::NextEffect(const Run& run, absl::Time now) const {
-  Effect effect;
-  const RunState& st = run.state();
-  const RunSpec& spec = run.spec();
-  absl::Time deadline = st.has_deadline() ? FromProtoTime(st.deadline()) : absl::InfiniteFuture();
-  effect.deadline = std::min(now + FromProtoDuration(spec.limits().stage_timeout()), deadline);
-  switch (st.stage()) {
-    case rein::v1::INITIALIZING: effect.kind = Effect::Kind::kListTools; break;
-    case rein::v1::PLANNING: {
-      effect.kind = Effect::Kind::kPlan;
-      auto& req = effect.plan;
-      req.set_run_id(run.run_id());
-      req.set_goal(spec.goal());
-      int first = std::max(0, st.completed_subtasks_size() - options_.max_completed_in_plan);
-      for (int i = first; i < st.completed_subtasks_size(); ++i) {
-        *req.add_completed() = st.completed_subtasks(i);
-      }
-      req.set_latest_observation(st.latest_observation());
-      int h = std::max(0, st.human_inputs_size() - options_.max_human_inputs_in_request);
-      for (int i = h; i < st.human_inputs_size(); ++i) *req.add_human_inputs() = st.human_inputs(i);
-      *req.mutable_tools() = st.tools();
-      req.set_replan_reason(st.replan_reason());
-      req.set_propose_first_call(CombinesPlanDecide(spec));
-      *req.mutable_model() = spec.model();
-      req.set_iteration(st.iteration());
-      OfferDelegation(spec, st, &req);
-      break;
-    }
-    case rein::v1::DECIDING: {
-      if (st.subtasks_size() == 0) break;  // cannot happen: DECIDING needs a subtask
-      effect.kind = Effect::Kind::kDecide;
-      auto& req = effect.decide;
-      req.set_run_id(run.run_id());
-      req.set_goal(spec.goal());
-      *req.mutable_subtask() = st.subtasks(0);
-      for (const std::string& name : st.subtasks(0).allowed_tools()) {
-        if (const ToolSpec* tool = FindTool(st, name)) *req.add_tools() = *tool;
-      }
-      *req.mutable_run_tools() = st.tools();
-      int a = std::max(0, st.recent_actions_size() - options_.decide_actions);
-      for (int i = a; i < st.recent_actions_size(); ++i) {
-        *req.add_recent_actions() = st.recent_actions(i);
-      }
-      int h = std::max(0, st.human_inputs_size() - options_.max_human_inputs_in_request);
-      for (int i = h; i < st.human_inputs_size(); ++i) *req.add_human_inputs() = st.human_inputs(i);
-      *req.mutable_model() = spec.model();
-      req.set_iteration(st.iteration());
-      break;
-    }
-    case rein::v1::EXECUTING: {
-      effect.kind = Effect::Kind::kExecute;
-      auto& req = effect.execute;
-      req.set_call_id(st.pending_call().call_id());
-      req.set_run_id(run.run_id());
-      req.set_workspace(spec.workspace());
-      req.set_namespace_(spec.namespace_());
-      req.set_tool(st.pending_call().tool());
-      req.set_args_json(st.pending_call().args_json());
-      // The schema the run pinned at INITIALIZING: the executor refuses a changed tool.
-      if (const ToolSpec* tool = FindTool(st, st.pending_call().tool())) {
-        req.set_tool_schema_hash(tool->schema_hash());
-      }
-      effect.mutating = st.pending_call().mutating();
-      *req.mutable_limits()->mutable_timeout() =
-          ToProtoDuration(std::max(absl::ZeroDuration(), effect.deadline - now));
-      break;
-    }
-    case rein::v1::EVALUATING: {
-      if (st.subtasks_size() == 0 || st.recent_actions_size() == 0) break;
-      effect.kind = Effect::Kind::kEvaluate;
-      auto& req = effect.evaluate;
-      req.set_run_id(run.run_id());
-      req.set_goal(spec.goal());
-      *req.mutable_subtask() = st.subtasks(0);
-      *req.mutable_action() = st.recent_actions(st.recent_actions_size() - 1);
-      req.set_observation(st.latest_observation());
-      *req.mutable_run_tools() = st.tools();
-      req.set_propose_next(CombinesEvaluateDecide(spec));
-      *req.mutable_model() = spec.model();
-      req.set_iteration(st.iteration());
-      break;
-    }
-    default: break;
-  }
-  return effect;
+  return StageEffect(options_, run, now);
 }
 
 Applied StageRouter::Apply(const Run& run, const StageReply& reply, absl::Time now) const {

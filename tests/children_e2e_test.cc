@@ -3,10 +3,8 @@
 // a router SIGKILLed mid-group recovers with no duplicate or orphan child.
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 
 #include <algorithm>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -15,6 +13,7 @@
 #include "common/proto_time.h"
 #include "gtest/gtest.h"
 #include "tests/cluster.h"
+#include "tests/repo_cluster.h"
 
 namespace rein::testing {
 namespace {
@@ -72,25 +71,12 @@ std::string FanOutScript(int delay_ms, const std::string& writer = "read_file") 
 class ChildrenEndToEndTest : public ::testing::Test {
  protected:
   void Boot(const std::string& script) {
-    std::string base = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
-    std::string dir = absl::StrCat(base, "/children-",
-                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    mkdir(dir.c_str(), 0755);
-    Cluster::Options options;
-    options.dir = dir;
-    options.script_json = script;
-    cluster_ = std::make_unique<Cluster>(options);
-    mkdir((dir + "/workspaces").c_str(), 0755);
-    mkdir((dir + "/workspaces/repo").c_str(), 0755);
-    std::ofstream(dir + "/workspaces/repo/README.md") << "# repo\n";
+    cluster_ = RepoCluster("children", script, {{"README.md", "# repo\n"}});
     ASSERT_TRUE(cluster_->Start()) << cluster_->Logs();
   }
 
   RunSpec Spec() {
-    RunSpec spec;
-    spec.set_goal("audit three services, then write one report");
-    spec.set_workspace("repo");
-    spec.mutable_limits()->mutable_deadline()->set_seconds(90);
+    RunSpec spec = RepoSpec("audit three services, then write one report", 90);
     spec.mutable_limits()->set_max_children(3);
     return spec;
   }

@@ -1,9 +1,7 @@
 // End-to-end tests: the three real binaries over loopback TCP, driven through the public API.
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 
-#include <fstream>
 #include <functional>
 #include <random>
 #include <set>
@@ -15,6 +13,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "tests/cluster.h"
+#include "tests/repo_cluster.h"
 
 namespace rein::testing {
 namespace {
@@ -26,29 +25,13 @@ using rein::v1::RunSpec;
 class EndToEndTest : public ::testing::Test {
  protected:
   void Boot(const std::string& script) {
-    std::string base = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
-    std::string dir = absl::StrCat(base, "/e2e-",
-                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    mkdir(dir.c_str(), 0755);
-    Cluster::Options options;
-    options.dir = dir;
-    options.script_json = script;
-    cluster_ = std::make_unique<Cluster>(options);
-    std::string ws = options.dir + "/workspaces/repo";
-    mkdir((options.dir + "/workspaces").c_str(), 0755);
-    mkdir(ws.c_str(), 0755);
-    std::ofstream(ws + "/README.md") << "# repo\nTODO: write docs\n";
-    std::ofstream(ws + "/main.py") << "print('hi')  # TODO tests\n";
+    cluster_ = RepoCluster(
+        "e2e", script,
+        {{"README.md", "# repo\nTODO: write docs\n"}, {"main.py", "print('hi')  # TODO tests\n"}});
     ASSERT_TRUE(cluster_->Start()) << cluster_->Logs();
   }
 
-  RunSpec Spec(const std::string& goal = "inspect the repo") {
-    RunSpec spec;
-    spec.set_goal(goal);
-    spec.set_workspace("repo");
-    spec.mutable_limits()->mutable_deadline()->set_seconds(60);
-    return spec;
-  }
+  RunSpec Spec(const std::string& goal = "inspect the repo") { return RepoSpec(goal, 60); }
 
   // Watches until the stream ends; checks that seq has no gaps and that the log ends with its
   // one terminal event. Never returns an empty log (a run always has events).

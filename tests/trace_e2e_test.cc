@@ -2,9 +2,7 @@
 // received over OTLP/HTTP by a collector on loopback and decoded with the official protos.
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 
-#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -14,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/cluster.h"
+#include "tests/repo_cluster.h"
 #include "trace/testing/otlp_collector.h"
 
 namespace rein::testing {
@@ -41,28 +40,11 @@ class TraceEndToEndTest : public ::testing::Test {
   }
 
   void Boot(const std::string& script) {
-    std::string base = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
-    std::string dir = absl::StrCat(base, "/trace-",
-                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    mkdir(dir.c_str(), 0755);
-    Cluster::Options options;
-    options.dir = dir;
-    options.script_json = script;
-    cluster_ = std::make_unique<Cluster>(options);
-    std::string ws = options.dir + "/workspaces/repo";
-    mkdir((options.dir + "/workspaces").c_str(), 0755);
-    mkdir(ws.c_str(), 0755);
-    std::ofstream(ws + "/README.md") << "# repo\nTODO: write docs\n";
+    cluster_ = RepoCluster("trace", script, {{"README.md", "# repo\nTODO: write docs\n"}});
     ASSERT_TRUE(cluster_->Start()) << cluster_->Logs();
   }
 
-  rein::v1::RunSpec Spec() {
-    rein::v1::RunSpec spec;
-    spec.set_goal("inspect the repo");
-    spec.set_workspace("repo");
-    spec.mutable_limits()->mutable_deadline()->set_seconds(60);
-    return spec;
-  }
+  rein::v1::RunSpec Spec() { return RepoSpec("inspect the repo", 60); }
 
   // StartRun with a caller's traceparent in the metadata.
   RunMsg StartWithCaller(const rein::v1::RunSpec& spec) {

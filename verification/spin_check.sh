@@ -1,38 +1,81 @@
 #!/bin/bash
-# Model-checks verification/stage_router.pml with spin: generates table.pml from
-# transitions.txt, runs `spin -a`, compiles pan with the system C compiler and runs the safety
-# check (assertions, invalid end states) and every LTL property (acceptance cycles), for each
-# configuration of limits below. Fails on any error. Then seeds a bug in a copy of the model
-# and fails unless spin finds it (so a broken harness cannot pass).
-# Usage: spin_check.sh [DIR]   (DIR holds stage_router.pml, transitions.txt, gen_table.sh;
-# default: this script's folder). Run by `bazel test //verification:spin_check_test`.
+# Model-checks a Promela model of verification/ with spin: runs `spin -a`, compiles pan with the
+# system C compiler and runs the safety check (assertions, invalid end states) and each LTL
+# property (acceptance cycles), for each configuration of the model below; fails on any error.
+# Then seeds bugs in copies of the model and fails unless spin finds each (so a broken harness
+# cannot pass). The models:
+# - stage_router (stage_router.pml; table.pml generated from transitions.txt by gen_table.sh):
+#   the first configuration gets every check, the larger second one the safety check only, to
+#   keep the test near a minute;
+# - child_runs (child_runs.pml: groups, carved budgets, cancel and deadline cascades, one level
+#   of nesting): every check for each configuration.
+# Usage: spin_check.sh [DIR] [MODEL]   (DIR holds the model; default: this script's folder;
+# MODEL: stage_router (default) or child_runs). Run by `bazel test //verification:spin_check_test`
+# and `//verification:child_check_test`.
 set -euo pipefail
 
 SRC="${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
-WORK="${TEST_TMPDIR:-$(mktemp -d)}/spin"
+MODEL="${2:-stage_router}"
 CC="${CC:-cc}"
-LTL=(terminal_stays comes_to_rest cancel_ends)
-# Limits: max_iterations, retry_budget, stagnation_window, deadline ticks,
-# max_consecutive_tool_failures. The first configuration gets every check; the larger second
-# one the safety check (all the assertions) only, to keep the test near a minute.
-CONFIGS=(
-  "-DM=3 -DR=1 -DW=2 -DD=2 -DF=2"
-  "-DM=4 -DR=2 -DW=3 -DD=1 -DF=2"
-)
+
+# The bugs seeded by seeded_bugs: NAME and the sed expression that makes it, in turn.
+SEEDS=()
+case "$MODEL" in
+  stage_router)
+    WORK="${TEST_TMPDIR:-$(mktemp -d)}/spin"
+    LTL=(terminal_stays comes_to_rest cancel_ends)
+    LTL_EVERY_CONFIG=0
+    TABLE=1
+    # Limits: max_iterations, retry_budget, stagnation_window, deadline ticks,
+    # max_consecutive_tool_failures.
+    CONFIGS=(
+      "-DM=3 -DR=1 -DW=2 -DD=2 -DF=2"
+      "-DM=4 -DR=2 -DW=3 -DD=1 -DF=2"
+    )
+    SEED_DEFINES="-DM=2 -DR=1 -DW=2 -DD=1 -DF=2"
+    # A failed attempt that spends nothing (retries never grow) lets a run retry for ever,
+    # past the bound.
+    SEEDS+=(retries_never_spent
+      's/^  :: !(cancel_req || now >= D) -> retries++$/  :: !(cancel_req || now >= D) -> skip/')
+    ;;
+  child_runs)
+    WORK="${TEST_TMPDIR:-$(mktemp -d)}/spin-children"
+    LTL=(comes_to_rest cancel_ends)
+    LTL_EVERY_CONFIG=1
+    TABLE=0
+    # The root's max_iterations, the deadline in ticks, the cancels a person makes.
+    CONFIGS=(
+      "-DM=4 -DD=2 -DCANCELS=1"
+      "-DM=6 -DD=3 -DCANCELS=2"
+    )
+    SEED_DEFINES="-DM=4 -DD=2 -DCANCELS=1"
+    # Budgets added, not carved: each child gets all the iterations the parent has left.
+    SEEDS+=(added_budgets
+      's|limit\[c\] = (limit\[r\] - iter\[r\]) / k;|limit[c] = limit[r] - iter[r];|')
+    # A cancel ends a WAITING parent at once, before its children.
+    SEEDS+=(orphans
+      's|^  :: stage\[r\] == PAUSED -> terminate(r, CANCELLED)$|  :: stage[r] == PAUSED \|\| stage[r] == WAITING -> terminate(r, CANCELLED)|')
+    ;;
+  *)
+    echo "spin_check.sh: unknown model \"$MODEL\" (stage_router or child_runs)"
+    exit 2
+    ;;
+esac
+PML="$MODEL.pml"
 
 command -v spin >/dev/null || { echo "spin is not installed (./dev setup installs it)"; exit 1; }
 
-# prepare DIR DEFINES MODEL [ltl]: spin -a and compile pan (safety) and, with "ltl", panl
+# prepare DIR DEFINES MODEL_FILE [ltl]: spin -a and compile pan (safety) and, with "ltl", panl
 # (the LTL claims) in DIR.
 prepare() {
   local dir="$1" defines="$2" model="$3" ltl="${4:-}"
   rm -rf "$dir" && mkdir -p "$dir"
-  cp "$model" "$dir/stage_router.pml"
-  "$SRC/gen_table.sh" "$SRC/transitions.txt" >"$dir/table.pml"
+  cp "$model" "$dir/$PML"
+  if [ "$TABLE" -eq 1 ]; then "$SRC/gen_table.sh" "$SRC/transitions.txt" >"$dir/table.pml"; fi
   (
     cd "$dir"
     # shellcheck disable=SC2086
-    spin $defines -a stage_router.pml >spin.out 2>&1 || { cat spin.out; exit 1; }
+    spin $defines -a "$PML" >spin.out 2>&1 || { cat spin.out; exit 1; }
     [ -f pan.c ] || { cat spin.out; exit 1; }
     # -O0: pan.c is large and the search short, so compiling is the slow part.
     "$CC" -O0 -w -DSAFETY -DNOCLAIM -o pan pan.c
@@ -40,7 +83,7 @@ prepare() {
   )
 }
 
-# check NAME OUTPUT: 0 when pan's output reports a complete search with no error.
+# clean OUTPUT: 0 when pan's output reports a complete search with no error.
 clean() {
   local out="$1"
   grep -q "errors: 0" "$out" || return 1
@@ -65,11 +108,11 @@ for defines in "${CONFIGS[@]}"; do
   dir="$WORK/config$n"
   runs=("safety")
   ltl=""
-  if [ "$n" -eq 1 ]; then
+  if [ "$n" -eq 1 ] || [ "$LTL_EVERY_CONFIG" -eq 1 ]; then
     runs+=("${LTL[@]}")
     ltl=ltl
   fi
-  prepare "$dir" "$defines" "$SRC/stage_router.pml" "$ltl"
+  prepare "$dir" "$defines" "$SRC/$PML" "$ltl"
   for check in "${runs[@]}"; do
     out="$dir/$check.out"
     if [ "$check" = safety ]; then
@@ -82,29 +125,30 @@ for defines in "${CONFIGS[@]}"; do
     else
       echo "FAIL  [$defines] $check:"
       cat "$out"
-      (cd "$dir" && spin -t -p -g stage_router.pml 2>&1 | tail -60) || true
+      (cd "$dir" && spin -t -p -g "$PML" 2>&1 | tail -60) || true
       failed=1
     fi
   done
 done
 
-# The harness must catch a seeded bug: a failed attempt that spends nothing (retries never
-# grow) lets a run retry for ever, past the bound.
-mutant="$WORK/mutant.pml"
-sed 's/^  :: !(cancel_req || now >= D) -> retries++$/  :: !(cancel_req || now >= D) -> skip/' \
-  "$SRC/stage_router.pml" >"$mutant"
-if cmp -s "$mutant" "$SRC/stage_router.pml"; then
-  echo "FAIL  the seeded bug no longer applies to the model (update spin_check.sh)"
-  failed=1
-else
-  prepare "$WORK/mutant" "-DM=2 -DR=1 -DW=2 -DD=1 -DF=2" "$mutant"
-  (cd "$WORK/mutant" && ./pan -m200000 >safety.out 2>&1) || true
-  if clean "$WORK/mutant/safety.out"; then
-    echo "FAIL  spin did not find the seeded bug (retries never spent)"
+# seeded NAME SED_EXPR: a copy of the model with the bug must make spin report an error.
+seeded() {
+  local name="$1" expr="$2" mutant="$WORK/$1.pml"
+  sed "$expr" "$SRC/$PML" >"$mutant"
+  if cmp -s "$mutant" "$SRC/$PML"; then
+    echo "FAIL  the seeded bug $name no longer applies to the model (update spin_check.sh)"
+    failed=1
+    return
+  fi
+  prepare "$WORK/$name" "$SEED_DEFINES" "$mutant"
+  (cd "$WORK/$name" && ./pan -m200000 >safety.out 2>&1) || true
+  if clean "$WORK/$name/safety.out"; then
+    echo "FAIL  spin did not find the seeded bug $name"
     failed=1
   else
-    echo "ok    seeded bug found: $(grep -m1 -oE 'assertion violated|errors: [0-9]+' "$WORK/mutant/safety.out")"
+    echo "ok    seeded bug $name found: $(grep -m1 -oE 'assertion violated [^ ]*|errors: [0-9]+' "$WORK/$name/safety.out")"
   fi
-fi
+}
+for ((i = 0; i < ${#SEEDS[@]}; i += 2)); do seeded "${SEEDS[i]}" "${SEEDS[i + 1]}"; done
 
 exit "$failed"

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,14 +26,15 @@
 #include "router_service/connect/http_peer.h"
 #include "router_service/router_grpc.h"
 #include "router_service/run_engine.h"
-#include "router_service/store/sqlite_run_store.h"
 #include "router_service/testing/fake_clients.h"
+#include "router_service/testing/served_router.h"
 
 namespace rein::connect {
 namespace {
 
 using rein::testing::FakeExecutorClient;
 using rein::testing::FakePlannerClient;
+using rein::testing::ServedRouterOptions;
 
 struct HttpReply {
   CURLcode curl = CURLE_OK;  // the transport's outcome (a refused handshake is not CURLE_OK)
@@ -83,38 +83,20 @@ class HttpServerTest : public ::testing::Test {
   virtual int MaxAuthFailures() const { return 1000; }  // tests fail on purpose many times
 
   void SetUp() override {
-    const std::string dir = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
-    const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    const std::string tokens = dir + "/tokens-" + name;
-    std::ofstream(tokens) << "sha256:" << Sha256Hex("t-viewer") << " vera viewer\n"
-                          << "sha256:" << Sha256Hex("t-operator") << " otto operator\n"
-                          << "sha256:" << Sha256Hex("t-reviewer") << " rita reviewer\n";
-    AuthOptions auth_options;
-    auth_options.tokens_file = tokens;
-    auth_options.max_failures_per_window = MaxAuthFailures();
-    auth_ = std::make_unique<Authenticator>(auth_options, RealClock());
-    ASSERT_TRUE(auth_->Load().ok());
-
+    ServedRouterOptions options;
+    options.tokens = absl::StrCat("sha256:", Sha256Hex("t-viewer"), " vera viewer\n",      //
+                                  "sha256:", Sha256Hex("t-operator"), " otto operator\n",  //
+                                  "sha256:", Sha256Hex("t-reviewer"), " rita reviewer\n");
+    options.auth.max_failures_per_window = MaxAuthFailures();
     rein::testing::ScriptListFilesRun(&planner_, &executor_);
-    auto store = SqliteRunStore::Open(dir + "/router-" + name + ".db", {});
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
-    engine_ = std::make_unique<RunEngine>(store_.get(), &planner_, &executor_, RealClock(),
-                                          RunEngineOptions());
-    ASSERT_TRUE(engine_->Start().ok());
-    service_ = std::make_unique<RouterGrpcService>(engine_.get(), auth_.get());
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(service_.get());
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(port, 0);
-    grpc_port_ = port;
+    ASSERT_TRUE(served_.Start(options, &planner_, &executor_).ok());
+    grpc_port_ = served_.port;
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
     ConnectGatewayOptions gateway_options;
     gateway_options.max_streams = 3;
-    gateway_ = std::make_unique<ConnectGateway>(server_->InProcessChannel(args), gateway_options);
+    gateway_ =
+        std::make_unique<ConnectGateway>(served_.server->InProcessChannel(args), gateway_options);
     HttpServerOptions http_options;
     http_options.threads = 8;
     http_options.max_body_bytes = 64 << 10;
@@ -129,9 +111,7 @@ class HttpServerTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-    http_.reset();
-    engine_->Shutdown(absl::Seconds(1));
+    served_.Stop([this] { http_.reset(); });
   }
 
   HttpReply Request(const std::string& verb, const std::string& path,
@@ -232,13 +212,9 @@ class HttpServerTest : public ::testing::Test {
     return list.runs_size();
   }
 
-  std::unique_ptr<Authenticator> auth_;
   FakePlannerClient planner_;
   FakeExecutorClient executor_;
-  std::unique_ptr<SqliteRunStore> store_;
-  std::unique_ptr<RunEngine> engine_;
-  std::unique_ptr<RouterGrpcService> service_;
-  std::unique_ptr<grpc::Server> server_;
+  rein::testing::ServedRouter served_;
   std::unique_ptr<ConnectGateway> gateway_;
   std::map<std::string, StaticFile> files_;
   std::unique_ptr<HttpServer> http_;

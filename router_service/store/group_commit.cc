@@ -11,7 +11,7 @@ GroupCommitter::GroupCommitter(RunStore* store, GroupCommitOptions options, Cloc
 
 absl::StatusOr<std::vector<rein::v1::RunEvent>> GroupCommitter::Commit(CommitRequest request,
                                                                        absl::Time deadline) {
-  Waiter self{&request, std::nullopt};
+  Waiter self{&request, deadline, std::nullopt};
   absl::MutexLock lock(&mu_);
   queue_.push_back(&self);
   while (true) {
@@ -46,7 +46,13 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> GroupCommitter::Commit(CommitReq
     mu_.Unlock();
     std::vector<CommitRequest> requests;
     requests.reserve(batch.size());
-    for (Waiter* w : batch) requests.push_back(std::move(*w->request));
+    const absl::Time now = clock_->Now();
+    for (Waiter* w : batch) {
+      requests.push_back(std::move(*w->request));
+      if (w->deadline != absl::InfiniteFuture()) {
+        requests.back().timeout = std::max(absl::ZeroDuration(), w->deadline - now);
+      }
+    }
     std::vector<absl::StatusOr<std::vector<rein::v1::RunEvent>>> results =
         store_->CommitBatch(requests);
     mu_.Lock();

@@ -43,7 +43,8 @@ class GroupCommitter {
   GroupCommitter& operator=(const GroupCommitter&) = delete;
 
   // RunStore::Commit (lease_epoch unset) or CommitOwned (set), grouped with concurrent calls;
-  // DEADLINE_EXCEEDED, nothing written, when the request is still queued at `deadline`.
+  // DEADLINE_EXCEEDED, nothing written, when the request is still queued at `deadline`. The
+  // store gets what is left until `deadline` when the batch is written (CommitRequest.timeout).
   absl::StatusOr<std::vector<rein::v1::RunEvent>> Commit(
       CommitRequest request, absl::Time deadline = absl::InfiniteFuture());
 
@@ -56,6 +57,7 @@ class GroupCommitter {
  private:
   struct Waiter {
     CommitRequest* request;
+    absl::Time deadline;
     std::optional<absl::StatusOr<std::vector<rein::v1::RunEvent>>> result;
   };
 

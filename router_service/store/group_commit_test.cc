@@ -38,6 +38,7 @@ class BatchStore final : public RunStore {
  public:
   struct Batch {
     std::vector<std::string> run_ids;
+    std::vector<absl::Duration> timeouts;
     std::thread::id thread;
   };
 
@@ -45,7 +46,10 @@ class BatchStore final : public RunStore {
     absl::MutexLock lock(&mu_);
     Batch& batch = batches_.emplace_back();
     batch.thread = std::this_thread::get_id();
-    for (const CommitRequest& r : requests) batch.run_ids.push_back(r.run_id);
+    for (const CommitRequest& r : requests) {
+      batch.run_ids.push_back(r.run_id);
+      batch.timeouts.push_back(r.timeout);
+    }
     mu_.Await(absl::Condition(&open_));
     std::vector<CommitResult> results;
     for (const CommitRequest& r : requests) {
@@ -181,6 +185,16 @@ void QueueBehindAHeldBatch(BatchStore& store, GroupCommitter& committer, Committ
   AwaitWaiting(committer, followers);
 }
 
+// Commits `run_id` at version 1 to `state`, waiting for its turn until `deadline` at most.
+CommitResult CommitBy(GroupCommitter& committer, const std::string& run_id,
+                      const rein::v1::RunState& state, absl::Time deadline) {
+  CommitRequest request;
+  request.run_id = run_id;
+  request.expected_version = 1;
+  request.new_state = &state;
+  return committer.Commit(std::move(request), deadline);
+}
+
 // The run id of the one event a successful result holds.
 std::string RunOf(const CommitResult& result) {
   if (!result.ok() || result->size() != 1) return "(" + result.status().ToString() + ")";
@@ -266,13 +280,8 @@ TEST(GroupCommitterTest, ARequestStillQueuedAtItsDeadlineIsWithdrawnUnwritten) {
   store.AwaitBatches(1);
   const rein::v1::RunState state;
   CommitResult late;
-  std::thread follower([&] {
-    CommitRequest request;
-    request.run_id = "run-late";
-    request.expected_version = 1;
-    request.new_state = &state;
-    late = committer.Commit(std::move(request), clock.Now() + absl::Seconds(1));
-  });
+  std::thread follower(
+      [&] { late = CommitBy(committer, "run-late", state, clock.Now() + absl::Seconds(1)); });
   AwaitWaiting(committer, 1);
   clock.Advance(absl::Seconds(1));
   follower.join();  // returns while the store still holds the leader's batch
@@ -285,6 +294,32 @@ TEST(GroupCommitterTest, ARequestStillQueuedAtItsDeadlineIsWithdrawnUnwritten) {
   const std::vector<BatchStore::Batch> batches = store.batches();
   ASSERT_EQ(batches.size(), 1u);
   EXPECT_THAT(batches[0].run_ids, ElementsAre("run-0"));
+}
+
+TEST(GroupCommitterTest, TheStoreGetsWhatIsLeftOfEachRequestsDeadline) {
+  BatchStore store;
+  FakeClock clock;
+  GroupCommitter committer(&store, GroupCommitOptions{/*max_batch=*/64}, &clock);
+  Committers committers(&committer);
+  store.CloseGate();
+  committers.Start(0);  // no deadline; leads a batch, held in the store
+  store.AwaitBatches(1);
+  const rein::v1::RunState state;
+  CommitResult bounded;
+  std::thread follower([&] {
+    bounded = CommitBy(committer, "run-bounded", state, clock.Now() + absl::Seconds(10));
+  });
+  AwaitWaiting(committer, 1);
+  clock.Advance(absl::Seconds(3));  // queued for 3 of its 10 seconds
+  store.OpenGate();
+  follower.join();
+  committers.Join();
+  EXPECT_EQ(RunOf(bounded), "run-bounded");
+  const std::vector<BatchStore::Batch> batches = store.batches();
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_THAT(batches[0].timeouts, ElementsAre(absl::InfiniteDuration()));
+  EXPECT_THAT(batches[1].run_ids, ElementsAre("run-bounded"));
+  EXPECT_THAT(batches[1].timeouts, ElementsAre(absl::Seconds(7)));
 }
 
 }  // namespace

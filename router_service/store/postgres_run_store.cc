@@ -412,9 +412,29 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::CommitChecked(
   return events;
 }
 
+namespace {
+
+// SET LOCAL statement_timeout for a request's statements: its timeout in whole milliseconds,
+// at least 1 (0 would mean none), or 0 without a timeout.
+std::string StatementTimeout(const CommitRequest& r) {
+  int64_t ms = 0;
+  if (r.timeout != absl::InfiniteDuration()) {
+    ms = std::max<int64_t>(1,
+                           absl::ToInt64Milliseconds(absl::Ceil(r.timeout, absl::Milliseconds(1))));
+  }
+  return absl::StrCat("SET LOCAL statement_timeout = ", ms);
+}
+
+}  // namespace
+
 std::vector<absl::StatusOr<std::vector<rein::v1::RunEvent>>> PostgresRunStore::CommitBatch(
     std::vector<CommitRequest>& requests) {
-  if (requests.size() == 1) return RunStore::CommitBatch(requests);
+  // A request with a timeout is bounded by statement_timeout, set in a transaction (SET LOCAL):
+  // then every request of the batch sets its own (0, none, for those without).
+  const bool bounded = std::any_of(requests.begin(), requests.end(), [](const CommitRequest& r) {
+    return r.timeout != absl::InfiniteDuration();
+  });
+  if (requests.size() == 1 && !bounded) return RunStore::CommitBatch(requests);
   std::vector<absl::StatusOr<std::vector<rein::v1::RunEvent>>> results;
   results.reserve(requests.size());
   absl::StatusOr<std::unique_ptr<PgTransaction>> tx = PgTransaction::Begin(pool_.get(), false);
@@ -423,6 +443,14 @@ std::vector<absl::StatusOr<std::vector<rein::v1::RunEvent>>> PostgresRunStore::C
     return results;
   }
   for (CommitRequest& r : requests) {
+    if (bounded) {
+      absl::Status set =
+          (*tx)->Run(StatementTimeout(r).c_str(), "bounding a commit by its caller's deadline");
+      if (!set.ok()) {
+        results.push_back(set);
+        continue;
+      }
+    }
     // One savepoint per request: a request that fails leaves nothing behind, and the others of
     // the batch are kept.
     absl::Status status = (*tx)->Run("SAVEPOINT batch_item", "starting a batch item");
@@ -439,6 +467,15 @@ std::vector<absl::StatusOr<std::vector<rein::v1::RunEvent>>> PostgresRunStore::C
     status = (*tx)->Run("RELEASE SAVEPOINT batch_item", "ending a batch item");
     if (stored.ok() && !status.ok()) stored = status;
     results.push_back(std::move(stored));
+  }
+  // The batch's COMMIT is not cut short by the last request's timeout: that would undo the
+  // requests that had none.
+  if (bounded) {
+    if (absl::Status set = (*tx)->Run("SET LOCAL statement_timeout = 0", "ending a bounded batch");
+        !set.ok()) {
+      results.assign(requests.size(), set);
+      return results;
+    }
   }
   if (absl::Status committed = (*tx)->Commit(); !committed.ok()) {
     results.assign(requests.size(), committed);

@@ -128,6 +128,22 @@ class PostgresRunStoreTest : public ::testing::Test {
     return value.ok() ? *value : "";
   }
 
+  // A connection of its own, outside the store, in a transaction that has run `sql` (taking a
+  // lock); the test ends it (ROLLBACK) and closes it. nullptr when that failed.
+  PGconn* Hold(const std::string& sql) {
+    PGconn* conn = PQconnectdb(url_.c_str());
+    PGresult* begun = PQexec(conn, ("BEGIN; " + sql).c_str());
+    const ExecStatusType status = PQresultStatus(begun);
+    PQclear(begun);
+    if (PQstatus(conn) != CONNECTION_OK ||
+        (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)) {
+      ADD_FAILURE() << sql << ": " << PQerrorMessage(conn);
+      PQfinish(conn);
+      return nullptr;
+    }
+    return conn;
+  }
+
   // Undoes step 4 (namespaces): how version 2 kept runs.
   void BackToLayout2() {
     Query("DROP INDEX runs_by_request");
@@ -437,11 +453,8 @@ TEST_F(PostgresRunStoreTest, LeaseRenewalDoesNotWaitForTheBusyPool) {
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->JoinFleet("router-a", absl::Seconds(30)).ok());
   ASSERT_TRUE(store->CreateRun(MakeRun("run-1"), {}).ok());
-  PGconn* holder = PQconnectdb(url_.c_str());
-  ASSERT_EQ(PQstatus(holder), CONNECTION_OK) << PQerrorMessage(holder);
-  PGresult* locked = PQexec(holder, "BEGIN; LOCK TABLE runs IN ACCESS EXCLUSIVE MODE");
-  ASSERT_EQ(PQresultStatus(locked), PGRES_COMMAND_OK) << PQerrorMessage(holder);
-  PQclear(locked);
+  PGconn* holder = Hold("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE");
+  ASSERT_NE(holder, nullptr);
   std::thread blocked([&] { EXPECT_TRUE(store->GetRun("run-1").ok()); });
   // Wait until the store's read is queued on the lock, holding the pool's connection.
   for (int i = 0; i < 500 && Query("SELECT count(*) FROM pg_stat_activity WHERE application_name "
@@ -463,6 +476,54 @@ TEST_F(PostgresRunStoreTest, LeaseRenewalDoesNotWaitForTheBusyPool) {
   blocked.join();
   renewer.join();
   EXPECT_TRUE(renewal.ok()) << renewal;
+}
+
+TEST_F(PostgresRunStoreTest, ACommitWithATimeoutGivesUpOnALockedRunAndWritesNothing) {
+  // Another transaction holds run-1's row. The request with a timeout (its caller's deadline)
+  // gives up after it, writing nothing; the request of the same batch without one commits.
+  std::unique_ptr<PostgresRunStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateRun(MakeRun("run-1"), {}).ok());
+  ASSERT_TRUE(store->CreateRun(MakeRun("run-2"), {}).ok());
+  PGconn* holder = Hold("SELECT 1 FROM runs WHERE run_id = 'run-1' FOR UPDATE");
+  ASSERT_NE(holder, nullptr);
+  const rein::v1::RunState next = NextState(2);
+  std::vector<CommitRequest> requests(2);
+  for (int i = 0; i < 2; ++i) {
+    requests[i].run_id = absl::StrCat("run-", i + 1);
+    requests[i].expected_version = 1;
+    requests[i].new_state = &next;
+    requests[i].events.push_back(Event("step"));
+    requests[i].now = absl::Now();
+  }
+  requests[0].timeout = absl::Milliseconds(300);
+  // The holder lets go once the batch is answered, or after 5 s (a store that waits for it).
+  absl::Notification answered;
+  std::thread releaser([&] {
+    answered.WaitForNotificationWithTimeout(absl::Seconds(5));
+    PQclear(PQexec(holder, "ROLLBACK"));
+  });
+  const absl::Time started = absl::Now();
+  std::vector<absl::StatusOr<std::vector<rein::v1::RunEvent>>> results =
+      store->CommitBatch(requests);
+  const absl::Duration took = absl::Now() - started;
+  answered.Notify();
+  releaser.join();
+  PQfinish(holder);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].status().code(), absl::StatusCode::kDeadlineExceeded) << results[0].status();
+  EXPECT_TRUE(results[1].ok()) << results[1].status();
+  EXPECT_GE(took, absl::Milliseconds(300));
+  EXPECT_LT(took, absl::Seconds(5));  // not until the holder let go
+  absl::StatusOr<rein::v1::Run> run1 = store->GetRun("run-1");
+  ASSERT_TRUE(run1.ok()) << run1.status();
+  EXPECT_EQ(run1->state().version(), 1);
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events = store->ReadEvents("run-1", 0, 100);
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_TRUE(events->empty());
+  absl::StatusOr<rein::v1::Run> run2 = store->GetRun("run-2");
+  ASSERT_TRUE(run2.ok()) << run2.status();
+  EXPECT_EQ(run2->state().version(), 2);
 }
 
 }  // namespace

@@ -62,6 +62,11 @@ struct CommitRequest {
   std::vector<rein::v1::RunEvent> events;
   std::optional<Snapshot> snapshot;
   absl::Time now;
+  // How long the store may take on this request at most (set by GroupCommitter from the
+  // caller's deadline). A store that can bound its statements (PostgreSQL's statement_timeout)
+  // gives up on each statement of the request after it: DEADLINE_EXCEEDED, nothing of the
+  // request written. Others ignore it (SQLite is bounded by its busy timeout).
+  absl::Duration timeout = absl::InfiniteDuration();
 };
 
 struct CreateResult {
