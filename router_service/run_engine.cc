@@ -80,6 +80,7 @@ RunEngine::RunEngine(RouterStore* store, PlannerClient* planner, ExecutorClient*
                     },
                 }),
       pool_(options.inline_replies),
+      calls_(planner, executor, options.calls),
       tools_(executor, clock, options.tools_cache_ttl, options.list_tools_timeout),
       scheduler_(clock,
                  [this](const std::string& run_id) {
@@ -228,7 +229,10 @@ void RunEngine::CheckOwned(std::map<std::string, int64_t> owned) {
   });
 }
 
-void RunEngine::StopDispatching() { dispatching_ = false; }
+void RunEngine::StopDispatching() {
+  dispatching_ = false;
+  calls_.Stop();  // calls waiting for a slot are answered CANCELLED, unsent
+}
 
 void RunEngine::Shutdown(absl::Duration grace) {
   StopDispatching();
@@ -473,7 +477,7 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
         },
         share);
   };
-  entry->call = SendCall(planner_, executor_, effect, std::move(finish));
+  entry->call = calls_.Send(entry->share, effect, std::move(finish));
 }
 
 void RunEngine::DispatchChildren(const std::shared_ptr<Entry>& entry, const Effect& effect) {

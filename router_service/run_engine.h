@@ -20,6 +20,7 @@
 #include "router_service/clients.h"
 #include "router_service/event_reads.h"
 #include "router_service/event_tail.h"
+#include "router_service/fairness/fair_calls.h"
 #include "router_service/fleet_member.h"
 #include "router_service/lease_timer.h"
 #include "router_service/run_writer.h"
@@ -47,6 +48,9 @@ struct RunEngineOptions {
   // Group commit (--group_commit_max, --group_commit_delay): the transitions of runs that are
   // ready together are committed in one store batch; each run moves on only after it.
   GroupCommitOptions group_commit;
+  // Planner and executor calls in flight, shared between namespaces by weight
+  // (--max_planner_calls, --max_executor_calls; router_service/fairness).
+  FairCallsOptions calls;
   absl::Duration tools_cache_ttl = absl::Seconds(30);
   absl::Duration list_tools_timeout = absl::Seconds(10);
   absl::Duration cancel_wait = absl::Seconds(10);          // CancelRun waits this long for the end
@@ -162,6 +166,8 @@ class RunEngine {
   // Number of runs held in memory (unfinished), and of those with a call in flight.
   int active_runs();
   int calls_in_flight();
+  // The calls' admission per namespace (tests read what waits).
+  FairCalls& fair_calls() { return calls_; }
   // Writes sent through the one commit path (RunWriter), for tests.
   int64_t writes() const { return writer_.writes(); }
   // The clock the deadlines of the public calls are on.
@@ -228,6 +234,7 @@ class RunEngine {
   std::map<std::string, std::shared_ptr<Entry>> runs_ ABSL_GUARDED_BY(runs_mu_);
 
   WorkPool pool_;
+  FairCalls calls_;  // each run's calls, in its namespace's turn
   ToolCatalog tools_;
   Scheduler scheduler_;
   EventTail tail_;
