@@ -111,7 +111,7 @@ ABSL_FLAG(std::string, auth_tokens_file, "",
           "<role>[,<role>...] [namespace=<ns>]`, reloaded on change");
 ABSL_FLAG(std::string, quotas_file, "",
           "per-namespace quotas: lines `<ns> [max_concurrent_runs=N] [max_starts_per_minute=N] "
-          "[max_tokens_per_day=N] [max_cost_usd_per_day=X]`, reloaded on change "
+          "[max_tokens_per_day=N] [max_cost_usd_per_day=X] [weight=N]`, reloaded on change "
           "(docs/NAMESPACES.md)");
 ABSL_FLAG(bool, allow_unauthenticated, false,
           "serve without --auth_tokens_file or --require_client_cert on a "
