@@ -17,6 +17,7 @@
 #include "router_service/run_engine.h"
 #include "router_service/service/quotas.h"
 #include "router_service/store/sqlite_run_store.h"
+#include "router_service/store/testing/held_store.h"
 #include "router_service/testing/fake_clients.h"
 
 namespace rein {
@@ -92,7 +93,8 @@ class RouterNamespaceTest : public ::testing::Test {
     auto store = SqliteRunStore::Open(dir + "/ns-router-" + name + ".db", {});
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
-    engine_ = std::make_unique<RunEngine>(store_.get(), &planner_, &copying_, RealClock(),
+    counted_ = std::make_unique<rein::testing::HeldStore>(store_.get());
+    engine_ = std::make_unique<RunEngine>(counted_.get(), &planner_, &copying_, RealClock(),
                                           RunEngineOptions());
     ASSERT_TRUE(engine_->Start().ok());
     QuotaOptions quota_options;
@@ -223,6 +225,7 @@ class RouterNamespaceTest : public ::testing::Test {
   absl::Mutex mu_;
   std::vector<std::string> executed_namespaces_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<RouterStore> store_;
+  std::unique_ptr<rein::testing::HeldStore> counted_;  // the engine's store, its reads counted
   std::unique_ptr<RunEngine> engine_;
   std::unique_ptr<RouterGrpcService> service_;
   std::unique_ptr<grpc::Server> server_;
@@ -264,6 +267,31 @@ TEST_F(RouterNamespaceTest, AnotherNamespacesRunIsNotFoundOnEveryRpcAsAnUnknownI
   EXPECT_EQ(after.state().stage(), rein::v1::PAUSED);
   EXPECT_EQ(after.state().version(), b_run.state().version());
   EXPECT_EQ(Listed("b-op").size(), 1u);
+}
+
+TEST_F(RouterNamespaceTest, GetRunOfAnotherNamespacesRunReadsTheStoreAsAnUnknownIdDoes) {
+  // A paused run is held in memory: its owner's GetRun reads no store; another namespace's
+  // caller gets the unknown id's answer after the unknown id's one store read.
+  const rein::v1::Run b_run = StartPaused("b-op");
+  ASSERT_EQ(b_run.state().stage(), rein::v1::PAUSED);
+  auto reads_of = [&](const std::string& token, const std::string& run_id, grpc::StatusCode* code) {
+    const int64_t before = counted_->run_reads();
+    rein::v1::GetRunRequest request;
+    request.set_run_id(run_id);
+    rein::v1::Run run;
+    *code = stub_->GetRun(Context(token).get(), request, &run).error_code();
+    return counted_->run_reads() - before;
+  };
+  grpc::StatusCode code;
+  EXPECT_EQ(reads_of("b-op", b_run.run_id(), &code), 0);
+  EXPECT_EQ(code, grpc::StatusCode::OK);
+  for (const std::string token : {"a-viewer", "a-op", "d-op"}) {
+    SCOPED_TRACE(token);
+    EXPECT_EQ(reads_of(token, "0123456789abcdef0123456789abcdef", &code), 1);
+    EXPECT_EQ(code, grpc::StatusCode::NOT_FOUND);
+    EXPECT_EQ(reads_of(token, b_run.run_id(), &code), 1);
+    EXPECT_EQ(code, grpc::StatusCode::NOT_FOUND);
+  }
 }
 
 TEST_F(RouterNamespaceTest, ACallerCannotNameAnotherNamespaceButAdminSpansThemAll) {

@@ -635,15 +635,17 @@ absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request,
   return created.run;
 }
 
-absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id) {
+absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id, bool* from_store) {
   RETURN_IF_ERROR(CheckRunId(run_id));
   absl::StatusOr<Run> run;
-  if (std::shared_ptr<Entry> entry = Find(run_id)) {
+  std::shared_ptr<Entry> entry = Find(run_id);
+  if (entry) {
     absl::MutexLock lock(&entry->mu);
     run = entry->run;
   } else {
     run = store_->GetRun(run_id);
   }
+  if (from_store != nullptr) *from_store = entry == nullptr;
   if (!run.ok() && absl::IsNotFound(run.status())) {
     return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
   }

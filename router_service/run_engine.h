@@ -114,8 +114,12 @@ class RunEngine {
   absl::StatusOr<rein::v1::Run> StartRun(const rein::v1::StartRunRequest& request,
                                          const std::string& principal = "",
                                          absl::Time deadline = absl::InfiniteFuture());
-  // The run as last committed; never waits for a commit in progress.
-  absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id);
+  // The run as last committed; never waits for a commit in progress. `*from_store`, when
+  // given, tells whether the store was read (the run is not in memory).
+  absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id, bool* from_store = nullptr);
+  // The store read GetRun makes for a run not in memory, its result dropped: a run another
+  // namespace may not see is answered after the same read as an unknown id (RouterApi).
+  void ReadStoreAsUnknown(const std::string& run_id) { (void)store_->GetRun(run_id); }
   absl::StatusOr<RunPage> ListRuns(const rein::v1::ListRunsRequest& request);
   // Commits the cancel, then waits up to cancel_wait (and at most until `deadline`) for the run
   // to end, and returns it as it is then; without `wait`, returns once the cancel is committed
