@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/metrics.h"
+
 namespace rein {
 
 class CallGate::Call final : public PendingCall {
@@ -64,8 +66,14 @@ class CallGate::Call final : public PendingCall {
   bool cancel_requested_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-std::shared_ptr<CallGate> CallGate::Make(int max_in_flight, WeightOf weight_of) {
-  return std::shared_ptr<CallGate>(new CallGate(max_in_flight, std::move(weight_of)));
+std::shared_ptr<CallGate> CallGate::Make(int max_in_flight, WeightOf weight_of,
+                                         std::string labels) {
+  return std::shared_ptr<CallGate>(
+      new CallGate(max_in_flight, std::move(weight_of), std::move(labels)));
+}
+
+void CallGate::CountWaitingLocked() {
+  Metrics::Global().Set("rein_router_calls_waiting", waiting_, labels_);
 }
 
 std::shared_ptr<PendingCall> CallGate::Submit(const std::string& share, Start start,
@@ -87,6 +95,8 @@ std::shared_ptr<PendingCall> CallGate::Submit(const std::string& share, Start st
       queue.calls.push_back(call);
       call->queued = true;
       ++waiting_;
+      CountWaitingLocked();
+      Metrics::Global().Add("rein_router_calls_waited_total", 1, labels_);
     }
   }
   if (what == kNow) {
@@ -143,6 +153,7 @@ std::shared_ptr<CallGate::Call> CallGate::NextLocked() {
   queue.calls.pop_front();
   call->queued = false;
   --waiting_;
+  CountWaitingLocked();
   ++in_flight_;
   const int weight = weight_of_ ? std::max(1, weight_of_(share)) : 1;
   if (queue.calls.empty()) {
@@ -162,6 +173,7 @@ bool CallGate::Withdraw(Call* call) {
   if (!call->queued) return false;
   call->queued = false;
   --waiting_;
+  CountWaitingLocked();
   auto it = shares_.find(call->share());
   std::deque<std::shared_ptr<Call>>& calls = it->second.calls;
   calls.erase(std::find_if(calls.begin(), calls.end(),
@@ -187,6 +199,7 @@ void CallGate::Stop() {
     shares_.clear();
     turns_.clear();
     waiting_ = 0;
+    CountWaitingLocked();
   }
   for (const std::shared_ptr<Call>& call : answered) call->AnswerCancelled();
 }

@@ -29,8 +29,11 @@ class CallGate : public std::enable_shared_from_this<CallGate> {
   // A share's weight (at least 1 is used); unset: every share weighs 1.
   using WeightOf = std::function<int(const std::string& share)>;
 
-  // Made shared: a waiting call's handle outlives nothing it refers to.
-  static std::shared_ptr<CallGate> Make(int max_in_flight, WeightOf weight_of = nullptr);
+  // Made shared: a waiting call's handle outlives nothing it refers to. `labels` label the
+  // gate's metrics: rein_router_calls_waited_total (calls that waited for a slot) and the
+  // gauge rein_router_calls_waiting (calls waiting now).
+  static std::shared_ptr<CallGate> Make(int max_in_flight, WeightOf weight_of = nullptr,
+                                        std::string labels = "");
 
   // Starts `start` now if a slot is free and no call waits, else queues it in `share`'s turn.
   // `cancelled` answers the call CANCELLED without sending it: it runs (once, on the
@@ -53,8 +56,10 @@ class CallGate : public std::enable_shared_from_this<CallGate> {
     int started_in_turn = 0;
   };
 
-  CallGate(int max_in_flight, WeightOf weight_of)
-      : max_in_flight_(max_in_flight), weight_of_(std::move(weight_of)) {}
+  CallGate(int max_in_flight, WeightOf weight_of, std::string labels)
+      : max_in_flight_(max_in_flight),
+        weight_of_(std::move(weight_of)),
+        labels_(std::move(labels)) {}
 
   // Starts waiting calls while slots are free; one thread at a time does it, the others leave it
   // to that one (a call whose reply comes back inside its start releases its slot in there).
@@ -65,9 +70,12 @@ class CallGate : public std::enable_shared_from_this<CallGate> {
   // Takes a waiting call out of its queue; false when it is not waiting (started, answered).
   bool Withdraw(Call* call);
   void StartCall(const std::shared_ptr<Call>& call);
+  // The gauge of calls waiting, after waiting_ changed.
+  void CountWaitingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int max_in_flight_;
   const WeightOf weight_of_;
+  const std::string labels_;
   absl::Mutex mu_;
   std::map<std::string, Share> shares_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> turns_ ABSL_GUARDED_BY(mu_);  // shares with calls waiting, in turn

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/metrics.h"
 #include "gtest/gtest.h"
 
 namespace rein {
@@ -60,6 +61,20 @@ TEST(CallGateTest, NoMoreThanTheLimitAreInFlight) {
   r.releases[0]();
   EXPECT_EQ(gate->in_flight(), 3);
   EXPECT_EQ(r.started.size(), 4u);
+}
+
+TEST(CallGateTest, TheCallsThatWaitAreCountedAndTheWaitingShown) {
+  auto gate = CallGate::Make(1, nullptr, R"(to="metrics-test")");
+  Recorder r;
+  for (int i = 0; i < 4; ++i) gate->Submit("a", r.Held("a"), nullptr);
+  const std::string text = Metrics::Global().Render();
+  EXPECT_NE(text.find(R"(rein_router_calls_waited_total{to="metrics-test"} 3)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(rein_router_calls_waiting{to="metrics-test"} 3)"), std::string::npos)
+      << text;
+  r.AnswerOne();
+  EXPECT_NE(Metrics::Global().Render().find(R"(rein_router_calls_waiting{to="metrics-test"} 2)"),
+            std::string::npos);
 }
 
 TEST(CallGateTest, AQuietNamespacesCallGoesNextBehindAThousandWaiting) {

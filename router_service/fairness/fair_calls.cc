@@ -50,8 +50,10 @@ bool ToPlanner(Effect::Kind kind) {
 FairCalls::FairCalls(PlannerClient* planner, ExecutorClient* executor, FairCallsOptions options)
     : planner_(planner),
       executor_(executor),
-      planner_gate_(CallGate::Make(options.max_planner_calls, options.weight_of)),
-      executor_gate_(CallGate::Make(options.max_executor_calls, options.weight_of)) {}
+      planner_gate_(
+          CallGate::Make(options.max_planner_calls, options.weight_of, R"(to="planner")")),
+      executor_gate_(
+          CallGate::Make(options.max_executor_calls, options.weight_of, R"(to="executor")")) {}
 
 std::shared_ptr<PendingCall> FairCalls::Send(const std::string& share, const Effect& effect,
                                              std::function<void(StageReply)> done) {
