@@ -40,10 +40,12 @@
 
 ABSL_FLAG(std::string, router_binary, "router_service/rein-router", "path of rein-router");
 ABSL_FLAG(int, flood_runs, 1000, "runs of the flooding namespace");
-ABSL_FLAG(int, iterations, 50, "iterations of the single run, gated and alone");
+ABSL_FLAG(int, iterations, 50,
+          "iterations of the single run, gated and alone (>= 3; n iterations give n - 2 "
+          "iteration times)");
 ABSL_FLAG(int, ungated_iterations, 5,
-          "iterations of the single run beside the flood with no router limit (0: skip that "
-          "phase; each of its iterations waits behind the flood at the services)");
+          "iterations of the single run with no router limit (0: skip that phase; else >= 3; "
+          "each of its iterations waits behind the flood at the services)");
 ABSL_FLAG(absl::Duration, planner_delay, absl::Milliseconds(50), "each planner call's time");
 ABSL_FLAG(int, planner_capacity, 32, "planner calls served at once");
 ABSL_FLAG(absl::Duration, executor_delay, absl::Milliseconds(5), "each Execute's time");
@@ -388,9 +390,15 @@ bool Measure(bool gated, int iterations, rein::bench::Watchdog* watchdog) {
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   signal(SIGPIPE, SIG_IGN);
-  if (absl::GetFlag(FLAGS_iterations) < 1 || absl::GetFlag(FLAGS_flood_runs) < 1 ||
-      absl::GetFlag(FLAGS_planner_capacity) < 1 || absl::GetFlag(FLAGS_executor_capacity) < 1) {
-    fprintf(stderr, "fairness_bench: --iterations, --flood_runs and the capacities must be >= 1\n");
+  // A run of n iterations has n - 2 gaps between entries into DECIDING from EVALUATING.
+  const int ungated = absl::GetFlag(FLAGS_ungated_iterations);
+  if (absl::GetFlag(FLAGS_iterations) < 3 || (ungated != 0 && ungated < 3)) {
+    fprintf(stderr, "fairness_bench: --iterations and --ungated_iterations must be >= 3\n");
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_flood_runs) < 1 || absl::GetFlag(FLAGS_planner_capacity) < 1 ||
+      absl::GetFlag(FLAGS_executor_capacity) < 1) {
+    fprintf(stderr, "fairness_bench: --flood_runs and the capacities must be >= 1\n");
     return 2;
   }
   rein::bench::Watchdog watchdog("fairness_bench");
