@@ -59,6 +59,11 @@ ABSL_FLAG(int, workers, 64,
           "threads that apply call results and commit transitions (a worker waits while its "
           "commit is written with its group, so this also bounds a group commit's size; idle "
           "ones cost a stack and nothing else)");
+ABSL_FLAG(int, max_planner_calls, 0,
+          "planner calls in flight at once, shared between namespaces by their quotas-file "
+          "weight (0 = no limit; docs/NAMESPACES.md)");
+ABSL_FLAG(int, max_executor_calls, 0,
+          "executor calls in flight at once, shared as --max_planner_calls (0 = no limit)");
 ABSL_FLAG(int, group_commit_max, 64,
           "at most this many runs' transitions committed in one store transaction (1 = no "
           "group commit); each run moves on only after its transition is committed");
@@ -106,7 +111,7 @@ ABSL_FLAG(std::string, auth_tokens_file, "",
           "<role>[,<role>...] [namespace=<ns>]`, reloaded on change");
 ABSL_FLAG(std::string, quotas_file, "",
           "per-namespace quotas: lines `<ns> [max_concurrent_runs=N] [max_starts_per_minute=N] "
-          "[max_tokens_per_day=N] [max_cost_usd_per_day=X]`, reloaded on change "
+          "[max_tokens_per_day=N] [max_cost_usd_per_day=X] [weight=N]`, reloaded on change "
           "(docs/NAMESPACES.md)");
 ABSL_FLAG(bool, allow_unauthenticated, false,
           "serve without --auth_tokens_file or --require_client_cert on a "
@@ -276,18 +281,24 @@ int main(int argc, char** argv) {
   rein::CurlWebhookTransport webhook_transport;
   rein::NotificationSender notifications(store, store, &*webhooks, &webhook_transport, clock,
                                          notify_options);
+  rein::QuotaOptions quota_options;
+  quota_options.file = absl::GetFlag(FLAGS_quotas_file);
+  rein::QuotaBook quotas(quota_options, store, clock);
+  if (absl::Status status = quotas.Load(); !status.ok()) {
+    return Fail(absl::StrCat("--quotas_file: ", status.message()));
+  }
+  engine_options.calls.max_planner_calls = absl::GetFlag(FLAGS_max_planner_calls);
+  engine_options.calls.max_executor_calls = absl::GetFlag(FLAGS_max_executor_calls);
+  if (engine_options.calls.max_planner_calls < 0 || engine_options.calls.max_executor_calls < 0) {
+    return Fail("--max_planner_calls, --max_executor_calls: must be >= 0 (0 = no limit)");
+  }
+  engine_options.calls.weight_of = [&quotas](const std::string& ns) { return quotas.Weight(ns); };
   rein::RunEngine engine(store, &planner, &executor, clock, engine_options);
   rein::RouterGrpcOptions grpc_options;
   grpc_options.max_watch_streams_per_principal =
       absl::GetFlag(FLAGS_max_watch_streams_per_principal);
   if (grpc_options.max_watch_streams_per_principal < 0) {
     return Fail("--max_watch_streams_per_principal: must be >= 0 (0 = no cap)");
-  }
-  rein::QuotaOptions quota_options;
-  quota_options.file = absl::GetFlag(FLAGS_quotas_file);
-  rein::QuotaBook quotas(quota_options, store, clock);
-  if (absl::Status status = quotas.Load(); !status.ok()) {
-    return Fail(absl::StrCat("--quotas_file: ", status.message()));
   }
   rein::RouterGrpcService service(&engine, auth.get(), grpc_options, &quotas);
 

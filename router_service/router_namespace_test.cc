@@ -243,6 +243,31 @@ TEST_F(RouterNamespaceTest, AnotherNamespacesRunIsNotFoundOnEveryRpcAsAnUnknownI
   EXPECT_EQ(Listed("b-op").size(), 1u);
 }
 
+TEST_F(RouterNamespaceTest, GetRunOfAnotherNamespacesRunReadsTheStoreAsAnUnknownIdDoes) {
+  // A paused run is held in memory: its owner's GetRun reads no store; another namespace's
+  // caller gets the unknown id's answer after the unknown id's one store read.
+  const rein::v1::Run b_run = StartPaused("b-op");
+  ASSERT_EQ(b_run.state().stage(), rein::v1::PAUSED);
+  auto reads_of = [&](const std::string& token, const std::string& run_id, grpc::StatusCode* code) {
+    const int64_t before = served_.counted->run_reads();
+    rein::v1::GetRunRequest request;
+    request.set_run_id(run_id);
+    rein::v1::Run run;
+    *code = served_.stub->GetRun(Context(token).get(), request, &run).error_code();
+    return served_.counted->run_reads() - before;
+  };
+  grpc::StatusCode code;
+  EXPECT_EQ(reads_of("b-op", b_run.run_id(), &code), 0);
+  EXPECT_EQ(code, grpc::StatusCode::OK);
+  for (const std::string token : {"a-viewer", "a-op", "d-op"}) {
+    SCOPED_TRACE(token);
+    EXPECT_EQ(reads_of(token, "0123456789abcdef0123456789abcdef", &code), 1);
+    EXPECT_EQ(code, grpc::StatusCode::NOT_FOUND);
+    EXPECT_EQ(reads_of(token, b_run.run_id(), &code), 1);
+    EXPECT_EQ(code, grpc::StatusCode::NOT_FOUND);
+  }
+}
+
 TEST_F(RouterNamespaceTest, ACallerCannotNameAnotherNamespaceButAdminSpansThemAll) {
   rein::v1::StartRunRequest request;
   request.mutable_spec()->set_goal("list things");

@@ -68,6 +68,7 @@ RunEngine::RunEngine(RouterStore* store, PlannerClient* planner, ExecutorClient*
                     [this](const std::shared_ptr<Entry>& entry) { Advance(entry); },
                 }),
       pool_(options.inline_replies),
+      calls_(planner, executor, options.calls),
       tools_(executor, clock, options.tools_cache_ttl, options.list_tools_timeout),
       scheduler_(clock,
                  [this](const std::string& run_id) {
@@ -184,7 +185,10 @@ void RunEngine::CheckOwned(std::map<std::string, int64_t> owned) {
   });
 }
 
-void RunEngine::StopDispatching() { dispatching_ = false; }
+void RunEngine::StopDispatching() {
+  dispatching_ = false;
+  calls_.Stop();  // calls waiting for a slot are answered CANCELLED, unsent
+}
 
 void RunEngine::Shutdown(absl::Duration grace) {
   StopDispatching();
@@ -398,7 +402,7 @@ void RunEngine::Dispatch(const std::shared_ptr<Entry>& entry, const Effect& effe
         },
         share);
   };
-  entry->call = SendCall(planner_, executor_, effect, std::move(finish));
+  entry->call = calls_.Send(entry->share, effect, std::move(finish));
 }
 
 bool RunEngine::Complete(const std::shared_ptr<Entry>& entry, const StageReply& reply,
@@ -522,15 +526,17 @@ absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request,
   return created.run;
 }
 
-absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id) {
+absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id, bool* from_store) {
   RETURN_IF_ERROR(CheckRunId(run_id));
   absl::StatusOr<Run> run;
-  if (std::shared_ptr<Entry> entry = Find(run_id)) {
+  std::shared_ptr<Entry> entry = Find(run_id);
+  if (entry) {
     absl::MutexLock lock(&entry->mu);
     run = entry->run;
   } else {
     run = store_->GetRun(run_id);
   }
+  if (from_store != nullptr) *from_store = entry == nullptr;
   if (!run.ok() && absl::IsNotFound(run.status())) {
     return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
   }

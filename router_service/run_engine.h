@@ -20,6 +20,7 @@
 #include "router_service/clients.h"
 #include "router_service/event_reads.h"
 #include "router_service/event_tail.h"
+#include "router_service/fairness/fair_calls.h"
 #include "router_service/fleet_member.h"
 #include "router_service/lease_timer.h"
 #include "router_service/run_registry.h"
@@ -48,6 +49,9 @@ struct RunEngineOptions {
   // Group commit (--group_commit_max, --group_commit_delay): the transitions of runs that are
   // ready together are committed in one store batch; each run moves on only after it.
   GroupCommitOptions group_commit;
+  // Planner and executor calls in flight, shared between namespaces by weight
+  // (--max_planner_calls, --max_executor_calls; router_service/fairness).
+  FairCallsOptions calls;
   absl::Duration tools_cache_ttl = absl::Seconds(30);
   absl::Duration list_tools_timeout = absl::Seconds(10);
   absl::Duration cancel_wait = absl::Seconds(10);          // CancelRun waits this long for the end
@@ -112,8 +116,12 @@ class RunEngine {
   absl::StatusOr<rein::v1::Run> StartRun(const rein::v1::StartRunRequest& request,
                                          const std::string& principal = "",
                                          absl::Time deadline = absl::InfiniteFuture());
-  // The run as last committed; never waits for a commit in progress.
-  absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id);
+  // The run as last committed; never waits for a commit in progress. `*from_store`, when
+  // given, tells whether the store was read (the run is not in memory).
+  absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id, bool* from_store = nullptr);
+  // The store read GetRun makes for a run not in memory, its result dropped: a run another
+  // namespace may not see is answered after the same read as an unknown id (RouterApi).
+  void ReadStoreAsUnknown(const std::string& run_id) { (void)store_->GetRun(run_id); }
   absl::StatusOr<RunPage> ListRuns(const rein::v1::ListRunsRequest& request);
   // Commits the cancel, then waits up to cancel_wait (and at most until `deadline`) for the run
   // to end, and returns it as it is then; without `wait`, returns once the cancel is committed
@@ -164,6 +172,8 @@ class RunEngine {
   // Number of runs held in memory (unfinished), and of those with a call in flight.
   int active_runs();
   int calls_in_flight();
+  // The calls' admission per namespace (tests read what waits).
+  FairCalls& fair_calls() { return calls_; }
   // Writes sent through the one commit path (RunWriter), for tests.
   int64_t writes() const { return writer_.writes(); }
   // The clock the deadlines of the public calls are on.
@@ -226,6 +236,7 @@ class RunEngine {
   RunRegistry runs_;
 
   WorkPool pool_;
+  FairCalls calls_;  // each run's calls, in its namespace's turn
   ToolCatalog tools_;
   Scheduler scheduler_;
   EventTail tail_;

@@ -26,6 +26,7 @@ constexpr char kConcurrent[] = "max_concurrent_runs";
 constexpr char kStarts[] = "max_starts_per_minute";
 constexpr char kTokens[] = "max_tokens_per_day";
 constexpr char kCost[] = "max_cost_usd_per_day";
+constexpr char kWeight[] = "weight";
 
 std::string FileStamp(const std::string& path) {
   struct stat st;
@@ -89,13 +90,22 @@ absl::StatusOr<std::map<std::string, NamespaceQuota>> ParseQuotaFile(absl::strin
         quota.max_cost_usd_per_day = x;
         continue;
       }
+      if (key == kWeight) {
+        int64_t n;
+        if (!absl::SimpleAtoi(value, &n) || n < 1 || n > QuotaBook::kMaxWeight) {
+          return error(absl::StrCat(key, ": want a whole number from 1 to ", QuotaBook::kMaxWeight,
+                                    ", got \"", value.substr(0, 32), "\""));
+        }
+        quota.weight = n;
+        continue;
+      }
       std::optional<int64_t>* slot = key == kConcurrent ? &quota.max_concurrent_runs
                                      : key == kStarts   ? &quota.max_starts_per_minute
                                      : key == kTokens   ? &quota.max_tokens_per_day
                                                         : nullptr;
       if (slot == nullptr) {
         return error(absl::StrCat("unknown key \"", key.substr(0, 32), "\" (keys: ", kConcurrent,
-                                  ", ", kStarts, ", ", kTokens, ", ", kCost, ")"));
+                                  ", ", kStarts, ", ", kTokens, ", ", kCost, ", ", kWeight, ")"));
       }
       int64_t n;
       if (!absl::SimpleAtoi(value, &n) || n < 0) {
@@ -138,6 +148,14 @@ void QuotaBook::MaybeReloadLocked(absl::Time now) {
   }
   table_ = std::move(*table);
   LogInfo("quotas file reloaded", {{"namespaces", absl::StrCat(table_.size())}});
+}
+
+int QuotaBook::Weight(const std::string& ns) {
+  absl::MutexLock lock(&mu_);
+  MaybeReloadLocked(clock_->Now());
+  auto it = table_.find(ns.empty() ? "default" : ns);
+  if (it == table_.end() || !it->second.weight) return 1;
+  return static_cast<int>(*it->second.weight);
 }
 
 absl::StatusOr<bool> QuotaBook::UseOf(const std::string& ns, Use* use) {

@@ -26,12 +26,15 @@ struct NamespaceQuota {
   std::optional<int64_t> max_starts_per_minute;
   std::optional<int64_t> max_tokens_per_day;
   std::optional<double> max_cost_usd_per_day;
+  // Not a quota: the namespace's share of the planner and executor calls in flight
+  // (router_service/fairness), 1 when unset.
+  std::optional<int64_t> weight;
 };
 
 // The quotas file: one line per namespace,
 // `<ns> [max_concurrent_runs=N] [max_starts_per_minute=N] [max_tokens_per_day=N]
-// [max_cost_usd_per_day=X]`, blank lines and `#` comments allowed. A malformed namespace, an
-// unknown key, a negative or malformed number or a namespace listed twice is
+// [max_cost_usd_per_day=X] [weight=N]`, blank lines and `#` comments allowed. A malformed
+// namespace, an unknown key, a negative or malformed number or a namespace listed twice is
 // INVALID_ARGUMENT naming the line and the problem.
 absl::StatusOr<std::map<std::string, NamespaceQuota>> ParseQuotaFile(absl::string_view content);
 
@@ -61,6 +64,10 @@ class QuotaBook {
   // quota and when it frees; else OK, the start counted, and `spec`'s budgets capped at what
   // the day has left.
   absl::Status AdmitStart(const std::string& namespace_name, rein::v1::RunSpec* spec);
+
+  // The namespace's weight=, 1 without one (at most kMaxWeight).
+  int Weight(const std::string& namespace_name);
+  static constexpr int64_t kMaxWeight = 1000;
 
   // The namespace's quotas and what it uses of them now.
   absl::StatusOr<rein::v1::QuotaReport> Report(const std::string& namespace_name);

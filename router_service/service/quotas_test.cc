@@ -46,6 +46,8 @@ TEST(ParseQuotaFileTest, ErrorsNameTheLineAndProblem) {
            {"team-a max_cost_usd_per_day=-0.5", "max_cost_usd_per_day: want a number >= 0"},
            {"team-a max_cost_usd_per_day=nan", "max_cost_usd_per_day: want a number >= 0"},
            {"team-a max_starts_per_minute", "max_starts_per_minute: want a whole number"},
+           {"team-a weight=0", "weight: want a whole number from 1 to 1000"},
+           {"team-a weight=1001", "weight: want a whole number from 1 to 1000"},
        }) {
     auto table = ParseQuotaFile("# header\n" + c.line + "\n");
     ASSERT_FALSE(table.ok()) << c.line;
@@ -116,6 +118,21 @@ TEST_F(QuotaBookTest, ConcurrentRunsCountPausedOnesAndFreeWhenOneEnds) {
   // Another namespace, and one without a line, are not limited.
   EXPECT_TRUE(book->AdmitStart("team-b", &spec).ok());
   EXPECT_TRUE(book->AdmitStart("default", &spec).ok());
+}
+
+TEST_F(QuotaBookTest, AWeightIsReadAgainOnChangeAndIsOneWithoutALine) {
+  Write("team-a weight=4 max_concurrent_runs=2\ndefault weight=2\n");
+  auto book = Book();
+  EXPECT_EQ(book->Weight("team-a"), 4);
+  EXPECT_EQ(book->Weight("team-b"), 1);
+  EXPECT_EQ(book->Weight(""), 2);  // a run of `default` carries no namespace
+  // The weight is not a quota: a start is admitted as without it.
+  rein::v1::RunSpec spec;
+  EXPECT_TRUE(book->AdmitStart("default", &spec).ok());
+  Write("team-a weight=7\n");
+  clock_->Advance(absl::Seconds(3));
+  EXPECT_EQ(book->Weight("team-a"), 7);
+  EXPECT_EQ(book->Weight("default"), 1);
 }
 
 TEST_F(QuotaBookTest, StartsPerMinuteFreeWhenTheOldestLeavesTheWindow) {

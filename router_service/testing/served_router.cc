@@ -25,8 +25,9 @@ absl::Status ServedRouter::Start(ServedRouterOptions options, PlannerClient* pla
   auth = std::make_unique<Authenticator>(options.auth, RealClock());
   RETURN_IF_ERROR(auth->Load());
   ASSIGN_OR_RETURN(store, SqliteRunStore::Open(dir + "/router-" + name + ".db", {}));
-  engine =
-      std::make_unique<RunEngine>(store.get(), planner, executor, RealClock(), RunEngineOptions());
+  counted = std::make_unique<HeldStore>(store.get());
+  engine = std::make_unique<RunEngine>(counted.get(), planner, executor, RealClock(),
+                                       RunEngineOptions());
   RETURN_IF_ERROR(engine->Start());
   if (options.quotas) {
     ASSIGN_OR_RETURN(quotas, options.quotas(store.get()));

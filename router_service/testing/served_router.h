@@ -16,6 +16,7 @@
 #include "router_service/run_engine.h"
 #include "router_service/service/quotas.h"
 #include "router_service/store/sqlite_run_store.h"
+#include "router_service/store/testing/held_store.h"
 
 namespace rein::testing {
 
@@ -46,6 +47,8 @@ class ServedRouter {
   std::string tokens_path;
   std::unique_ptr<Authenticator> auth;
   std::unique_ptr<SqliteRunStore> store;
+  std::unique_ptr<HeldStore>
+      counted;  // in front of `store`: the engine's, its writes and reads counted
   std::unique_ptr<RunEngine> engine;
   std::unique_ptr<QuotaBook> quotas;
   std::unique_ptr<RouterGrpcService> service;

@@ -69,7 +69,16 @@ class HeldStore final : public RouterStore {
     return inner_->CommitBatch(requests);
   }
 
+  // GetRun calls that reached this store so far.
+  int64_t run_reads() {
+    absl::MutexLock lock(&mu_);
+    return run_reads_;
+  }
   absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id) override {
+    {
+      absl::MutexLock lock(&mu_);
+      ++run_reads_;
+    }
     return inner_->GetRun(run_id);
   }
   absl::StatusOr<std::vector<rein::v1::RunEvent>> ReadEvents(const std::string& run_id,
@@ -139,6 +148,7 @@ class HeldStore final : public RouterStore {
   bool held_ ABSL_GUARDED_BY(mu_) = false;
   int waiting_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t writes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t run_reads_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace rein::testing
