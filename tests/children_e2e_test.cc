@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "common/proto_time.h"
 #include "gtest/gtest.h"
+#include "tests/child_scripts.h"
 #include "tests/cluster.h"
 
 namespace rein::testing {
@@ -22,52 +23,6 @@ namespace {
 using RunMsg = rein::v1::Run;
 using rein::v1::RunEvent;
 using rein::v1::RunSpec;
-
-// The parent plans three delegated audits and a report; each child (matched by its goal) reads
-// README.md, its decision taking DELAY ms, then says its goal is achieved.
-// With `writer` "write_file", child b writes b.txt instead (a mutating call).
-std::string FanOutScript(int delay_ms, const std::string& writer = "read_file") {
-  std::string out = R"({
-  "plan": [
-    {"when": {"goal_contains": "audit service", "completed_contains": "read"},
-     "reply": {"goalAchieved": true, "reasoning": "child done"}},
-    {"when": {"goal_contains": "audit service"},
-     "reply": {"subtasks": [{"id": "read", "description": "read the readme",
-                             "allowedTools": []}]}},
-    {"when": {"completed_contains": "report"}, "reply": {"goalAchieved": true}},
-    {"reply": {"subtasks": [
-      {"id": "svc-a", "description": "audit service a", "allowedTools": ["read_file"], "delegate": true},
-      {"id": "svc-b", "description": "audit service b", "allowedTools": ["read_file"EXTRA], "delegate": true},
-      {"id": "svc-c", "description": "audit service c", "allowedTools": ["read_file"], "delegate": true},
-      {"id": "report", "description": "write the report", "allowedTools": ["list_files"]}]}}
-  ],
-  "decide": [
-    {"when": {"subtask": "read", "goal_contains": "audit service b"}, "delay_ms": DELAY,
-     "reply": {"toolCall": {"tool": "WRITER", "args": {"path": "b.txt", "content": "b"}}}},
-    {"when": {"subtask": "read"}, "delay_ms": DELAY,
-     "reply": {"toolCall": {"tool": "read_file", "args": {"path": "README.md"}}}},
-    {"when": {"subtask": "report"},
-     "reply": {"toolCall": {"tool": "list_files", "args": {"path": "."}}}}
-  ],
-  "evaluate": [
-    {"when": {"action_ok": true}, "reply": {"status": "COMPLETED", "summary": "${subtask}: ok"}},
-    {"reply": {"status": "FAILED", "summary": "failed"}}
-  ]
-})";
-  for (size_t at; (at = out.find("DELAY")) != std::string::npos;) {
-    out.replace(at, 5, std::to_string(delay_ms));
-  }
-  for (size_t at; (at = out.find("WRITER")) != std::string::npos;) out.replace(at, 6, writer);
-  // A child's tools are its subtask's: child b may also write when it writes.
-  const std::string extra = writer == "read_file" ? "" : absl::StrCat(", \"", writer, "\"");
-  out.replace(out.find("EXTRA"), 5, extra);
-  if (writer == "read_file") {
-    // No write: child b reads like its siblings.
-    const std::string b = R"("args": {"path": "b.txt", "content": "b"})";
-    out.replace(out.find(b), b.size(), R"("args": {"path": "README.md"})");
-  }
-  return out;
-}
 
 class ChildrenEndToEndTest : public ::testing::Test {
  protected:
