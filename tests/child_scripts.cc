@@ -48,4 +48,48 @@ std::string FanOutScript(int delay_ms, const std::string& writer) {
   return out;
 }
 
+std::string TreeScript(int width, int delay_ms) {
+  const std::string delay = absl::StrCat(R"("delay_ms": )", delay_ms);
+  auto subtasks = [&](bool delegate) {
+    std::string out;
+    for (int i = 1; i <= width; ++i) {
+      absl::StrAppend(&out, R"({"id": "svc-)", i, R"(", "description": "audit service )", i,
+                      R"(", "allowedTools": ["read_file"], "delegate": )",
+                      delegate ? "true" : "false", "}, ");
+    }
+    return absl::StrCat(
+        out,
+        R"({"id": "report", "description": "write the report", "allowedTools": ["list_files"]})");
+  };
+  return absl::StrCat(
+      R"({
+  "plan": [
+    {"when": {"goal_contains": "audit service", "completed_contains": "audit"}, )",
+      delay, R"(, "reply": {"goalAchieved": true}},
+    {"when": {"goal_contains": "audit service"}, )",
+      delay, R"(, "reply": {"subtasks": [
+      {"id": "audit", "description": "read the readme", "allowedTools": ["read_file"]}]}},
+    {"when": {"completed_contains": "report"}, )",
+      delay, R"(, "reply": {"goalAchieved": true}},
+    {"when": {"goal_contains": "serially"}, )",
+      delay, R"(, "reply": {"subtasks": [)", subtasks(false), R"(]}},
+    {)",
+      delay, R"(, "reply": {"subtasks": [)", subtasks(true), R"(]}}
+  ],
+  "decide": [
+    {"when": {"subtask": "report"}, )",
+      delay, R"(, "reply": {"toolCall": {"tool": "list_files", "args": {"path": "."}}}},
+    {)",
+      delay,
+      R"(, "reply": {"toolCall": {"tool": "read_file", "args": {"path": "README.md"}}}}
+  ],
+  "evaluate": [
+    {"when": {"action_ok": true}, )",
+      delay, R"(, "reply": {"status": "COMPLETED", "summary": "${subtask}: ok"}},
+    {)",
+      delay, R"(, "reply": {"status": "FAILED", "summary": "${subtask}: ${observation}"}}
+  ]
+})");
+}
+
 }  // namespace rein::testing
