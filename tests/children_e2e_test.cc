@@ -207,6 +207,48 @@ TEST_F(ChildrenEndToEndTest, ChildrenSpendingTheParentsIterationsEndTheTree) {
   EXPECT_LE(tree_iterations + 2, 8);
 }
 
+TEST_F(ChildrenEndToEndTest, SharesLeaveTheParentItsPartAndTheTreeEndsWithinItsLimits) {
+  Boot(FanOutScript(10));
+  RunSpec spec = Spec();
+  // PLANNING and DECIDING leave 32 iterations: the group gets half, 2:1:1.
+  spec.mutable_limits()->set_max_iterations(34);
+  spec.mutable_child_share()->set_group_percent(50);
+  (*spec.mutable_child_share()->mutable_weights())["svc-a"] = 2;
+  absl::StatusOr<RunMsg> run = cluster_->StartRun(spec);
+  ASSERT_TRUE(run.ok()) << run.status();
+  std::vector<RunEvent> events = WatchAll(run->run_id());
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);
+  absl::StatusOr<RunMsg> done = cluster_->GetRun(run->run_id());
+  ASSERT_TRUE(done.ok());
+  EXPECT_LE(done->state().iteration(), 34);
+  int tree_iterations = 0, shares = 0;
+  for (const RunMsg& child : ListRuns(run->run_id())) {
+    const int expected = child.spec().parent().subtask_id() == "svc-a" ? 8 : 4;
+    EXPECT_EQ(child.spec().limits().max_iterations(), expected)
+        << child.spec().parent().subtask_id();
+    EXPECT_EQ(child.state().stage(), rein::v1::FINISHED) << child.state().outcome().message();
+    EXPECT_LE(child.state().iteration(), expected);
+    tree_iterations += child.state().iteration();
+    shares += child.spec().limits().max_iterations();
+  }
+  EXPECT_EQ(shares, 16);
+  // The parent's own iterations and its children's, joined, stay within its limit.
+  EXPECT_LE(tree_iterations, done->state().iteration());
+}
+
+// A bad share is refused at the start, naming the field.
+TEST_F(ChildrenEndToEndTest, BadShareIsRefusedNamingTheField) {
+  Boot(FanOutScript(10));
+  RunSpec spec = Spec();
+  spec.mutable_child_share()->set_group_percent(150);
+  absl::StatusOr<RunMsg> run = cluster_->StartRun(spec);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(run.status().message().find("spec.child_share.group_percent"), std::string::npos)
+      << run.status();
+}
+
 TEST_F(ChildrenEndToEndTest, RouterKilledMidGroupJoinsOnceWithNoDuplicateChild) {
   Boot(FanOutScript(1500));
   absl::StatusOr<RunMsg> run = cluster_->StartRun(Spec());
