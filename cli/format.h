@@ -3,6 +3,7 @@
 #define REIN_CLI_FORMAT_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -74,8 +75,10 @@ std::string RunTable(const std::vector<v1::Run>& runs, absl::TimeZone zone, bool
 // 800  cost $0.008400" (the cost with its budget when `cost_budget_usd` > 0).
 std::string UsageText(const v1::Usage& usage, double cost_usd, double cost_budget_usd = 0);
 
-// The readable `show` summary of a run.
-std::string RunSummary(const v1::Run& run, absl::TimeZone zone);
+// The readable `show` summary of a run. `descendants` (by run id) are the child runs read for
+// the children's tree (their progress and their own children); empty prints the children only.
+std::string RunSummary(const v1::Run& run, absl::TimeZone zone,
+                       const std::map<std::string, v1::Run>& descendants = {});
 
 // "<run_id>-<iteration, 4 digits>-v<version>.json", with characters unsafe in a file name
 // (anything but letters, digits, '.', '_' and '-') in the run id replaced by '_'.

@@ -70,8 +70,23 @@ TEST(FanOutExampleTest, ThreeChildrenAuditTheServicesAndTheParentReports) {
   EXPECT_NE(auth.find("auth/login.go:3:"), std::string::npos) << auth;
   EXPECT_EQ(search.find("search/index.js"), std::string::npos) << search;
   EXPECT_NE(search.find("child run"), std::string::npos) << search;
-  for (const std::string& hit :
-       {"billing/invoice.py:2:", "billing/settings.py:2:", "auth/login.go:3:"}) {
+  // reinctl show prints the children as a tree, each read for its progress.
+  const std::string shown = options.dir + "/show.out";
+  Process show("reinctl-show",
+               {RunfilePath("cli/reinctl"), absl::StrCat("--router=", cluster.router_target()),
+                "show", parent_id},
+               shown);
+  ASSERT_TRUE(show.Start());
+  EXPECT_EQ(show.Wait(absl::Seconds(30)), 0) << ReadFile(shown);
+  for (const auto& child : parent->children()) {
+    EXPECT_NE(
+        ReadFile(shown).find(absl::StrCat("  group 1  ", child.subtask_id(), " -> ", child.run_id(),
+                                          "  FINISHED (GOAL_ACHIEVED)  "
+                                          "iteration ")),
+        std::string::npos)
+        << ReadFile(shown);
+  }
+  for (const char* hit : {"billing/invoice.py:2:", "billing/settings.py:2:", "auth/login.go:3:"}) {
     EXPECT_NE(final_report.find(hit), std::string::npos) << final_report;
   }
 }
