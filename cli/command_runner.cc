@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "cli/event_line.h"
+#include "cli/child_tree.h"
 #include "cli/format.h"
 #include "cli/requests.h"
 #include "cli/run_diff.h"
@@ -448,7 +450,27 @@ int CommandRunner::Show(const Command& command) {
   v1::Run run;
   grpc::Status status = GetRun(command.run_id, &run);
   if (!status.ok()) return RpcError("GetRun", status);
-  out_ << (command.json ? PrettyMessageJson(run) : RunSummary(run, options_.zone));
+  if (command.json) {
+    out_ << PrettyMessageJson(run);
+  } else {
+    // The children's tree: each started child read once, down to kMaxTreeDepth levels; one
+    // that cannot be read is shown as its parent last saw it.
+    std::map<std::string, v1::Run> descendants;
+    std::vector<std::pair<const v1::Run*, int>> todo = {{&run, 0}};
+    while (!todo.empty() && descendants.size() < 100) {
+      auto [parent, depth] = todo.back();
+      todo.pop_back();
+      if (depth >= kMaxTreeDepth) continue;
+      for (const v1::ChildRun& child : parent->children()) {
+        if (child.run_id().empty() || descendants.count(child.run_id())) continue;
+        v1::Run read;
+        if (!GetRun(child.run_id(), &read).ok()) continue;
+        auto it = descendants.emplace(child.run_id(), std::move(read)).first;
+        todo.push_back({&it->second, depth + 1});
+      }
+    }
+    out_ << RunSummary(run, options_.zone, descendants);
+  }
   out_.flush();
   return kExitFinished;
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/text.h"
+#include "cli/child_tree.h"
 #include "common/proto_time.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
@@ -257,34 +258,21 @@ std::string RunTable(const std::vector<v1::Run>& runs, absl::TimeZone zone, bool
 
 namespace {
 
-// A child run's parent, and a parent's children by group with their stages and outcomes.
-std::string ChildrenText(const v1::Run& run) {
+// A child run's parent, and a parent's children as a tree (ChildTree).
+std::string ChildrenText(const v1::Run& run, const std::map<std::string, v1::Run>& descendants) {
   std::string out;
   if (run.spec().has_parent()) {
     const v1::ParentRun& parent = run.spec().parent();
     absl::StrAppend(&out, "parent: ", parent.run_id(), "  (group ", parent.group(), ", subtask ",
                     parent.subtask_id(), ")\n");
   }
-  if (run.children_size() == 0) return out;
-  absl::StrAppend(&out, "children:\n");
-  for (const v1::ChildRun& child : run.children()) {
-    absl::StrAppend(&out, "  group ", child.group(), "  ", child.subtask_id(), " -> ",
-                    child.run_id().empty() ? "(not started)" : child.run_id(), "  ",
-                    v1::Stage_Name(child.stage()));
-    if (child.outcome().reason() != v1::TERMINATION_REASON_UNSPECIFIED) {
-      absl::StrAppend(&out, " (", v1::TerminationReason_Name(child.outcome().reason()), ")");
-    }
-    if (!child.start_error().empty()) {
-      absl::StrAppend(&out, "  not started: ", OneLine(child.start_error(), 200));
-    }
-    absl::StrAppend(&out, "\n");
-  }
-  return out;
+  return out + ChildTree(run, descendants);
 }
 
 }  // namespace
 
-std::string RunSummary(const v1::Run& run, absl::TimeZone zone) {
+std::string RunSummary(const v1::Run& run, absl::TimeZone zone,
+                       const std::map<std::string, v1::Run>& descendants) {
   const v1::RunSpec& spec = run.spec();
   const v1::RunState& state = run.state();
   std::string out = absl::StrCat("run ", run.run_id());
@@ -337,7 +325,7 @@ std::string RunSummary(const v1::Run& run, absl::TimeZone zone) {
 
   absl::StrAppend(&out, "\nstage: ", v1::Stage_Name(state.stage()), "  (version ", state.version(),
                   ")\n");
-  absl::StrAppend(&out, ChildrenText(run));
+  absl::StrAppend(&out, ChildrenText(run, descendants));
   if (state.stage() == v1::PAUSED) {
     const v1::Pause& pause = state.pause();
     absl::StrAppend(&out, "pause: ", PauseText(pause), "\n");

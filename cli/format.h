@@ -3,6 +3,7 @@
 #define REIN_CLI_FORMAT_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -63,8 +64,10 @@ std::string ReviewHint(const v1::Run& run, absl::string_view router_flag);
 // with `usage`, also the run's input, output, cache read and cache write tokens and its cost.
 std::string RunTable(const std::vector<v1::Run>& runs, absl::TimeZone zone, bool usage = false);
 
-// The readable `show` summary of a run.
-std::string RunSummary(const v1::Run& run, absl::TimeZone zone);
+// The readable `show` summary of a run. `descendants` (by run id) are the child runs read for
+// the children's tree (their progress and their own children); empty prints the children only.
+std::string RunSummary(const v1::Run& run, absl::TimeZone zone,
+                       const std::map<std::string, v1::Run>& descendants = {});
 
 // "<run_id>-<iteration, 4 digits>-v<version>.json", with characters unsafe in a file name
 // (anything but letters, digits, '.', '_' and '-') in the run id replaced by '_'.

@@ -42,7 +42,7 @@ const std::map<std::string, TemplateVariables>& StageTemplateVariables() {
       {"plan",
        {{{"goal_text", "tool_list"}, {"goal_text"}},
         {{"done_list", "observation_text", "human_notes", "replan_text", "id_prefix",
-          "first_call_text"},
+          "first_call_text", "delegation_text"},
          {}}}},
       {"decide",
        {{{"goal_text", "tool_list"}, {"goal_text", "tool_list"}},
@@ -199,6 +199,22 @@ std::string NextCallText(const rein::v1::EvaluateRequest& r) {
 // What Plan is told per call about first_tool_call (the rule is in its system prompt).
 std::string FirstCallText(const rein::v1::PlanRequest& r) {
   return r.propose_first_call() ? "Also fill first_tool_call." : "Leave first_tool_call out.";
+}
+
+// What Plan is told about child runs: nothing unless the run may start them
+// (PlanRequest.allow_delegation), when the schema offers SubTask.delegate.
+std::string DelegationText(const rein::v1::PlanRequest& r) {
+  if (!r.allow_delegation()) return "";
+  return absl::StrCat(
+      "\n\nYou may hand subtasks to child runs that work in parallel: mark them delegate. "
+      "Each child gets the subtask's description as its goal (with this goal as context) and "
+      "only the subtask's allowed tools, plans and works on its own in the same workspace at "
+      "the same time, and its final summary comes back as the subtask's result. Consecutive "
+      "delegated subtasks run together (at most ",
+      r.max_parallel_children(), " in a row, ", r.children_left(),
+      " children left in all); the subtasks after them wait until all have ended. Delegate "
+      "independent work that only reads (auditing, searching, reviewing parts); keep subtasks "
+      "that write undelegated, after the group, so no two runs write the same files.");
 }
 
 // The names of the tools the subtask may use.
@@ -359,7 +375,8 @@ absl::StatusOr<RenderedPrompt> StagePrompts::RenderPlan(const rein::v1::PlanRequ
                          {"human_notes", HumanNotes(r.human_inputs(), b)},
                          {"replan_text", OrNone(CapText(r.replan_reason(), b.replan_reason_bytes))},
                          {"id_prefix", absl::StrCat("p", r.iteration(), "-")},
-                         {"first_call_text", FirstCallText(r)}});
+                         {"first_call_text", FirstCallText(r)},
+                         {"delegation_text", DelegationText(r)}});
 }
 
 absl::StatusOr<RenderedPrompt> StagePrompts::RenderDecide(const rein::v1::DecideRequest& r) const {

@@ -137,6 +137,29 @@ TEST(StagePromptsTest, BrokenTemplateNamesItsFile) {
             "plan_user.txt: line 3: {{goal}} is not declared in vars:");
 }
 
+// Delegation is explained only to a run that may start child runs.
+TEST(StagePromptsTest, PlanExplainsDelegationOnlyWhenAllowed) {
+  absl::StatusOr<std::unique_ptr<StagePrompts>> prompts = StagePrompts::Load(ShippedDir());
+  ASSERT_TRUE(prompts.ok()) << prompts.status();
+  rein::v1::PlanRequest request;
+  request.set_goal("the goal");
+  absl::StatusOr<RenderedPrompt> plain = (*prompts)->RenderPlan(request);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  for (const std::string* part : {&plain->system, &plain->context, &plain->user}) {
+    EXPECT_THAT(*part, Not(HasSubstr("delegate")));
+    EXPECT_THAT(*part, Not(HasSubstr("child run")));
+  }
+  request.set_allow_delegation(true);
+  request.set_max_parallel_children(3);
+  request.set_children_left(5);
+  absl::StatusOr<RenderedPrompt> allowed = (*prompts)->RenderPlan(request);
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  EXPECT_THAT(allowed->user, HasSubstr("mark them delegate"));
+  EXPECT_THAT(allowed->user, HasSubstr("at most 3 in a row, 5 children left in all"));
+  EXPECT_EQ(allowed->context, plain->context);  // the cached block does not change
+  EXPECT_EQ(allowed->system, plain->system);
+}
+
 TEST(StagePromptsTest, PlanShowsOnlyTheNewestEndedSubtasks) {
   std::map<std::string, std::string> texts = MinimalTexts();
   texts["plan_user.txt"] = "vars: done_list\n---\n{{done_list}}";

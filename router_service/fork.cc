@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "router_service/children/child_fork.h"
 #include "router_service/replay.h"
 
 namespace rein {
@@ -82,6 +83,10 @@ absl::StatusOr<ForkPoint> FindForkPoint(const StageRouter& router, const rein::v
     }
     case rein::v1::ForkRunRequest::AT_NOT_SET:
       return absl::InvalidArgumentError("at: one of at.iteration or at.seq is required");
+  }
+  // Inside a child group the fork would share the source's running children.
+  if (absl::Status s = CheckForkOutsideGroup(source.run_id(), point.state, events); !s.ok()) {
+    return s;
   }
   point.from.set_iteration(point.state.iteration());
   point.from.set_version(point.state.version());

@@ -527,8 +527,10 @@ absl::StatusOr<ReplayResult> ReplayRun(const StageRouter& router, const Run& rec
       return result;
     }
     // A cancel requested while the call was in flight commits no event of its own: the
-    // call's transition then ends the run, one version later.
-    if (next.version() == run.state().version() + 2 && EndsCancelled(tr)) {
+    // call's transition then ends the run, one version later. A WAITING parent's cancel is
+    // such a commit too, followed by its children's start or their join (router_service/children).
+    if (next.version() == run.state().version() + 2 &&
+        (EndsCancelled(tr) || run.state().stage() == rein::v1::WAITING)) {
       std::optional<Transition> t = router.OnCancel(run, /*call_in_flight=*/true, "", now);
       if (t) *run.mutable_state() = std::move(t->state);
     }

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "common/proto_time.h"
 #include "gtest/gtest.h"
+#include "tests/child_scripts.h"
 #include "tests/cluster.h"
 #include "tests/repo_cluster.h"
 
@@ -21,52 +22,6 @@ namespace {
 using RunMsg = rein::v1::Run;
 using rein::v1::RunEvent;
 using rein::v1::RunSpec;
-
-// The parent plans three delegated audits and a report; each child (matched by its goal) reads
-// README.md, its decision taking DELAY ms, then says its goal is achieved.
-// With `writer` "write_file", child b writes b.txt instead (a mutating call).
-std::string FanOutScript(int delay_ms, const std::string& writer = "read_file") {
-  std::string out = R"({
-  "plan": [
-    {"when": {"goal_contains": "audit service", "completed_contains": "read"},
-     "reply": {"goalAchieved": true, "reasoning": "child done"}},
-    {"when": {"goal_contains": "audit service"},
-     "reply": {"subtasks": [{"id": "read", "description": "read the readme",
-                             "allowedTools": []}]}},
-    {"when": {"completed_contains": "report"}, "reply": {"goalAchieved": true}},
-    {"reply": {"subtasks": [
-      {"id": "svc-a", "description": "audit service a", "allowedTools": ["read_file"], "delegate": true},
-      {"id": "svc-b", "description": "audit service b", "allowedTools": ["read_file"EXTRA], "delegate": true},
-      {"id": "svc-c", "description": "audit service c", "allowedTools": ["read_file"], "delegate": true},
-      {"id": "report", "description": "write the report", "allowedTools": ["list_files"]}]}}
-  ],
-  "decide": [
-    {"when": {"subtask": "read", "goal_contains": "audit service b"}, "delay_ms": DELAY,
-     "reply": {"toolCall": {"tool": "WRITER", "args": {"path": "b.txt", "content": "b"}}}},
-    {"when": {"subtask": "read"}, "delay_ms": DELAY,
-     "reply": {"toolCall": {"tool": "read_file", "args": {"path": "README.md"}}}},
-    {"when": {"subtask": "report"},
-     "reply": {"toolCall": {"tool": "list_files", "args": {"path": "."}}}}
-  ],
-  "evaluate": [
-    {"when": {"action_ok": true}, "reply": {"status": "COMPLETED", "summary": "${subtask}: ok"}},
-    {"reply": {"status": "FAILED", "summary": "failed"}}
-  ]
-})";
-  for (size_t at; (at = out.find("DELAY")) != std::string::npos;) {
-    out.replace(at, 5, std::to_string(delay_ms));
-  }
-  for (size_t at; (at = out.find("WRITER")) != std::string::npos;) out.replace(at, 6, writer);
-  // A child's tools are its subtask's: child b may also write when it writes.
-  const std::string extra = writer == "read_file" ? "" : absl::StrCat(", \"", writer, "\"");
-  out.replace(out.find("EXTRA"), 5, extra);
-  if (writer == "read_file") {
-    // No write: child b reads like its siblings.
-    const std::string b = R"("args": {"path": "b.txt", "content": "b"})";
-    out.replace(out.find(b), b.size(), R"("args": {"path": "README.md"})");
-  }
-  return out;
-}
 
 class ChildrenEndToEndTest : public ::testing::Test {
  protected:
@@ -236,6 +191,48 @@ TEST_F(ChildrenEndToEndTest, ChildrenSpendingTheParentsIterationsEndTheTree) {
     tree_iterations += child.state().iteration();
   }
   EXPECT_LE(tree_iterations + 2, 8);
+}
+
+TEST_F(ChildrenEndToEndTest, SharesLeaveTheParentItsPartAndTheTreeEndsWithinItsLimits) {
+  Boot(FanOutScript(10));
+  RunSpec spec = Spec();
+  // PLANNING and DECIDING leave 32 iterations: the group gets half, 2:1:1.
+  spec.mutable_limits()->set_max_iterations(34);
+  spec.mutable_child_share()->set_group_percent(50);
+  (*spec.mutable_child_share()->mutable_weights())["svc-a"] = 2;
+  absl::StatusOr<RunMsg> run = cluster_->StartRun(spec);
+  ASSERT_TRUE(run.ok()) << run.status();
+  std::vector<RunEvent> events = WatchAll(run->run_id());
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);
+  absl::StatusOr<RunMsg> done = cluster_->GetRun(run->run_id());
+  ASSERT_TRUE(done.ok());
+  EXPECT_LE(done->state().iteration(), 34);
+  int tree_iterations = 0, shares = 0;
+  for (const RunMsg& child : ListRuns(run->run_id())) {
+    const int expected = child.spec().parent().subtask_id() == "svc-a" ? 8 : 4;
+    EXPECT_EQ(child.spec().limits().max_iterations(), expected)
+        << child.spec().parent().subtask_id();
+    EXPECT_EQ(child.state().stage(), rein::v1::FINISHED) << child.state().outcome().message();
+    EXPECT_LE(child.state().iteration(), expected);
+    tree_iterations += child.state().iteration();
+    shares += child.spec().limits().max_iterations();
+  }
+  EXPECT_EQ(shares, 16);
+  // The parent's own iterations and its children's, joined, stay within its limit.
+  EXPECT_LE(tree_iterations, done->state().iteration());
+}
+
+// A bad share is refused at the start, naming the field.
+TEST_F(ChildrenEndToEndTest, BadShareIsRefusedNamingTheField) {
+  Boot(FanOutScript(10));
+  RunSpec spec = Spec();
+  spec.mutable_child_share()->set_group_percent(150);
+  absl::StatusOr<RunMsg> run = cluster_->StartRun(spec);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(run.status().message().find("spec.child_share.group_percent"), std::string::npos)
+      << run.status();
 }
 
 TEST_F(ChildrenEndToEndTest, RouterKilledMidGroupJoinsOnceWithNoDuplicateChild) {

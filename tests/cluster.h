@@ -112,6 +112,7 @@ class Cluster {
   bool WaitServing(const std::string& target, absl::Duration timeout);
 
   rein::v1::Router::Stub* router() { return stub_.get(); }
+  Process* router_process() { return router_.get(); }
   std::string router_target() const { return "127.0.0.1:" + std::to_string(router_port_); }
   std::string planner_target() const { return "127.0.0.1:" + std::to_string(planner_port_); }
   std::string executor_target() const { return "127.0.0.1:" + std::to_string(executor_port_); }

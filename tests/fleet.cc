@@ -163,4 +163,17 @@ std::string Fleet::Logs() {
   return out;
 }
 
+std::string LogProblem(const std::vector<rein::v1::RunEvent>& events) {
+  int finished = 0;
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (events[i].seq() != static_cast<int64_t>(i + 1)) {
+      return absl::StrCat("event ", i, " has seq ", events[i].seq());
+    }
+    finished += events[i].has_finished();
+  }
+  if (finished != 1) return absl::StrCat(finished, " terminal events");
+  if (!events.back().has_finished()) return "the terminal event is not last";
+  return "";
+}
+
 }  // namespace rein::testing

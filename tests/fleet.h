@@ -66,6 +66,10 @@ class Fleet {
   std::vector<std::unique_ptr<rein::v1::Router::Stub>> stubs_;
 };
 
+// What is wrong with a run's whole log: "" when seq runs 1, 2, 3 ... without a gap and exactly
+// one terminal event comes last; else the first problem found.
+std::string LogProblem(const std::vector<rein::v1::RunEvent>& events);
+
 }  // namespace rein::testing
 
 #endif  // REIN_TESTS_FLEET_H_

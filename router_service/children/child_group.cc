@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/proto_time.h"
+#include "router_service/children/child_share.h"
 #include "router_service/step.h"
 #include "router_service/subtasks.h"
 #include "router_service/termination.h"
@@ -67,7 +68,11 @@ absl::Status NormalizeChildLimits(RunSpec* spec) {
     return s;
   }
   if (limits->max_depth() == 0) limits->set_max_depth(kDefaultChildDepth);
-  return CheckRange(limits->max_depth(), 1, kMaxChildDepth, "spec.limits.max_depth");
+  if (auto s = CheckRange(limits->max_depth(), 1, kMaxChildDepth, "spec.limits.max_depth");
+      !s.ok()) {
+    return s;
+  }
+  return CheckChildShare(*spec);
 }
 
 int ChildrenLeft(const RunSpec& spec, const RunState& st) {
@@ -121,30 +126,38 @@ bool OpensGroup(const RunState& st) {
 }
 
 Limits CarveLimits(const Run& run, int k, absl::Time now) {
+  k = std::max(k, 1);
+  return CarveLimits(run, k, 1, k, now);
+}
+
+Limits CarveLimits(const Run& run, int k, int weight, int total_weight, absl::Time now) {
+  const RunSpec& spec = run.spec();
   const RunState& st = run.state();
-  const Limits& parent = run.spec().limits();
+  const Limits& parent = spec.limits();
   Limits l = parent;
   k = std::max(k, 1);
   // Iterations: the children's are added to the parent's at the join, so their sum may not
   // exceed what the parent has left.
   const int iter_left = std::max(0, parent.max_iterations() - st.iteration());
-  l.set_max_iterations(std::max(1, iter_left / k));
+  l.set_max_iterations(static_cast<int32_t>(
+      std::max<int64_t>(1, SharePart(spec, int64_t{iter_left}, weight, total_weight))));
   // Retries: a run spends at most retry_budget + 1 (rule 4 ends it at the one past its budget),
-  // so k children spend at most k * ((left + 1) / k) <= left + 1 when left + 1 >= k.
+  // so the children spend at most the sum of their parts of left + 1.
   const int retry_left = std::max(0, parent.retry_budget() - st.retries_used());
-  l.set_retry_budget(std::max(0, (retry_left + 1) / k - 1));
+  l.set_retry_budget(static_cast<int32_t>(
+      std::max<int64_t>(0, SharePart(spec, int64_t{retry_left} + 1, weight, total_weight) - 1)));
   if (parent.token_budget() > 0) {
     const int64_t left = std::max<int64_t>(0, parent.token_budget() - st.tokens_used());
-    l.set_token_budget(std::max<int64_t>(1, left / k));
+    l.set_token_budget(std::max<int64_t>(1, SharePart(spec, left, weight, total_weight)));
   }
   if (parent.cost_budget_usd() > 0) {
     const double left = std::max(0.0, parent.cost_budget_usd() - st.cost_used_usd());
-    l.set_cost_budget_usd(std::max(1e-9, left / k));
+    l.set_cost_budget_usd(std::max(1e-9, SharePart(spec, left, weight, total_weight)));
   }
   const absl::Time deadline =
       st.has_deadline() ? FromProtoTime(st.deadline()) : now + absl::Hours(24 * 7);
   *l.mutable_deadline() = ToProtoDuration(std::max(absl::Milliseconds(1), deadline - now));
-  const int children_left = std::max(0, ChildrenLeft(run.spec(), st) - k);
+  const int children_left = std::max(0, ChildrenLeft(spec, st) - k);
   l.set_max_children(parent.max_depth() > 1 ? children_left / k : 0);
   l.set_max_depth(std::max(1, parent.max_depth() - 1));
   return l;
@@ -166,6 +179,7 @@ RunSpec ChildSpec(const Run& parent, const ChildRun& member, const SubTask& task
   *c.mutable_labels() = p.labels();
   if (p.has_combine_evaluate_decide()) c.set_combine_evaluate_decide(p.combine_evaluate_decide());
   if (p.has_combine_plan_decide()) c.set_combine_plan_decide(p.combine_plan_decide());
+  *c.mutable_child_share() = p.child_share();
   c.mutable_parent()->set_run_id(parent.run_id());
   c.mutable_parent()->set_group(member.group());
   c.mutable_parent()->set_subtask_id(member.subtask_id());
@@ -204,7 +218,8 @@ Transition OpenGroup(const StageRouterOptions& options, const Run& run, absl::Ti
   }
   const int group = st.child_groups() + 1;
   st.set_child_groups(group);
-  const Limits carved = CarveLimits(run, k, now);
+  int total_weight = 0;
+  for (int i = 0; i < k; ++i) total_weight += ShareWeight(run.spec(), st.subtasks(i).id());
   auto* event = s.AddEvent()->mutable_child_group();
   event->set_group(group);
   for (int i = 0; i < k; ++i) {
@@ -214,7 +229,8 @@ Transition OpenGroup(const StageRouterOptions& options, const Run& run, absl::Ti
     member->set_subtask_id(task->id());
     member->set_group(group);
     member->set_request_id(absl::StrCat("child:", run.run_id(), ":", group, ":", i));
-    *member->mutable_limits() = carved;
+    *member->mutable_limits() =
+        CarveLimits(run, k, ShareWeight(run.spec(), task->id()), total_weight, now);
     *event->add_children() = *member;
   }
   s.MoveTo(rein::v1::WAITING);

@@ -56,6 +56,12 @@ Transition OpenGroup(const StageRouterOptions& options, const rein::v1::Run& run
 // Never more in sum than the parent has left (docs/CHILD_RUNS.md, "The bound").
 rein::v1::Limits CarveLimits(const rein::v1::Run& run, int k, absl::Time now);
 
+// The limits of one child of weight `weight` in a group of `k` children weighing
+// `total_weight` (RunSpec.child_share: its part of group_percent of what the parent has left;
+// max_children is split equally). The parts of a group never sum past what the parent has left.
+rein::v1::Limits CarveLimits(const rein::v1::Run& run, int k, int weight, int total_weight,
+                             absl::Time now);
+
 // The spec of the child for `member` (a delegated `task` of `parent`): the subtask's
 // description as goal with the parent's goal as context, the subtask's tools, the parent's
 // workspace, pause points and model, the carved limits, and spec.parent.

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/proto_time.h"
 #include "gtest/gtest.h"
+#include "router_service/fork.h"
 #include "router_service/replay.h"
 #include "router_service/spec.h"
 #include "router_service/stage_router.h"
@@ -251,6 +252,73 @@ TEST(ChildGroupTest, ParentsLogReplaysThroughAGroupAlone) {
   EXPECT_EQ(replayed->events_replayed, static_cast<int64_t>(p.log.size()));
 }
 
+// A cancel recorded while a group runs (a commit with no event of its own) replays: before the
+// children's ids are recorded and after.
+TEST(ChildGroupTest, CancelRecordedMidGroupReplaysDeterministically) {
+  for (bool before_started : {true, false}) {
+    Parent p;
+    p.Apply(p.router.OnPlan(p.run, DelegatingPlan(2, 1), p.now));
+    p.Drive();
+    ASSERT_EQ(p.run.state().stage(), rein::v1::WAITING);
+    auto cancel = [&p] {
+      p.now += absl::Seconds(2);
+      std::optional<Transition> t = p.router.OnCancel(p.run, /*call_in_flight=*/false, "", p.now);
+      ASSERT_TRUE(t.has_value());
+      p.Apply(*t);
+    };
+    if (before_started) cancel();
+    p.now += absl::Seconds(1);
+    p.Apply(*p.Children(p.Observe(rein::v1::DECIDING, rein::v1::DECIDING)));
+    if (!before_started) cancel();
+    p.now += absl::Seconds(3);
+    ChildrenObserved ended = p.Observe(rein::v1::CANCELLED, rein::v1::FINISHED, /*failing=*/1);
+    for (ChildRun& c : ended.children) c.mutable_outcome()->set_cost_usd(0);  // unpriced here
+    p.Apply(*p.Children(ended));
+    ASSERT_EQ(p.run.state().stage(), rein::v1::CANCELLED);
+    absl::StatusOr<ReplayResult> replayed = ReplayRun(p.router, p.run, p.log);
+    ASSERT_TRUE(replayed.ok()) << replayed.status();
+    EXPECT_FALSE(replayed->divergence.has_value())
+        << "before_started " << before_started << ": " << DescribeReplay(*replayed);
+    EXPECT_EQ(replayed->events_replayed, static_cast<int64_t>(p.log.size()));
+  }
+}
+
+// A fork inside a group would share the source's children: refused, naming where to fork.
+TEST(ChildGroupTest, ForkInsideAGroupIsRefusedAndAroundItIsNot) {
+  Parent p;
+  p.Apply(p.router.OnPlan(p.run, DelegatingPlan(2, 1), p.now));
+  p.Drive();
+  p.Apply(*p.Children(p.Observe(rein::v1::DECIDING, rein::v1::DECIDING)));
+  ChildrenObserved ended = p.Observe(rein::v1::FINISHED, rein::v1::FINISHED);
+  for (ChildRun& c : ended.children) c.mutable_outcome()->set_cost_usd(0);  // unpriced here
+  p.Apply(*p.Children(ended));
+  int64_t group = 0, started = 0, joined = 0;
+  for (const auto& e : p.log) {
+    if (e.has_child_group()) group = e.seq();
+    if (e.has_children_started()) started = e.seq();
+    if (e.has_children_joined()) joined = e.seq();
+  }
+  auto fork_at = [&p](int64_t seq) {
+    rein::v1::ForkRunRequest request;
+    request.set_seq(seq);
+    return FindForkPoint(p.router, p.run, p.log, {}, request);
+  };
+  absl::StatusOr<ForkPoint> inside = fork_at(started);
+  ASSERT_FALSE(inside.ok());
+  EXPECT_EQ(inside.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(inside.status().message().find(absl::StrCat("fork at seq ", group - 1, " or earlier")),
+            std::string::npos)
+      << inside.status();
+  EXPECT_NE(inside.status().message().find(absl::StrCat("at seq ", joined, " or later")),
+            std::string::npos)
+      << inside.status();
+  EXPECT_TRUE(fork_at(group - 1).ok()) << fork_at(group - 1).status();
+  absl::StatusOr<ForkPoint> after = fork_at(joined);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->state.stage(), rein::v1::DECIDING);
+  EXPECT_EQ(after->state.completed_subtasks_size(), 2);  // the children's outcomes, as joined
+}
+
 TEST(ChildGroupTest, CancelWaitsForTheChildrenThenCancelsTheParent) {
   Parent p;
   p.Apply(p.router.OnPlan(p.run, DelegatingPlan(2), p.now));
@@ -306,6 +374,35 @@ TEST(ChildGroupTest, ChildrenSpendingTheParentsIterationsEndTheParent) {
   EXPECT_EQ(p.run.state().outcome().reason(), rein::v1::MAX_ITERATIONS);
 }
 
+TEST(ChildGroupTest, SharesCarveByPercentAndWeightAndTheParentKeepsTheRest) {
+  Parent p([](rein::v1::RunSpec& s) {
+    s.mutable_limits()->set_max_iterations(42);
+    s.mutable_limits()->set_token_budget(10000);
+    s.mutable_child_share()->set_group_percent(50);
+    (*s.mutable_child_share()->mutable_weights())["part0"] = 2;
+  });
+  p.Apply(p.router.OnPlan(p.run, DelegatingPlan(2, 1), p.now));
+  NextStep next = p.Drive();
+  ASSERT_EQ(next.effect.children.start.size(), 2u);
+  // 40 iterations left, half of them shared 2:1.
+  const rein::v1::Limits& big = next.effect.children.start[0].spec.limits();
+  const rein::v1::Limits& small = next.effect.children.start[1].spec.limits();
+  EXPECT_EQ(big.max_iterations(), 20 * 2 / 3);
+  EXPECT_EQ(small.max_iterations(), 20 / 3);
+  EXPECT_LT(big.token_budget() + small.token_budget(),
+            (10000 - p.run.state().tokens_used()) / 2 + 1);
+  EXPECT_GT(big.token_budget(), small.token_budget());
+  // Children inherit the share for their own groups.
+  EXPECT_EQ(next.effect.children.start[0].spec.child_share().group_percent(), 50);
+  // Children spending all they got leave the parent its half for the report.
+  ChildrenObserved observed = p.Observe(rein::v1::FINISHED, rein::v1::FINISHED);
+  observed.children[0].set_iterations(big.max_iterations());
+  observed.children[1].set_iterations(small.max_iterations());
+  p.Apply(*p.Children(observed));
+  EXPECT_EQ(p.run.state().stage(), rein::v1::DECIDING);
+  EXPECT_GE(42 - p.run.state().iteration(), 20);
+}
+
 TEST(ChildGroupTest, ChildThatCannotStartFailsItsSubtaskAtTheJoin) {
   Parent p;
   p.Apply(p.router.OnPlan(p.run, DelegatingPlan(2), p.now));
@@ -352,6 +449,7 @@ TEST(ChildGroupTest, RandomTreesEndWithinTheParentsLimits) {
       s.mutable_limits()->set_max_iterations(max_iterations);
       s.mutable_limits()->set_max_children(1 + static_cast<int>(rng() % 12));
       s.mutable_limits()->set_max_parallel_children(1 + static_cast<int>(rng() % 4));
+      if (rng() % 2) s.mutable_child_share()->set_group_percent(static_cast<int>(rng() % 101));
     });
     int steps = 0;
     while (!StageRouter::IsTerminal(p.run.state().stage()) &&

@@ -1,0 +1,3 @@
+package auth
+
+const SessionMinutes = 30

@@ -1,0 +1,2 @@
+CURRENCY = "EUR"
+DB_PASSWORD = "billing-dev-2024"
