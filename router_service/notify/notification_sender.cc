@@ -98,10 +98,17 @@ absl::Duration NotificationSender::Backoff(int attempts) {
 }
 
 bool NotificationSender::TakeSlot(const std::string& url) {
+  const int limit = std::max(1, options_.per_endpoint);
   absl::MutexLock lock(&mu_);
-  int& n = in_flight_[url];
-  if (n >= std::max(1, options_.per_endpoint)) return false;
-  ++n;
+  const auto free = [this, &url, limit]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = in_flight_.find(url);
+    return it == in_flight_.end() || it->second < limit;
+  };
+  if (!free() && !clock_->AwaitWithDeadline(&mu_, absl::Condition(&free),
+                                            clock_->Now() + options_.endpoint_wait)) {
+    return false;
+  }
+  ++in_flight_[url];
   Metrics::Global().Set("rein_notifications_in_flight", ++in_flight_total_);
   return true;
 }
