@@ -150,6 +150,19 @@ const std::vector<SubcommandDef>& Subcommands() {
        "quota [--namespace=NS] [--json]\n"
        "    Shows a namespace's quotas (the router's --quotas_file) against what it uses now,\n"
        "    and when a spent one frees. Default: the token's own namespace."},
+      {"notifications",
+       Subcommand::kNotifications,
+       false,
+       {{"failed", false, false},
+        {"pending", false, false},
+        {"namespace", true, false},
+        {"page_size", true, false},
+        {"json", false, false}},
+       "notifications [--failed | --pending] [--namespace=NS] [--page_size=N] [--json]\n"
+       "    Lists the webhook outbox's notices of the namespace's runs, newest first\n"
+       "    (docs/WEBHOOKS.md): id (the webhook-id), type, status, attempts, when committed,\n"
+       "    next attempt, last error. --failed: only those given up; --pending: only those not\n"
+       "    yet delivered. At most --page_size (default 50, at most 1000). Operators and admins."},
       {"show",
        Subcommand::kShow,
        true,
@@ -399,6 +412,23 @@ absl::Status RequireNonEmpty(const FlagValues& values, const char* flag, std::st
   return absl::OkStatus();
 }
 
+absl::Status ParseNotificationsFlags(const FlagValues& values, Command& command) {
+  const bool failed = Last(values, "failed") == std::optional<std::string>("true");
+  const bool pending = Last(values, "pending") == std::optional<std::string>("true");
+  if (failed && pending)
+    return UsageError("notifications: --failed and --pending exclude each other");
+  command.notice_status =
+      failed ? v1::NOTICE_FAILED : (pending ? v1::NOTICE_PENDING : v1::NOTICE_STATUS_UNSPECIFIED);
+  command.namespace_name = Last(values, "namespace").value_or("");
+  if (auto value = Last(values, "page_size")) {
+    absl::StatusOr<int32_t> parsed = ParseInt<int32_t>("page_size", *value, 1);
+    if (!parsed.ok()) return parsed.status();
+    if (*parsed > 1000) return UsageError("--page_size: at most 1000");
+    command.page_size = *parsed;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseSubcommandFlags(const SubcommandDef& def, const FlagValues& values,
                                   Command& command) {
   command.watch = Last(values, "watch") == std::optional<std::string>("true");
@@ -456,6 +486,7 @@ absl::Status ParseSubcommandFlags(const SubcommandDef& def, const FlagValues& va
     case Subcommand::kQuota:
       command.namespace_name = Last(values, "namespace").value_or("");
       return absl::OkStatus();
+    case Subcommand::kNotifications: return ParseNotificationsFlags(values, command);
     case Subcommand::kExport: return RequireNonEmpty(values, "out", command.out_dir, def.name);
     case Subcommand::kTools:
       if (values.count("executor")) {

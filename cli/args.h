@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "rein/v1/router.pb.h"
 #include "rein/v1/types.pb.h"
 
 namespace rein::cli {
@@ -37,6 +38,7 @@ enum class Subcommand {
   kReplay,
   kDiff,
   kQuota,
+  kNotifications,
 };
 
 // The `fork` flags as given.
@@ -121,8 +123,11 @@ struct Command {
   // replay: the router's --price_table ("" = none)
   std::string price_table;
 
-  // quota: the namespace asked ("" = the caller's own)
+  // quota, notifications: the namespace asked ("" = the caller's own)
   std::string namespace_name;
+  // notifications: --failed or --pending (NOTICE_STATUS_UNSPECIFIED = every notice); page_size
+  // above is the most shown
+  v1::NoticeStatus notice_status = v1::NOTICE_STATUS_UNSPECIFIED;
 
   // tools: the executor asked (its registry is the source of truth)
   std::string executor = kDefaultExecutor;

@@ -148,11 +148,32 @@ TEST(Usage, MentionsEverySubcommand) {
   const std::string usage = Usage();
   for (const char* name :
        {"start", "watch", "approve", "reject", "answer", "edit-plan", "edit-call", "cancel", "list",
-        "show", "export", "fork", "replay", "diff", "quota", "help"}) {
+        "show", "export", "fork", "replay", "diff", "quota", "notifications", "help"}) {
     EXPECT_THAT(usage, HasSubstr(std::string("  ") + name)) << name;
   }
   EXPECT_THAT(Usage("cancel"), HasSubstr("cancel RUN_ID [--reason=TEXT]"));
   EXPECT_THAT(Usage("cancel"), ::testing::Not(HasSubstr("export")));
+}
+
+TEST(ParseArgs, NotificationsTakesOneStatusFilterAndABoundedPageSize) {
+  absl::StatusOr<Command> command = Parse({"notifications", "--pending", "--page_size=1000"});
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(command->subcommand, Subcommand::kNotifications);
+  EXPECT_EQ(command->notice_status, v1::NOTICE_PENDING);
+  EXPECT_EQ(command->page_size, 1000);
+  command = Parse({"notifications"});
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(command->notice_status, v1::NOTICE_STATUS_UNSPECIFIED);
+  for (const auto& [args, problem] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"notifications", "--failed", "--pending"},
+            "--failed and --pending exclude each other"},
+           {{"notifications", "--page_size=1001"}, "--page_size: at most 1000"},
+           {{"notifications", "--page_size=0"}, "page_size"},
+           {{"notifications", "run-1"}, "unexpected argument"}}) {
+    absl::StatusOr<Command> bad = Parse(args);
+    ASSERT_FALSE(bad.ok()) << args.back();
+    EXPECT_THAT(bad.status().message(), HasSubstr(problem));
+  }
 }
 
 TEST(ParseArgs, WatchParsesRunIdAndAfterSeq) {

@@ -22,6 +22,7 @@
 #include "cli/event_line.h"
 #include "cli/child_tree.h"
 #include "cli/format.h"
+#include "cli/notice_table.h"
 #include "cli/requests.h"
 #include "cli/run_diff.h"
 #include "grpcpp/client_context.h"
@@ -94,6 +95,7 @@ int CommandRunner::Run(const Command& command) {
     case Subcommand::kReplay: return Replay(command);
     case Subcommand::kDiff: return Diff(command);
     case Subcommand::kQuota: return Quota(command);
+    case Subcommand::kNotifications: return Notifications(command);
   }
   return UsageError("unknown subcommand");
 }
@@ -410,6 +412,22 @@ int CommandRunner::Quota(const Command& command) {
     out_ << "\n";
   }
   out_ << std::flush;
+  return kExitFinished;
+}
+
+int CommandRunner::Notifications(const Command& command) {
+  v1::ListNotificationsRequest request;
+  request.set_status(command.notice_status);
+  request.set_namespace_(command.namespace_name);
+  request.set_page_size(command.page_size);
+  v1::ListNotificationsResponse response;
+  grpc::ClientContext context;
+  SetDeadline(context, options_.rpc_timeout);
+  grpc::Status status = stub_->ListNotifications(&context, request, &response);
+  if (!status.ok()) return RpcError("ListNotifications", status);
+  out_ << (command.json ? PrettyMessageJson(response) + "\n"
+                        : NoticeTable(response, command.notice_status, options_.zone))
+       << std::flush;
   return kExitFinished;
 }
 

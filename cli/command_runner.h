@@ -60,6 +60,7 @@ class CommandRunner {
   int Cancel(const Command& command);
   int List(const Command& command);
   int Quota(const Command& command);
+  int Notifications(const Command& command);
   int Show(const Command& command);
   int Export(const Command& command);
   int Tools(const Command& command);

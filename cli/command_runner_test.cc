@@ -88,6 +88,25 @@ class FakeRouter final : public v1::Router::Service {
     tokens->mutable_frees_at()->set_seconds(1700006400);
     return grpc::Status::OK;
   }
+  grpc::Status ListNotifications(grpc::ServerContext*, const v1::ListNotificationsRequest* request,
+                                 v1::ListNotificationsResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    notification_requests.push_back(*request);
+    if (request->namespace_() == "team-z") {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          "namespace: the caller acts in namespace team-a only, not team-z");
+    }
+    v1::Notice* notice = response->add_notices();
+    notice->set_notice_id("run-1.9");
+    notice->set_run_id("run-1");
+    notice->set_seq(9);
+    notice->set_type("dev.rein.run.finished");
+    notice->set_status(v1::NOTICE_FAILED);
+    notice->set_attempts(31);
+    notice->mutable_committed()->set_seconds(1700000000);
+    notice->set_last_error("http://127.0.0.1:9/...: Couldn't connect to server");
+    return grpc::Status::OK;
+  }
   grpc::Status CancelRun(grpc::ServerContext*, const v1::CancelRunRequest* request,
                          v1::Run* response) override {
     absl::MutexLock lock(&mu_);
@@ -161,6 +180,7 @@ class FakeRouter final : public v1::Router::Service {
   std::vector<v1::ListRunsRequest> list_requests;
   std::vector<v1::CancelRunRequest> cancel_requests;
   std::vector<v1::GetQuotaRequest> quota_requests;
+  std::vector<v1::ListNotificationsRequest> notification_requests;
   std::vector<v1::WatchRunRequest> watch_requests;
   std::vector<v1::ResumeRunRequest> resume_requests;
   int get_run_calls = 0;
@@ -538,6 +558,27 @@ TEST_F(CommandRunnerTest, QuotaShowsUseAgainstEachQuotaAndWhenASpentOneFrees) {
             "namespace team-b\n"
             "  max_concurrent_runs: 1 of 2\n"
             "  max_tokens_per_day: 1000 of 1000, spent; frees at 2023-11-15 00:00:00 UTC\n");
+}
+
+TEST_F(CommandRunnerTest, NotificationsListsTheOutboxWithTheFilterAsked) {
+  EXPECT_EQ(Run({"notifications", "--failed", "--namespace=team-b", "--page_size=5"}),
+            kExitFinished);
+  ASSERT_EQ(router_.notification_requests.size(), 1u);
+  EXPECT_EQ(router_.notification_requests[0].status(), v1::NOTICE_FAILED);
+  EXPECT_EQ(router_.notification_requests[0].namespace_(), "team-b");
+  EXPECT_EQ(router_.notification_requests[0].page_size(), 5);
+  EXPECT_EQ(out_.str(),
+            "NOTICE   TYPE      STATUS  ATTEMPTS  COMMITTED            NEXT ATTEMPT  "
+            "ENDPOINTS TOOK IT  LAST ERROR\n"
+            "run-1.9  finished  failed  31        2023-11-14 22:13:20  -             "
+            "0                  http://127.0.0.1:9/...: Couldn't connect to server\n");
+  out_.str("");
+  EXPECT_EQ(Run({"notifications", "--json"}), kExitFinished);
+  EXPECT_EQ(router_.notification_requests.back().status(), v1::NOTICE_STATUS_UNSPECIFIED);
+  EXPECT_THAT(out_.str(), HasSubstr("\"noticeId\": \"run-1.9\""));
+  EXPECT_EQ(Run({"notifications", "--namespace=team-z"}), kExitRpcError);
+  EXPECT_THAT(err_.str(), HasSubstr("reinctl: ListNotifications: PERMISSION_DENIED: namespace:"));
+  EXPECT_EQ(router_.notification_requests.size(), 3u);
 }
 
 TEST_F(CommandRunnerTest, ShowPrintsSummaryOrJson) {

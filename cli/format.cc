@@ -32,11 +32,6 @@ std::string FormatWholeSeconds(absl::Duration d) {
   return FormatDurationWithUnit(absl::Trunc(d, absl::Seconds(1)));
 }
 
-std::string FormatTime(const google::protobuf::Timestamp& t, absl::TimeZone zone) {
-  if (!IsSet(t)) return "-";
-  return absl::FormatTime("%Y-%m-%d %H:%M:%S", FromProto(t), zone);
-}
-
 std::string Indent(absl::string_view text, absl::string_view prefix) {
   std::string out;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
@@ -212,6 +207,32 @@ std::string ReviewHint(const v1::Run& run, absl::string_view router_flag) {
   return out;
 }
 
+std::string FormatTime(const google::protobuf::Timestamp& t, absl::TimeZone zone) {
+  if (!IsSet(t)) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", FromProto(t), zone);
+}
+
+std::string AlignedTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()), 0);
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i + 1 == row.size()) {
+        absl::StrAppend(&line, row[i]);
+      } else {
+        absl::StrAppend(&line, row[i], std::string(widths[i] - row[i].size() + 2, ' '));
+      }
+    }
+    absl::StrAppend(&out, absl::StripTrailingAsciiWhitespace(line), "\n");
+  }
+  return out;
+}
+
 std::string RunTable(const std::vector<v1::Run>& runs, absl::TimeZone zone, bool usage) {
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"RUN ID", "STAGE", "REASON", "ITER", "CREATED"});
@@ -237,23 +258,7 @@ std::string RunTable(const std::vector<v1::Run>& runs, absl::TimeZone zone, bool
     }
     rows.back().push_back(OneLine(run.spec().goal(), 50));
   }
-  std::vector<size_t> widths(rows[0].size(), 0);
-  for (const auto& row : rows) {
-    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      if (i + 1 == row.size()) {
-        absl::StrAppend(&line, row[i]);
-      } else {
-        absl::StrAppend(&line, row[i], std::string(widths[i] - row[i].size() + 2, ' '));
-      }
-    }
-    absl::StrAppend(&out, absl::StripTrailingAsciiWhitespace(line), "\n");
-  }
-  return out;
+  return AlignedTable(rows);
 }
 
 namespace {

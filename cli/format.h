@@ -60,6 +60,12 @@ std::string FinalReport(const v1::Run& run);
 // `router_flag` is appended to each command (e.g. " --router=host:1" or "").
 std::string ReviewHint(const v1::Run& run, absl::string_view router_flag);
 
+// "YYYY-MM-DD HH:MM:SS" in `zone`; "-" when unset.
+std::string FormatTime(const google::protobuf::Timestamp& t, absl::TimeZone zone);
+
+// Rows as columns two spaces apart, each as wide as its widest cell (the last one as is).
+std::string AlignedTable(const std::vector<std::vector<std::string>>& rows);
+
 // The `list` table: run id, stage, reason, iteration, created, goal (cut to 50 characters);
 // with `usage`, also the run's input, output, cache read and cache write tokens and its cost.
 std::string RunTable(const std::vector<v1::Run>& runs, absl::TimeZone zone, bool usage = false);

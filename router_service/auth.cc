@@ -143,6 +143,7 @@ uint32_t RolesAllowedFor(absl::string_view method) {
       {"CancelRun", kRoleOperator | kRoleAdmin},
       {"ForkRun", kRoleOperator | kRoleAdmin},
       {"ResumeRun", kRoleReviewer | kRoleAdmin},
+      {"ListNotifications", kRoleOperator | kRoleAdmin},
   };
   auto it = kTable->find(method);
   return it == kTable->end() ? 0 : it->second;

@@ -19,7 +19,7 @@ namespace rein {
 // Roles, as bits of Principal::roles.
 enum Role : uint32_t {
   kRoleViewer = 1,    // GetRun, ListRuns, WatchRun, ExportRun
-  kRoleOperator = 2,  // viewer's calls plus StartRun, CancelRun, ForkRun
+  kRoleOperator = 2,  // viewer's calls plus StartRun, CancelRun, ForkRun, ListNotifications
   kRoleReviewer = 4,  // viewer's calls plus ResumeRun
   kRoleAdmin = 8,     // every call, in every namespace
 };

@@ -82,7 +82,7 @@ TEST(RolesAllowedForTest, TableOfEveryRouterMethod) {
   for (const char* m : {"GetRun", "ListRuns", "WatchRun", "ExportRun", "GetQuota"}) {
     EXPECT_EQ(RolesAllowedFor(m), all) << m;
   }
-  for (const char* m : {"StartRun", "CancelRun", "ForkRun"}) {
+  for (const char* m : {"StartRun", "CancelRun", "ForkRun", "ListNotifications"}) {
     EXPECT_EQ(RolesAllowedFor(m), kRoleOperator | kRoleAdmin) << m;
   }
   EXPECT_EQ(RolesAllowedFor("ResumeRun"), kRoleReviewer | kRoleAdmin);

@@ -75,6 +75,16 @@ absl::StatusOr<CreateResult> CreateFork(const ForkContext& ctx,
                                   request.edits().limits().cost_budget_usd() != 0
                                       ? "edits.limits.cost_budget_usd"
                                       : "spec.limits.cost_budget_usd"));
+  if (spec.notify_size() > 0) {
+    const absl::Status allowed =
+        ctx.check_notify ? ctx.check_notify(spec)
+                         : absl::InvalidArgumentError("spec.notify: no URL is allowed here");
+    if (!allowed.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the source run's ", allowed.message(),
+                       "; a fork keeps its source's notify, so it cannot be forked here"));
+    }
+  }
   const std::string run_id = NewRunId();
   const std::string source_workspace = source.spec().workspace();
   spec.set_workspace(absl::StrCat(source_workspace.substr(0, 200), "-", run_id));

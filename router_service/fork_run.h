@@ -3,6 +3,7 @@
 #ifndef REIN_ROUTER_SERVICE_FORK_RUN_H_
 #define REIN_ROUTER_SERVICE_FORK_RUN_H_
 
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -33,6 +34,9 @@ struct ForkContext {
   std::string router_id;                         // the fork's owner, at epoch 1
   absl::Duration copy_timeout;                   // CopyWorkspace's and DeleteWorkspace's
   absl::Time deadline = absl::InfiniteFuture();  // the caller's: CopyWorkspace not past it
+  // The router's check of RunSpec.notify against --webhook_allow (RunEngineOptions); null = no
+  // URL allowed.
+  std::function<absl::Status(const rein::v1::RunSpec&)> check_notify;
 };
 
 // The fork of `source` that `request` asks for (StageRouter::Fork, router_service/fork.h), with
@@ -41,6 +45,9 @@ struct ForkContext {
 // same request_id twice returns the first fork (CreateResult.created false).
 // FAILED_PRECONDITION naming workspace_at_fork when the executors no longer hold the workspace
 // at the point (reason SNAPSHOT_MISSING), naming workspace when they cannot copy it.
+// FAILED_PRECONDITION naming the source's spec.notify[i] when a URL the fork would keep is not
+// allowed by this router (ctx.check_notify) now: the allow-list may have narrowed since the
+// source started, and a fork must not be a way around it.
 absl::StatusOr<CreateResult> CreateFork(const ForkContext& ctx,
                                         const rein::v1::ForkRunRequest& request,
                                         const rein::v1::Run& source, const std::string& principal);

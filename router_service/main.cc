@@ -129,6 +129,9 @@ ABSL_FLAG(std::string, console_url, "", "base URL of the console, for links in w
 ABSL_FLAG(absl::Duration, webhook_retry_for, absl::Hours(24),
           "how long after its commit a webhook notice is retried before it is marked failed");
 ABSL_FLAG(absl::Duration, webhook_timeout, absl::Seconds(10), "one webhook POST's whole exchange");
+ABSL_FLAG(absl::Duration, webhook_max_backoff, absl::Minutes(10),
+          "the longest wait between two attempts of a webhook notice (a receiver back up gets "
+          "its notices within it)");
 
 namespace {
 
@@ -268,6 +271,9 @@ int main(int argc, char** argv) {
   rein::NotificationSenderOptions notify_options;
   notify_options.retry_for = absl::GetFlag(FLAGS_webhook_retry_for);
   notify_options.request_timeout = absl::GetFlag(FLAGS_webhook_timeout);
+  notify_options.max_backoff = absl::GetFlag(FLAGS_webhook_max_backoff);
+  if (notify_options.max_backoff < absl::Seconds(1) || notify_options.max_backoff > absl::Hours(24))
+    return Fail("--webhook_max_backoff: must be in [1s, 24h]");
   if (notify_options.retry_for <= absl::ZeroDuration())
     return Fail("--webhook_retry_for: must be > 0");
   if (notify_options.request_timeout < absl::Milliseconds(100) ||

@@ -339,6 +339,13 @@ grpc::Status RouterGrpcService::GetQuota(grpc::ServerContext* context,
   return Reply(api_.GetQuota(caller, *request), response, "GetQuota");
 }
 
+grpc::Status RouterGrpcService::ListNotifications(grpc::ServerContext* context,
+                                                  const rein::v1::ListNotificationsRequest* request,
+                                                  rein::v1::ListNotificationsResponse* response) {
+  REIN_AUTHENTICATE("ListNotifications");
+  return Reply(api_.ListNotifications(caller, *request), response, "ListNotifications");
+}
+
 grpc::ServerWriteReactor<rein::v1::RunEvent>* RouterGrpcService::WatchRun(
     grpc::CallbackServerContext* context, const rein::v1::WatchRunRequest* request) {
   Caller caller;

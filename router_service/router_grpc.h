@@ -58,6 +58,9 @@ class RouterGrpcService final
                          grpc::ServerWriter<rein::v1::RunSnapshot>* writer) override;
   grpc::Status GetQuota(grpc::ServerContext* context, const rein::v1::GetQuotaRequest* request,
                         rein::v1::QuotaReport* response) override;
+  grpc::Status ListNotifications(grpc::ServerContext* context,
+                                 const rein::v1::ListNotificationsRequest* request,
+                                 rein::v1::ListNotificationsResponse* response) override;
 
  private:
   // OK with the caller in `caller` (anyone, without auth), or the call's refusal when its

@@ -301,6 +301,67 @@ TEST_F(RouterNamespaceTest, ACallerCannotNameAnotherNamespaceButAdminSpansThemAl
   EXPECT_TRUE(Listed("d-op").empty());
 }
 
+// ListNotifications reads the webhook outbox: a pause leaves a notice there in its commit
+// (no sender runs in this test, so each stays pending).
+TEST_F(RouterNamespaceTest, NotificationsAreListedPerNamespaceAndOnlyToOperators) {
+  const rein::v1::Run a_run = StartPaused("a-op");
+  const rein::v1::Run b_run = StartPaused("b-op");
+  ASSERT_EQ(a_run.state().stage(), rein::v1::PAUSED);
+  ASSERT_EQ(b_run.state().stage(), rein::v1::PAUSED);
+  auto list = [this](const std::string& token, rein::v1::ListNotificationsRequest request,
+                     std::vector<std::string>* runs) {
+    rein::v1::ListNotificationsResponse reply;
+    grpc::Status status = stub_->ListNotifications(Context(token).get(), request, &reply);
+    runs->clear();
+    for (const rein::v1::Notice& n : reply.notices()) {
+      runs->push_back(n.run_id());
+      EXPECT_EQ(n.notice_id(), absl::StrCat(n.run_id(), ".", n.seq()));
+      EXPECT_EQ(n.type(), "dev.rein.run.paused");
+      EXPECT_EQ(n.status(), rein::v1::NOTICE_PENDING);
+      EXPECT_TRUE(n.has_committed());
+      EXPECT_TRUE(n.has_next_attempt());
+    }
+    return status.error_code();
+  };
+  std::vector<std::string> runs;
+  rein::v1::ListNotificationsRequest any;
+  EXPECT_EQ(list("a-op", any, &runs), grpc::StatusCode::OK);
+  EXPECT_EQ(runs, std::vector<std::string>{a_run.run_id()});
+  EXPECT_EQ(list("b-op", any, &runs), grpc::StatusCode::OK);
+  EXPECT_EQ(runs, std::vector<std::string>{b_run.run_id()});
+  // Another namespace's token sees nothing of these, and cannot name theirs.
+  EXPECT_EQ(list("d-op", any, &runs), grpc::StatusCode::OK);
+  EXPECT_TRUE(runs.empty());
+  rein::v1::ListNotificationsRequest in_b;
+  in_b.set_namespace_("team-b");
+  EXPECT_EQ(list("a-op", in_b, &runs), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(runs.empty());
+  // Viewers and reviewers may not read the outbox.
+  EXPECT_EQ(list("a-viewer", any, &runs), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(list("a-rev", any, &runs), grpc::StatusCode::PERMISSION_DENIED);
+  // An admin sees every namespace, or the one named.
+  EXPECT_EQ(list("root", any, &runs), grpc::StatusCode::OK);
+  EXPECT_EQ(runs.size(), 2u);
+  EXPECT_EQ(list("root", in_b, &runs), grpc::StatusCode::OK);
+  EXPECT_EQ(runs, std::vector<std::string>{b_run.run_id()});
+  // Filters, and bad input named.
+  rein::v1::ListNotificationsRequest failed;
+  failed.set_status(rein::v1::NOTICE_FAILED);
+  EXPECT_EQ(list("a-op", failed, &runs), grpc::StatusCode::OK);
+  EXPECT_TRUE(runs.empty());
+  rein::v1::ListNotificationsRequest bad;
+  bad.set_page_size(1001);
+  rein::v1::ListNotificationsResponse reply;
+  grpc::Status status = stub_->ListNotifications(Context("a-op").get(), bad, &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("page_size"), std::string::npos);
+  bad.set_page_size(0);
+  bad.set_status(static_cast<rein::v1::NoticeStatus>(9));
+  status = stub_->ListNotifications(Context("a-op").get(), bad, &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("status"), std::string::npos);
+}
+
 TEST_F(RouterNamespaceTest, RequestIdsForksEventsAndExecutorCallsStayInTheirNamespace) {
   const rein::v1::Run a = StartPaused("a-op", "same-key");
   const rein::v1::Run b = StartPaused("b-op", "same-key");

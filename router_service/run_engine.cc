@@ -518,7 +518,8 @@ absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request,
                   clock_,
                   options_.router_id,
                   options_.workspace_copy_timeout,
-                  deadline};
+                  deadline,
+                  options_.check_notify};
   ASSIGN_OR_RETURN(CreateResult created, CreateFork(ctx, request, source, principal));
   if (!created.created) return created.run;  // the same request_id: the first fork
   Metrics::Global().Add("rein_router_runs_forked_total", 1);

@@ -133,6 +133,8 @@ class RunEngine {
   absl::StatusOr<rein::v1::Run> ResumeRun(const rein::v1::ResumeRunRequest& request,
                                           const std::string& principal = "",
                                           absl::Time deadline = absl::InfiniteFuture());
+  // The store's webhook outbox (read by RouterApi::ListNotifications).
+  NotificationOutbox* outbox() const { return store_; }
   // The run's snapshots above `after_version`, oldest first, at most `limit` (0 = all).
   absl::StatusOr<std::vector<Snapshot>> ListSnapshots(const std::string& run_id,
                                                       int64_t after_version = 0, int limit = 0);

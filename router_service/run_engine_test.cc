@@ -407,6 +407,41 @@ TEST_F(RunEngineTest, ForkWithBadLimitEditsNamesTheEditsField) {
       << fork.status();
 }
 
+// A fork keeps its source's RunSpec.notify, so ForkRun checks it against the allow-list as it
+// is now (a router restarted with a narrower --webhook_allow must not send there for a fork).
+TEST_F(RunEngineTest, ForkRechecksTheSourcesNotifyAgainstTheAllowListNow) {
+  auto allowed = std::make_shared<std::atomic<bool>>(true);
+  options_.check_notify = [allowed](const rein::v1::RunSpec& spec) {
+    if (allowed->load() || spec.notify_size() == 0) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        "spec.notify[0]: not under a prefix this router allows (--webhook_allow)");
+  };
+  Reopen();
+  rein::v1::RunSpec spec = Spec();
+  spec.add_notify("https://hooks.example/team-a");
+  const std::string id = StartRun(spec);
+  AwaitFinished(id);
+  allowed->store(false);
+  rein::v1::ForkRunRequest request;
+  request.set_run_id(id);
+  request.set_iteration(1);
+  absl::StatusOr<rein::v1::Run> fork = engine_->ForkRun(request);
+  EXPECT_EQ(fork.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StartsWith(fork.status().message(),
+                               "the source run's spec.notify[0]: not under a prefix"))
+      << fork.status();
+  rein::v1::ListRunsRequest all;
+  absl::StatusOr<RunPage> listed = engine_->ListRuns(all);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->runs.size(), 1u) << "a refused fork leaves no run";
+  // Allowed again, the fork passes the check and goes on to copy the workspace (which this
+  // fake executor cannot do).
+  allowed->store(true);
+  fork = engine_->ForkRun(request);
+  EXPECT_FALSE(fork.ok());
+  EXPECT_EQ(fork.status().message().find("notify"), std::string::npos) << fork.status();
+}
+
 // Waits (on the engine) until the run has paused.
 void AwaitPaused(RunEngine& engine, const std::string& run_id) {
   int64_t after = 0;

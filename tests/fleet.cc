@@ -87,6 +87,7 @@ bool Fleet::StartRouter(int i, const std::vector<std::string>& extra, bool wait)
                                    absl::StrCat("--router_id=", router_id(i)),
                                    absl::StrCat("--lease_ttl=", options_.lease_ttl),
                                    "--shutdown_grace_seconds=2"};
+  for (const std::string& flag : options_.router_flags) argv.push_back(flag);
   for (const std::string& flag : extra) argv.push_back(flag);
   routers_[i] = std::make_unique<Process>(router_id(i), argv,
                                           absl::StrCat(options_.dir, "/", router_id(i), ".log"));

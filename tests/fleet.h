@@ -25,6 +25,7 @@ class Fleet {
     std::string script_json;  // the scripted planner's script
     int routers = 3;
     std::string lease_ttl = "2s";
+    std::vector<std::string> router_flags;  // given to every router, before StartRouter's
   };
   explicit Fleet(Options options);
   ~Fleet();

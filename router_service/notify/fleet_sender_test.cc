@@ -139,7 +139,7 @@ TEST_F(FleetSenderTest, ADeadRoutersNoticesAreDeliveredByTheOther) {
   EXPECT_EQ(counts.size(), 10u);
   for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id;
   absl::StatusOr<std::vector<Notification>> notices =
-      b->ListNotifications(NotificationStatus::kDelivered, /*any=*/false, 100);
+      b->ListNotifications(NotificationStatus::kDelivered, /*any=*/false, "", 100);
   ASSERT_TRUE(notices.ok());
   ASSERT_EQ(notices->size(), 10u);
   for (const Notification& n : *notices) {

@@ -84,6 +84,7 @@ void NotificationSender::RefreshGauges() {
   absl::StatusOr<NotificationCounts> counts = outbox_->CountNotifications();
   if (!counts.ok()) return;
   Metrics::Global().Set("rein_notifications_pending", static_cast<double>(counts->pending));
+  Metrics::Global().Set("rein_notifications_delivered", static_cast<double>(counts->delivered));
   Metrics::Global().Set("rein_notifications_failed", static_cast<double>(counts->failed));
 }
 
@@ -94,6 +95,28 @@ absl::Duration NotificationSender::Backoff(int attempts) {
   absl::MutexLock lock(&mu_);
   static absl::BitGen* const gen = new absl::BitGen();
   return delay * absl::Uniform(*gen, 0.5, 1.0);
+}
+
+bool NotificationSender::TakeSlot(const std::string& url) {
+  const int limit = std::max(1, options_.per_endpoint);
+  absl::MutexLock lock(&mu_);
+  const auto free = [this, &url, limit]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = in_flight_.find(url);
+    return it == in_flight_.end() || it->second < limit;
+  };
+  if (!free() && !clock_->AwaitWithDeadline(&mu_, absl::Condition(&free),
+                                            clock_->Now() + options_.endpoint_wait)) {
+    return false;
+  }
+  ++in_flight_[url];
+  Metrics::Global().Set("rein_notifications_in_flight", ++in_flight_total_);
+  return true;
+}
+
+void NotificationSender::ReleaseSlot(const std::string& url) {
+  absl::MutexLock lock(&mu_);
+  if (--in_flight_[url] <= 0) in_flight_.erase(url);
+  Metrics::Global().Set("rein_notifications_in_flight", --in_flight_total_);
 }
 
 absl::StatusOr<bool> NotificationSender::SendOne() {
@@ -109,9 +132,10 @@ absl::StatusOr<bool> NotificationSender::SendOne() {
   NotificationUpdate update;
   update.notice_id = notice.notice_id;
   update.lease_epoch = notice.lease_epoch;
-  update.attempts = notice.attempts + 1;
+  update.attempts = notice.attempts;
   update.delivered_to = notice.delivered_to;
   std::vector<std::string> errors;
+  int busy = 0;  // endpoints skipped: their POSTs in flight were at per_endpoint
   std::optional<absl::Duration> retry_after;
 
   absl::StatusOr<rein::v1::Run> run = runs_->GetRun(notice.run_id);
@@ -134,6 +158,12 @@ absl::StatusOr<bool> NotificationSender::SendOne() {
         update.delivered_to.push_back(endpoint.url);
         continue;
       }
+      if (!TakeSlot(endpoint.url)) {
+        ++busy;
+        Metrics::Global().Add("rein_notifications_endpoint_busy_total", 1);
+        continue;
+      }
+      update.attempts = notice.attempts + 1;  // a POST was made
       WebhookRequest request;
       request.url = endpoint.url;
       request.timeout = options_.request_timeout;
@@ -147,6 +177,7 @@ absl::StatusOr<bool> NotificationSender::SendOne() {
             "webhook-signature", WebhookSignature(endpoint.key, notice.notice_id, timestamp, body));
       }
       const WebhookReply reply = transport_->Post(request);
+      ReleaseSlot(endpoint.url);
       if (reply.status >= 200 && reply.status < 300) {
         update.delivered_to.push_back(endpoint.url);
         Metrics::Global().Add("rein_notifications_delivered_total", 1);
@@ -173,6 +204,7 @@ absl::StatusOr<bool> NotificationSender::SendOne() {
       }
     }
   } else if (absl::IsNotFound(run.status())) {
+    update.attempts = notice.attempts + 1;
     errors.push_back(absl::StrCat("the run is gone: ", run.status().message()));
   } else {
     return run.status();  // the claim's hold brings the notice back
@@ -181,12 +213,21 @@ absl::StatusOr<bool> NotificationSender::SendOne() {
   const absl::Time after = clock_->Now();
   const absl::Time give_up = notice.committed + options_.retry_for;
   update.last_error = absl::StrJoin(errors, "; ");
-  if (errors.empty()) {
+  if (errors.empty() && busy == 0) {
     update.status = NotificationStatus::kDelivered;
     update.next_attempt = after;
+  } else if (errors.empty() && after < give_up) {
+    // Only busy endpoints are left: due again soon, kept in the outbox meanwhile.
+    update.last_error = notice.last_error;
+    update.next_attempt = std::min(after + options_.endpoint_busy_delay, give_up);
   } else if (after >= give_up || absl::IsNotFound(run.status())) {
     update.status = NotificationStatus::kFailed;
     update.next_attempt = after;
+    if (update.last_error.empty()) {
+      update.last_error = notice.last_error.empty()
+                              ? "every endpoint left was busy with other notices until then"
+                              : notice.last_error;
+    }
     LogError("webhook notice given up: not delivered within --webhook_retry_for",
              {{"notice", notice.notice_id},
               {"type", type},

@@ -4,6 +4,7 @@
 #define REIN_ROUTER_SERVICE_NOTIFY_NOTIFICATION_SENDER_H_
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -36,6 +37,13 @@ struct NotificationSenderOptions {
   absl::Duration poll_interval = absl::Milliseconds(200);
   // Notices being sent at once (each by its own thread).
   int concurrency = 4;
+  // POSTs in flight to one endpoint at most: a slow or hanging receiver holds this many threads
+  // and no more. A notice whose endpoint is at its limit waits up to endpoint_wait for a slot
+  // (a receiver that answers frees one within that); failing that, it is not posted there now
+  // and stays in the outbox, due again after endpoint_busy_delay (not counted as an attempt).
+  int per_endpoint = 2;
+  absl::Duration endpoint_wait = absl::Milliseconds(200);
+  absl::Duration endpoint_busy_delay = absl::Seconds(2);
   // The CloudEvents `source` of every notice.
   std::string source = "urn:rein:router";
 };
@@ -45,7 +53,10 @@ struct NotificationSenderOptions {
 // to every endpoint WebhookConfig::EndpointsFor names that has not taken it yet, and writes
 // the outcome: delivered when every endpoint answered 2xx (or 410, which also disables that
 // endpoint until restart), else the next attempt's time. Nothing here runs on the loop's
-// threads: a slow or hostile receiver delays only other notices.
+// threads. The backlog is the outbox, not memory: at most `concurrency` notices are held here,
+// and at most `per_endpoint` of them are being posted to any one endpoint, so a slow or
+// hanging receiver delays only its own notices (metrics: rein_notifications_in_flight,
+// rein_notifications_endpoint_busy_total).
 class NotificationSender {
  public:
   NotificationSender(RunStore* runs, NotificationOutbox* outbox, const WebhookConfig* config,
@@ -60,13 +71,17 @@ class NotificationSender {
   // public for tests.
   absl::StatusOr<bool> SendOne();
 
-  // Refreshes the outbox gauges (rein_notifications_pending, _failed).
+  // Refreshes the outbox gauges (rein_notifications_pending, _delivered, _failed).
   void RefreshGauges();
 
  private:
   void Loop(int index);
   // The delay before attempt `attempts` + 1 (attempts >= 1 failed so far).
   absl::Duration Backoff(int attempts);
+  // Takes one of the endpoint's per_endpoint slots; false when they are all still in use after
+  // endpoint_wait.
+  bool TakeSlot(const std::string& url);
+  void ReleaseSlot(const std::string& url);
 
   RunStore* const runs_;
   NotificationOutbox* const outbox_;
@@ -77,7 +92,9 @@ class NotificationSender {
 
   absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::set<std::string> gone_ ABSL_GUARDED_BY(mu_);  // endpoints that answered 410
+  std::set<std::string> gone_ ABSL_GUARDED_BY(mu_);            // endpoints that answered 410
+  std::map<std::string, int> in_flight_ ABSL_GUARDED_BY(mu_);  // POSTs per endpoint URL
+  int in_flight_total_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> threads_;
 };
 

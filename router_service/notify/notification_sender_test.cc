@@ -31,6 +31,49 @@ using testing::WebhookReceiver;
 
 constexpr char kKey[] = "test-key";
 
+// Posts to `hang_url` wait until Release() (or their timeout), counting how many are in flight
+// at once; the others go to `real`.
+class HangingTransport final : public WebhookTransport {
+ public:
+  HangingTransport(WebhookTransport* real, std::string hang_url)
+      : real_(real), hang_url_(std::move(hang_url)) {}
+
+  WebhookReply Post(const WebhookRequest& request) override {
+    if (request.url != hang_url_) return real_->Post(request);
+    absl::MutexLock lock(&mu_);
+    max_in_flight_ = std::max(max_in_flight_, ++in_flight_);
+    const bool released = mu_.AwaitWithTimeout(absl::Condition(&released_), request.timeout);
+    --in_flight_;
+    if (!released) return WebhookReply{0, "timed out", std::nullopt};
+    for (const auto& [name, value] : request.headers) {
+      if (name == "webhook-id") taken_.push_back(value);
+    }
+    return WebhookReply{204, "", std::nullopt};
+  }
+
+  void Release() {
+    absl::MutexLock lock(&mu_);
+    released_ = true;
+  }
+  int max_in_flight() {
+    absl::MutexLock lock(&mu_);
+    return max_in_flight_;
+  }
+  std::vector<std::string> taken() {
+    absl::MutexLock lock(&mu_);
+    return taken_;
+  }
+
+ private:
+  WebhookTransport* const real_;
+  const std::string hang_url_;
+  absl::Mutex mu_;
+  bool released_ ABSL_GUARDED_BY(mu_) = false;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  int max_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> taken_ ABSL_GUARDED_BY(mu_);
+};
+
 class NotificationSenderTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -57,6 +100,24 @@ class NotificationSenderTest : public ::testing::Test {
 
   // Creates run `id` (started by alice) and commits its pause, as the engine would.
   void PauseRun(const std::string& id) {
+    rein::v1::RunEvent event;
+    *event.mutable_time() = Now();
+    event.mutable_paused()->mutable_pause()->set_reason(rein::v1::NEED_HUMAN);
+    event.mutable_paused()->mutable_pause()->set_question("which file?");
+    CreateAndCommit(id, rein::v1::PAUSED, event);
+  }
+
+  // Creates run `id` and commits its end (goal achieved).
+  void FinishRun(const std::string& id) {
+    rein::v1::RunEvent event;
+    *event.mutable_time() = Now();
+    event.mutable_finished()->mutable_outcome()->set_status(rein::v1::FINISHED);
+    event.mutable_finished()->mutable_outcome()->set_reason(rein::v1::GOAL_ACHIEVED);
+    CreateAndCommit(id, rein::v1::FINISHED, event);
+  }
+
+  void CreateAndCommit(const std::string& id, rein::v1::Stage stage,
+                       const rein::v1::RunEvent& event) {
     rein::v1::Run run;
     run.set_run_id(id);
     run.mutable_spec()->set_goal("fix the tests");
@@ -68,14 +129,10 @@ class NotificationSenderTest : public ::testing::Test {
     started.set_principal("alice");
     started.mutable_stage_changed()->set_to(rein::v1::PLANNING);
     ASSERT_TRUE(store_->CreateRun(run, {started}).ok());
-    rein::v1::RunState paused = run.state();
-    paused.set_version(2);
-    paused.set_stage(rein::v1::PAUSED);
-    rein::v1::RunEvent event;
-    *event.mutable_time() = Now();
-    event.mutable_paused()->mutable_pause()->set_reason(rein::v1::NEED_HUMAN);
-    event.mutable_paused()->mutable_pause()->set_question("which file?");
-    ASSERT_TRUE(store_->Commit(id, 1, paused, {event}, std::nullopt, absl::Now()).ok());
+    rein::v1::RunState next = run.state();
+    next.set_version(2);
+    next.set_stage(stage);
+    ASSERT_TRUE(store_->Commit(id, 1, next, {event}, std::nullopt, absl::Now()).ok());
   }
 
   static google::protobuf::Timestamp Now() {
@@ -86,7 +143,7 @@ class NotificationSenderTest : public ::testing::Test {
 
   Notification Notice(const std::string& id) {
     absl::StatusOr<std::vector<Notification>> all =
-        store_->ListNotifications(NotificationStatus::kPending, /*any=*/true, 100);
+        store_->ListNotifications(NotificationStatus::kPending, /*any=*/true, "", 100);
     EXPECT_TRUE(all.ok()) << all.status();
     for (Notification& n : *all) {
       if (n.notice_id == id) return n;
@@ -251,6 +308,55 @@ TEST_F(NotificationSenderTest, TheSendersThreadsDeliverEveryNoticeOnce) {
   }
   EXPECT_EQ(ids.size(), 20u);
   EXPECT_THAT(receiver_.received(), SizeIs(20));
+}
+
+// A hanging receiver holds at most per_endpoint of the sender's threads; the other endpoint's
+// notices go out meanwhile, and the hanging one's wait in the outbox (pending, durable), not in
+// memory, until it answers: then each is taken once.
+TEST_F(NotificationSenderTest, AHangingEndpointHoldsAtMostItsShareAndItsBacklogStaysInTheOutbox) {
+  options_.concurrency = 4;
+  options_.per_endpoint = 2;
+  options_.poll_interval = absl::Milliseconds(20);
+  options_.endpoint_busy_delay = absl::Milliseconds(100);
+  options_.request_timeout = absl::Seconds(60);  // it hangs for as long as the test holds it
+  const std::string hang = "http://127.0.0.1:9/hang";
+  HangingTransport transport(&transport_, hang);
+  config_ = std::make_unique<WebhookConfig>(
+      std::vector<WebhookEndpoint>{{hang, kKey, {kTypePaused}},
+                                   {receiver_.url(), kKey, {kTypeFinished}}},
+      std::vector<WebhookEndpoint>{}, "");
+  sender_ = std::make_unique<NotificationSender>(store_.get(), store_.get(), config_.get(),
+                                                 &transport, RealClock(), options_);
+  constexpr int kHanging = 60;
+  constexpr int kHealthy = 10;
+  for (int i = 0; i < kHanging; ++i) PauseRun(absl::StrCat("paused-", i));
+  for (int i = 0; i < kHealthy; ++i) FinishRun(absl::StrCat("finished-", i));
+  sender_->Start();
+  ASSERT_TRUE(receiver_.AwaitCount(kHealthy, absl::Seconds(30)));
+  absl::SleepFor(absl::Milliseconds(300));  // busy deferrals come round a few times
+  EXPECT_EQ(transport.max_in_flight(), 2);
+  absl::StatusOr<NotificationCounts> counts = store_->CountNotifications();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(counts->delivered, kHealthy);
+  EXPECT_EQ(counts->pending, kHanging);
+  for (const Notification& n : *store_->ListNotifications(NotificationStatus::kPending,
+                                                          /*any=*/false, "", 100)) {
+    EXPECT_LE(n.attempts, 1) << n.notice_id << ": waiting for a busy endpoint is no attempt";
+  }
+
+  transport.Release();
+  const absl::Time end = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < end && store_->CountNotifications()->delivered < kHanging + kHealthy) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  sender_->Stop();
+  EXPECT_EQ(store_->CountNotifications()->delivered, kHanging + kHealthy);
+  EXPECT_LE(transport.max_in_flight(), 2);
+  const std::vector<std::string> taken = transport.taken();
+  EXPECT_EQ(taken.size(), static_cast<size_t>(kHanging));
+  EXPECT_EQ(std::set<std::string>(taken.begin(), taken.end()).size(),
+            static_cast<size_t>(kHanging));
+  EXPECT_THAT(receiver_.received(), SizeIs(kHealthy));
 }
 
 }  // namespace

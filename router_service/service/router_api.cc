@@ -1,10 +1,15 @@
 // The Router's public calls and their checks.
 #include "router_service/service/router_api.h"
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "common/limits.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
+#include "router_service/notify/notice_view.h"
 
 namespace rein {
 namespace {
@@ -130,6 +135,29 @@ absl::StatusOr<rein::v1::QuotaReport> RouterApi::GetQuota(
     return none;
   }
   return quotas_->Report(ns);
+}
+
+absl::StatusOr<rein::v1::ListNotificationsResponse> RouterApi::ListNotifications(
+    const Caller& caller, const rein::v1::ListNotificationsRequest& request) {
+  RETURN_IF_ERROR(CheckRole(caller, "ListNotifications"));
+  ASSIGN_OR_RETURN(std::optional<NotificationStatus> status,
+                   NoticeStatusFilter(request.status(), "status"));
+  if (request.page_size() < 0 || request.page_size() > 1000) {
+    return absl::InvalidArgumentError("page_size: must be in [0, 1000] (0 = 50)");
+  }
+  std::string ns;
+  if (!request.namespace_().empty()) {
+    ASSIGN_OR_RETURN(ns, NamedNamespace(caller, request.namespace_(), "namespace"));
+  } else if (!caller.spans_namespaces()) {
+    ns = caller.namespace_name;
+  }
+  ASSIGN_OR_RETURN(std::vector<Notification> notices,
+                   engine_->outbox()->ListNotifications(
+                       status.value_or(NotificationStatus::kPending), !status.has_value(), ns,
+                       request.page_size() == 0 ? 50 : request.page_size()));
+  rein::v1::ListNotificationsResponse response;
+  for (const Notification& notice : notices) *response.add_notices() = NoticeView(notice);
+  return response;
 }
 
 }  // namespace rein

@@ -65,6 +65,10 @@ class RouterApi {
                                        const rein::v1::WatchRunRequest& request);
   absl::StatusOr<rein::v1::QuotaReport> GetQuota(const Caller& caller,
                                                  const rein::v1::GetQuotaRequest& request);
+  // The webhook outbox's notices of the runs of the caller's namespace (an admin: the one
+  // named, or every one), newest first; no endpoint URL or secret in the reply.
+  absl::StatusOr<rein::v1::ListNotificationsResponse> ListNotifications(
+      const Caller& caller, const rein::v1::ListNotificationsRequest& request);
 
   // The stream's events carry their run's namespace.
   static void StampEvent(const std::string& namespace_name, rein::v1::RunEvent* event) {

@@ -92,9 +92,11 @@ class NotificationOutbox {
   // not own it at update.lease_epoch (nothing written).
   virtual absl::Status UpdateNotification(const NotificationUpdate& update) = 0;
 
-  // The notices with `status` (every status when `any`), newest first, at most `limit` (> 0).
-  virtual absl::StatusOr<std::vector<Notification>> ListNotifications(NotificationStatus status,
-                                                                      bool any, int limit) = 0;
+  // The notices with `status` (every status when `any`) of the runs of namespace
+  // `namespace_name` ("" = every namespace; `default` holds the runs from before namespaces),
+  // newest first, at most `limit` (> 0).
+  virtual absl::StatusOr<std::vector<Notification>> ListNotifications(
+      NotificationStatus status, bool any, const std::string& namespace_name, int limit) = 0;
 
   virtual absl::StatusOr<NotificationCounts> CountNotifications() = 0;
 };

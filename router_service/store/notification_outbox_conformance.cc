@@ -76,7 +76,7 @@ TEST_P(NotificationOutboxConformanceTest, APauseAndAnEndEachLeaveOneNoticeInThei
       store().Commit("run-1", 3, done, {FinishedEvent(4)}, std::nullopt, At(kEpoch + 30)).ok());
 
   absl::StatusOr<std::vector<Notification>> all =
-      store().ListNotifications(NotificationStatus::kPending, /*any=*/true, 10);
+      store().ListNotifications(NotificationStatus::kPending, /*any=*/true, "", 10);
   ASSERT_TRUE(all.ok()) << all.status();
   ASSERT_THAT(NoticeIds(*all), ElementsAre("run-1.4", "run-1.2"));  // newest first
   const Notification& pause = (*all)[1];
@@ -97,6 +97,41 @@ TEST_P(NotificationOutboxConformanceTest, APauseAndAnEndEachLeaveOneNoticeInThei
   ASSERT_TRUE(counts.ok()) << counts.status();
   EXPECT_EQ(counts->pending, 2);
   EXPECT_EQ(counts->delivered, 0);
+}
+
+TEST_P(NotificationOutboxConformanceTest, ListingANamespaceShowsOnlyItsRunsNotices) {
+  ASSERT_TRUE(store().JoinFleet("router-1", absl::Seconds(10)).ok());
+  rein::v1::Run mine = OwnedRun("run-1", "router-1");  // namespace "" is stored as `default`
+  rein::v1::Run theirs = OwnedRun("run-2", "router-1");
+  theirs.mutable_spec()->set_namespace_("team-b");
+  ASSERT_TRUE(store().CreateRun(mine, {}).ok());
+  ASSERT_TRUE(store().CreateRun(theirs, {}).ok());
+  for (const rein::v1::Run* run : {&mine, &theirs}) {
+    ASSERT_TRUE(store()
+                    .Commit(run->run_id(), 1, Next(run->state(), rein::v1::PAUSED),
+                            {PausedEvent(2)}, std::nullopt, At(kEpoch + 10))
+                    .ok());
+  }
+  absl::StatusOr<std::vector<Notification>> b =
+      store().ListNotifications(NotificationStatus::kPending, /*any=*/false, "team-b", 10);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_THAT(NoticeIds(*b), ElementsAre("run-2.1"));
+  absl::StatusOr<std::vector<Notification>> others =
+      store().ListNotifications(NotificationStatus::kPending, /*any=*/true, "default", 10);
+  ASSERT_TRUE(others.ok()) << others.status();
+  EXPECT_THAT(NoticeIds(*others), ElementsAre("run-1.1"));
+  absl::StatusOr<std::vector<Notification>> none =
+      store().ListNotifications(NotificationStatus::kPending, /*any=*/true, "team-c", 10);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_THAT(*none, IsEmpty());
+  absl::StatusOr<std::vector<Notification>> failed =
+      store().ListNotifications(NotificationStatus::kFailed, /*any=*/false, "team-b", 10);
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  EXPECT_THAT(*failed, IsEmpty());
+  absl::StatusOr<std::vector<Notification>> all =
+      store().ListNotifications(NotificationStatus::kPending, /*any=*/true, "", 10);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_THAT(*all, SizeIs(2));
 }
 
 TEST_P(NotificationOutboxConformanceTest, ACommitThatFailsLeavesNoNotice) {
@@ -128,7 +163,7 @@ TEST_P(NotificationOutboxConformanceTest, ACommitThatFailsLeavesNoNotice) {
   EXPECT_EQ(results[0].status().code(), absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(results[1].ok()) << results[1].status();
   absl::StatusOr<std::vector<Notification>> all =
-      store().ListNotifications(NotificationStatus::kPending, /*any=*/true, 10);
+      store().ListNotifications(NotificationStatus::kPending, /*any=*/true, "", 10);
   ASSERT_TRUE(all.ok()) << all.status();
   EXPECT_THAT(NoticeIds(*all), ElementsAre("run-2.1"));
 }
@@ -177,7 +212,7 @@ TEST_P(NotificationOutboxConformanceTest, AClaimHoldsANoticeUntilItsUpdateOrHold
   ASSERT_TRUE(claimed.ok()) << claimed.status();
   EXPECT_THAT(*claimed, IsEmpty());
   absl::StatusOr<std::vector<Notification>> delivered =
-      store().ListNotifications(NotificationStatus::kDelivered, /*any=*/false, 10);
+      store().ListNotifications(NotificationStatus::kDelivered, /*any=*/false, "", 10);
   ASSERT_TRUE(delivered.ok()) << delivered.status();
   EXPECT_THAT(NoticeIds(*delivered), ElementsAre("run-1.2"));
   absl::StatusOr<NotificationCounts> counts = store().CountNotifications();

@@ -185,16 +185,24 @@ absl::Status PostgresRunStore::UpdateNotification(const NotificationUpdate& upda
 }
 
 absl::StatusOr<std::vector<Notification>> PostgresRunStore::ListNotifications(
-    NotificationStatus status, bool any, int limit) {
+    NotificationStatus status, bool any, const std::string& namespace_name, int limit) {
   if (limit <= 0) return absl::InvalidArgumentError("limit must be positive");
   const std::string what = "listing notices";
   ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Autocommit(pool_.get()));
   PgParams params;
   params.Int(limit);
-  if (!any) params.Int(static_cast<int64_t>(status));
+  std::string where = " WHERE TRUE";
+  if (!any) {
+    params.Int(static_cast<int64_t>(status));
+    absl::StrAppend(&where, " AND status = $", params.size());
+  }
+  if (!namespace_name.empty()) {
+    params.Text(namespace_name);
+    absl::StrAppend(&where, " AND run_id IN (SELECT run_id FROM runs WHERE namespace = $",
+                    params.size(), ")");
+  }
   ASSIGN_OR_RETURN(PgResult result,
-                   tx->Exec(absl::StrCat("SELECT ", kColumns, " FROM notifications",
-                                         any ? "" : " WHERE status = $2",
+                   tx->Exec(absl::StrCat("SELECT ", kColumns, " FROM notifications", where,
                                          " ORDER BY committed_us DESC, notice_id DESC LIMIT $1"),
                             params, what));
   return ParseNotificationRows(result.get(), what);

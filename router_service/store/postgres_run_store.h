@@ -142,6 +142,7 @@ class PostgresRunStore final : public RouterStore {
                                                                int limit) override;
   absl::Status UpdateNotification(const NotificationUpdate& update) override;
   absl::StatusOr<std::vector<Notification>> ListNotifications(NotificationStatus status, bool any,
+                                                              const std::string& namespace_name,
                                                               int limit) override;
   absl::StatusOr<NotificationCounts> CountNotifications() override;
 

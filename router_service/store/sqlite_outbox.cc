@@ -148,16 +148,19 @@ absl::Status SqliteRunStore::UpdateNotification(const NotificationUpdate& update
 }
 
 absl::StatusOr<std::vector<Notification>> SqliteRunStore::ListNotifications(
-    NotificationStatus status, bool any, int limit) {
+    NotificationStatus status, bool any, const std::string& namespace_name, int limit) {
   if (limit <= 0) return absl::InvalidArgumentError("limit must be positive");
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(SqliteDb::Statement stmt,
-                   db_->Prepare(absl::StrCat("SELECT ", kColumns, " FROM notifications",
-                                             any ? "" : " WHERE status = ?",
-                                             " ORDER BY committed_us DESC, notice_id DESC "
-                                             "LIMIT ?")));
+  ASSIGN_OR_RETURN(
+      SqliteDb::Statement stmt,
+      db_->Prepare(absl::StrCat(
+          "SELECT ", kColumns, " FROM notifications WHERE 1 = 1", any ? "" : " AND status = ?",
+          namespace_name.empty() ? ""
+                                 : " AND run_id IN (SELECT run_id FROM runs WHERE namespace = ?)",
+          " ORDER BY committed_us DESC, notice_id DESC LIMIT ?")));
   int index = 1;
   if (!any) stmt.BindInt(index++, static_cast<int64_t>(status));
+  if (!namespace_name.empty()) stmt.BindText(index++, namespace_name);
   stmt.BindInt(index, limit);
   return ReadNotifications(db_.get(), stmt, router_id_);
 }

@@ -111,8 +111,9 @@ class HeldStore final : public RouterStore {
     return inner_->UpdateNotification(update);
   }
   absl::StatusOr<std::vector<Notification>> ListNotifications(NotificationStatus status, bool any,
+                                                              const std::string& namespace_name,
                                                               int limit) override {
-    return inner_->ListNotifications(status, any, limit);
+    return inner_->ListNotifications(status, any, namespace_name, limit);
   }
   absl::StatusOr<NotificationCounts> CountNotifications() override {
     return inner_->CountNotifications();
