@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cli/format.h"
+#include "cli/text.h"
 
 namespace rein::cli {
 namespace {

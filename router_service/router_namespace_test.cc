@@ -311,7 +311,7 @@ TEST_F(RouterNamespaceTest, NotificationsAreListedPerNamespaceAndOnlyToOperators
   auto list = [this](const std::string& token, rein::v1::ListNotificationsRequest request,
                      std::vector<std::string>* runs) {
     rein::v1::ListNotificationsResponse reply;
-    grpc::Status status = stub_->ListNotifications(Context(token).get(), request, &reply);
+    grpc::Status status = served_.stub->ListNotifications(Context(token).get(), request, &reply);
     runs->clear();
     for (const rein::v1::Notice& n : reply.notices()) {
       runs->push_back(n.run_id());
@@ -352,12 +352,12 @@ TEST_F(RouterNamespaceTest, NotificationsAreListedPerNamespaceAndOnlyToOperators
   rein::v1::ListNotificationsRequest bad;
   bad.set_page_size(1001);
   rein::v1::ListNotificationsResponse reply;
-  grpc::Status status = stub_->ListNotifications(Context("a-op").get(), bad, &reply);
+  grpc::Status status = served_.stub->ListNotifications(Context("a-op").get(), bad, &reply);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("page_size"), std::string::npos);
   bad.set_page_size(0);
   bad.set_status(static_cast<rein::v1::NoticeStatus>(9));
-  status = stub_->ListNotifications(Context("a-op").get(), bad, &reply);
+  status = served_.stub->ListNotifications(Context("a-op").get(), bad, &reply);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("status"), std::string::npos);
 }
