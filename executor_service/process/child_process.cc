@@ -43,8 +43,7 @@ struct ChildArgs {
   size_t pass_count;
   int cwd_fd;
   int cgroup_fd;
-  int keep_fd;         // a spawner's socket: kept open (close-on-exec) until execve, else -1
-  bool signals_reset;  // the handlers are at their defaults already (a spawner's child)
+  int keep_fd;  // a spawner's socket: kept open (close-on-exec) until execve, else -1
   bool new_session;
   int resources[6];
   struct rlimit limits[6];
@@ -72,7 +71,7 @@ void ResetSignalHandlers() {
 int ChildMain(void* arg) {
   ChildArgs* a = static_cast<ChildArgs*>(arg);
   // Signals stay blocked (the parent blocked them all) until just before execve.
-  if (!a->signals_reset) ResetSignalHandlers();
+  ResetSignalHandlers();
   if (a->new_session && setsid() < 0) return Fail(a, "setsid");
   if (a->cgroup_fd >= 0 && write(a->cgroup_fd, "0", 1) != 1) return Fail(a, "joining the cgroup");
   if (a->cwd_fd >= 0 && fchdir(a->cwd_fd) != 0) return Fail(a, "fchdir");
@@ -180,11 +179,10 @@ constexpr size_t kSpawnerFds = kMaxPassFds + 4;
 static_assert(kSpawnerFds <= kMaxPassedFds, "one message carries a command's descriptors");
 
 struct SpawnerArea {
-  int sock;       // its end of the socket pair
-  int procs_fd;   // cgroup.procs to join, or -1
-  pid_t parent;   // the executor
-  pid_t pid;      // set by the spawner before it says it is ready
-  pid_t command;  // the command's pid, set by the spawner once it executed (or -1)
+  int sock;      // its end of the socket pair
+  int procs_fd;  // cgroup.procs to join, or -1
+  pid_t parent;  // the executor
+  pid_t pid;     // set by the spawner before it says it is ready
   ChildArgs args;
   char data[1];  // to the end of the mapping
 };
@@ -195,19 +193,12 @@ size_t SpawnerDataBytes() { return kSpawnerAreaBytes - offsetof(SpawnerArea, dat
 
 // The spawner: a child forked from a holder thread of the executor. It reads and writes only
 // the shared SpawnerArea, and makes system calls only (the executor's other threads may have
-// held locks at the fork). It does not execute the command itself: it starts it as the
-// executor's child (CLONE_PARENT) sharing the spawner's memory until it executes
-// (CLONE_VM | CLONE_VFORK, as posix_spawn does), so that the execve does not tear down the
-// spawner's copy of the executor's address space on the command's path; the spawner then exits
-// and does that in parallel.
+// held locks at the fork).
 int SpawnerMain(void* arg) {
   SpawnerArea* area = static_cast<SpawnerArea*>(arg);
   const int sock = area->sock;
   const int procs_fd = area->procs_fd;
   ResetSignalHandlers();
-  void* stack = mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (stack == MAP_FAILED) _exit(1);
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // while unused, it dies with the thread waiting for it
   if (getppid() != area->parent) _exit(1);
   // Nothing of the executor's stays open here (another command's pipe would never see EOF, and
@@ -223,7 +214,6 @@ int SpawnerMain(void* arg) {
     close(procs_fd);
   }
   area->pid = static_cast<pid_t>(syscall(SYS_getpid));
-  area->command = -1;
   const char ready = 'R';
   if (write(sock, &ready, 1) != 1) _exit(1);
 
@@ -234,13 +224,10 @@ int SpawnerMain(void* arg) {
     _exit(0);  // the executor dropped this spawner
   }
   ChildArgs* a = &area->args;
-  const char done = 'D';
   const size_t want = 3 + (a->cwd_fd >= 0 ? 1 : 0) + a->pass_count;
   if (got.dropped || got.count != want) {
-    a->error = EBADF;
-    a->step = "receiving the descriptors";
-    (void)!write(sock, &done, 1);
-    _exit(127);
+    errno = EBADF;
+    Fail(a, "receiving the descriptors");
   }
   size_t i = 0;
   a->stdin_fd = fds[i++];
@@ -248,20 +235,10 @@ int SpawnerMain(void* arg) {
   a->stdout_fd = fds[i++];
   if (a->cwd_fd >= 0) a->cwd_fd = fds[i++];
   for (size_t j = 0; j < a->pass_count; ++j) a->pass_fds[j] = fds[i++];
-  a->cgroup_fd = -1;  // joined above: the command inherits the spawner's cgroup
-  a->keep_fd = -1;    // the command closes everything but its own descriptors
-  a->signals_reset = true;
-  // Returns once the command executed or failed (then a->error says why).
-  const pid_t command =
-      static_cast<pid_t>(clone(ChildMain, static_cast<char*>(stack) + kChildStackBytes,
-                               CLONE_VM | CLONE_VFORK | CLONE_PARENT | SIGCHLD, a));
-  if (command < 0) {
-    a->error = errno;
-    a->step = "clone";
-  }
-  area->command = command;
-  (void)!write(sock, &done, 1);
-  _exit(0);
+  a->cgroup_fd = -1;  // joined above
+  a->keep_fd = sock;  // closes on execve: the executor's sign that it happened
+  ChildMain(a);
+  _exit(127);
 }
 
 // Copies `args` into `area`, with its strings and arrays in the area's data. False when they
@@ -299,7 +276,6 @@ bool FillArea(SpawnerArea* area, const ChildArgs& args) {
   a.argv = argv;
   a.envp = envp;
   a.keep_fd = -1;
-  a.signals_reset = false;
   a.error = 0;
   a.step = nullptr;
   return true;
@@ -309,12 +285,10 @@ bool FillArea(SpawnerArea* area, const ChildArgs& args) {
 
 // RunChild's access to a spawner.
 struct SpawnerAccess {
-  // Hands the command in `args` to `spawner` and waits until the spawner has started it and it
-  // has executed, or failed (then `error`/`step` of the area say why). Sets `*pid` to the
-  // command's pid (the executor's child), or -1 when the spawner started none. False, with the
-  // spawner untouched, when it cannot take it (too large a command, or the spawner is gone):
-  // start it another way.
-  static bool Launch(Spawner* spawner, const ChildArgs& args, ChildArgs** result, int* pid) {
+  // Hands the command in `args` to `spawner` and waits until it has executed it or failed
+  // (then `error`/`step` of the area say why). False, with the spawner untouched, when it
+  // cannot take it (too large a command, or the spawner is gone): start it another way.
+  static bool Launch(Spawner* spawner, const ChildArgs& args, ChildArgs** result) {
     if (spawner->used_ || !FillArea(spawner->area_, args)) return false;
     int fds[kSpawnerFds];
     size_t count = 0;
@@ -325,8 +299,8 @@ struct SpawnerAccess {
     for (size_t i = 0; i < args.pass_count; ++i) fds[count++] = args.pass_fds[i];
     const char go = 'G';
     if (SendWithFds(spawner->socket_, &go, 1, fds, count) != 1) return false;
-    spawner->used_ = true;
-    // 'D' once the command executed or failed; EOF when the spawner died before.
+    spawner->used_ = true;  // from here the pid is the command's: RunChild reaps it
+    // EOF once it executed (the socket is close-on-exec) or exited.
     struct pollfd wait = {spawner->socket_, POLLIN, 0};
     while (true) {
       const int ready = poll(&wait, 1, 30000);
@@ -334,20 +308,9 @@ struct SpawnerAccess {
       if (ready <= 0) kill(spawner->pid_, SIGKILL);  // stuck: cannot be; killed, then reaped
       break;
     }
-    char byte = 0;
-    const bool done = read(spawner->socket_, &byte, 1) == 1 && byte == 'D';
-    ChildArgs* a = &spawner->area_->args;
-    *pid = done ? spawner->area_->command : -1;
-    if (*pid < 0 && a->error == 0) {
-      a->error = ECHILD;
-      a->step = "the spawner ended before it started the command";
-    }
-    *result = a;
+    *result = &spawner->area_->args;
     return true;
   }
-
-  // Waits for a used spawner to be gone (it exits by itself once it started the command).
-  static void Reap(Spawner* spawner) { spawner->Reap(); }
 };
 
 absl::StatusOr<std::unique_ptr<Spawner>> Spawner::Start(int cgroup_procs_fd) {
@@ -399,25 +362,18 @@ absl::StatusOr<std::unique_ptr<Spawner>> Spawner::Start(int cgroup_procs_fd) {
   return spawner;
 }
 
-void Spawner::Reap() {
-  if (reaped_) return;
-  reaped_ = true;
-  // Known from fork even when the spawner never said it was ready.
-  const int pid = pid_ > 0 ? pid_ : cloned_pid_;
-  if (pid <= 0) return;
-  // An unused spawner is killed; a used one has started its command or is about to exit
-  // without one (a pid is ours until reaped, so the kill reaches no one else).
-  kill(pid, SIGKILL);
-  int status;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-}
-
 Spawner::~Spawner() {
   if (socket_ >= 0) close(socket_);  // an unused spawner exits on EOF
+  if (!used_ && pid_ > 0) kill(pid_, SIGKILL);
   release_.Notify();
-  if (holder_.joinable()) holder_.join();  // returns at once: the holder only waits for release_
-  Reap();
+  if (holder_.joinable()) holder_.join();  // returns once the spawner executed or exited
+  // Known from clone even when the spawner never said it was ready.
+  const int pid = pid_ > 0 ? pid_ : cloned_pid_;
+  if (!used_ && pid > 0) {
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
   if (area_ != nullptr) munmap(area_, kSpawnerAreaBytes);
 }
 
@@ -459,18 +415,8 @@ absl::StatusOr<int> StartChild(const ChildSpec& spec, int output_fd) {
   args.keep_fd = -1;
   int pid = -1;
   ChildArgs* started = nullptr;
-  if (spec.spawner != nullptr && SpawnerAccess::Launch(spec.spawner, args, &started, &pid)) {
-    if (started->error != 0) {
-      // Nothing of it stays in the cgroup: the spawner is gone before the error is returned.
-      SpawnerAccess::Reap(spec.spawner);
-      if (pid > 0) {
-        int status;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
-      }
-      return StartStatus(started->error,
-                         absl::StrCat("cannot start ", spec.path, " (", started->step, ")"));
-    }
+  if (spec.spawner != nullptr && SpawnerAccess::Launch(spec.spawner, args, &started)) {
+    pid = spec.spawner->pid();
   } else {
     void* stack = mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);

@@ -75,17 +75,15 @@ bool ReadAvailableOutput(int fd, std::string& chunk, size_t max_output_bytes,
 
 struct SpawnerArea;
 
-// A process started ahead of time that waits to start one command: it has already joined its
-// cgroup (a task migration that takes the kernel milliseconds on cgroup v1) when the command
-// arrives, so the command's start does not wait for it. It is forked (a copy of the executor,
-// not sharing its memory) by a thread of its own that lives as long as it. At command time it
-// receives the command's descriptors over a socket (SCM_RIGHTS) and reads its argv, environment
-// and limits from a shared mapping the executor prepared, and starts the command the way
-// posix_spawn does (CLONE_VM | CLONE_VFORK, sharing the spawner's memory, not the executor's,
-// until it executes) as the executor's child (CLONE_PARENT), inside the cgroup: the command is
-// waited for, killed and limited exactly as one started by clone. Then the spawner exits (its
-// copy of the executor's memory is torn down beside the command, not on its path). It makes
-// system calls only (no allocation, no locks). Used for exactly one command.
+// A process started ahead of time that waits to become one command's process: it has already
+// joined its cgroup (a task migration that takes the kernel milliseconds on cgroup v1) when the
+// command arrives, so the command's start does not wait for it. It is forked (a copy of the
+// executor, not sharing its memory) by a thread of its own that lives as long as it. At command
+// time it receives the command's descriptors over a socket (SCM_RIGHTS) and reads its argv,
+// environment and limits from a shared mapping the executor prepared,
+// and executes the command itself: the command is the executor's child, waited for, killed and
+// limited exactly as one started by clone. It makes system calls only (no allocation, no
+// locks). Used for exactly one command.
 class Spawner {
  public:
   // Starts the spawner; it joins the cgroup whose cgroup.procs is open for writing as
@@ -93,7 +91,7 @@ class Spawner {
   // (or INTERNAL/RESOURCE_EXHAUSTED saying why it is not). `cgroup_procs_fd` must stay open
   // until then.
   static absl::StatusOr<std::unique_ptr<Spawner>> Start(int cgroup_procs_fd);
-  // Kills (when unused) and reaps the spawner; a command it started is RunChild's to reap.
+  // An unused spawner is killed and reaped; a used one is the command's, reaped by RunChild.
   ~Spawner();
   Spawner(const Spawner&) = delete;
   Spawner& operator=(const Spawner&) = delete;
@@ -104,14 +102,12 @@ class Spawner {
  private:
   friend struct SpawnerAccess;  // RunChild's side, in child_process.cc
   Spawner() = default;
-  void Reap();  // waits for the spawner process to be gone (once)
 
   int pid_ = -1;
   int cloned_pid_ = -1;  // clone's answer, set by holder_ (read after joining it)
   int socket_ = -1;
   SpawnerArea* area_ = nullptr;  // read by the spawner
   bool used_ = false;
-  bool reaped_ = false;
   std::thread holder_;  // started it; suspended until it executed, then waits for release_
   absl::Notification release_;
 };
