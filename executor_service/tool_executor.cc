@@ -4,6 +4,8 @@
 #include <exception>
 #include <new>
 #include <optional>
+#include <system_error>
+#include <thread>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -38,6 +40,29 @@ ExecuteOutcome FailedOutcome(const absl::Status& status) {
   outcome.result = ToolResult::Failure(status);
   return outcome;
 }
+
+// Work run on a thread of its own beside the caller's; Wait (or the destructor, so that no
+// early return leaves it running) returns once it is done. Without a thread (none could be
+// made) it runs inline.
+class Beside {
+ public:
+  explicit Beside(const std::function<void()>& work) {
+    try {
+      thread_ = std::thread(work);
+    } catch (const std::system_error&) {
+      work();
+    }
+  }
+  ~Beside() { Wait(); }
+  Beside(const Beside&) = delete;
+  Beside& operator=(const Beside&) = delete;
+  void Wait() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::thread thread_;
+};
 
 }  // namespace
 
@@ -170,7 +195,11 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::Run(const ExecuteCall& call, bool j
         call.deadline == absl::InfiniteFuture()
             ? start + kMaxToolTimeout
             : call.deadline - std::min(absl::Seconds(1), (call.deadline - start) / 10);
-    absl::StatusOr<JournalVerdict> verdict = journal_->Begin(journal_key, wait_until);
+    // With a snapshot due, the claim's flush runs beside it (RunClaimed); the call itself
+    // runs only once the claim is durable either way.
+    absl::StatusOr<JournalVerdict> verdict = SnapshotDue(spec)
+                                                 ? journal_->BeginUnflushed(journal_key, wait_until)
+                                                 : journal_->Begin(journal_key, wait_until);
     if (!verdict.ok()) return verdict.status();
     switch (verdict->kind) {
       case JournalVerdict::Kind::kRun: break;
@@ -199,7 +228,10 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::Run(const ExecuteCall& call, bool j
   }
   // After the claim: a call answered from the journal, or running elsewhere, takes neither a
   // slot nor a snapshot.
-  absl::StatusOr<ExecuteOutcome> outcome = RunClaimed(call, *tool, std::move(full_args));
+  std::function<void()> flush_claim;
+  if (journal_call && SnapshotDue(spec)) flush_claim = [&] { journal_->FlushClaim(journal_key); };
+  absl::StatusOr<ExecuteOutcome> outcome =
+      RunClaimed(call, *tool, std::move(full_args), flush_claim);
   if (journal_call) {
     if (!outcome.ok()) {
       journal_->Abandon(journal_key);  // refused before anything ran (a full executor)
@@ -242,21 +274,30 @@ std::string ToolExecutor::SnapshotBeforeCall(const ExecuteCall& call) const {
   return "";
 }
 
-absl::StatusOr<ExecuteOutcome> ToolExecutor::RunClaimed(const ExecuteCall& call, const Tool& tool,
-                                                        nlohmann::json full_args) const {
+bool ToolExecutor::SnapshotDue(const ToolSpec& spec) const {
+  return spec.mutating && options_.history != nullptr && options_.history->retention() > 0;
+}
+
+absl::StatusOr<ExecuteOutcome> ToolExecutor::RunClaimed(
+    const ExecuteCall& call, const Tool& tool, nlohmann::json full_args,
+    const std::function<void()>& flush_claim) const {
   const ToolSpec& spec = tool.spec();
   // A command, and the snapshot before a mutating call, run under --max_concurrent: a full
   // executor refuses the call before anything is copied or run. That is the caller's signal
   // to go elsewhere, so it is an RPC error.
-  const bool snapshot_due =
-      spec.mutating && options_.history != nullptr && options_.history->retention() > 0;
+  const bool snapshot_due = SnapshotDue(spec);
   std::optional<SandboxSlot> slot;
   if (spec.spawns_process || snapshot_due) {
     absl::StatusOr<SandboxSlot> admitted = sandbox_->Admit();
     if (!admitted.ok()) return admitted.status();
     slot.emplace(*std::move(admitted));
   }
+  // The claim's flush (an fsync, mostly a wait for the disk) and the snapshot (a copy) overlap;
+  // the claim is durable before anything below can run the call.
+  std::optional<Beside> flushing;
+  if (flush_claim) flushing.emplace(flush_claim);
   const std::string snapshot_skipped = snapshot_due ? SnapshotBeforeCall(call) : "";
+  flushing.reset();
   if (!spec.spawns_process) slot.reset();  // the snapshot's; the tool itself needs none
 
   absl::StatusOr<std::unique_ptr<Workspace>> workspace = root_->OpenWorkspace(call.workspace);

@@ -4,6 +4,7 @@
 #define REIN_EXECUTOR_SERVICE_TOOL_EXECUTOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,7 +34,8 @@ struct ExecutorOptions {
   // Times the calls and the journal (journal.clock is set from it). Not owned; never null.
   Clock* clock = RealClock();
   // Not owned; null = no snapshots. With one, a mutating call that is about to run (after its
-  // journal claim) first snapshots its workspace (WorkspaceHistory::SnapshotBeforeCall).
+  // journal claim) first snapshots its workspace (WorkspaceHistory::SnapshotBeforeCall), while
+  // the claim is flushed; the call runs once both are done.
   const WorkspaceHistory* history = nullptr;
 };
 
@@ -143,10 +145,14 @@ class ToolExecutor {
   // Snapshots the workspace of a mutating call about to run, when there is a history, within
   // the call's deadline. Returns why no snapshot was taken ("" when one was, or none was due).
   std::string SnapshotBeforeCall(const ExecuteCall& call) const;
+  // Whether a call of `spec` snapshots its workspace before it runs.
+  bool SnapshotDue(const ToolSpec& spec) const;
   // Runs a checked (and claimed) call: admission, the snapshot, workspace, the tool within
-  // its limits.
+  // its limits. `flush_claim` (when set) makes the journal's claim durable: it runs beside
+  // the snapshot and returns before the tool runs; it is not called when admission refuses.
   absl::StatusOr<ExecuteOutcome> RunClaimed(const ExecuteCall& call, const Tool& tool,
-                                            nlohmann::json full_args) const;
+                                            nlohmann::json full_args,
+                                            const std::function<void()>& flush_claim) const;
 
   ExecutorOptions options_;
   std::unique_ptr<WorkspaceRoot> root_;

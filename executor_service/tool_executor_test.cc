@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -189,14 +190,15 @@ TEST_F(ToolExecutorTest, MissingWorkspaceIsNotFoundToolError) {
 }
 
 // An executor of `temp` that snapshots into `history`.
-absl::StatusOr<std::unique_ptr<ToolExecutor>> SnapshottingExecutor(const TempWorkspace& temp,
-                                                                   const WorkspaceHistory* history,
-                                                                   int max_concurrent = 8) {
+absl::StatusOr<std::unique_ptr<ToolExecutor>> SnapshottingExecutor(
+    const TempWorkspace& temp, const WorkspaceHistory* history, int max_concurrent = 8,
+    std::function<void()> flushed = {}) {
   ExecutorOptions options;
   options.workspace_root = temp.root();
   options.executor_id = "exec-1";
   options.history = history;
   options.sandbox.max_concurrent = max_concurrent;
+  options.journal.after_claim_flush = std::move(flushed);
   return ToolExecutor::Create(options);
 }
 
@@ -247,6 +249,39 @@ TEST(ToolExecutorSnapshotTest, AMutatingCallIsSnapshottedAfterItsClaimAndOnlyThe
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_TRUE(again->replayed);
   EXPECT_NE(stat((runs + "run-1-2").c_str(), &st), 0);
+}
+
+// The claim's flush runs beside the snapshot, but the call runs only once it returned: a
+// flush held for 300 ms ends before the tool writes.
+TEST(ToolExecutorSnapshotTest, TheCallRunsOnlyOnceItsClaimIsFlushed) {
+  TempWorkspace temp;
+  temp.WriteFile("a.txt", "before");
+  WorkspaceHistory history(temp.root(), /*retention=*/4);
+  std::atomic<int> flushes{0};
+  std::atomic<int64_t> flushed_ns{0};
+  absl::StatusOr<std::unique_ptr<ToolExecutor>> executor =
+      SnapshottingExecutor(temp, &history, /*max_concurrent=*/8, [&] {
+        absl::SleepFor(absl::Milliseconds(300));
+        flushed_ns = absl::ToUnixNanos(absl::Now());
+        ++flushes;
+      });
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  if ((*executor)->sandbox().state() != Sandbox::State::kBwrap) {
+    GTEST_SKIP() << "no sandbox here: " << (*executor)->SandboxDescription();
+  }
+  absl::StatusOr<ExecuteOutcome> ran = (*executor)->ExecuteOnce(WriteCall("after"));
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  ASSERT_TRUE(ran->result.ok) << ran->result.error_message;
+  EXPECT_EQ(flushes.load(), 1);
+  struct stat st;
+  ASSERT_EQ(stat(temp.Path("a.txt").c_str(), &st), 0);
+  // File times come from a coarse clock (a few ms); 50 ms of slack, against a 300 ms flush.
+  EXPECT_GE(absl::ToUnixNanos(absl::TimeFromTimespec(st.st_mtim)),
+            flushed_ns.load() - absl::ToInt64Nanoseconds(absl::Milliseconds(50)));
+  const std::string snapshot =
+      absl::StrCat(temp.root(), "/", kWorkspaceHistoryDir, "/runs/run-1/run-1-1/a.txt");
+  std::ifstream before(snapshot);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(before), {}), "before");
 }
 
 TEST(ToolExecutorSnapshotTest, ASnapshotPastABoundIsSkippedTheCallRunsAndTheReplySaysWhy) {

@@ -358,7 +358,7 @@ bool CallJournal::InstanceAlive(const std::string& instance, const std::string& 
   return true;
 }
 
-absl::StatusOr<JournalVerdict> CallJournal::TryClaim(const JournalCall& call) {
+absl::StatusOr<JournalVerdict> CallJournal::TryClaim(const JournalCall& call, bool flush) {
   const std::string reply_path = CallPath(call, kReply);
   const std::string started_path = CallPath(call, kStarted);
   auto read_reply = [&]() -> absl::StatusOr<JournalVerdict> {
@@ -456,7 +456,7 @@ absl::StatusOr<JournalVerdict> CallJournal::TryClaim(const JournalCall& call) {
           Abandon(call);
           return ErrnoStatus(open_errno, absl::StrCat("call journal: create ", reply_path));
         }
-        SyncDirectory(run_dir);
+        if (flush) FlushClaim(call);
         JournalVerdict v;
         v.kind = JournalVerdict::Kind::kRun;
         return v;
@@ -522,12 +522,27 @@ std::string CallJournal::EndedPath(const std::string& run_id) const {
   return RunDir(run_id) + kEnded;
 }
 
+void CallJournal::FlushClaim(const JournalCall& call) {
+  SyncDirectory(RunDir(call.run_id));
+  if (options_.after_claim_flush) options_.after_claim_flush();
+}
+
 absl::StatusOr<JournalVerdict> CallJournal::Begin(const JournalCall& call, absl::Time wait_until) {
+  return BeginClaim(call, wait_until, /*flush=*/true);
+}
+
+absl::StatusOr<JournalVerdict> CallJournal::BeginUnflushed(const JournalCall& call,
+                                                           absl::Time wait_until) {
+  return BeginClaim(call, wait_until, /*flush=*/false);
+}
+
+absl::StatusOr<JournalVerdict> CallJournal::BeginClaim(const JournalCall& call,
+                                                       absl::Time wait_until, bool flush) {
   while (true) {
     // A call of a run that has ended is refused: a request delayed in the network (sent by a
     // router before it lost its lease) must not run after the run's records are gone.
     RETURN_IF_ERROR(CheckNotEnded(call.run_id));
-    absl::StatusOr<JournalVerdict> v = TryClaim(call);
+    absl::StatusOr<JournalVerdict> v = TryClaim(call, flush);
     if (v.ok() && v->kind == JournalVerdict::Kind::kRun) {
       // ForgetRun may have come between the check and the claim.
       absl::Status ended = CheckNotEnded(call.run_id);

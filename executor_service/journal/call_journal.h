@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -43,6 +44,8 @@ struct CallJournalOptions {
   // Times the heartbeat, the sweeps and Begin's polling, and how long another executor's
   // heartbeat has been seen unchanged. Not owned; never null.
   Clock* clock = RealClock();
+  // Tests: called after a claim's flush (the run directory's fsync) returned.
+  std::function<void()> after_claim_flush;
 };
 
 // The identity of one mutating call, as the request gave it.
@@ -107,6 +110,12 @@ class CallJournal {
   // when the call_id was recorded for a different tool or arguments; INTERNAL when the
   // journal cannot be written.
   absl::StatusOr<JournalVerdict> Begin(const JournalCall& call, absl::Time wait_until);
+  // Begin, but a claim (kRun) is returned before its flush: the caller must call FlushClaim
+  // and let it return before the call runs (the caller overlaps the flush with work that does
+  // not run the call, the workspace snapshot).
+  absl::StatusOr<JournalVerdict> BeginUnflushed(const JournalCall& call, absl::Time wait_until);
+  // Makes a claim returned by BeginUnflushed durable (the run directory's fsync).
+  void FlushClaim(const JournalCall& call);
   // Records the reply of a call claimed by Begin (kRun) and releases the claim.
   absl::Status Finish(const JournalCall& call, const JournalReply& reply);
   // Drops the claim of a call that was claimed but not run (the started record goes).
@@ -129,7 +138,9 @@ class CallJournal {
   CallJournal(CallJournalOptions options, std::string dir, std::string instance);
   void BackgroundLoop();
   // One look at the call (no waiting); kRun means "claimed".
-  absl::StatusOr<JournalVerdict> TryClaim(const JournalCall& call);
+  absl::StatusOr<JournalVerdict> TryClaim(const JournalCall& call, bool flush);
+  absl::StatusOr<JournalVerdict> BeginClaim(const JournalCall& call, absl::Time wait_until,
+                                            bool flush);
   // Whether the executor instance that wrote a started record is alive.
   bool InstanceAlive(const std::string& instance, const std::string& call_key, std::string* why);
   std::string RunDir(const std::string& run_id) const;
