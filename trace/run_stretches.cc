@@ -52,6 +52,11 @@ RunStretches::~RunStretches() {
 }
 
 void RunStretches::MarkOpen(const Open& open, rein::v1::RunState* state) {
+  // The stretch's own id and number too: a state read back from the store meanwhile (another
+  // router's commit) may not have them yet.
+  rein::v1::RunTrace* trace = state->mutable_trace();
+  trace->set_last_stretch_span_id(open.span.context().span_id_hex());
+  trace->set_stretches(open.stretch);
   MarkOpenIn(state, open.start_unix_nano);
 }
 
@@ -93,9 +98,8 @@ void RunStretches::Begin(const std::string& run_id, rein::v1::RunState* state) {
     }
   }
   open.span.SetStartUnixNano(open.start_unix_nano);
-  trace->set_stretches(trace->stretches() + 1);
-  trace->set_last_stretch_span_id(open.span.context().span_id_hex());
-  Describe(open.span, run_id, trace->stretches(), state->stage());
+  open.stretch = trace->stretches() + 1;
+  Describe(open.span, run_id, open.stretch, state->stage());
   MarkOpen(open, state);
   open_.emplace(run_id, std::move(open));
 }

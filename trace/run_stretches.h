@@ -58,6 +58,7 @@ class RunStretches {
     double commit_seconds = 0;
     double queue_seconds = 0;
     int64_t start_unix_nano = 0;
+    int stretch = 0;  // its number, RunTrace.stretches once it began
   };
   Tracer& tracer() { return tracer_ != nullptr ? *tracer_ : Tracer::Global(); }
   static void End(Open& open, const std::string& how);

@@ -66,12 +66,17 @@ TEST(RunStretchesTest, PauseAndResumeStayInOneTrace) {
   EXPECT_EQ(state.trace().last_stretch_span_id(), second.context.span_id_hex());
 }
 
-TEST(RunStretchesTest, AbandonedStretchEndsSayingWhy) {
+// One router's stretches of a new run, recorded.
+class OneRouterTest : public ::testing::Test {
+ protected:
+  void SetUp() override { InitRunTrace(&state, nullptr); }
   RecordingExporter exporter;
-  Tracer tracer(&exporter, Tracer::Options());
-  RunStretches stretches(&tracer);
+  Tracer tracer{&exporter, Tracer::Options()};
+  RunStretches stretches{&tracer};
   rein::v1::RunState state;
-  InitRunTrace(&state, nullptr);
+};
+
+TEST_F(OneRouterTest, AbandonedStretchEndsSayingWhy) {
   stretches.Begin("r1", &state);
   stretches.Abandon("r1", "lease lost");
   ASSERT_EQ(exporter.spans.size(), 1u);
@@ -121,6 +126,18 @@ TEST(RunStretchesTest, StretchLeftOpenIsExportedInterruptedByTheNextRouter) {
   EXPECT_EQ(resumed.links[0].context.span_id, lost.context.span_id);
   EXPECT_EQ(resumed.start_unix_nano, 5000);
   EXPECT_EQ(state.trace().open_since_unix_nano(), 0);  // ended: no next router exports it
+}
+
+TEST_F(OneRouterTest, StateReadBackMeanwhileGetsTheOpenStretchAtTheNextCommit) {
+  state.set_stage(rein::v1::PLANNING);
+  const rein::v1::RunState stored = state;  // as the store has it, before this stretch
+  stretches.Begin("r1", &state);            // a call went out: the stretch is open
+  rein::v1::RunState fresh = stored;        // another router's commit, read back
+  fresh.set_stage(rein::v1::DECIDING);
+  stretches.Begin("r1", &fresh);  // this router's next commit
+  EXPECT_EQ(fresh.trace().last_stretch_span_id(), stretches.ContextOf("r1").span_id_hex());
+  EXPECT_EQ(fresh.trace().stretches(), 1);
+  EXPECT_NE(fresh.trace().open_since_unix_nano(), 0);
 }
 
 TEST(RunStretchesTest, LaterInterruptedStretchIsAChildOfTheRoot) {
