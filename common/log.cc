@@ -9,6 +9,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "trace/span_context.h"
+#include "trace/tracer.h"
 
 namespace rein {
 namespace {
@@ -74,8 +76,19 @@ void Log(LogLevel level, absl::string_view message,
       "{\"ts\":\"", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()),
       "\",\"level\":\"", LevelName(level), "\",\"service\":\"", JsonEscape(Service()),
       "\",\"msg\":\"", JsonEscape(message), "\"");
+  bool about_a_run = false, has_trace = false;
   for (const auto& [key, value] : fields) {
     absl::StrAppend(&line, ",\"", JsonEscape(key), "\":\"", JsonEscape(value), "\"");
+    about_a_run |= key == "run_id";
+    has_trace |= key == "trace_id";
+  }
+  // A line about a run, written while serving one of its calls, names the run's trace (the
+  // caller's traceparent is the run's; unknown with tracing off).
+  if (about_a_run && !has_trace) {
+    const trace::SpanContext* context = trace::CurrentContext();
+    if (context != nullptr && context->valid()) {
+      absl::StrAppend(&line, ",\"trace_id\":\"", context->trace_id_hex(), "\"");
+    }
   }
   line += "}\n";
   ssize_t ignored = write(STDERR_FILENO, line.data(), line.size());

@@ -113,15 +113,20 @@ void Metrics::Set(const std::string& name, double value, const std::string& labe
 }
 
 void Metrics::Observe(const std::string& name, double seconds, const std::string& labels) {
+  Observe(name, seconds, labels, kLatencyBucketsSeconds);
+}
+
+void Metrics::Observe(const std::string& name, double value, const std::string& labels,
+                      const std::vector<double>& buckets) {
   absl::MutexLock lock(&mu_);
   if (!Claim(name, Kind::kHistogram)) return;
   prometheus::Histogram*& histogram = histograms_[{name, labels}];
   if (histogram == nullptr) {
-    histogram = Series(*registry_, histogram_families_, name, labels, prometheus::BuildHistogram,
-                       kLatencyBucketsSeconds);
+    histogram =
+        Series(*registry_, histogram_families_, name, labels, prometheus::BuildHistogram, buckets);
     if (histogram == nullptr) return;
   }
-  histogram->Observe(seconds);
+  histogram->Observe(value);
 }
 
 std::string Metrics::Render() const {

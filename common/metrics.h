@@ -53,6 +53,10 @@ class Metrics {
   // Records `seconds` in the histogram `name` (buckets kLatencyBucketsSeconds), exposed as
   // name_bucket{le=...}, name_sum and name_count.
   void Observe(const std::string& name, double seconds, const std::string& labels = "");
+  // Records `value` in the histogram `name` with its own bucket bounds (the first call for a
+  // series fixes them), e.g. token counts.
+  void Observe(const std::string& name, double value, const std::string& labels,
+               const std::vector<double>& buckets);
 
   // The Prometheus text exposition of every value.
   std::string Render() const;

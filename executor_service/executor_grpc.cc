@@ -14,6 +14,7 @@
 #include "executor_service/process/output_buffer.h"
 #include "executor_service/tools/json_schema.h"
 #include "executor_service/workspace/workspace.h"
+#include "trace/genai_metrics.h"
 #include "trace/grpc_metadata.h"
 #include "trace/service_spans.h"
 
@@ -73,6 +74,7 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
                 tracer, trace::IncomingContext(*context).value_or(trace::SpanContext()), *request,
                 executor_->IsMutating(request->tool()))
           : trace::Span();
+  trace::ScopedContext trace_scope(span.context());  // an MCP server's call carries it on
   ExecuteCall call;
   call.call_id = request->call_id();
   call.run_id = request->run_id();
@@ -131,6 +133,8 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
   const std::string tool_label = executor_->HasTool(call.tool) ? call.tool : "unknown";
   Metrics::Global().Add("rein_executor_calls_total", 1,
                         absl::StrCat("tool=\"", tool_label, "\",code=\"", code, "\""));
+  trace::RecordToolCall(Metrics::Global(), tool_label, absl::ToDoubleSeconds(elapsed),
+                        result.ok() ? (result->ok ? "" : result->error_code) : code);
   const std::string duration_ms = absl::StrCat(absl::ToDoubleMilliseconds(elapsed));
   const std::string message =
       result.ok() ? result->error_message : std::string(result.status().message());

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "common/usage_payload.h"
+#include "planner_service/chat_content.h"
 #include "planner_service/json_extract.h"
 #include "planner_service/structured_output.h"
 #include "trace/genai.h"
@@ -199,6 +200,8 @@ absl::StatusOr<AnthropicBackend::StageAnswer> AnthropicBackend::Ask(
       if (message.contains("id") && message["id"].is_string()) {
         span->SetAttribute(trace::genai::kResponseId, message["id"].get<std::string>());
       }
+      if (trace::Tracer::Global().options().capture_content)
+        RecordChatContent(*span, body, message);
     }
     std::vector<std::string> texts;
     const json* tool_input = nullptr;

@@ -13,6 +13,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner_service/testing/fake_messages_server.h"
+#include "trace/testing/recording_exporter.h"
+#include "trace/tracer.h"
 
 namespace rein {
 namespace {
@@ -128,6 +130,62 @@ const json kNeedsMoreWork = {{"reasoning", "ok"},
 void ExpectPrefixMostlyRead(const FakeRequest& r) {
   EXPECT_GE(r.cache_read_input_tokens * 10, r.prefix_tokens * 8)
       << r.cache_read_input_tokens << " of " << r.prefix_tokens << " prefix tokens read";
+}
+
+// Plan through the backend inside a chat span of a tracer whose capture is `capture`; returns
+// the span as ended.
+trace::SpanData PlanInChatSpan(AnthropicBackend& backend, FakeMessagesServer& server,
+                               bool capture) {
+  trace::testing::RecordingExporter exporter;
+  trace::Tracer::Options options;
+  options.capture_content = capture;
+  // The backend reads the process's tracer's options; the span is this test's.
+  trace::Tracer::InstallGlobal(std::make_unique<trace::Tracer>(&exporter, options));
+  server.Enqueue(ToolUseReply("submit_plan", kPlan));
+  {
+    trace::Span chat =
+        trace::Tracer::Global().StartSpan("chat", trace::SpanContext(), trace::SpanKind::kClient);
+    trace::ScopedSpan scope(&chat);
+    absl::StatusOr<rein::v1::PlanResponse> plan =
+        backend.Plan(PlanRequest(), absl::InfiniteFuture());
+    EXPECT_TRUE(plan.ok()) << plan.status();
+  }
+  trace::Tracer::InstallGlobal(std::make_unique<trace::Tracer>());
+  EXPECT_EQ(exporter.spans.size(), 1u);
+  return exporter.spans.empty() ? trace::SpanData() : exporter.spans[0];
+}
+
+std::string Attribute(const trace::SpanData& span, const std::string& key) {
+  for (const auto& [k, v] : span.attributes) {
+    if (k == key && std::holds_alternative<std::string>(v)) return std::get<std::string>(v);
+  }
+  return "";
+}
+
+TEST_F(AnthropicBackendTest, ContentIsOnTheChatSpanOnlyWhenCaptureIsOnAndNeverTheKey) {
+  const trace::SpanData off = PlanInChatSpan(*backend_, server_, /*capture=*/false);
+  EXPECT_EQ(Attribute(off, "gen_ai.input.messages"), "");
+  EXPECT_EQ(Attribute(off, "gen_ai.output.messages"), "");
+  EXPECT_EQ(Attribute(off, "gen_ai.system_instructions"), "");
+
+  const trace::SpanData on = PlanInChatSpan(*backend_, server_, /*capture=*/true);
+  const json input = json::parse(Attribute(on, "gen_ai.input.messages"));
+  ASSERT_EQ(input.size(), 1u);
+  EXPECT_EQ(input[0]["role"], "user");
+  EXPECT_THAT(input.dump(), HasSubstr("Count the lines of README.md"));  // the goal
+  const json output = json::parse(Attribute(on, "gen_ai.output.messages"));
+  ASSERT_EQ(output.size(), 1u);
+  EXPECT_EQ(output[0]["role"], "assistant");
+  EXPECT_EQ(output[0]["finish_reason"], "tool_use");
+  EXPECT_EQ(output[0]["parts"][0]["type"], "tool_call");
+  EXPECT_EQ(output[0]["parts"][0]["name"], "submit_plan");
+  EXPECT_EQ(output[0]["parts"][0]["arguments"]["subtasks"][0]["id"], "p1-read");
+  EXPECT_FALSE(json::parse(Attribute(on, "gen_ai.system_instructions")).empty());
+  for (const auto& [key, value] : on.attributes) {
+    if (std::holds_alternative<std::string>(value)) {
+      EXPECT_THAT(std::get<std::string>(value), Not(HasSubstr(kKey))) << key;
+    }
+  }
 }
 
 TEST_F(AnthropicBackendTest, FullRunThroughPlanDecideAndEvaluate) {

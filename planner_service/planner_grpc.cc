@@ -13,6 +13,7 @@
 #include "common/metrics.h"
 #include "common/usage_payload.h"
 #include "planner_service/request_validation.h"
+#include "trace/genai_metrics.h"
 #include "trace/grpc_metadata.h"
 #include "trace/service_spans.h"
 
@@ -66,6 +67,10 @@ grpc::Status Serve(const char* stage, const std::string& backend, grpc::ServerCo
   }
   spans.Finish(status.ok() ? response->usage() : UsageOf(status).value_or(rein::v1::Usage()),
                status.ok() ? response->backend() : std::string(), status);
+  trace::RecordModelCall(
+      Metrics::Global(), status.ok() ? response->backend() : backend, request.model().model(),
+      status.ok() ? response->usage() : UsageOf(status).value_or(rein::v1::Usage()),
+      absl::ToDoubleSeconds(absl::Now() - start), status, tracer.options().genai_latest);
   if (std::optional<rein::v1::Usage> usage = UsageOf(status)) {
     // The tokens a failed reply cost travel in a trailer, for the router's token budget.
     context.AddTrailingMetadata(kUsageTrailer, usage->SerializeAsString());

@@ -141,8 +141,9 @@ bool FleetMember::Round(bool* lapsed) {
   }
   *lapsed = false;
   for (const Run& run : *claimed) {
-    LogInfo("run taken over",
-            {{"run_id", run.run_id()}, {"epoch", std::to_string(run.lease_epoch())}});
+    LogInfo("run taken over", {{"run_id", run.run_id()},
+                               {"trace_id", run.state().trace().trace_id()},
+                               {"epoch", std::to_string(run.lease_epoch())}});
     Metrics::Global().Add("rein_router_runs_claimed_total", 1);
     hooks_.take(run);
   }

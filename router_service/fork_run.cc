@@ -169,6 +169,7 @@ absl::StatusOr<CreateResult> CreateFork(const ForkContext& ctx,
   if (!created.ok()) return created.status();
   if (created->created) {
     LogInfo("run forked", {{"run_id", run_id},
+                           {"trace_id", fork.state().trace().trace_id()},
                            {"source", source.run_id()},
                            {"seq", absl::StrCat(point.from.seq())},
                            {"workspace", spec.workspace()},

@@ -125,7 +125,8 @@ void RunEngine::DropLocked(const std::shared_ptr<Entry>& entry, const std::strin
   tail_.Forget(run_id);
   trace_.Abandon(run_id, why);
   Metrics::Global().Add("rein_router_runs_dropped_total", 1);
-  LogInfo("run dropped", {{"run_id", run_id}, {"why", why}});
+  LogInfo("run dropped",
+          {{"run_id", run_id}, {"trace_id", entry->run.state().trace().trace_id()}, {"why", why}});
 }
 
 void RunEngine::Refresh(const std::string& run_id) {

@@ -39,7 +39,9 @@ absl::StatusOr<std::vector<rein::v1::RunEvent>> RunWriter::Commit(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   Metrics::Global().Add("rein_router_commits_total", 1);
   if (!stored.ok()) {
-    LogError("commit failed", {{"run_id", run.run_id()}, {"error", stored.status().ToString()}});
+    LogError("commit failed", {{"run_id", run.run_id()},
+                               {"trace_id", run.state().trace().trace_id()},
+                               {"error", stored.status().ToString()}});
     Metrics::Global().Add("rein_router_commit_errors_total", 1);
   }
   return stored;

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "tests/cluster.h"
 #include "tests/repo_cluster.h"
+#include "tests/fleet.h"
 #include "trace/testing/otlp_collector.h"
 
 namespace rein::testing {
@@ -35,6 +36,7 @@ class TraceEndToEndTest : public ::testing::Test {
   }
   void TearDown() override {
     cluster_.reset();
+    fleet_.reset();
     unsetenv("OTEL_EXPORTER_OTLP_ENDPOINT");
     collector_.Stop();
   }
@@ -86,8 +88,62 @@ class TraceEndToEndTest : public ::testing::Test {
     return of_trace(collector_.WaitFor(done, absl::Seconds(30)));
   }
 
+  // The two stretches of a run whose router was killed during its first: the first, exported
+  // by the router that drove the run next as interrupted, and the one that finished the run.
+  void CheckInterruptedThenResumed(const std::vector<CollectedSpan>& spans,
+                                   const rein::v1::RunTrace& trace, bool caller_link,
+                                   const CollectedSpan** lost, const CollectedSpan** resumed) {
+    std::vector<const CollectedSpan*> stretches;
+    for (const CollectedSpan& s : spans) {
+      if (s.Str("gen_ai.operation.name") == "invoke_agent") stretches.push_back(&s);
+    }
+    ASSERT_EQ(stretches.size(), 2u);
+    const bool first_lost = stretches[0]->Str("rein.run.stretch_end") == "interrupted";
+    *lost = first_lost ? stretches[0] : stretches[1];
+    *resumed = first_lost ? stretches[1] : stretches[0];
+    const CollectedSpan& l = **lost;
+    const CollectedSpan& r = **resumed;
+    EXPECT_EQ(l.Str("rein.run.stretch_end"), "interrupted");
+    EXPECT_EQ(l.service, "rein-router");
+    EXPECT_EQ(l.span_id_hex(), trace.root_span_id());
+    EXPECT_TRUE(l.span.parent_span_id().empty());
+    EXPECT_EQ(l.span.status().code(), opentelemetry::proto::trace::v1::Status::STATUS_CODE_ERROR);
+    EXPECT_EQ(l.Int("rein.run.stretch"), 1);
+    ASSERT_EQ(l.span.links_size(), caller_link ? 1 : 0);  // the caller, as the first stretch had
+    if (caller_link) {
+      EXPECT_EQ(rein::trace::ToHex(l.span.links(0).trace_id()), "0af7651916cd43dd8448eb211c80319c");
+    }
+    EXPECT_LT(l.span.start_time_unix_nano(), l.span.end_time_unix_nano());
+    EXPECT_LE(l.span.end_time_unix_nano(), r.span.start_time_unix_nano());
+    EXPECT_EQ(r.Str("rein.run.stretch_end"), "ended");
+    EXPECT_EQ(r.parent_span_id_hex(), trace.root_span_id());
+    EXPECT_GE(r.Int("rein.run.stretch"), 2);
+    ASSERT_EQ(r.span.links_size(), 1);
+    EXPECT_EQ(rein::trace::ToHex(r.span.links(0).span_id()), trace.root_span_id());
+  }
+
+  // Waits until the executor has sent a span of `trace_id`: the run's first stretch has
+  // carried calls.
+  void AwaitExecutorSpan(const std::string& trace_id) {
+    collector_.WaitFor(
+        [&](const std::vector<CollectedSpan>& all) {
+          for (const CollectedSpan& s : all) {
+            if (s.trace_id_hex() == trace_id && s.service == "rein-executor") return true;
+          }
+          return false;
+        },
+        absl::Seconds(30));
+  }
+
+  static bool ThreeTools(const std::vector<CollectedSpan>& of_run) {
+    int tools = 0;
+    for (const CollectedSpan& s : of_run) tools += s.Str("gen_ai.operation.name") == "execute_tool";
+    return tools >= 3;
+  }
+
   OtlpCollector collector_;
   std::unique_ptr<Cluster> cluster_;
+  std::unique_ptr<Fleet> fleet_;
 };
 
 std::vector<const CollectedSpan*> Named(const std::vector<CollectedSpan>& spans,
@@ -209,15 +265,7 @@ TEST_F(TraceEndToEndTest, RouterKilledAndRestartedContinuesTheSameTrace) {
   Boot(ThreeStepScript(400));  // slow decisions: the kill lands mid-run
   RunMsg run = StartWithCaller(Spec());
   const std::string trace_id = run.state().trace().trace_id();
-  // Wait until the first stretch has carried calls (a planner span of this trace arrived).
-  collector_.WaitFor(
-      [&](const std::vector<CollectedSpan>& all) {
-        for (const CollectedSpan& s : all) {
-          if (s.trace_id_hex() == trace_id && s.service == "rein-executor") return true;
-        }
-        return false;
-      },
-      absl::Seconds(30));
+  AwaitExecutorSpan(trace_id);
   cluster_->KillRouter(SIGKILL);
   ASSERT_TRUE(cluster_->StartRouter()) << cluster_->Logs();
   absl::StatusOr<RunMsg> done =
@@ -226,40 +274,109 @@ TEST_F(TraceEndToEndTest, RouterKilledAndRestartedContinuesTheSameTrace) {
   EXPECT_EQ(done->state().trace().trace_id(), trace_id);
   EXPECT_GE(done->state().trace().stretches(), 2);
 
-  std::vector<CollectedSpan> spans =
-      SpansOfRun(trace_id, 1, [](const std::vector<CollectedSpan>& of_run) {
-        int tools = 0;
-        for (const CollectedSpan& s : of_run)
-          tools += s.Str("gen_ai.operation.name") == "execute_tool";
-        return tools >= 3;
-      });
-  // The killed router never exported its open stretch; the restarted one's is in the same
-  // trace, under the root, linked to the stretch the killed router had committed.
-  std::vector<const CollectedSpan*> stretches = Named(spans, "invoke_agent");
-  ASSERT_EQ(stretches.size(), 1u);
-  EXPECT_EQ(stretches[0]->parent_span_id_hex(), run.state().trace().root_span_id());
-  EXPECT_GE(stretches[0]->Int("rein.run.stretch"), 2);
-  ASSERT_EQ(stretches[0]->span.links_size(), 1);
-  EXPECT_EQ(rein::trace::ToHex(stretches[0]->span.links(0).span_id()),
-            run.state().trace().root_span_id());
-  // The planner's and the executor's spans from before the kill (under the lost stretch) and
-  // after (under the new one) share the trace id.
-  std::set<std::string> ids;
-  for (const CollectedSpan& s : spans) ids.insert(s.span_id_hex());
+  std::vector<CollectedSpan> spans = SpansOfRun(trace_id, 2, ThreeTools);
+  // The killed router's open stretch (the root) is exported by the restarted router, ended at
+  // the restart as interrupted; the restarted router's stretch is in the same trace, under the
+  // root, linked to it.
+  const CollectedSpan* lost = nullptr;
+  const CollectedSpan* resumed = nullptr;
+  CheckInterruptedThenResumed(spans, run.state().trace(), /*caller_link=*/true, &lost, &resumed);
+  ASSERT_TRUE(lost != nullptr && resumed != nullptr);
+  std::vector<const CollectedSpan*> stretches;
+  stretches = {resumed};
+  // The planner's and the executor's spans from before the kill (under the interrupted
+  // stretch) and after (under the new one) share the trace id.
   int before = 0, after = 0;
   for (const CollectedSpan& s : spans) {
     const bool under_stretch = s.span.name() == "plan" || s.span.name() == "decide" ||
                                s.span.name() == "evaluate" ||
                                s.Str("gen_ai.operation.name") == "execute_tool";
     if (!under_stretch) continue;
-    if (s.parent_span_id_hex() == stretches[0]->span_id_hex()) {
+    if (s.parent_span_id_hex() == resumed->span_id_hex()) {
       ++after;
-    } else if (ids.count(s.parent_span_id_hex()) == 0) {
+    } else if (s.parent_span_id_hex() == lost->span_id_hex()) {
       ++before;
     }
   }
   EXPECT_GT(before, 0);
   EXPECT_GT(after, 0);
+}
+
+TEST_F(TraceEndToEndTest, TakeoverByAnotherRouterContinuesTheSameTrace) {
+  // Two routers on one PostgreSQL database; the one driving the run is SIGKILLed, the other
+  // takes the run over when its lease lapses.
+  const std::string base = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
+  Fleet::Options options;
+  options.dir = absl::StrCat(base, "/trace-takeover");
+  mkdir(options.dir.c_str(), 0755);
+  options.routers = 2;
+  options.script_json = ThreeStepScript(400);
+  fleet_ = std::make_unique<Fleet>(options);
+  ASSERT_TRUE(fleet_->Start()) << fleet_->Logs();
+  absl::StatusOr<RunMsg> run = fleet_->StartRun(0, Spec());
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->owner(), fleet_->router_id(0));
+  const rein::v1::RunTrace trace = run->state().trace();
+  AwaitExecutorSpan(trace.trace_id());
+  fleet_->router(0)->Kill(SIGKILL);
+  absl::StatusOr<RunMsg> done =
+      fleet_->WaitForStage(1, run->run_id(), rein::v1::FINISHED, absl::Seconds(90));
+  ASSERT_TRUE(done.ok() && done->state().stage() == rein::v1::FINISHED) << fleet_->Logs();
+  EXPECT_EQ(done->owner(), fleet_->router_id(1));
+  EXPECT_GT(done->lease_epoch(), 1);
+  EXPECT_EQ(done->state().trace().trace_id(), trace.trace_id());
+
+  std::vector<CollectedSpan> spans = SpansOfRun(trace.trace_id(), 2, ThreeTools);
+  const CollectedSpan* lost = nullptr;
+  const CollectedSpan* resumed = nullptr;
+  CheckInterruptedThenResumed(spans, trace, /*caller_link=*/false, &lost, &resumed);
+  ASSERT_TRUE(lost != nullptr && resumed != nullptr) << fleet_->Logs();
+  // The planner's and the executor's spans after the takeover are under the new stretch.
+  int after = 0;
+  for (const CollectedSpan& s : spans) after += s.parent_span_id_hex() == resumed->span_id_hex();
+  EXPECT_GT(after, 0);
+}
+
+TEST_F(TraceEndToEndTest, ForkIsANewTraceLinkedToItsSource) {
+  Boot(ThreeStepScript(0));
+  RunMsg source = StartWithCaller(Spec());
+  absl::StatusOr<RunMsg> ended =
+      cluster_->WaitForStage(source.run_id(), rein::v1::FINISHED, absl::Seconds(30));
+  ASSERT_TRUE(ended.ok() && ended->state().stage() == rein::v1::FINISHED) << cluster_->Logs();
+  const rein::v1::RunTrace from = ended->state().trace();
+
+  rein::v1::ForkRunRequest request;
+  request.set_run_id(source.run_id());
+  request.set_iteration(2);
+  RunMsg fork;
+  grpc::ClientContext context;
+  grpc::Status status = cluster_->router()->ForkRun(&context, request, &fork);
+  ASSERT_TRUE(status.ok()) << status.error_message() << cluster_->Logs();
+  const rein::v1::RunTrace trace = fork.state().trace();
+  EXPECT_NE(trace.trace_id(), from.trace_id());
+  EXPECT_EQ(trace.stretches(), 0);
+  EXPECT_EQ(trace.link_trace_id(), from.trace_id());
+  EXPECT_EQ(trace.link_span_id(), from.last_stretch_span_id());
+  absl::StatusOr<RunMsg> fork_ended =
+      cluster_->WaitForStage(fork.run_id(), rein::v1::FINISHED, absl::Seconds(30));
+  ASSERT_TRUE(fork_ended.ok()) << fork_ended.status();
+
+  std::vector<CollectedSpan> spans =
+      SpansOfRun(trace.trace_id(), 1, [](const std::vector<CollectedSpan>&) { return true; });
+  std::vector<const CollectedSpan*> stretches = Named(spans, "invoke_agent");
+  ASSERT_EQ(stretches.size(), 1u);
+  EXPECT_EQ(stretches[0]->span_id_hex(), trace.root_span_id());
+  EXPECT_TRUE(stretches[0]->span.parent_span_id().empty());
+  EXPECT_EQ(stretches[0]->Str("rein.run.id"), fork.run_id());
+  ASSERT_EQ(stretches[0]->span.links_size(), 1);
+  EXPECT_EQ(rein::trace::ToHex(stretches[0]->span.links(0).trace_id()), from.trace_id());
+  EXPECT_EQ(rein::trace::ToHex(stretches[0]->span.links(0).span_id()), from.last_stretch_span_id());
+  // The source's trace holds none of the fork's spans.
+  for (const CollectedSpan& s : collector_.Spans()) {
+    if (s.trace_id_hex() == from.trace_id()) {
+      EXPECT_NE(s.Str("rein.run.id"), fork.run_id());
+    }
+  }
 }
 
 }  // namespace

@@ -26,7 +26,11 @@ inline constexpr char kToolType[] = "gen_ai.tool.type";
 // Content (only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true).
 inline constexpr char kToolCallArguments[] = "gen_ai.tool.call.arguments";
 inline constexpr char kToolCallResult[] = "gen_ai.tool.call.result";
+inline constexpr char kSystemInstructions[] = "gen_ai.system_instructions";
+inline constexpr char kInputMessages[] = "gen_ai.input.messages";
+inline constexpr char kOutputMessages[] = "gen_ai.output.messages";
 inline constexpr char kErrorType[] = "error.type";
+inline constexpr char kTokenType[] = "gen_ai.token.type";  // a metric's: input or output
 
 // Operation names (gen_ai.operation.name) and the span names built from them.
 inline constexpr char kInvokeAgent[] = "invoke_agent";
@@ -44,7 +48,7 @@ namespace rein::trace::attr {
 inline constexpr char kRunId[] = "rein.run.id";
 inline constexpr char kStage[] = "rein.stage";
 inline constexpr char kStretch[] = "rein.run.stretch";         // 1, 2, ... per run
-inline constexpr char kStretchEnd[] = "rein.run.stretch_end";  // paused, ended, dropped, stopped
+inline constexpr char kStretchEnd[] = "rein.run.stretch_end";  // paused, ended, interrupted, ...
 inline constexpr char kOutcome[] = "rein.run.outcome";         // TerminationReason when ended
 inline constexpr char kPauseReason[] = "rein.run.pause_reason";
 inline constexpr char kCommits[] = "rein.router.commits";

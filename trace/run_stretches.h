@@ -23,6 +23,15 @@ void InitRunTrace(rein::v1::RunState* state, const SpanContext* link);
 // when the router stops driving it. The first stretch's span id is RunTrace.root_span_id; each
 // later one is its child, linked to the stretch before (RunTrace.last_stretch_span_id, which
 // Begin writes into the state so that the next commit keeps it across restarts and takeovers).
+//
+// A stretch is exported once. The router that ends it with a commit (a pause or the end)
+// exports it then. A stretch still open when the router stops driving the run (killed, shut
+// down, the run taken by another router) is in the committed state (RunTrace.last_stretch_span_id
+// and open_since_unix_nano, written by Begin into every state committed while it is open); the
+// router that drives the run next exports it, ended at that moment with stretch_end
+// `interrupted` and an ERROR status, before it begins its own stretch, linked to it. A stretch
+// that no commit named (the router stopped before its first commit) is exported by the router
+// that had it, as `dropped: <why>` or `stopped`.
 // With the tracer off, every call returns at once. Thread-safe.
 class RunStretches {
  public:
@@ -30,7 +39,8 @@ class RunStretches {
   explicit RunStretches(Tracer* tracer = nullptr) : tracer_(tracer) {}
   ~RunStretches();
 
-  // Begins a stretch of `run_id` unless one is open, updating `state->trace`.
+  // Begins a stretch of `run_id` unless one is open (first exporting one the state says a router
+  // left open), updating `state->trace`; called on every state about to be committed.
   void Begin(const std::string& run_id, rein::v1::RunState* state);
   // After a commit: ends the stretch when `state` is PAUSED or terminal; adds the commit's time.
   void Committed(const std::string& run_id, const rein::v1::RunState& state, double commit_seconds);
@@ -47,9 +57,16 @@ class RunStretches {
     int64_t commits = 0;
     double commit_seconds = 0;
     double queue_seconds = 0;
+    int64_t start_unix_nano = 0;
+    int stretch = 0;  // its number, RunTrace.stretches once it began
   };
   Tracer& tracer() { return tracer_ != nullptr ? *tracer_ : Tracer::Global(); }
   static void End(Open& open, const std::string& how);
+  // The router stops driving the run with `open` open.
+  static void Leave(Open& open, const std::string& how);
+  static void MarkOpen(const Open& open, rein::v1::RunState* state);
+  static void ExportInterrupted(Tracer& t, const std::string& run_id,
+                                const rein::v1::RunState& state, const SpanContext& root);
 
   Tracer* tracer_;
   absl::Mutex mu_;

@@ -29,8 +29,11 @@ TEST(RunStretchesTest, PauseAndResumeStayInOneTrace) {
   stretches.Begin("r1", &state);
   stretches.Begin("r1", &state);  // already open: nothing
   EXPECT_EQ(stretches.ContextOf("r1").span_id_hex(), state.trace().root_span_id());
+  EXPECT_NE(state.trace().open_since_unix_nano(), 0);
   state.set_stage(rein::v1::PAUSED);
   state.mutable_pause()->set_reason(rein::v1::NEED_HUMAN);
+  stretches.Begin("r1", &state);  // the state to be committed: the stretch ends with it
+  EXPECT_EQ(state.trace().open_since_unix_nano(), 0);
   stretches.Committed("r1", state, 0.001);
   EXPECT_FALSE(stretches.ContextOf("r1").valid());
 
@@ -39,6 +42,7 @@ TEST(RunStretchesTest, PauseAndResumeStayInOneTrace) {
   state.set_stage(rein::v1::DECIDING);
   after_restart.Begin("r1", &state);
   state.set_stage(rein::v1::FINISHED);
+  after_restart.Begin("r1", &state);
   after_restart.Committed("r1", state, 0.002);
 
   ASSERT_EQ(exporter.spans.size(), 2u);
@@ -62,16 +66,104 @@ TEST(RunStretchesTest, PauseAndResumeStayInOneTrace) {
   EXPECT_EQ(state.trace().last_stretch_span_id(), second.context.span_id_hex());
 }
 
-TEST(RunStretchesTest, AbandonedStretchEndsSayingWhy) {
+// One router's stretches of a new run, recorded.
+class OneRouterTest : public ::testing::Test {
+ protected:
+  void SetUp() override { InitRunTrace(&state, nullptr); }
   RecordingExporter exporter;
-  Tracer tracer(&exporter, Tracer::Options());
-  RunStretches stretches(&tracer);
+  Tracer tracer{&exporter, Tracer::Options()};
+  RunStretches stretches{&tracer};
   rein::v1::RunState state;
-  InitRunTrace(&state, nullptr);
+};
+
+TEST_F(OneRouterTest, AbandonedStretchEndsSayingWhy) {
   stretches.Begin("r1", &state);
   stretches.Abandon("r1", "lease lost");
   ASSERT_EQ(exporter.spans.size(), 1u);
   EXPECT_EQ(Str(exporter.spans[0], "rein.run.stretch_end"), "dropped: lease lost");
+}
+
+TEST(RunStretchesTest, StretchLeftOpenIsExportedInterruptedByTheNextRouter) {
+  RecordingExporter exporter;
+  int64_t now = 1000;
+  Tracer::Options options;
+  options.now_unix_nano = [&now] { return now; };
+  Tracer tracer(&exporter, options);
+  rein::v1::RunState state;
+  InitRunTrace(&state, nullptr);
+  state.set_stage(rein::v1::DECIDING);
+  {
+    RunStretches killed(&tracer);
+    killed.Begin("r1", &state);  // the state committed while the stretch is open
+    killed.Committed("r1", state, 0.001);
+    now = 2000;
+    killed.Abandon("r1", "lease lost");  // named by a commit: left to the next router
+  }
+  EXPECT_TRUE(exporter.spans.empty());
+  EXPECT_EQ(state.trace().open_since_unix_nano(), 1000);
+
+  now = 5000;  // the next router drives the run from the committed state
+  RunStretches next(&tracer);
+  next.Begin("r1", &state);
+  ASSERT_EQ(exporter.spans.size(), 1u);
+  const SpanData lost = exporter.spans[0];  // a copy: the vector grows below
+  EXPECT_EQ(lost.context.span_id_hex(), state.trace().root_span_id());
+  EXPECT_TRUE(lost.parent_span_id.empty());
+  EXPECT_EQ(lost.start_unix_nano, 1000);
+  EXPECT_EQ(lost.end_unix_nano, 5000);
+  EXPECT_EQ(lost.status, StatusCode::kError);
+  EXPECT_EQ(Str(lost, "rein.run.stretch_end"), "interrupted");
+  EXPECT_EQ(Str(lost, "rein.stage"), "DECIDING");
+  EXPECT_EQ(state.trace().stretches(), 2);
+  EXPECT_EQ(state.trace().open_since_unix_nano(), 5000);
+  state.set_stage(rein::v1::FINISHED);
+  next.Begin("r1", &state);
+  next.Committed("r1", state, 0.001);
+  ASSERT_EQ(exporter.spans.size(), 2u);
+  const SpanData& resumed = exporter.spans[1];
+  EXPECT_EQ(resumed.parent_span_id, lost.context.span_id);
+  ASSERT_EQ(resumed.links.size(), 1u);
+  EXPECT_EQ(resumed.links[0].context.span_id, lost.context.span_id);
+  EXPECT_EQ(resumed.start_unix_nano, 5000);
+  EXPECT_EQ(state.trace().open_since_unix_nano(), 0);  // ended: no next router exports it
+}
+
+TEST_F(OneRouterTest, StateReadBackMeanwhileGetsTheOpenStretchAtTheNextCommit) {
+  state.set_stage(rein::v1::PLANNING);
+  const rein::v1::RunState stored = state;  // as the store has it, before this stretch
+  stretches.Begin("r1", &state);            // a call went out: the stretch is open
+  rein::v1::RunState fresh = stored;        // another router's commit, read back
+  fresh.set_stage(rein::v1::DECIDING);
+  stretches.Begin("r1", &fresh);  // this router's next commit
+  EXPECT_EQ(fresh.trace().last_stretch_span_id(), stretches.ContextOf("r1").span_id_hex());
+  EXPECT_EQ(fresh.trace().stretches(), 1);
+  EXPECT_NE(fresh.trace().open_since_unix_nano(), 0);
+}
+
+TEST(RunStretchesTest, LaterInterruptedStretchIsAChildOfTheRoot) {
+  RecordingExporter exporter;
+  Tracer tracer(&exporter, Tracer::Options());
+  rein::v1::RunState state;
+  InitRunTrace(&state, nullptr);
+  state.set_stage(rein::v1::PAUSED);
+  {
+    RunStretches first(&tracer);
+    first.Begin("r1", &state);
+    first.Committed("r1", state, 0.001);  // paused: exported, nothing left open
+  }
+  state.set_stage(rein::v1::PLANNING);
+  {
+    RunStretches second(&tracer);
+    second.Begin("r1", &state);
+    second.Committed("r1", state, 0.001);
+  }
+  const std::string lost_id = state.trace().last_stretch_span_id();
+  RunStretches third(&tracer);
+  third.Begin("r1", &state);
+  ASSERT_EQ(exporter.spans.size(), 2u);
+  EXPECT_EQ(exporter.spans[1].context.span_id_hex(), lost_id);
+  EXPECT_EQ(exporter.spans[1].parent_span_id, exporter.spans[0].context.span_id);
+  EXPECT_EQ(Str(exporter.spans[1], "rein.run.stretch_end"), "interrupted");
 }
 
 TEST(RunStretchesTest, RunWithoutTraceGetsOne) {

@@ -8,17 +8,13 @@
 #include "trace/genai.h"
 
 namespace rein::trace {
-namespace {
 
-// "anthropic:<model>" -> ("anthropic", "<model>"); "scripted" -> ("rein.scripted", "scripted").
 std::pair<std::string, std::string> ProviderAndModel(const std::string& backend) {
   if (absl::StartsWith(backend, "anthropic:")) {
     return {genai::kAnthropic, backend.substr(10)};
   }
   return {absl::StrCat("rein.", backend), backend};
 }
-
-}  // namespace
 
 PlannerCallSpans::PlannerCallSpans(Tracer& tracer, const char* stage, const std::string& run_id,
                                    const std::string& backend, const std::string& request_model,

@@ -4,6 +4,7 @@
 #define REIN_TRACE_SERVICE_SPANS_H_
 
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "rein/v1/executor.pb.h"
@@ -11,6 +12,10 @@
 #include "trace/tracer.h"
 
 namespace rein::trace {
+
+// A planner backend's name() as the conventions' provider and model: "anthropic:<model>" ->
+// ("anthropic", "<model>"); "scripted" -> ("rein.scripted", "scripted").
+std::pair<std::string, std::string> ProviderAndModel(const std::string& backend);
 
 // One planner request: the stage's span (SERVER, named "plan", "decide" or "evaluate") under
 // the caller's traceparent, and its model request as a child (`chat {model}`, CLIENT). A model

@@ -69,6 +69,10 @@ void Span::SetOk() {
   data_->status_message.clear();
 }
 
+void Span::SetStartUnixNano(int64_t start) {
+  if (data_) data_->start_unix_nano = start;
+}
+
 void Span::End() {
   if (!data_) return;
   data_->end_unix_nano = tracer_->NowUnixNano();

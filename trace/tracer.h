@@ -70,7 +70,11 @@ class Span {
   void AddLink(const SpanContext& context, Attributes attributes = {});
   void SetError(absl::string_view message);
   void SetOk();
+  // Moves the span's start (Unix ns): a span recorded after the fact (an interrupted stretch).
+  void SetStartUnixNano(int64_t start);
   void End();
+  // Drops the span unexported (someone else exports it).
+  void Discard() { data_.reset(); }
 
  private:
   friend class Tracer;

@@ -36,8 +36,9 @@ ChildrenObserved ChildRunner::Observe(const ChildrenEffect& effect) {
       continue;
     }
     if (created->created) {
-      LogInfo("child run started",
-              {{"run_id", created->run.run_id()}, {"parent", start.spec.parent().run_id()}});
+      LogInfo("child run started", {{"run_id", created->run.run_id()},
+                                    {"trace_id", created->run.state().trace().trace_id()},
+                                    {"parent", start.spec.parent().run_id()}});
       hooks_.drive(created->run);
     }
   }

@@ -7,9 +7,20 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "executor_service/tools/json_schema.h"
+#include "trace/span_context.h"
+#include "trace/tracer.h"
 
 namespace rein {
 namespace {
+
+// The trace context this thread works under (the call's execute_tool span), as the MCP
+// community's convention carries it: W3C `traceparent` / `tracestate` in the request's _meta.
+void AddTraceContext(nlohmann::json* meta) {
+  const trace::SpanContext* context = trace::CurrentContext();
+  if (context == nullptr || !context->valid()) return;
+  (*meta)["traceparent"] = trace::FormatTraceparent(*context);
+  if (!context->tracestate.empty()) (*meta)["tracestate"] = context->tracestate;
+}
 
 constexpr int kMethodNotFound = -32601;
 
@@ -157,6 +168,7 @@ absl::StatusOr<McpCallResult> McpClient::CallTool(const std::string& name,
   nlohmann::json params = {{"name", name}, {"arguments", arguments}};
   // A progress token asks the server for notifications/progress while it works.
   params["_meta"] = {{"progressToken", absl::StrCat("rein-", next_id_)}};
+  AddTraceContext(&params["_meta"]);
   absl::StatusOr<nlohmann::json> result = Request("tools/call", std::move(params), deadline);
   if (!result.ok()) return result.status();
   McpCallResult out;

@@ -9,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "trace/span_context.h"
+#include "trace/tracer.h"
 
 namespace rein {
 namespace {
@@ -95,6 +97,33 @@ TEST(McpClientTest, ListToolsFollowsCursors) {
   EXPECT_TRUE((*tools)[0].read_only_hint);
   EXPECT_EQ((*tools)[1].name, "b");
   EXPECT_FALSE((*tools)[1].read_only_hint);
+}
+
+TEST(McpClientTest, CallCarriesTheThreadsTraceContextInMeta) {
+  ScriptedTransport transport([](const json& r) -> std::vector<std::string> {
+    if (r["method"] == "initialize") return Initialized(r, "2025-06-18");
+    return {Reply(r, {{"content", json::array()}})};
+  });
+  McpClient client(&transport);
+  ASSERT_TRUE(client.Initialize(Soon()).ok());
+  ASSERT_TRUE(client.CallTool("t", json::object(), Soon(), 100).ok());  // no context: none sent
+  trace::SpanContext context =
+      *trace::ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+  context.tracestate = "rojo=00f067aa0ba902b7";
+  {
+    trace::ScopedContext scope(context);
+    ASSERT_TRUE(client.CallTool("t", json::object(), Soon(), 100).ok());
+  }
+  std::vector<json> calls;
+  for (const json& m : transport.sent) {
+    if (m.value("method", "") == "tools/call") calls.push_back(m);
+  }
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_FALSE(calls[0]["params"]["_meta"].contains("traceparent"));
+  EXPECT_TRUE(calls[0]["params"]["_meta"].contains("progressToken"));
+  EXPECT_EQ(calls[1]["params"]["_meta"]["traceparent"],
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+  EXPECT_EQ(calls[1]["params"]["_meta"]["tracestate"], "rojo=00f067aa0ba902b7");
 }
 
 TEST(McpClientTest, CallAnswersPingRefusesSamplingAndIgnoresUnknownIds) {

@@ -24,6 +24,8 @@
 #include "executor_service/tool_executor.h"
 #include "executor_service/tools/json_schema.h"
 #include "gtest/gtest.h"
+#include "trace/span_context.h"
+#include "trace/tracer.h"
 
 namespace rein {
 namespace {
@@ -179,6 +181,23 @@ TEST_F(McpToolTest, TextResultWhileRefusingSamplingAndIgnoringStrayReplies) {
   ToolResult result = Call("fake__echo", {{"message", "hi"}});
   EXPECT_TRUE(result.ok) << result.error_message;
   EXPECT_EQ(result.output, "echo: hi");
+}
+
+TEST_F(McpToolTest, ServerReceivesTheCallsTraceContextInMeta) {
+  // What the executor's adapter sets around a call: the execute_tool span's context.
+  const std::string traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  ToolResult traced;
+  {
+    trace::ScopedContext scope(*trace::ParseTraceparent(traceparent));
+    traced = Call("fake__meta", json::object());
+  }
+  ASSERT_TRUE(traced.ok) << traced.error_message;
+  const json meta = json::parse(traced.output);
+  EXPECT_EQ(meta.value("traceparent", ""), traceparent) << traced.output;
+  EXPECT_TRUE(meta.contains("progressToken"));
+  ToolResult untraced = Call("fake__meta", json::object());
+  ASSERT_TRUE(untraced.ok) << untraced.error_message;
+  EXPECT_FALSE(json::parse(untraced.output).contains("traceparent")) << untraced.output;
 }
 
 TEST_F(McpToolTest, StructuredResult) {

@@ -47,13 +47,16 @@ function tools() {
                      required: ['host', 'port'] } },
     { name: 'env', description: 'Shows $FAKE_SECRET', annotations: ro,
       inputSchema: { type: 'object', properties: {} } },
+    { name: 'meta', description: 'Shows the _meta its tools/call request carried', annotations: ro,
+      inputSchema: { type: 'object', properties: {} } },
     { name: 'fancy', description: 'Uses anyOf (the executor cannot validate it)', annotations: ro,
       inputSchema: { type: 'object', properties: { v: { anyOf: [{ type: 'string' }, { type: 'integer' }] } } } },
   ];
 }
 
-function call(id, name, a) {
+function call(id, name, a, meta) {
   switch (name) {
+    case 'meta': return reply(id, text(JSON.stringify(meta || {})));
     case 'echo':
       // Before the reply: progress, a reply to an id nobody asked, a sampling request, a ping.
       send({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'x', progress: 1 } });
@@ -118,7 +121,7 @@ process.stdin.on('data', (chunk) => {
       reply(m.id, result);
     } else if (m.method === 'tools/call') {
       if (malformed) { process.stdout.write('{"jsonrpc": "2.0", "id": oops\n'); continue; }
-      call(m.id, m.params.name, m.params.arguments || {});
+      call(m.id, m.params.name, m.params.arguments || {}, m.params._meta);
     } else {
       send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no ' + m.method } });
     }
