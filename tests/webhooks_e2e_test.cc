@@ -111,7 +111,7 @@ TEST_F(WebhooksEndToEndTest, EveryPauseAndTheEndAreNotifiedSignedToBothEndpoints
     const nlohmann::json body = nlohmann::json::parse(w.body);
     EXPECT_EQ(body["subject"], run->run_id());
     EXPECT_EQ(body["data"]["console_url"],
-              absl::StrCat("http://console.example/runs/", run->run_id()));
+              absl::StrCat("http://console.example/#/run/", run->run_id()));
   }
   ASSERT_EQ(paths.size(), 2u);
   for (const std::string& id : expected) {

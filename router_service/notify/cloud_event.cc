@@ -74,7 +74,8 @@ std::string CloudEventJson(const Notification& notice, const NoticeRun& run,
     if (outcome.cost_usd() != 0) data["cost_usd"] = outcome.cost_usd();
   }
   if (!console_url.empty())
-    data["console_url"] = absl::StrCat(console_url, "/runs/", notice.run_id);
+    data["console_url"] =
+        absl::StrCat(console_url, "/#/run/", notice.run_id);  // the console's route
   nlohmann::json event = {
       {"specversion", "1.0"},
       {"id", notice.notice_id},

@@ -61,7 +61,7 @@ TEST(CloudEventJsonTest, APauseIsACloudEventWithThePendingCallAndTheConsoleLink)
   EXPECT_EQ(d["pause"]["pending_call"]["mutating"], true);
   EXPECT_EQ(d["usage"]["input_tokens"], 100);
   EXPECT_EQ(d["cost_usd"], 0.25);
-  EXPECT_EQ(d["console_url"], "https://console.example/runs/run-1");
+  EXPECT_EQ(d["console_url"], "https://console.example/#/run/run-1");
   EXPECT_FALSE(d.contains("outcome"));
   // The same inputs, the same bytes: every attempt signs one body.
   EXPECT_EQ(body, CloudEventJson(PauseNotice(), StartedRun(), "urn:rein:router",

@@ -188,7 +188,7 @@ TEST_F(NotificationSenderTest, APauseIsPostedSignedAsACloudEventAndMarkedDeliver
   EXPECT_EQ(body["subject"], "run-1");
   EXPECT_EQ(body["data"]["pause"]["question"], "which file?");
   EXPECT_EQ(body["data"]["owner"], "alice");
-  EXPECT_EQ(body["data"]["console_url"], "https://console.example/runs/run-1");
+  EXPECT_EQ(body["data"]["console_url"], "https://console.example/#/run/run-1");
   EXPECT_EQ(Notice("run-1.2").status, NotificationStatus::kDelivered);
   // Nothing more to send.
   sent = sender_->SendOne();
