@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/cluster.h"
-#include "tests/repo_cluster.h"
 #include "tests/fleet.h"
+#include "tests/repo_cluster.h"
 #include "trace/testing/otlp_collector.h"
 
 namespace rein::testing {
