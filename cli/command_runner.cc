@@ -405,9 +405,7 @@ int CommandRunner::Quota(const Command& command) {
   for (const v1::QuotaUse& q : report.quotas()) {
     out_ << "  " << q.name() << ": " << q.used() << " of " << q.limit();
     if (q.has_frees_at()) {
-      out_ << ", spent; frees at "
-           << absl::FormatTime("%Y-%m-%d %H:%M:%S UTC",
-                               absl::FromUnixSeconds(q.frees_at().seconds()), absl::UTCTimeZone());
+      out_ << ", spent; frees at " << FormatTime(q.frees_at(), absl::UTCTimeZone()) << " UTC";
     }
     out_ << "\n";
   }
