@@ -2,10 +2,12 @@
 #include "bench/bench_util.h"
 
 #include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -51,6 +53,17 @@ absl::Duration CpuTime(pid_t pid) {
   }
   if (utime < 0 || stime < 0) return absl::Seconds(-1);
   return absl::Seconds(static_cast<double>(utime + stime) / sysconf(_SC_CLK_TCK));
+}
+
+ScratchDir::ScratchDir(const std::string& prefix) {
+  std::string pattern = prefix + "XXXXXX";
+  if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+}
+
+ScratchDir::~ScratchDir() {
+  if (keep_ || path_.empty()) return;
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
 }
 
 Watchdog::Watchdog(std::string name) : name_(std::move(name)), thread_([this] { Loop(); }) {}

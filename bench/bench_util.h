@@ -1,5 +1,6 @@
 // Shared pieces of the benchmarks: percentiles, the BENCH line format, process figures from
-// /proc, and a watchdog that ends a benchmark whose phase overruns its deadline.
+// /proc, a scratch directory, and a watchdog that ends a benchmark whose phase overruns its
+// deadline.
 #ifndef REIN_BENCH_BENCH_UTIL_H_
 #define REIN_BENCH_BENCH_UTIL_H_
 
@@ -29,6 +30,24 @@ long RssKiB(pid_t pid);
 // User plus system CPU time `pid` has used so far (from /proc/<pid>/stat), or a negative
 // duration when it cannot be read.
 absl::Duration CpuTime(pid_t pid);
+
+// A new directory <prefix>XXXXXX (mkdtemp), removed with its contents on destruction unless
+// kept; path() is empty when it could not be made.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& prefix);
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  // Leaves the directory in place (for the logs in it).
+  void Keep() { keep_ = true; }
+
+ private:
+  std::string path_;
+  bool keep_ = false;
+};
 
 // Ends the whole process when a phase runs past its deadline: prints
 // "<name>: phase <phase> timed out after <limit>", SIGKILLs the registered child processes

@@ -8,14 +8,11 @@
 // Never hangs: every RPC has a deadline, every phase a watchdog that kills the router and exits,
 // and held planner calls are always answered before the fake servers shut down.
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,10 +25,9 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "bench/bench_util.h"
-#include "common/proto_time.h"
+#include "bench/fake_services.h"
+#include "bench/router_process.h"
 #include "grpcpp/grpcpp.h"
-#include "rein/v1/executor.grpc.pb.h"
-#include "rein/v1/planner.grpc.pb.h"
 #include "rein/v1/router.grpc.pb.h"
 #include "router_service/store/testing/postgres_server.h"
 
@@ -57,10 +53,13 @@ ABSL_FLAG(int, phase_timeout_seconds, 180, "a phase running longer ends the benc
 
 namespace {
 
+using rein::bench::FakePlanner;
+using rein::bench::IterationGaps;
+using rein::bench::Payloads;
 using rein::bench::Percentile;
 using rein::bench::PrintBench;
 
-// Where each benchmark's directory is made (TempDir); only such a directory is removed.
+// Where each benchmark's directory is made (ScratchDir).
 constexpr char kTempDirPrefix[] = "/tmp/rein-bench-";
 
 constexpr auto kCallDeadline = std::chrono::seconds(30);
@@ -68,150 +67,6 @@ constexpr auto kCallDeadline = std::chrono::seconds(30);
 std::chrono::system_clock::time_point In(std::chrono::seconds s) {
   return std::chrono::system_clock::now() + s;
 }
-
-// The serialized sizes of the last messages of each kind, to size the floor benchmark.
-struct Payloads {
-  std::atomic<size_t> decide_request{0}, decide_response{0};
-  std::atomic<size_t> execute_request{0}, execute_response{0};
-  std::atomic<size_t> evaluate_request{0}, evaluate_response{0};
-};
-
-// Answers at once, except Decide while holding: then the call waits (holding no thread) until
-// Release. gRPC's Server::Shutdown waits for every callback reactor to finish, past its
-// deadline too (grpc/grpc#39114), so a held call that is never finished hangs the benchmark at
-// teardown: holding and releasing share one lock, so no call slips in between a release and the
-// end of holding (before, a Decide that read "hold" just before the release parked itself after
-// it, and ./dev bench hung after the "runs in flight" phase with the router gone).
-class FakePlanner final : public rein::v1::Planner::CallbackService {
- public:
-  explicit FakePlanner(Payloads* payloads) : payloads_(payloads) {}
-
-  grpc::ServerUnaryReactor* Plan(grpc::CallbackServerContext* ctx, const rein::v1::PlanRequest*,
-                                 rein::v1::PlanResponse* resp) override {
-    auto* task = resp->add_subtasks();
-    task->set_id("work");
-    task->set_description("loop");
-    resp->set_backend("bench");
-    auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
-  }
-  grpc::ServerUnaryReactor* Decide(grpc::CallbackServerContext* ctx,
-                                   const rein::v1::DecideRequest* req,
-                                   rein::v1::DecideResponse* resp) override {
-    resp->mutable_tool_call()->set_tool("list_files");
-    resp->mutable_tool_call()->set_args_json(
-        absl::StrCat("{\"path\":\"d", req->iteration(), "\"}"));
-    payloads_->decide_request = req->ByteSizeLong();
-    payloads_->decide_response = resp->ByteSizeLong();
-    auto* reactor = ctx->DefaultReactor();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (hold_) {
-        held_.push_back(reactor);
-        return reactor;
-      }
-    }
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
-  }
-  grpc::ServerUnaryReactor* Evaluate(grpc::CallbackServerContext* ctx,
-                                     const rein::v1::EvaluateRequest* req,
-                                     rein::v1::EvaluateResponse* resp) override {
-    bool done = req->iteration() >= target_;
-    resp->set_status(done ? rein::v1::RunEvent::Evaluation::COMPLETED
-                          : rein::v1::RunEvent::Evaluation::NEEDS_MORE_WORK);
-    resp->set_goal_achieved(done);
-    payloads_->evaluate_request = req->ByteSizeLong();
-    payloads_->evaluate_response = resp->ByteSizeLong();
-    auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
-  }
-  void set_target(int n) { target_ = n; }
-  void Hold() {
-    std::lock_guard<std::mutex> lock(mu_);
-    hold_ = true;
-  }
-  size_t held() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return held_.size();
-  }
-  // Stops holding and answers every held call (UNAVAILABLE).
-  void Release() {
-    std::vector<grpc::ServerUnaryReactor*> held;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      hold_ = false;
-      held.swap(held_);
-    }
-    for (auto* r : held) r->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "bench over"));
-  }
-
- private:
-  Payloads* const payloads_;
-  std::atomic<int> target_{10};
-  std::mutex mu_;
-  bool hold_ = false;
-  std::vector<grpc::ServerUnaryReactor*> held_;
-};
-
-class FakeExecutor final : public rein::v1::Executor::CallbackService {
- public:
-  explicit FakeExecutor(Payloads* payloads) : payloads_(payloads) {}
-
-  grpc::ServerUnaryReactor* ListTools(grpc::CallbackServerContext* ctx,
-                                      const rein::v1::ListToolsRequest*,
-                                      rein::v1::ListToolsResponse* resp) override {
-    auto* tool = resp->add_tools();
-    tool->set_name("list_files");
-    tool->set_input_schema_json("{\"type\":\"object\"}");
-    auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
-  }
-  grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* ctx,
-                                    const rein::v1::ExecuteRequest* req,
-                                    rein::v1::ExecuteResponse* resp) override {
-    resp->set_ok(true);
-    resp->set_output(absl::StrCat("listing of ", req->args_json()));
-    resp->set_executor_id("bench");
-    payloads_->execute_request = req->ByteSizeLong();
-    payloads_->execute_response = resp->ByteSizeLong();
-    auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
-  }
-
- private:
-  Payloads* const payloads_;
-};
-
-// A run's iteration times from its events: the gaps between its entries into DECIDING from
-// EVALUATING (one iteration each), the bytes of its events and the time of the last one.
-struct IterationGaps {
-  std::vector<double> us;
-  int64_t last = -1;
-  size_t event_bytes = 0;
-  absl::Time last_time = absl::InfinitePast();
-
-  void Add(const std::string& run_id, const rein::v1::RunEvent& e) {
-    event_bytes += e.ByteSizeLong();
-    last_time = rein::FromProtoTime(e.time());
-    if (e.has_stage_changed() && e.stage_changed().to() == rein::v1::DECIDING) {
-      int64_t t = absl::ToUnixMicros(rein::FromProtoTime(e.time()));
-      if (last >= 0 && e.stage_changed().from() == rein::v1::EVALUATING) {
-        us.push_back(static_cast<double>(t - last));
-      }
-      last = t;
-    }
-    if (e.has_finished() && e.finished().outcome().reason() != rein::v1::GOAL_ACHIEVED) {
-      fprintf(stderr, "run %s ended %s: %s\n", run_id.c_str(),
-              rein::v1::TerminationReason_Name(e.finished().outcome().reason()).c_str(),
-              e.finished().outcome().message().c_str());
-    }
-  }
-};
 
 // One live WatchRun stream on gRPC's callback API (a thousand of them need no thread each in
 // the benchmark either), from the run's start to its end.
@@ -253,100 +108,39 @@ class LiveWatch final : public grpc::ClientReadReactor<rein::v1::RunEvent> {
   absl::Notification done_;
 };
 
-int FreePort() {
-  grpc::ServerBuilder probe;
-  int port = 0;
-  probe.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  probe.BuildAndStart()->Shutdown(std::chrono::system_clock::now());
-  return port;
-}
-
-// One router process with its fake planner and executor.
+// One router process with its fake planner and executor, in `dir`.
 class Bench {
  public:
-  Bench(std::string dir, std::string store, rein::bench::Watchdog* watchdog)
-      : dir_(std::move(dir)),
+  Bench(rein::bench::ScratchDir* dir, std::string store, rein::bench::Watchdog* watchdog)
+      : dir_(dir),
         store_(std::move(store)),
-        watchdog_(watchdog),
-        planner_(&payloads_),
-        executor_(&payloads_) {}
-
-  bool Start() {
-    const bool unix_sockets = absl::GetFlag(FLAGS_unix_sockets);
-    std::string planner_target = absl::StrCat("unix:", dir_, "/planner.sock");
-    std::string executor_target = absl::StrCat("unix:", dir_, "/executor.sock");
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort(unix_sockets ? planner_target : "127.0.0.1:0",
-                             grpc::InsecureServerCredentials(), &planner_port_);
-    builder.RegisterService(&planner_);
-    planner_server_ = builder.BuildAndStart();
-    grpc::ServerBuilder builder2;
-    builder2.AddListeningPort(unix_sockets ? executor_target : "127.0.0.1:0",
-                              grpc::InsecureServerCredentials(), &executor_port_);
-    builder2.RegisterService(&executor_);
-    executor_server_ = builder2.BuildAndStart();
-    if (!planner_server_ || !executor_server_) {
-      fprintf(stderr, "the fake planner or executor could not listen\n");
-      return false;
-    }
-    if (!unix_sockets) {
-      planner_target = absl::StrCat("127.0.0.1:", planner_port_);
-      executor_target = absl::StrCat("127.0.0.1:", executor_port_);
-    }
-    router_port_ = FreePort();
-    metrics_port_ = FreePort();
-    pid_ = fork();
-    if (pid_ == 0) {
-      // The router dies with the benchmark, whatever ends it.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      std::string log = dir_ + "/router.log";
-      if (freopen(log.c_str(), "w", stderr) == nullptr) _exit(126);
-      std::string bin = absl::GetFlag(FLAGS_router_binary);
-      execl(bin.c_str(), bin.c_str(), absl::StrCat("--listen=127.0.0.1:", router_port_).c_str(),
-            absl::StrCat("--store=", store_).c_str(),
-            absl::StrCat("--planner_target=", planner_target).c_str(),
-            absl::StrCat("--executor_target=", executor_target).c_str(),
-            absl::StrCat("--sqlite_synchronous=", absl::GetFlag(FLAGS_synchronous)).c_str(),
-            "--shutdown_grace_seconds=1", absl::StrCat("--metrics_port=", metrics_port_).c_str(),
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    watchdog_->AddChild(pid_);
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(64 << 20);
-    auto channel = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", router_port_),
-                                             grpc::InsecureChannelCredentials(), args);
-    if (!channel->WaitForConnected(In(std::chrono::seconds(30)))) {
-      fprintf(stderr, "router did not come up; its log is %s/router.log\n", dir_.c_str());
-      keep_dir_ = true;
-      return false;
-    }
-    stub_ = rein::v1::Router::NewStub(channel);
-    return true;
-  }
+        services_(FakeOptions(&payloads_)),
+        router_(watchdog) {}
 
   ~Bench() {
-    // Answer held calls and stop holding, so nothing the router sends from now on waits.
-    planner_.Release();
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      for (int i = 0; i < 500 && waitpid(pid_, nullptr, WNOHANG) == 0; ++i) {
-        absl::SleepFor(absl::Milliseconds(10));
-      }
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-      watchdog_->RemoveChild(pid_);
+    // Answer held calls and stop holding, so nothing the router sends from now on waits;
+    // services_ answers whatever arrives while the router stops, then shuts down.
+    services_.Release();
+    router_.Stop(absl::Seconds(5));
+  }
+
+  bool Start() {
+    const std::string& dir = dir_->path();
+    if (dir.empty() || !services_.Start(absl::GetFlag(FLAGS_unix_sockets) ? dir : "")) {
+      return false;
     }
-    planner_.Release();  // whatever arrived while the router stopped
-    auto now = std::chrono::system_clock::now();
-    if (planner_server_) planner_server_->Shutdown(now);
-    if (executor_server_) executor_server_->Shutdown(now);
-    // The benchmark's own directory (its database and the router's log), kept only when the
-    // router did not come up, for the log named above.
-    if (!keep_dir_ && dir_.rfind(kTempDirPrefix, 0) == 0) {
-      std::error_code ignored;
-      std::filesystem::remove_all(dir_, ignored);
+    if (!router_.Start(absl::GetFlag(FLAGS_router_binary), dir,
+                       {absl::StrCat("--store=", store_),
+                        absl::StrCat("--planner_target=", services_.planner_target()),
+                        absl::StrCat("--executor_target=", services_.executor_target()),
+                        absl::StrCat("--sqlite_synchronous=", absl::GetFlag(FLAGS_synchronous)),
+                        "--shutdown_grace_seconds=1",
+                        absl::StrCat("--metrics_port=", rein::bench::FreePort())})) {
+      dir_->Keep();  // for the router's log
+      return false;
     }
+    stub_ = router_.stub();
+    return true;
   }
 
   std::string StartRun(int max_iterations, bool pause_after_plan) {
@@ -374,17 +168,7 @@ class Bench {
   std::vector<double> IterationTimesUs(const std::string& run_id, absl::Duration limit,
                                        size_t* event_bytes = nullptr,
                                        absl::Time* last_time = nullptr) {
-    if (run_id.empty()) return {};
-    rein::v1::WatchRunRequest req;
-    req.set_run_id(run_id);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + limit));
-    auto reader = stub_->WatchRun(&ctx, req);
-    rein::v1::RunEvent e;
-    IterationGaps gaps;
-    while (reader->Read(&e)) gaps.Add(run_id, e);
-    grpc::Status s = reader->Finish();
-    if (!s.ok()) fprintf(stderr, "WatchRun %s: %s\n", run_id.c_str(), s.error_message().c_str());
+    rein::bench::IterationGaps gaps = rein::bench::WatchToEnd(stub_, run_id, limit);
     if (event_bytes != nullptr) *event_bytes += gaps.event_bytes;
     if (last_time != nullptr && gaps.last_time != absl::InfinitePast()) *last_time = gaps.last_time;
     return std::move(gaps.us);
@@ -392,7 +176,7 @@ class Bench {
 
   // A live watcher of the run (callback API), from its first event.
   std::unique_ptr<LiveWatch> Watch(const std::string& run_id, absl::Time deadline) {
-    return std::make_unique<LiveWatch>(stub_.get(), run_id, deadline);
+    return std::make_unique<LiveWatch>(stub_, run_id, deadline);
   }
 
   // Whether the run reached a terminal stage (false also when GetRun fails).
@@ -435,29 +219,27 @@ class Bench {
     return count;
   }
 
-  FakePlanner& planner() { return planner_; }
+  FakePlanner& planner() { return services_.planner(); }
   const Payloads& payloads() const { return payloads_; }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return router_.pid(); }
 
  private:
-  std::string dir_;
-  bool keep_dir_ = false;
-  std::string store_;
-  rein::bench::Watchdog* watchdog_;
-  Payloads payloads_;
-  FakePlanner planner_;
-  FakeExecutor executor_;
-  std::unique_ptr<grpc::Server> planner_server_, executor_server_;
-  int planner_port_ = 0, executor_port_ = 0, router_port_ = 0, metrics_port_ = 0;
-  pid_t pid_ = -1;
-  std::unique_ptr<rein::v1::Router::Stub> stub_;
-};
+  // The fakes' replies name "bench"; list_files has a schema; every message size is recorded.
+  static rein::bench::FakeServiceOptions FakeOptions(Payloads* payloads) {
+    rein::bench::FakeServiceOptions options;
+    options.name = "bench";
+    options.tool_schema_json = "{\"type\":\"object\"}";
+    options.payloads = payloads;
+    return options;
+  }
 
-std::string TempDir() {
-  std::string pattern = absl::StrCat(kTempDirPrefix, "XXXXXX");
-  const char* dir = mkdtemp(pattern.data());
-  return dir == nullptr ? "/tmp" : dir;
-}
+  rein::bench::ScratchDir* const dir_;
+  const std::string store_;
+  Payloads payloads_;
+  rein::bench::FakeServices services_;
+  rein::bench::RouterProcess router_;
+  rein::v1::Router::Stub* stub_ = nullptr;
+};
 
 // Runs `work` over 0..n-1 on `threads` threads.
 template <typename Fn>
@@ -596,8 +378,8 @@ int main(int argc, char** argv) {
                : absl::StrCat("SQLite synchronous=", absl::GetFlag(FLAGS_synchronous)).c_str());
   {
     watchdog.Enter("start", limit);
-    const std::string dir = TempDir();
-    Bench bench(dir, store(dir), &watchdog);
+    rein::bench::ScratchDir dir(kTempDirPrefix);
+    Bench bench(&dir, store(dir.path()), &watchdog);
     if (!bench.Start()) return 1;
     watchdog.Enter("1 run", limit);
     bench.planner().set_target(iterations);
@@ -670,8 +452,8 @@ int main(int argc, char** argv) {
   const int memory_runs = absl::GetFlag(FLAGS_memory_runs);
   if (memory_runs > 0) {
     watchdog.Enter("runs in flight", limit);
-    const std::string dir = TempDir();
-    Bench bench(dir, store(dir), &watchdog);
+    rein::bench::ScratchDir dir(kTempDirPrefix);
+    Bench bench(&dir, store(dir.path()), &watchdog);
     if (!bench.Start()) return 1;
     const long idle = rein::bench::RssKiB(bench.pid());
     bench.planner().Hold();
@@ -694,8 +476,8 @@ int main(int argc, char** argv) {
   }
   if (memory_runs > 0) {
     watchdog.Enter("runs paused", limit);
-    const std::string dir = TempDir();
-    Bench bench(dir, store(dir), &watchdog);
+    rein::bench::ScratchDir dir(kTempDirPrefix);
+    Bench bench(&dir, store(dir.path()), &watchdog);
     if (!bench.Start()) return 1;
     const long idle = rein::bench::RssKiB(bench.pid());
     for (int i = 0; i < memory_runs; ++i) bench.StartRun(1000, true);
