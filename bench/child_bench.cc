@@ -7,11 +7,9 @@
 //   bazel run //bench:child_bench -- [--delay_ms=800] [--rounds=3] [--parents=100] [--width=4]
 //     [--cpu_rounds=3]
 #include <stdlib.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +20,7 @@
 #include "bench/bench_util.h"
 #include "tests/child_scripts.h"
 #include "tests/cluster.h"
+#include "tests/repo_cluster.h"
 
 ABSL_FLAG(int, delay_ms, 800, "every planner reply's delay in the wall-time measurement");
 ABSL_FLAG(int, fan_out, 3, "children of the wall-time measurement's parent (1..4)");
@@ -41,14 +40,8 @@ bool Terminal(rein::v1::Stage s) {
 }
 
 std::unique_ptr<Cluster> Boot(const std::string& dir, const std::string& script) {
-  mkdir(dir.c_str(), 0755);
-  mkdir((dir + "/workspaces").c_str(), 0755);
-  mkdir((dir + "/workspaces/repo").c_str(), 0755);
-  std::ofstream(dir + "/workspaces/repo/README.md") << "# repo\nTODO: write docs\n";
-  Cluster::Options options;
-  options.dir = dir;
-  options.script_json = script;
-  auto cluster = std::make_unique<Cluster>(options);
+  std::unique_ptr<Cluster> cluster =
+      rein::testing::RepoClusterAt(dir, script, {{"README.md", rein::testing::kRepoReadme}});
   if (!cluster->Start()) {
     fprintf(stderr, "child_bench: the services did not start\n%s\n", cluster->Logs().c_str());
     exit(1);
@@ -57,10 +50,7 @@ std::unique_ptr<Cluster> Boot(const std::string& dir, const std::string& script)
 }
 
 rein::v1::RunSpec Spec(const std::string& goal, int children) {
-  rein::v1::RunSpec spec;
-  spec.set_goal(goal);
-  spec.set_workspace("repo");
-  spec.mutable_limits()->mutable_deadline()->set_seconds(600);
+  rein::v1::RunSpec spec = rein::testing::RepoSpec(goal, /*deadline_seconds=*/600);
   spec.mutable_limits()->set_max_children(children);
   return spec;
 }

@@ -1,6 +1,7 @@
 // One real rein-router process for a benchmark (see router_process.h).
 #include "bench/router_process.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -26,21 +27,28 @@ int FreePort() {
 bool RouterProcess::Start(const std::string& binary, const std::string& dir,
                           const std::vector<std::string>& flags) {
   const int port = FreePort();
-  // Everything the child needs is made before fork: it only calls exec.
+  // Everything the child needs is made before fork: the benchmark has threads, and the child
+  // may only make async-signal-safe calls.
   std::vector<std::string> args = {binary, absl::StrCat("--listen=127.0.0.1:", port)};
   args.insert(args.end(), flags.begin(), flags.end());
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
   const std::string log = dir + "/router.log";
+  const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    perror(log.c_str());
+    return false;
+  }
   pid_ = fork();
   if (pid_ == 0) {
     // The router dies with the benchmark, whatever ends it.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (freopen(log.c_str(), "w", stderr) == nullptr) _exit(126);
+    dup2(fd, 2);
     execv(binary.c_str(), argv.data());
     _exit(127);
   }
+  close(fd);
   if (pid_ < 0) {
     perror("fork");
     return false;

@@ -2,40 +2,29 @@
 // reinctl as a person runs it (start --watch), checked against the planted keys.
 #include <stdlib.h>
 
-#include <fstream>
-#include <sstream>
+#include <memory>
 #include <string>
 
-#include "absl/strings/str_cat.h"
+#include "absl/status/statusor.h"
 #include "gtest/gtest.h"
-#include "tests/cluster.h"
+#include "tests/example_cluster.h"
 
 namespace rein::testing {
 namespace {
 
 TEST(SecretsAuditExampleTest, ReinctlReportsEachRealFindingAndNoFixture) {
-  Cluster::Options options;
-  options.dir = getenv("TEST_TMPDIR");
-  options.script_json = ReadFile(RunfilePath("examples/secrets_audit/planner_script.json"));
-  // Runfiles are symlinks, which the executor never follows: serve a real copy.
-  options.workspace_root = options.dir + "/workspaces";
-  ASSERT_EQ(system(absl::StrCat("rm -rf '", options.workspace_root, "' && cp -rL '",
-                                RunfilePath("examples/secrets_audit/workspaces"), "' '",
-                                options.workspace_root, "'")
-                       .c_str()),
-            0);
-  ASSERT_FALSE(options.script_json.empty());
-  Cluster cluster(options);
-  ASSERT_TRUE(cluster.Start()) << cluster.Logs();
-  std::string out = options.dir + "/reinctl.out";
-  Process reinctl("reinctl",
-                  {RunfilePath("cli/reinctl"), absl::StrCat("--router=", cluster.router_target()),
-                   "start", "--goal=Audit the repository for hard-coded API keys and tokens.",
-                   "--workspace=sample-repo", "--tools=list_files,search_text,read_file,file_info",
-                   "--max_iterations=20", "--deadline=2m", "--watch"},
-                  out);
-  ASSERT_TRUE(reinctl.Start());
-  EXPECT_EQ(reinctl.Wait(absl::Seconds(60)), 0) << ReadFile(out) << cluster.Logs();
+  const std::string dir = getenv("TEST_TMPDIR");
+  absl::StatusOr<std::unique_ptr<Cluster>> cluster = StartExampleCluster("secrets_audit", dir);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const std::string out = dir + "/reinctl.out";
+  EXPECT_EQ(
+      RunReinctl(**cluster,
+                 {"start", "--goal=Audit the repository for hard-coded API keys and tokens.",
+                  "--workspace=sample-repo", "--tools=list_files,search_text,read_file,file_info",
+                  "--max_iterations=20", "--deadline=2m", "--watch"},
+                 out, absl::Seconds(60)),
+      0)
+      << ReadFile(out) << (*cluster)->Logs();
   std::string report = ReadFile(out);
   // The final report's block for the filter subtask: its summary, one finding per line.
   size_t at = report.find("[COMPLETED] filter: Real findings");

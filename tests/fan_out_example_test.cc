@@ -3,37 +3,30 @@
 // parallel, the parent joins them and writes one report.
 #include <stdlib.h>
 
+#include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "tests/cluster.h"
+#include "tests/example_cluster.h"
 
 namespace rein::testing {
 namespace {
 
 TEST(FanOutExampleTest, ThreeChildrenAuditTheServicesAndTheParentReports) {
-  Cluster::Options options;
-  options.dir = getenv("TEST_TMPDIR");
-  options.script_json = ReadFile(RunfilePath("examples/fan_out_audit/planner_script.json"));
-  ASSERT_FALSE(options.script_json.empty());
-  // Runfiles are symlinks, which the executor never follows: serve a real copy.
-  options.workspace_root = options.dir + "/workspaces";
-  ASSERT_EQ(system(absl::StrCat("rm -rf '", options.workspace_root, "' && cp -rL '",
-                                RunfilePath("examples/fan_out_audit/workspaces"), "' '",
-                                options.workspace_root, "'")
-                       .c_str()),
-            0);
-  Cluster cluster(options);
-  ASSERT_TRUE(cluster.Start()) << cluster.Logs();
-  const std::string out = options.dir + "/reinctl.out";
-  Process reinctl(
-      "reinctl",
-      {RunfilePath("cli/reinctl"), absl::StrCat("--router=", cluster.router_target()), "start",
-       absl::StrCat("--spec=", RunfilePath("examples/fan_out_audit/spec.json")), "--watch"},
-      out);
-  ASSERT_TRUE(reinctl.Start());
-  EXPECT_EQ(reinctl.Wait(absl::Seconds(90)), 0) << ReadFile(out) << cluster.Logs();
+  const std::string dir = getenv("TEST_TMPDIR");
+  absl::StatusOr<std::unique_ptr<Cluster>> started = StartExampleCluster("fan_out_audit", dir);
+  ASSERT_TRUE(started.ok()) << started.status();
+  Cluster& cluster = **started;
+  const std::string out = dir + "/reinctl.out";
+  EXPECT_EQ(
+      RunReinctl(cluster,
+                 {"start", absl::StrCat("--spec=", RunfilePath("examples/fan_out_audit/spec.json")),
+                  "--watch"},
+                 out, absl::Seconds(90)),
+      0)
+      << ReadFile(out) << cluster.Logs();
   const std::string report = ReadFile(out);
   EXPECT_NE(report.find("GOAL_ACHIEVED"), std::string::npos) << report;
 
@@ -71,13 +64,9 @@ TEST(FanOutExampleTest, ThreeChildrenAuditTheServicesAndTheParentReports) {
   EXPECT_EQ(search.find("search/index.js"), std::string::npos) << search;
   EXPECT_NE(search.find("child run"), std::string::npos) << search;
   // reinctl show prints the children as a tree, each read for its progress.
-  const std::string shown = options.dir + "/show.out";
-  Process show("reinctl-show",
-               {RunfilePath("cli/reinctl"), absl::StrCat("--router=", cluster.router_target()),
-                "show", parent_id},
-               shown);
-  ASSERT_TRUE(show.Start());
-  EXPECT_EQ(show.Wait(absl::Seconds(30)), 0) << ReadFile(shown);
+  const std::string shown = dir + "/show.out";
+  EXPECT_EQ(RunReinctl(cluster, {"show", parent_id}, shown, absl::Seconds(30)), 0)
+      << ReadFile(shown);
   for (const auto& child : parent->children()) {
     EXPECT_NE(
         ReadFile(shown).find(absl::StrCat("  group 1  ", child.subtask_id(), " -> ", child.run_id(),

@@ -12,12 +12,9 @@
 
 namespace rein::testing {
 
-std::unique_ptr<Cluster> RepoCluster(
-    const std::string& prefix, const std::string& script_json,
+std::unique_ptr<Cluster> RepoClusterAt(
+    const std::string& dir, const std::string& script_json,
     const std::vector<std::pair<std::string, std::string>>& files) {
-  std::string base = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
-  std::string dir = absl::StrCat(base, "/", prefix, "-",
-                                 ::testing::UnitTest::GetInstance()->current_test_info()->name());
   mkdir(dir.c_str(), 0755);
   Cluster::Options options;
   options.dir = dir;
@@ -27,6 +24,16 @@ std::unique_ptr<Cluster> RepoCluster(
   mkdir(ws.c_str(), 0755);
   for (const auto& [name, contents] : files) std::ofstream(ws + "/" + name) << contents;
   return std::make_unique<Cluster>(options);
+}
+
+std::unique_ptr<Cluster> RepoCluster(
+    const std::string& prefix, const std::string& script_json,
+    const std::vector<std::pair<std::string, std::string>>& files) {
+  std::string base = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
+  return RepoClusterAt(
+      absl::StrCat(base, "/", prefix, "-",
+                   ::testing::UnitTest::GetInstance()->current_test_info()->name()),
+      script_json, files);
 }
 
 rein::v1::RunSpec RepoSpec(const std::string& goal, int deadline_seconds) {

@@ -13,9 +13,16 @@
 
 namespace rein::testing {
 
-// A cluster (not started) in <TEST_TMPDIR>/<prefix>-<the running test's name>, the scripted
-// planner on `script_json`, and under its workspaces/ the workspace "repo" holding `files`
-// (name, contents).
+// The README.md of the workspace "repo" that ThreeStepScript and the child scripts expect.
+inline constexpr char kRepoReadme[] = "# repo\nTODO: write docs\n";
+
+// A cluster (not started) in `dir` (created), the scripted planner on `script_json`, and under
+// its workspaces/ the workspace "repo" holding `files` (name, contents).
+std::unique_ptr<Cluster> RepoClusterAt(
+    const std::string& dir, const std::string& script_json,
+    const std::vector<std::pair<std::string, std::string>>& files);
+
+// RepoClusterAt in <TEST_TMPDIR>/<prefix>-<the running test's name>.
 std::unique_ptr<Cluster> RepoCluster(const std::string& prefix, const std::string& script_json,
                                      const std::vector<std::pair<std::string, std::string>>& files);
 

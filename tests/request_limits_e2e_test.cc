@@ -1,9 +1,6 @@
 // End-to-end: each service refuses a request over its receive limit with RESOURCE_EXHAUSTED
 // naming the limit, and keeps serving afterwards.
-#include <stdlib.h>
-#include <sys/stat.h>
-
-#include <fstream>
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +9,7 @@
 #include "rein/v1/executor.grpc.pb.h"
 #include "rein/v1/planner.grpc.pb.h"
 #include "tests/cluster.h"
+#include "tests/repo_cluster.h"
 
 namespace rein::testing {
 namespace {
@@ -25,16 +23,7 @@ constexpr int kExecutorLimit = 8 << 20;  // write_file's content, JSON-escaped
 class RequestLimitsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string base = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
-    std::string dir = absl::StrCat(base, "/limits");
-    mkdir(dir.c_str(), 0755);
-    mkdir((dir + "/workspaces").c_str(), 0755);
-    mkdir((dir + "/workspaces/repo").c_str(), 0755);
-    std::ofstream(dir + "/workspaces/repo/README.md") << "# repo\nTODO: write docs\n";
-    Cluster::Options options;
-    options.dir = dir;
-    options.script_json = ThreeStepScript(0);
-    cluster_ = std::make_unique<Cluster>(options);
+    cluster_ = RepoCluster("limits", ThreeStepScript(0), {{"README.md", kRepoReadme}});
     ASSERT_TRUE(cluster_->Start()) << cluster_->Logs();
   }
 

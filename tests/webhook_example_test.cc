@@ -1,13 +1,10 @@
 // The example receiver (examples/webhook_to_chat/receiver.py) against the router's own signer
 // and transport, with a stand-in for the chat's incoming webhook.
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,21 +16,10 @@
 #include "router_service/notify/signature.h"
 #include "router_service/notify/testing/webhook_receiver.h"
 #include "router_service/notify/webhook_transport.h"
+#include "tests/cluster.h"
 
 namespace rein::testing {
 namespace {
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 class WebhookExampleTest : public ::testing::Test {
  protected:
@@ -43,24 +29,24 @@ class WebhookExampleTest : public ::testing::Test {
     const std::string key_file = dir + "/example.key";
     std::ofstream(key_file) << "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n";
     port_ = FreePort();
-    pid_ = fork();
-    if (pid_ == 0) {
-      execl("/usr/bin/python3", "python3", "examples/webhook_to_chat/receiver.py", "--port",
-            std::to_string(port_).c_str(), "--secret_file", key_file.c_str(), "--chat_url",
-            chat_.url("/chat").c_str(), nullptr);
-      _exit(127);
-    }
+    receiver_ = std::make_unique<Process>(
+        "receiver",
+        std::vector<std::string>{"/usr/bin/python3", "examples/webhook_to_chat/receiver.py",
+                                 "--port", std::to_string(port_), "--secret_file", key_file,
+                                 "--chat_url", chat_.url("/chat")},
+        dir + "/receiver.log");
+    ASSERT_TRUE(receiver_->Start());
     // Up when it answers (an unsigned POST gets 401).
     for (int i = 0; i < 100; ++i) {
       if (Post("x", "{}", false).status == 401) return;
       absl::SleepFor(absl::Milliseconds(100));
     }
-    FAIL() << "the example receiver did not start";
+    FAIL() << "the example receiver did not start: " << ReadFile(receiver_->log_path());
   }
   void TearDown() override {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      waitpid(pid_, nullptr, 0);
+    if (receiver_ != nullptr) {
+      receiver_->Kill(SIGTERM);
+      receiver_->Wait(absl::Seconds(10));  // then SIGKILLed by ~Process
     }
   }
 
@@ -83,7 +69,7 @@ class WebhookExampleTest : public ::testing::Test {
   WebhookReceiver chat_{""};
   CurlWebhookTransport transport_;
   int port_ = 0;
-  pid_t pid_ = -1;
+  std::unique_ptr<Process> receiver_;
 };
 
 constexpr char kPaused[] = R"({"specversion":"1.0","id":"run-1.4","type":"dev.rein.run.paused",
