@@ -241,8 +241,10 @@ int main(int argc, char** argv) {
       absl::StatusOr<rein::v1::Run> run = fleet.StartRun(0, PausingSpec());
       if (run.ok()) ids.push_back(run->run_id());
     }
-    for (const std::string& id : ids)
-      fleet.WaitForStage(1, id, rein::v1::PAUSED, absl::Seconds(30));
+    for (const std::string& id : ids) {
+      // At most 30 s each; the takeover below is timed whether or not the run paused by then.
+      fleet.WaitForStage(1, id, rein::v1::PAUSED, absl::Seconds(30)).status().IgnoreError();
+    }
     absl::SleepFor(absl::Milliseconds(200));
     const absl::Time killed = absl::Now();
     fleet.router(0)->Kill(SIGKILL);

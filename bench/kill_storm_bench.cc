@@ -2,8 +2,8 @@
 // mutating command, restarts it, and prints how many kills ended in a RECOVERY pause and how
 // many ran a command twice (counted in the workspace). Compare routers with --router_binary.
 //   bazel build //bench:kill_storm_bench
-//   cd bazel-bin && TEST_SRCDIR=$PWD/bench/kill_storm_bench.runfiles TEST_WORKSPACE=rein \
-//     bench/kill_storm_bench --kills=100 [--router_binary=/path/to/an/older/rein-router]
+//   cd bazel-bin && export TEST_SRCDIR=$PWD/bench/kill_storm_bench.runfiles TEST_WORKSPACE=rein
+//   bench/kill_storm_bench --kills=100 [--router_binary=/path/to/an/older/rein-router]
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>

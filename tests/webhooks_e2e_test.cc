@@ -204,7 +204,9 @@ TEST_F(WebhooksEndToEndTest, AKillStormLosesNoNoticeAndInventsNone) {
   for (const ReceivedWebhook& w : receiver_.received()) {
     EXPECT_TRUE(w.signature_valid);
     auto [it, first] = bodies.emplace(w.headers.at("webhook-id"), w.body);
-    if (!first) EXPECT_EQ(it->second, w.body) << it->first;
+    if (!first) {
+      EXPECT_EQ(it->second, w.body) << it->first;
+    }
   }
   std::cerr << "kill storm: " << expected.size() << " notices committed, "
             << receiver_.received().size() << " POSTs received\n";

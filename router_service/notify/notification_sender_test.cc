@@ -1,10 +1,12 @@
 // Tests of NotificationSender against a real SQLite outbox and real HTTP receivers on loopback.
 #include "router_service/notify/notification_sender.h"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -30,6 +32,12 @@ using ::testing::SizeIs;
 using testing::WebhookReceiver;
 
 constexpr char kKey[] = "test-key";
+
+// The receiver's reply with `status` and, when given, its headers, body and delay.
+ReceiverReply Reply(int status, std::map<std::string, std::string> headers = {},
+                    std::string body = "", absl::Duration delay = absl::ZeroDuration()) {
+  return ReceiverReply{status, std::move(headers), std::move(body), delay};
+}
 
 // Posts to `hang_url` wait until Release() (or their timeout), counting how many are in flight
 // at once; the others go to `real`.
@@ -199,8 +207,8 @@ TEST_F(NotificationSenderTest, APauseIsPostedSignedAsACloudEventAndMarkedDeliver
 
 TEST_F(NotificationSenderTest, AFailingReceiverGetsRetriesWithBackoffUnderOneWebhookId) {
   Configure(receiver_.url());
-  receiver_.Enqueue({500});
-  receiver_.Enqueue({503});
+  receiver_.Enqueue(Reply(500));
+  receiver_.Enqueue(Reply(503));
   PauseRun("run-1");
   SendUntilSettled("run-1.2", absl::Seconds(10));
   const Notification n = Notice("run-1.2");
@@ -238,7 +246,7 @@ TEST_F(NotificationSenderTest, AReceiverThatIsDownThenUpGetsTheNotice) {
 TEST_F(NotificationSenderTest, RetriesGiveUpAfterTheRetryPeriod) {
   options_.retry_for = absl::Milliseconds(300);
   Configure(receiver_.url());
-  for (int i = 0; i < 100; ++i) receiver_.Enqueue({500});
+  for (int i = 0; i < 100; ++i) receiver_.Enqueue(Reply(500));
   PauseRun("run-1");
   SendUntilSettled("run-1.2", absl::Seconds(10));
   const Notification n = Notice("run-1.2");
@@ -258,8 +266,8 @@ TEST_F(NotificationSenderTest, ARedirectIsNotFollowedAndAHugeReplyIsCutShort) {
   WebhookReceiver elsewhere(kKey);
   ASSERT_TRUE(elsewhere.Start().ok());
   Configure(receiver_.url());
-  receiver_.Enqueue({302, {{"Location", elsewhere.url()}}, ""});
-  receiver_.Enqueue({200, {}, std::string(10 << 20, 'x')});
+  receiver_.Enqueue(Reply(302, {{"Location", elsewhere.url()}}));
+  receiver_.Enqueue(Reply(200, {}, std::string(10 << 20, 'x')));
   PauseRun("run-1");
   ASSERT_TRUE(sender_->SendOne().ok());
   EXPECT_EQ(Notice("run-1.2").status, NotificationStatus::kPending);
@@ -272,7 +280,7 @@ TEST_F(NotificationSenderTest, ARedirectIsNotFollowedAndAHugeReplyIsCutShort) {
 TEST_F(NotificationSenderTest, AHangingReceiverCostsOneTimeoutPerAttempt) {
   options_.request_timeout = absl::Milliseconds(300);
   Configure(receiver_.url());
-  receiver_.Enqueue({200, {}, "", absl::Seconds(3)});
+  receiver_.Enqueue(Reply(200, {}, "", absl::Seconds(3)));
   PauseRun("run-1");
   const absl::Time start = absl::Now();
   ASSERT_TRUE(sender_->SendOne().ok());
@@ -282,7 +290,7 @@ TEST_F(NotificationSenderTest, AHangingReceiverCostsOneTimeoutPerAttempt) {
 
 TEST_F(NotificationSenderTest, A410DisablesTheEndpointAndSettlesTheNotice) {
   Configure(receiver_.url());
-  receiver_.Enqueue({410});
+  receiver_.Enqueue(Reply(410));
   PauseRun("run-1");
   PauseRun("run-2");
   ASSERT_TRUE(sender_->SendOne().ok());
@@ -339,8 +347,11 @@ TEST_F(NotificationSenderTest, AHangingEndpointHoldsAtMostItsShareAndItsBacklogS
   ASSERT_TRUE(counts.ok()) << counts.status();
   EXPECT_EQ(counts->delivered, kHealthy);
   EXPECT_EQ(counts->pending, kHanging);
-  for (const Notification& n : *store_->ListNotifications(NotificationStatus::kPending,
-                                                          /*any=*/false, "", 100)) {
+  // The list outlives the loop (a range over *<temporary StatusOr> would dangle).
+  absl::StatusOr<std::vector<Notification>> pending =
+      store_->ListNotifications(NotificationStatus::kPending, /*any=*/false, "", 100);
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  for (const Notification& n : *pending) {
     EXPECT_LE(n.attempts, 1) << n.notice_id << ": waiting for a busy endpoint is no attempt";
   }
 

@@ -94,10 +94,9 @@ TEST(WebhookConfigTest, RunUrlsMustFallUnderAnAllowedPrefixAtABoundary) {
   EXPECT_TRUE(config.CheckRunSpec(SpecWith({"https://hooks.example/team-a"})).ok());
   EXPECT_TRUE(config.CheckRunSpec(SpecWith({"https://hooks.example"})).ok());
   EXPECT_TRUE(config.CheckRunSpec(SpecWith({"http://127.0.0.1:8080/rein/x?y=1"})).ok());
-  for (const std::string& url :
-       {"https://hooks.example.attacker.net/x", "https://hooks.example:8443/x",
-        "http://169.254.169.254/latest/meta-data", "http://127.0.0.1:8080/reinx",
-        "http://127.0.0.1:8080/"}) {
+  for (const char* url : {"https://hooks.example.attacker.net/x", "https://hooks.example:8443/x",
+                          "http://169.254.169.254/latest/meta-data", "http://127.0.0.1:8080/reinx",
+                          "http://127.0.0.1:8080/"}) {
     absl::Status status = config.CheckRunSpec(SpecWith({url}));
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << url;
     EXPECT_THAT(status.message(), HasSubstr("spec.notify[0]")) << url;

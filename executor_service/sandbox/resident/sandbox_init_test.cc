@@ -195,7 +195,7 @@ TEST_F(SandboxInitTest, FirstPathOfTheEnvironmentIsUsedAsOnTheColdPath) {
   // first, for finding the program: getenv and so the cold path's execvp take the first.
   std::unique_ptr<Workspace> workspace = OpenWorkspace();
   ASSERT_NE(workspace, nullptr);
-  for (const std::string& run : {"run-path", ""}) {  // resident, then cold
+  for (const std::string run : {"run-path", ""}) {  // resident, then cold
     CommandRequest request;
     request.argv = {"sh", "-c", "echo ran"};
     request.env = {"PATH=/nonexistent"};
