@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "cli/subcommands.h"
 #include "rein/v1/router.pb.h"
 #include "rein/v1/types.pb.h"
 
@@ -19,27 +20,6 @@ namespace rein::cli {
 inline constexpr char kDefaultRouter[] = "127.0.0.1:50051";
 // rein-executor's default --listen, where `reinctl tools` asks by default.
 inline constexpr char kDefaultExecutor[] = "127.0.0.1:50053";
-
-enum class Subcommand {
-  kHelp,
-  kStart,
-  kWatch,
-  kApprove,
-  kReject,
-  kAnswer,
-  kEditPlan,
-  kEditCall,
-  kCancel,
-  kList,
-  kShow,
-  kExport,
-  kTools,
-  kFork,
-  kReplay,
-  kDiff,
-  kQuota,
-  kNotifications,
-};
 
 // The `fork` flags as given.
 struct ForkOptions {

@@ -2,26 +2,23 @@
 #include "cli/command_runner.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <system_error>
 #include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "cli/child_tree.h"
 #include "cli/event_line.h"
 #include "cli/format.h"
+#include "cli/inputs.h"
 #include "cli/notice_table.h"
 #include "cli/requests.h"
 #include "cli/run_diff.h"
@@ -40,35 +37,6 @@ bool IsTerminal(v1::Stage stage) {
 }
 
 }  // namespace
-
-absl::StatusOr<std::string> ConsoleUrlFromEnv(const char* value) {
-  std::string url = value == nullptr ? "" : value;
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  if (url.empty()) return url;
-  absl::string_view rest = url;
-  if (!absl::ConsumePrefix(&rest, "http://") && !absl::ConsumePrefix(&rest, "https://")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("REIN_CONSOLE_URL: \"", url, "\" is not an http:// or https:// URL"));
-  }
-  if (rest.empty() || rest.front() == '/') {
-    return absl::InvalidArgumentError(absl::StrCat("REIN_CONSOLE_URL: \"", url, "\" has no host"));
-  }
-  return url;
-}
-
-absl::StatusOr<std::string> ReadFileForFlag(absl::string_view flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, ": cannot read ", path, ": ", std::strerror(errno)));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": error reading ", path));
-  }
-  return text.str();
-}
 
 CommandRunner::CommandRunner(v1::Router::StubInterface* stub, std::ostream& out, std::ostream& err,
                              RunnerOptions options)

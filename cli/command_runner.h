@@ -87,13 +87,6 @@ class CommandRunner {
   std::string router_flag_;  // " --router=X" when not the default, for printed commands
 };
 
-// The console URL from REIN_CONSOLE_URL (nullptr or "" = none): an http(s) URL with a host,
-// returned without a trailing '/'; anything else is an error naming the variable.
-absl::StatusOr<std::string> ConsoleUrlFromEnv(const char* value);
-
-// Reads a whole file; NOT_FOUND / PERMISSION_DENIED-style errors name `flag` and the path.
-absl::StatusOr<std::string> ReadFileForFlag(absl::string_view flag, const std::string& path);
-
 }  // namespace rein::cli
 
 #endif  // REIN_CLI_COMMAND_RUNNER_H_

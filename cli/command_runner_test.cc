@@ -372,17 +372,6 @@ TEST_F(CommandRunnerTest, WatchToTheEndPrintsNoConsoleLink) {
   EXPECT_THAT(out_.str(), Not(HasSubstr("console")));
 }
 
-TEST(ConsoleUrlFromEnvTest, AcceptsHttpUrlsAndNamesTheVariableOtherwise) {
-  EXPECT_EQ(*ConsoleUrlFromEnv(nullptr), "");
-  EXPECT_EQ(*ConsoleUrlFromEnv(""), "");
-  EXPECT_EQ(*ConsoleUrlFromEnv("https://rein.example/console/"), "https://rein.example/console");
-  for (const char* bad : {"127.0.0.1:8080", "ftp://x", "http://", "https:///path"}) {
-    absl::StatusOr<std::string> url = ConsoleUrlFromEnv(bad);
-    ASSERT_FALSE(url.ok()) << bad;
-    EXPECT_THAT(url.status().message(), HasSubstr("REIN_CONSOLE_URL"));
-  }
-}
-
 TEST_F(CommandRunnerTest, WatchOfAWaitingRunWithNothingNewExitsThree) {
   AddRun(R"(run_id: "run-1" state { stage: PAUSED version: 3
               pause { reason: NEED_HUMAN question: "Which one?" } })",

@@ -11,6 +11,7 @@
 #include "cli/args.h"
 #include "cli/command_runner.h"
 #include "cli/connection.h"
+#include "cli/inputs.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "rein/v1/executor.grpc.pb.h"
