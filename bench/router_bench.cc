@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -181,24 +182,16 @@ class Bench {
 
   // Whether the run reached a terminal stage (false also when GetRun fails).
   bool Ended(const std::string& run_id) {
-    rein::v1::GetRunRequest req;
-    req.set_run_id(run_id);
-    rein::v1::Run run;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(In(kCallDeadline));
-    if (!stub_->GetRun(&ctx, req, &run).ok()) return false;
-    const rein::v1::Stage stage = run.state().stage();
+    const std::optional<rein::v1::Run> run = GetRun(run_id);
+    if (!run.has_value()) return false;
+    const rein::v1::Stage stage = run->state().stage();
     return stage == rein::v1::FINISHED || stage == rein::v1::FAILED || stage == rein::v1::CANCELLED;
   }
 
+  // The serialized size of the run's state (0 when GetRun fails).
   size_t StateBytes(const std::string& run_id) {
-    rein::v1::GetRunRequest req;
-    req.set_run_id(run_id);
-    rein::v1::Run run;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(In(kCallDeadline));
-    if (!stub_->GetRun(&ctx, req, &run).ok()) return 0;
-    return run.state().ByteSizeLong();
+    const std::optional<rein::v1::Run> run = GetRun(run_id);
+    return run.has_value() ? run->state().ByteSizeLong() : 0;
   }
 
   int ListCount(rein::v1::Stage stage) {
@@ -224,6 +217,16 @@ class Bench {
   pid_t pid() const { return router_.pid(); }
 
  private:
+  std::optional<rein::v1::Run> GetRun(const std::string& run_id) {
+    rein::v1::GetRunRequest req;
+    req.set_run_id(run_id);
+    rein::v1::Run run;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(In(kCallDeadline));
+    if (!stub_->GetRun(&ctx, req, &run).ok()) return std::nullopt;
+    return run;
+  }
+
   // The fakes' replies name "bench"; list_files has a schema; every message size is recorded.
   static rein::bench::FakeServiceOptions FakeOptions(Payloads* payloads) {
     rein::bench::FakeServiceOptions options;

@@ -187,14 +187,16 @@ Executor StartExecutor(const std::string& binary, const std::string& root, const
   return executor;
 }
 
-// One run_command /bin/true through `executor`, timed from the client; dies unless it ran.
-absl::Duration RunTrue(Executor* executor) {
+// One call of `tool` with `args_json` through `executor` as call `call_id`, timed from the
+// client; dies unless it succeeded.
+absl::Duration TimedExecute(Executor* executor, const std::string& call_id, const std::string& tool,
+                            const std::string& args_json) {
   rein::v1::ExecuteRequest request;
-  request.set_call_id(absl::StrCat(executor->id, "-", executor->next_call++));
+  request.set_call_id(call_id);
   request.set_run_id("bench");
   request.set_workspace(executor->workspace);
-  request.set_tool("run_command");
-  request.set_args_json(R"({"argv": ["/bin/true"]})");
+  request.set_tool(tool);
+  request.set_args_json(args_json);
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
   rein::v1::ExecuteResponse response;
@@ -203,30 +205,26 @@ absl::Duration RunTrue(Executor* executor) {
   const absl::Duration took = absl::Now() - start;
   if (!status.ok()) Die(absl::StrCat("Execute: ", status.error_message()));
   if (!response.ok()) {
-    Die(absl::StrCat("run_command failed: ", response.error().message(), " ", response.output()));
+    Die(absl::StrCat(tool, " failed: ", response.error().message(), " ", response.output()));
   }
   return took;
 }
 
-// One mutating write_file through `executor` (its workspace snapshot first), timed from the
-// client; dies unless it wrote.
+std::string NextCallId(Executor* executor) {
+  return absl::StrCat(executor->id, "-", executor->next_call++);
+}
+
+// One run_command /bin/true through `executor`.
+absl::Duration RunTrue(Executor* executor) {
+  return TimedExecute(executor, NextCallId(executor), "run_command", R"({"argv": ["/bin/true"]})");
+}
+
+// One mutating write_file through `executor` (its workspace snapshot first).
 absl::Duration WriteFile(Executor* executor) {
-  rein::v1::ExecuteRequest request;
-  request.set_call_id(absl::StrCat(executor->id, "-", executor->next_call++));
-  request.set_run_id("bench");
-  request.set_workspace(executor->workspace);
-  request.set_tool("write_file");
-  request.set_args_json(absl::StrCat(R"({"path": ")", executor->id, R"(.txt", "content": ")",
-                                     request.call_id(), R"("})"));
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-  rein::v1::ExecuteResponse response;
-  const absl::Time start = absl::Now();
-  grpc::Status status = executor->stub->Execute(&context, request, &response);
-  const absl::Duration took = absl::Now() - start;
-  if (!status.ok()) Die(absl::StrCat("Execute: ", status.error_message()));
-  if (!response.ok()) Die(absl::StrCat("write_file failed: ", response.error().message()));
-  return took;
+  const std::string call_id = NextCallId(executor);
+  return TimedExecute(
+      executor, call_id, "write_file",
+      absl::StrCat(R"({"path": ")", executor->id, R"(.txt", "content": ")", call_id, R"("})"));
 }
 
 // Puts `count` files of 4 KiB into the directory `dir`.
