@@ -55,6 +55,14 @@ class EndToEndTest : public ::testing::Test {
     return out.ok() ? *out : RunMsg();
   }
 
+  // Approves the paused `run` and expects it to finish with its goal achieved.
+  void ApproveToTheGoal(const RunMsg& run) {
+    rein::v1::Review approve;
+    approve.mutable_approve();
+    Resume(run, approve);
+    EXPECT_EQ(WatchAll(run.run_id()).back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);
+  }
+
   std::unique_ptr<Cluster> cluster_;
 };
 
@@ -121,11 +129,7 @@ TEST_F(EndToEndTest, PauseAfterPlanThenApprove) {
   grpc::ClientContext context;
   EXPECT_EQ(cluster_->router()->ResumeRun(&context, stale, &ignored).error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
-  rein::v1::Review approve;
-  approve.mutable_approve();
-  Resume(*paused, approve);
-  std::vector<RunEvent> events = WatchAll(run->run_id());
-  EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);
+  ApproveToTheGoal(*paused);
 }
 
 TEST_F(EndToEndTest, NeedHumanThenAnswer) {
@@ -189,11 +193,7 @@ TEST_F(EndToEndTest, RejectWithFeedbackReplans) {
   ASSERT_TRUE(again.ok());
   ASSERT_GT(again->state().subtasks_size(), 0);
   ASSERT_EQ(again->state().subtasks(0).id(), "better");
-  rein::v1::Review approve;
-  approve.mutable_approve();
-  Resume(*again, approve);
-  std::vector<RunEvent> events = WatchAll(run->run_id());
-  EXPECT_EQ(events.back().finished().outcome().reason(), rein::v1::GOAL_ACHIEVED);
+  ApproveToTheGoal(*again);
 }
 
 TEST_F(EndToEndTest, CancelEndsRunInFlight) {

@@ -90,6 +90,17 @@ class ForkEndToEndTest : public ::testing::Test {
     return run.ok() ? *run : rein::v1::Run();
   }
 
+  // A run writing a.txt twice (v1, then v2), once it finished.
+  absl::StatusOr<rein::v1::Run> StartFinishedSource() {
+    rein::v1::RunSpec spec;
+    spec.set_goal("write a.txt twice");
+    spec.set_workspace("repo");
+    spec.add_tools("write_file");
+    absl::StatusOr<rein::v1::Run> source = cluster_->StartRun(spec);
+    if (source.ok()) Finished(source->run_id());
+    return source;
+  }
+
   grpc::Status Fork(const rein::v1::ForkRunRequest& request, rein::v1::Run* out) {
     grpc::ClientContext context;
     return cluster_->router()->ForkRun(&context, request, out);
@@ -195,13 +206,8 @@ TEST_F(ForkEndToEndTest, ForkAtIterationWithEditedPlanGetsTheWorkspaceAsItWasThe
 }
 
 TEST_F(ForkEndToEndTest, BadForksNameTheFieldAndCreateNothing) {
-  rein::v1::RunSpec spec;
-  spec.set_goal("write a.txt twice");
-  spec.set_workspace("repo");
-  spec.add_tools("write_file");
-  absl::StatusOr<rein::v1::Run> source = cluster_->StartRun(spec);
+  absl::StatusOr<rein::v1::Run> source = StartFinishedSource();
   ASSERT_TRUE(source.ok()) << source.status();
-  Finished(source->run_id());
   const int runs = CountRuns();
   const std::set<std::string> workspaces = Entries(root_);
 
@@ -243,13 +249,8 @@ class ShortHistoryForkTest : public ForkEndToEndTest {
 };
 
 TEST_F(ShortHistoryForkTest, PastRetentionIsFailedPreconditionAndCreatesNothing) {
-  rein::v1::RunSpec spec;
-  spec.set_goal("write a.txt twice");
-  spec.set_workspace("repo");
-  spec.add_tools("write_file");
-  absl::StatusOr<rein::v1::Run> source = cluster_->StartRun(spec);
+  absl::StatusOr<rein::v1::Run> source = StartFinishedSource();
   ASSERT_TRUE(source.ok()) << source.status();
-  Finished(source->run_id());
   const int runs = CountRuns();
   const std::set<std::string> workspaces = Entries(root_);
 
