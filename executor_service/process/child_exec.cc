@@ -16,7 +16,6 @@
 namespace rein {
 namespace {
 
-constexpr size_t kSpawnerFds = kMaxPassFds + 4;
 static_assert(kSpawnerFds <= kMaxPassedFds, "one message carries a command's descriptors");
 
 int Fail(ChildArgs* a, const char* step) {

@@ -12,6 +12,8 @@
 namespace rein {
 
 inline constexpr size_t kMaxPassFds = 64;
+// Most descriptors a command hands a spawner: stdin, the output, stdout, the cwd and the passed.
+inline constexpr size_t kSpawnerFds = kMaxPassFds + 4;
 
 // Everything the child needs, prepared by the parent: the child only makes system calls on it.
 struct ChildArgs {

@@ -83,8 +83,6 @@ bool ReadAvailableOutput(int fd, std::string& chunk, size_t max_output_bytes,
   }
 }
 
-constexpr size_t kSpawnerFds = kMaxPassFds + 4;
-
 namespace {
 
 // Copies `args` into `area`, with its strings and arrays in the area's data as offsets from the
