@@ -59,6 +59,11 @@ ABSL_FLAG(std::string, sandbox_cgroup, "",
 ABSL_FLAG(bool, sandbox_prefork, true,
           "Fork each pooled per-command cgroup's process ahead of time, already inside it, so "
           "that a command does not wait for the kernel to move it there");
+ABSL_FLAG(std::string, sandbox_spawner, "",
+          "rein-spawner, the small program each pooled process (--sandbox_prefork) runs, so "
+          "that bubblewrap's start does not tear down a copy of the executor; default: next to "
+          "this executable (given, it must be an executable); without it, a fork of the "
+          "executor, with a warning");
 // The resident sandbox is a performance mode, off by default: by default every command gets a
 // fresh bubblewrap sandbox (fresh namespaces), an isolation that holds by construction; a
 // resident sandbox instead cleans up after each command of a run from an enumerated list of
@@ -179,6 +184,24 @@ std::string NextToExecutable(const std::string& name) {
   return absl::StrCat(path.substr(0, slash + 1), name);
 }
 
+// A helper program: `given` (a flag's value, dies unless an absolute path of an executable),
+// else `name` next to this executable when it is there, else "" after logging `if_missing`.
+std::string HelperBinary(const std::string& given, absl::string_view flag, const std::string& name,
+                         absl::string_view if_missing) {
+  if (!given.empty()) {
+    if (given[0] != '/' || access(given.c_str(), X_OK) != 0) {
+      Die(absl::StrCat(flag, ": \"", given, "\" is not an executable given by its absolute path"));
+    }
+    return given;
+  }
+  const std::string next_to_us = NextToExecutable(name);
+  if (!next_to_us.empty() && access(next_to_us.c_str(), X_OK) == 0) return next_to_us;
+  rein::LogError(absl::StrCat(name, " not found next to the executable: ", if_missing, " (", flag,
+                              "=PATH names it)"),
+                 {{"looked_for", next_to_us}});
+  return "";
+}
+
 std::string DefaultExecutorId() {
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
@@ -214,30 +237,20 @@ int main(int argc, char** argv) {
   sandbox.bwrap_path = absl::GetFlag(FLAGS_bwrap);
   sandbox.cgroup = absl::GetFlag(FLAGS_sandbox_cgroup);
   sandbox.prefork = absl::GetFlag(FLAGS_sandbox_prefork);
+  if (sandbox.prefork) {
+    // Without it as safe, slower: each command's execve tears down a copy of the executor.
+    sandbox.spawner_binary = HelperBinary(absl::GetFlag(FLAGS_sandbox_spawner), "--sandbox_spawner",
+                                          "rein-spawner", "spawners are forks of the executor");
+  }
   sandbox.resident = absl::GetFlag(FLAGS_sandbox_resident);
   sandbox.resident_idle = absl::GetFlag(FLAGS_sandbox_resident_idle);
   sandbox.max_residents = absl::GetFlag(FLAGS_sandbox_max_residents);
   if (sandbox.resident) {
-    sandbox.init_binary = absl::GetFlag(FLAGS_sandbox_init);
-    if (!sandbox.init_binary.empty()) {
-      if (sandbox.init_binary[0] != '/' || access(sandbox.init_binary.c_str(), X_OK) != 0) {
-        Die(absl::StrCat("--sandbox_init: \"", sandbox.init_binary,
-                         "\" is not an executable given by its absolute path"));
-      }
-    } else {
-      const std::string next_to_us = NextToExecutable("rein-sandbox-init");
-      if (!next_to_us.empty() && access(next_to_us.c_str(), X_OK) == 0) {
-        sandbox.init_binary = next_to_us;
-      } else {
-        // A sandbox per command, as without the flag: slower, not less safe.
-        rein::LogError(
-            "rein-sandbox-init not found next to the executable: no resident "
-            "sandboxes (--sandbox_init=PATH names it; --nosandbox_resident silences "
-            "this)",
-            {{"looked_for", next_to_us}});
-        sandbox.resident = false;
-      }
-    }
+    // Without it a sandbox per command, as without the flag: slower, not less safe.
+    sandbox.init_binary =
+        HelperBinary(absl::GetFlag(FLAGS_sandbox_init), "--sandbox_init", "rein-sandbox-init",
+                     "no resident sandboxes (--nosandbox_resident silences this)");
+    if (sandbox.init_binary.empty()) sandbox.resident = false;
     if (sandbox.resident_idle <= absl::ZeroDuration()) {
       Die("--sandbox_resident_idle must be positive");
     }

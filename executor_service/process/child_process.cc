@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -19,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "executor_service/process/child_exec.h"
 #include "executor_service/process/errno_status.h"
 #include "executor_service/process/fd_passing.h"
 #include "executor_service/process/unique_fd.h"
@@ -26,98 +28,8 @@
 namespace rein {
 namespace {
 
-constexpr size_t kMaxPassFds = 64;
 constexpr size_t kChildStackBytes = 64 << 10;
 constexpr absl::Duration kDrainGrace = absl::Seconds(1);
-
-// Everything the child needs, prepared by the parent: the child (sharing the parent's memory
-// until it executes) only makes system calls on it.
-struct ChildArgs {
-  const char* path;
-  char* const* argv;
-  char* const* envp;
-  int stdin_fd;
-  int out_fd;
-  int stdout_fd;  // the child's stdout: out_fd unless ChildSpec::stdout_fd is set
-  int pass_fds[kMaxPassFds];
-  size_t pass_count;
-  int cwd_fd;
-  int cgroup_fd;
-  int keep_fd;  // a spawner's socket: kept open (close-on-exec) until execve, else -1
-  bool new_session;
-  int resources[6];
-  struct rlimit limits[6];
-  // Set by the child when a step fails; read by the parent after the child has exited.
-  int error;
-  const char* step;
-};
-
-int Fail(ChildArgs* a, const char* step) {
-  a->error = errno;
-  a->step = step;
-  _exit(127);
-}
-
-// Handlers the executor installed must not run in a child: every signal back to its default.
-void ResetSignalHandlers() {
-  struct sigaction dfl;
-  memset(&dfl, 0, sizeof(dfl));
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, nullptr);  // EINVAL is fine
-  }
-}
-
-int ChildMain(void* arg) {
-  ChildArgs* a = static_cast<ChildArgs*>(arg);
-  // Signals stay blocked (the parent blocked them all) until just before execve.
-  ResetSignalHandlers();
-  if (a->new_session && setsid() < 0) return Fail(a, "setsid");
-  if (a->cgroup_fd >= 0 && write(a->cgroup_fd, "0", 1) != 1) return Fail(a, "joining the cgroup");
-  if (a->cwd_fd >= 0 && fchdir(a->cwd_fd) != 0) return Fail(a, "fchdir");
-  // Move every kept descriptor above the targets first, so that no dup2 clobbers another.
-  const int base = static_cast<int>(3 + a->pass_count);
-  int keep = -1;
-  if (a->keep_fd >= 0) {
-    keep = fcntl(a->keep_fd, F_DUPFD_CLOEXEC, base);
-    if (keep < 0) return Fail(a, "dup");
-  }
-  const int in = fcntl(a->stdin_fd, F_DUPFD, base);
-  const int out = fcntl(a->out_fd, F_DUPFD, base);
-  const int std_out = fcntl(a->stdout_fd, F_DUPFD, base);
-  if (in < 0 || out < 0 || std_out < 0) return Fail(a, "dup");
-  int high[kMaxPassFds];
-  for (size_t i = 0; i < a->pass_count; ++i) {
-    high[i] = fcntl(a->pass_fds[i], F_DUPFD, base);
-    if (high[i] < 0) return Fail(a, "dup");
-  }
-  if (dup2(in, 0) < 0 || dup2(std_out, 1) < 0 || dup2(out, 2) < 0) return Fail(a, "dup2");
-  for (size_t i = 0; i < a->pass_count; ++i) {
-    if (dup2(high[i], static_cast<int>(3 + i)) < 0) return Fail(a, "dup2");
-  }
-  // Everything at or above `base` goes, but for a spawner's socket.
-  const unsigned first = static_cast<unsigned>(base);
-  if (keep >= 0) {
-    const unsigned k = static_cast<unsigned>(keep);
-    if ((k > first && syscall(SYS_close_range, first, k - 1, 0) != 0) ||
-        syscall(SYS_close_range, k + 1, ~0u, 0) != 0) {
-      return Fail(a, "close_range");
-    }
-  } else if (syscall(SYS_close_range, first, ~0u, 0) != 0) {
-    return Fail(a, "close_range");
-  }
-  for (int i = 0; i < 6; ++i) {
-    if (setrlimit(a->resources[i], &a->limits[i]) != 0) return Fail(a, "setrlimit");
-  }
-  // A spawner dies with the thread that forked it while it waits; the command it becomes
-  // does not (as a command started by clone does not).
-  if (a->keep_fd >= 0) prctl(PR_SET_PDEATHSIG, 0);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  execve(a->path, a->argv, a->envp);
-  return Fail(a, "execve");
-}
 
 struct rlimit Limit(uint64_t value) {
   struct rlimit rl;
@@ -171,87 +83,21 @@ bool ReadAvailableOutput(int fd, std::string& chunk, size_t max_output_bytes,
   }
 }
 
-// What a spawner reads and writes of the executor's memory (which it shares until it executes
-// the command): how it was started, and the command's ChildArgs, whose pointers point into
-// `data`.
-constexpr size_t kSpawnerAreaBytes = 4 << 20;  // reserved, not committed (MAP_NORESERVE)
-constexpr size_t kSpawnerFds = kMaxPassFds + 4;
-static_assert(kSpawnerFds <= kMaxPassedFds, "one message carries a command's descriptors");
-
-struct SpawnerArea {
-  int sock;      // its end of the socket pair
-  int procs_fd;  // cgroup.procs to join, or -1
-  pid_t parent;  // the executor
-  pid_t pid;     // set by the spawner before it says it is ready
-  ChildArgs args;
-  char data[1];  // to the end of the mapping
-};
-
 namespace {
 
-size_t SpawnerDataBytes() { return kSpawnerAreaBytes - offsetof(SpawnerArea, data); }
-
-// The spawner: a child forked from a holder thread of the executor. It reads and writes only
-// the shared SpawnerArea, and makes system calls only (the executor's other threads may have
-// held locks at the fork).
-int SpawnerMain(void* arg) {
-  SpawnerArea* area = static_cast<SpawnerArea*>(arg);
-  const int sock = area->sock;
-  const int procs_fd = area->procs_fd;
-  ResetSignalHandlers();
-  prctl(PR_SET_PDEATHSIG, SIGKILL);  // while unused, it dies with the thread waiting for it
-  if (getppid() != area->parent) _exit(1);
-  // Nothing of the executor's stays open here (another command's pipe would never see EOF, and
-  // a copy of a journal record's lock would outlive Finish), closed before the slow part.
-  const unsigned lo = static_cast<unsigned>(procs_fd >= 0 ? std::min(sock, procs_fd) : sock);
-  const unsigned hi = static_cast<unsigned>(procs_fd >= 0 ? std::max(sock, procs_fd) : sock);
-  if (lo > 0) syscall(SYS_close_range, 0u, lo - 1, 0);
-  if (hi > lo + 1) syscall(SYS_close_range, lo + 1, hi - 1, 0);
-  syscall(SYS_close_range, hi + 1, ~0u, 0);
-  // The slow part (a task migration on cgroup v1), done before any command waits for it.
-  if (procs_fd >= 0) {
-    if (write(procs_fd, "0", 1) != 1) _exit(1);
-    close(procs_fd);
-  }
-  area->pid = static_cast<pid_t>(syscall(SYS_getpid));
-  const char ready = 'R';
-  if (write(sock, &ready, 1) != 1) _exit(1);
-
-  char byte;
-  int fds[kSpawnerFds];
-  ReceivedFds got;
-  if (ReceiveWithFds(sock, &byte, 1, fds, kSpawnerFds, &got) <= 0) {
-    _exit(0);  // the executor dropped this spawner
-  }
-  ChildArgs* a = &area->args;
-  const size_t want = 3 + (a->cwd_fd >= 0 ? 1 : 0) + a->pass_count;
-  if (got.dropped || got.count != want) {
-    errno = EBADF;
-    Fail(a, "receiving the descriptors");
-  }
-  size_t i = 0;
-  a->stdin_fd = fds[i++];
-  a->out_fd = fds[i++];
-  a->stdout_fd = fds[i++];
-  if (a->cwd_fd >= 0) a->cwd_fd = fds[i++];
-  for (size_t j = 0; j < a->pass_count; ++j) a->pass_fds[j] = fds[i++];
-  a->cgroup_fd = -1;  // joined above
-  a->keep_fd = sock;  // closes on execve: the executor's sign that it happened
-  ChildMain(a);
-  _exit(127);
-}
-
-// Copies `args` into `area`, with its strings and arrays in the area's data. False when they
-// do not fit.
+// Copies `args` into `area`, with its strings and arrays in the area's data as offsets from the
+// area's start (SpawnerArea). False when they do not fit.
 bool FillArea(SpawnerArea* area, const ChildArgs& args) {
+  char* const base = reinterpret_cast<char*>(area);
   char* p = area->data;
   char* const end = area->data + SpawnerDataBytes();
+  auto offset = [base](const char* at) { return reinterpret_cast<char*>(at - base); };
   auto copy = [&](const char* str) -> char* {
     const size_t n = strlen(str) + 1;
     if (static_cast<size_t>(end - p) < n) return nullptr;
     char* out = static_cast<char*>(memcpy(p, str, n));
     p += n;
-    return out;
+    return offset(out);
   };
   auto copy_array = [&](char* const* strings) -> char** {
     size_t count = 0;
@@ -265,7 +111,7 @@ bool FillArea(SpawnerArea* area, const ChildArgs& args) {
       if (out[i] == nullptr) return nullptr;
     }
     out[count] = nullptr;
-    return out;
+    return reinterpret_cast<char**>(offset(reinterpret_cast<char*>(out)));
   };
   ChildArgs& a = area->args;
   a = args;
@@ -277,8 +123,46 @@ bool FillArea(SpawnerArea* area, const ChildArgs& args) {
   a.envp = envp;
   a.keep_fd = -1;
   a.error = 0;
-  a.step = nullptr;
+  a.step[0] = '\0';
   return true;
+}
+
+// Starts rein-spawner at `binary` from the calling (holder) thread, its parent, with `sock`,
+// `area_fd` and `procs_fd` (-1 = none) as its descriptors 3, 4 and 5, every signal at its
+// default and blocked, nothing else open and an empty environment. posix_spawn does not copy
+// the executor's memory. Returns the pid, or -1.
+pid_t SpawnSpawner(const std::string& binary, int sock, int area_fd, int procs_fd) {
+  // Above the targets, so that no dup2 below clobbers a descriptor still to be moved.
+  UniqueFd s(fcntl(sock, F_DUPFD_CLOEXEC, 6));
+  UniqueFd a(fcntl(area_fd, F_DUPFD_CLOEXEC, 6));
+  UniqueFd c(procs_fd >= 0 ? fcntl(procs_fd, F_DUPFD_CLOEXEC, 6) : -1);
+  if (!s.valid() || !a.valid() || (procs_fd >= 0 && !c.valid())) return -1;
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  if (posix_spawn_file_actions_init(&actions) != 0) return -1;
+  if (posix_spawnattr_init(&attr) != 0) {
+    posix_spawn_file_actions_destroy(&actions);
+    return -1;
+  }
+  sigset_t all;
+  sigfillset(&all);
+  bool ok = posix_spawn_file_actions_adddup2(&actions, s.get(), 3) == 0 &&
+            posix_spawn_file_actions_adddup2(&actions, a.get(), 4) == 0 &&
+            (procs_fd < 0 || posix_spawn_file_actions_adddup2(&actions, c.get(), 5) == 0) &&
+            posix_spawn_file_actions_addclosefrom_np(&actions, procs_fd >= 0 ? 6 : 5) == 0 &&
+            posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) == 0 &&
+            posix_spawnattr_setsigmask(&attr, &all) == 0 &&
+            posix_spawnattr_setsigdefault(&attr, &all) == 0;
+  pid_t pid = -1;
+  if (ok) {
+    char arg0[] = "rein-spawner", arg1[] = "3", arg2[] = "4", arg3[] = "5";
+    char* argv[] = {arg0, arg1, arg2, procs_fd >= 0 ? arg3 : nullptr, nullptr};
+    char* envp[] = {nullptr};
+    if (posix_spawn(&pid, binary.c_str(), &actions, &attr, argv, envp) != 0) pid = -1;
+  }
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
 }
 
 }  // namespace
@@ -313,39 +197,49 @@ struct SpawnerAccess {
   }
 };
 
-absl::StatusOr<std::unique_ptr<Spawner>> Spawner::Start(int cgroup_procs_fd) {
+absl::StatusOr<std::unique_ptr<Spawner>> Spawner::Start(int cgroup_procs_fd,
+                                                        const std::string& binary) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     return StartStatus(errno, "spawner socketpair");
   }
-  void* memory = mmap(nullptr, kSpawnerAreaBytes, PROT_READ | PROT_WRITE,
-                      MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (memory == MAP_FAILED) {
-    close(sv[0]);
-    close(sv[1]);
+  UniqueFd ours(sv[0]);
+  UniqueFd theirs(sv[1]);
+  UniqueFd area_fd(static_cast<int>(syscall(SYS_memfd_create, "rein-spawner", MFD_CLOEXEC)));
+  if (!area_fd.valid() || ftruncate(area_fd.get(), kSpawnerAreaBytes) != 0) {
     return StartStatus(errno, "spawner memory");
   }
+  void* memory =
+      mmap(nullptr, kSpawnerAreaBytes, PROT_READ | PROT_WRITE, MAP_SHARED, area_fd.get(), 0);
+  if (memory == MAP_FAILED) return StartStatus(errno, "spawner memory");
   std::unique_ptr<Spawner> spawner(new Spawner());
-  spawner->socket_ = sv[0];
+  spawner->socket_ = ours.Release();
   SpawnerArea* area = static_cast<SpawnerArea*>(memory);
   spawner->area_ = area;
-  area->sock = sv[1];
+  area->sock = theirs.get();
   area->procs_fd = cgroup_procs_fd;
   area->parent = getpid();
   area->pid = -1;
-  // The holder thread forks the spawner, then waits until the spawner is released. The command
-  // (bubblewrap asks to die with its parent, the thread that forked it) never outlives it.
-  spawner->holder_ = std::thread([spawner = spawner.get(), theirs = sv[1]] {
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);  // the spawner starts with every signal blocked
-    const pid_t pid = fork();
-    if (pid == 0) {
-      SpawnerMain(spawner->area_);
-      _exit(127);
+  // The holder thread starts the spawner, then waits until the spawner is released. The command
+  // (bubblewrap asks to die with its parent, the thread that started it) never outlives it.
+  spawner->holder_ = std::thread([spawner = spawner.get(), theirs = theirs.Release(),
+                                  area_fd = area_fd.Release(), cgroup_procs_fd, binary] {
+    pid_t pid = -1;
+    if (!binary.empty()) {
+      pid = SpawnSpawner(binary, theirs, area_fd, cgroup_procs_fd);
+    } else {
+      sigset_t all, old;
+      sigfillset(&all);
+      pthread_sigmask(SIG_SETMASK, &all, &old);  // the spawner starts with every signal blocked
+      pid = fork();
+      if (pid == 0) {
+        ResetSignalHandlers();
+        SpawnerMain(spawner->area_);
+      }
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
     }
     spawner->cloned_pid_ = pid;
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    close(area_fd);
     close(theirs);  // the executor's copy: EOF for the executor once the spawner's is gone too
     spawner->release_.WaitForNotification();
   });
@@ -400,6 +294,7 @@ absl::StatusOr<int> StartChild(const ChildSpec& spec, int output_fd) {
   args.cwd_fd = spec.cwd_fd;
   args.cgroup_fd = spec.cgroup_procs_fd;
   args.new_session = spec.new_session;
+  args.reset_signals = true;
   const int resources[6] = {RLIMIT_CPU,    RLIMIT_AS,    RLIMIT_FSIZE,
                             RLIMIT_NOFILE, RLIMIT_NPROC, RLIMIT_CORE};
   const uint64_t values[6] = {spec.limits.cpu_seconds,     spec.limits.address_space_bytes,

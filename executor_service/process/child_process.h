@@ -77,20 +77,22 @@ struct SpawnerArea;
 
 // A process started ahead of time that waits to become one command's process: it has already
 // joined its cgroup (a task migration that takes the kernel milliseconds on cgroup v1) when the
-// command arrives, so the command's start does not wait for it. It is forked (a copy of the
-// executor, not sharing its memory) by a thread of its own that lives as long as it. At command
+// command arrives, so the command's start does not wait for it. It is started by a thread of its
+// own that lives as long as it: as rein-spawner (spawner_main.cc), a program of a few mappings
+// started by posix_spawn, when its path is given, else as a fork of the executor. At command
 // time it receives the command's descriptors over a socket (SCM_RIGHTS) and reads its argv,
-// environment and limits from a shared mapping the executor prepared,
-// and executes the command itself: the command is the executor's child, waited for, killed and
-// limited exactly as one started by clone. It makes system calls only (no allocation, no
-// locks). Used for exactly one command.
+// environment and limits from a memory area shared with the executor (SpawnerArea,
+// child_exec.h), and executes the command itself: the command is the executor's child, waited
+// for, killed and limited exactly as one started by clone. It makes system calls only (no
+// allocation, no locks). Used for exactly one command.
 class Spawner {
  public:
-  // Starts the spawner; it joins the cgroup whose cgroup.procs is open for writing as
-  // `cgroup_procs_fd` (-1 = none) and closes every other descriptor. Returns once it is ready
-  // (or INTERNAL/RESOURCE_EXHAUSTED saying why it is not). `cgroup_procs_fd` must stay open
-  // until then.
-  static absl::StatusOr<std::unique_ptr<Spawner>> Start(int cgroup_procs_fd);
+  // Starts the spawner (rein-spawner at `binary` when not empty, else a fork of the executor);
+  // it joins the cgroup whose cgroup.procs is open for writing as `cgroup_procs_fd` (-1 = none)
+  // and closes every other descriptor. Returns once it is ready (or INTERNAL/RESOURCE_EXHAUSTED
+  // saying why it is not). `cgroup_procs_fd` must stay open until then.
+  static absl::StatusOr<std::unique_ptr<Spawner>> Start(int cgroup_procs_fd,
+                                                        const std::string& binary = "");
   // An unused spawner is killed and reaped; a used one is the command's, reaped by RunChild.
   ~Spawner();
   Spawner(const Spawner&) = delete;
@@ -104,7 +106,7 @@ class Spawner {
   Spawner() = default;
 
   int pid_ = -1;
-  int cloned_pid_ = -1;  // clone's answer, set by holder_ (read after joining it)
+  int cloned_pid_ = -1;  // fork's or posix_spawn's answer, set by holder_ (read after joining it)
   int socket_ = -1;
   SpawnerArea* area_ = nullptr;  // read by the spawner
   bool used_ = false;

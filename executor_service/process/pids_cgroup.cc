@@ -170,18 +170,20 @@ PidsCgroupParent::~PidsCgroupParent() {
   if (owned_) rmdir(path_.c_str());
 }
 
-absl::StatusOr<std::unique_ptr<PidsCgroup>> PidsCgroupParent::Take(uint64_t max_pids, int pool_size,
-                                                                   bool spawners) {
+absl::StatusOr<std::unique_ptr<PidsCgroup>> PidsCgroupParent::Take(
+    uint64_t max_pids, int pool_size, bool spawners, const std::string& spawner_binary) {
   {
     absl::MutexLock lock(&mu_);
     if (!thread_.joinable()) thread_ = std::thread([this] { Background(); });
     pool_size_ = static_cast<size_t>(std::max(pool_size, 0));
-    if (pool_max_pids_ != max_pids || pool_spawners_ != spawners) {
+    if (pool_max_pids_ != max_pids || pool_spawners_ != spawners ||
+        pool_spawner_binary_ != spawner_binary) {
       // A different kind: the pooled ones do not fit (retire them, they were never used).
       for (auto& unused : pool_) retired_.push_back(std::move(unused));
       pool_.clear();
       pool_max_pids_ = max_pids;
       pool_spawners_ = spawners;
+      pool_spawner_binary_ = spawner_binary;
     }
     ++in_flight_;
     if (!pool_.empty()) {
@@ -242,10 +244,12 @@ void PidsCgroupParent::Background() {
     }
     const uint64_t max_pids = pool_max_pids_;
     const bool spawner = pool_spawners_;
+    const std::string binary = pool_spawner_binary_;
     mu_.Unlock();
     absl::StatusOr<std::unique_ptr<PidsCgroup>> fresh = Create(max_pids);
     if (fresh.ok() && spawner) {
-      absl::StatusOr<std::unique_ptr<Spawner>> started = Spawner::Start((*fresh)->procs_fd());
+      absl::StatusOr<std::unique_ptr<Spawner>> started =
+          Spawner::Start((*fresh)->procs_fd(), binary);
       // Without one (the machine is short of processes now) it is still a fresh cgroup.
       if (started.ok()) (*fresh)->set_spawner(*std::move(started));
     }
@@ -255,7 +259,7 @@ void PidsCgroupParent::Background() {
       pool_size_ = 0;
       continue;
     }
-    if (max_pids == pool_max_pids_ && spawner == pool_spawners_) {
+    if (max_pids == pool_max_pids_ && spawner == pool_spawners_ && binary == pool_spawner_binary_) {
       pool_.push_back(*std::move(fresh));
     } else {
       retired_.push_back(*std::move(fresh));

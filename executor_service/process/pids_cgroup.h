@@ -85,10 +85,12 @@ class PidsCgroupParent {
 
   // A fresh child cgroup limited to `max_pids`: a pooled one when there is one, else made now.
   // The first call starts the background thread that keeps `pool_size` of them ready. With
-  // `spawners`, each pooled cgroup also holds a Spawner (forked by that thread) that has
-  // already joined it; one made now has none.
+  // `spawners`, each pooled cgroup also holds a Spawner (started by that thread: rein-spawner at
+  // `spawner_binary`, or a fork of the executor when it is empty) that has already joined it;
+  // one made now has none.
   absl::StatusOr<std::unique_ptr<PidsCgroup>> Take(uint64_t max_pids, int pool_size = 4,
-                                                   bool spawners = false);
+                                                   bool spawners = false,
+                                                   const std::string& spawner_binary = "");
 
   // Hands a used cgroup over for removal in the background: the caller must already have
   // killed its processes (PidsCgroup::KillAll); the background thread kills again whatever
@@ -114,6 +116,7 @@ class PidsCgroupParent {
   size_t removing_ ABSL_GUARDED_BY(mu_) = 0;  // taken from retired_, being removed
   uint64_t pool_max_pids_ ABSL_GUARDED_BY(mu_) = 0;
   bool pool_spawners_ ABSL_GUARDED_BY(mu_) = false;
+  std::string pool_spawner_binary_ ABSL_GUARDED_BY(mu_);
   size_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // taken and not yet retired
   size_t pool_size_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

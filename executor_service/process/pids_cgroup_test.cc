@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -134,13 +135,19 @@ ResourceLimits Limits() {
   return limits;
 }
 
-// A pooled cgroup with its spawner: the pool is filled in the background once nothing is in
-// flight, so this retires what it takes until one comes with a spawner (or 10 s pass).
-std::unique_ptr<PidsCgroup> TakeWithSpawner(PidsCgroupParent* parent) {
+// rein-spawner, built next to the executor.
+std::string SpawnerBinary() {
+  return absl::StrCat(std::getenv("TEST_SRCDIR"), "/rein/executor_service/rein-spawner");
+}
+
+// A pooled cgroup with its spawner (rein-spawner at `binary`, or a fork when it is empty): the
+// pool is filled in the background once nothing is in flight, so this retires what it takes
+// until one comes with a spawner (or 10 s pass).
+std::unique_ptr<PidsCgroup> TakeWithSpawner(PidsCgroupParent* parent, const std::string& binary) {
   const absl::Time until = absl::Now() + absl::Seconds(10);
   while (absl::Now() < until) {
     absl::StatusOr<std::unique_ptr<PidsCgroup>> cgroup =
-        parent->Take(/*max_pids=*/16, /*pool_size=*/2, /*spawners=*/true);
+        parent->Take(/*max_pids=*/16, /*pool_size=*/2, /*spawners=*/true, binary);
     if (!cgroup.ok()) return nullptr;
     if ((*cgroup)->spawner() != nullptr) return *std::move(cgroup);
     parent->Retire(*std::move(cgroup));
@@ -149,27 +156,43 @@ std::unique_ptr<PidsCgroup> TakeWithSpawner(PidsCgroupParent* parent) {
   return nullptr;
 }
 
-TEST_F(PidsCgroupTest, ASpawnerRunsItsCommandInsideItsCgroupAsOurChild) {
-  std::unique_ptr<PidsCgroup> cgroup = TakeWithSpawner(parent_.get());
+// `script` run by sh in `cgroup`, by its spawner (if it has one).
+absl::StatusOr<ChildOutcome> RunShInCgroup(PidsCgroup* cgroup, const std::string& script) {
+  ChildSpec spec;
+  spec.path = "/bin/sh";
+  spec.argv = {"sh", "-c", script};
+  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.limits = Limits();
+  spec.cgroup_procs_fd = cgroup->procs_fd();
+  spec.spawner = cgroup->spawner();
+  return RunChild(spec, absl::Now() + absl::Seconds(20), 1 << 20,
+                  [cgroup](int) { cgroup->KillAll(); });
+}
+
+// The line of /proc/self/cgroup of a process in `cgroup`.
+std::string CgroupLine(const PidsCgroup& cgroup) {
+  return absl::StrCat("pids:", cgroup.path().substr(std::string("/sys/fs/cgroup/pids").size()),
+                      "\n");
+}
+
+// Each spawner test twice: with rein-spawner, and with a fork of this process.
+class SpawnerTest : public PidsCgroupTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  std::string Binary() const { return GetParam() ? SpawnerBinary() : ""; }
+};
+
+TEST_P(SpawnerTest, ASpawnerRunsItsCommandInsideItsCgroupAsOurChild) {
+  std::unique_ptr<PidsCgroup> cgroup = TakeWithSpawner(parent_.get(), Binary());
   ASSERT_NE(cgroup, nullptr);
   Spawner* spawner = cgroup->spawner();
   // Already inside its cgroup before any command came.
   EXPECT_EQ(ReadAll(cgroup->path() + "/cgroup.procs"), absl::StrCat(spawner->pid(), "\n"));
-  ChildSpec spec;
-  spec.path = "/bin/sh";
-  spec.argv = {"sh", "-c", "cat /proc/self/cgroup; echo ppid=$PPID; echo out; echo err >&2"};
-  spec.env = {"PATH=/usr/bin:/bin"};
-  spec.limits = Limits();
-  spec.cgroup_procs_fd = cgroup->procs_fd();
-  spec.spawner = spawner;
   absl::StatusOr<ChildOutcome> outcome =
-      RunChild(spec, absl::Now() + absl::Seconds(20), 1 << 20, [&](int) { cgroup->KillAll(); });
+      RunShInCgroup(cgroup.get(), "cat /proc/self/cgroup; echo ppid=$PPID; echo out; echo err >&2");
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_TRUE(spawner->used());
   EXPECT_EQ(outcome->exit_code, 0) << outcome->output;
-  const std::string relative = cgroup->path().substr(std::string("/sys/fs/cgroup/pids").size());
-  EXPECT_TRUE(absl::StrContains(outcome->output, absl::StrCat("pids:", relative, "\n")))
-      << outcome->output;
+  EXPECT_TRUE(absl::StrContains(outcome->output, CgroupLine(*cgroup))) << outcome->output;
   EXPECT_TRUE(absl::StrContains(outcome->output, absl::StrCat("ppid=", getpid(), "\n")))
       << outcome->output;
   EXPECT_TRUE(absl::StrContains(outcome->output, "out\nerr\n")) << outcome->output;
@@ -178,8 +201,8 @@ TEST_F(PidsCgroupTest, ASpawnerRunsItsCommandInsideItsCgroupAsOurChild) {
   EXPECT_TRUE(GoneSoon(path));
 }
 
-TEST_F(PidsCgroupTest, ASpawnerKillsATimedOutCommandAndReportsOneItCannotStart) {
-  std::unique_ptr<PidsCgroup> cgroup = TakeWithSpawner(parent_.get());
+TEST_P(SpawnerTest, ASpawnerKillsATimedOutCommandAndReportsOneItCannotStart) {
+  std::unique_ptr<PidsCgroup> cgroup = TakeWithSpawner(parent_.get(), Binary());
   ASSERT_NE(cgroup, nullptr);
   ChildSpec spec;
   spec.path = "/bin/sleep";
@@ -197,7 +220,7 @@ TEST_F(PidsCgroupTest, ASpawnerKillsATimedOutCommandAndReportsOneItCannotStart) 
   EXPECT_EQ(ReadAll(cgroup->path() + "/cgroup.procs"), "");
   parent_->Retire(std::move(cgroup));
 
-  cgroup = TakeWithSpawner(parent_.get());
+  cgroup = TakeWithSpawner(parent_.get(), Binary());
   ASSERT_NE(cgroup, nullptr);
   spec.path = "/nonexistent/program";
   spec.argv = {"program"};
@@ -210,8 +233,8 @@ TEST_F(PidsCgroupTest, ASpawnerKillsATimedOutCommandAndReportsOneItCannotStart) 
   parent_->Retire(std::move(cgroup));
 }
 
-TEST_F(PidsCgroupTest, AnUnusedSpawnerIsKilledAndReapedWithItsCgroup) {
-  std::unique_ptr<PidsCgroup> cgroup = TakeWithSpawner(parent_.get());
+TEST_P(SpawnerTest, AnUnusedSpawnerIsKilledAndReapedWithItsCgroup) {
+  std::unique_ptr<PidsCgroup> cgroup = TakeWithSpawner(parent_.get(), Binary());
   ASSERT_NE(cgroup, nullptr);
   const pid_t pid = cgroup->spawner()->pid();
   const std::string path = cgroup->path();
@@ -220,6 +243,51 @@ TEST_F(PidsCgroupTest, AnUnusedSpawnerIsKilledAndReapedWithItsCgroup) {
   EXPECT_EQ(kill(pid, 0), -1);  // reaped: not even a zombie
   EXPECT_EQ(errno, ESRCH);
 }
+
+TEST_P(SpawnerTest, ASpawnerIsTheSmallProgramWhenGivenOne) {
+  std::unique_ptr<PidsCgroup> cgroup = TakeWithSpawner(parent_.get(), Binary());
+  ASSERT_NE(cgroup, nullptr);
+  const std::string proc = absl::StrCat("/proc/", cgroup->spawner()->pid());
+  char exe[4096] = {0};
+  ASSERT_GT(readlink((proc + "/exe").c_str(), exe, sizeof(exe) - 1), 0);
+  const std::string maps = ReadAll(proc + "/maps");
+  const size_t mappings = static_cast<size_t>(std::count(maps.begin(), maps.end(), '\n'));
+  if (GetParam()) {
+    EXPECT_TRUE(absl::EndsWith(exe, "/rein-spawner")) << exe;
+    // What bubblewrap's execve tears down on the command's path: a handful, not the executor's.
+    EXPECT_LT(mappings, 20u) << maps;
+  } else {
+    char self[4096] = {0};
+    ASSERT_GT(readlink("/proc/self/exe", self, sizeof(self) - 1), 0);
+    EXPECT_EQ(std::string(exe), std::string(self));  // a fork of this test
+    EXPECT_GT(mappings, 20u);
+  }
+}
+
+TEST_P(SpawnerTest, ACommandWhoseSpawnerDiedStartsWithoutIt) {
+  std::unique_ptr<PidsCgroup> cgroup = TakeWithSpawner(parent_.get(), Binary());
+  ASSERT_NE(cgroup, nullptr);
+  Spawner* spawner = cgroup->spawner();
+  ASSERT_EQ(kill(spawner->pid(), SIGKILL), 0);
+  const std::string status = absl::StrCat("/proc/", spawner->pid(), "/stat");
+  const absl::Time until = absl::Now() + absl::Seconds(10);
+  while (!absl::StrContains(ReadAll(status), ") Z ") && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  absl::StatusOr<ChildOutcome> outcome = RunShInCgroup(cgroup.get(), "cat /proc/self/cgroup");
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_FALSE(spawner->used());
+  EXPECT_EQ(outcome->exit_code, 0) << outcome->output;
+  EXPECT_TRUE(absl::StrContains(outcome->output, CgroupLine(*cgroup))) << outcome->output;
+  const std::string path = cgroup->path();
+  parent_->Retire(std::move(cgroup));
+  EXPECT_TRUE(GoneSoon(path));
+}
+
+INSTANTIATE_TEST_SUITE_P(ProgramOrFork, SpawnerTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "ReinSpawner" : "Fork";
+                         });
 
 TEST_F(PidsCgroupTest, StaleCgroupsOfDeadExecutorsAreRemovedAndNoOthers) {
   struct stat ns;

@@ -337,7 +337,7 @@ size_t Sandbox::ResidentCount() const { return residents_ != nullptr ? residents
 absl::StatusOr<std::unique_ptr<PidsCgroup>> Sandbox::TakeCgroup() const {
   if (!cgroups_) return std::unique_ptr<PidsCgroup>();
   return cgroups_->Take(options_.max_pids, /*pool_size=*/std::min(options_.max_concurrent, 8),
-                        /*spawners=*/options_.prefork);
+                        /*spawners=*/options_.prefork, options_.spawner_binary);
 }
 
 void Sandbox::RetireCgroup(std::unique_ptr<PidsCgroup> cgroup) const {

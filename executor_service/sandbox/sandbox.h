@@ -52,6 +52,10 @@ struct SandboxOptions {
   // (Spawner): a command then starts without waiting for the kernel to move a process into its
   // cgroup. Only with a pids cgroup.
   bool prefork = true;
+  // rein-spawner, absolute: each spawner is that small program, started without copying the
+  // executor's memory, whose execve of bubblewrap has almost nothing to tear down. "" = each
+  // spawner is a fork of the executor (slower: its execve tears down a copy of the executor).
+  std::string spawner_binary;
   std::vector<std::string> protected_paths;  // in addition to kDefaultProtectedPaths
   // Commands, workspace snapshots and workspace copies at once; more are RESOURCE_EXHAUSTED.
   int max_concurrent = 8;
