@@ -14,6 +14,7 @@
 #include "common/metrics.h"
 #include "router_service/notify/cloud_event.h"
 #include "router_service/notify/signature.h"
+#include "router_service/notify/webhook_url.h"
 
 namespace rein {
 namespace {
@@ -21,15 +22,6 @@ namespace {
 // The most endpoints one notice may go to: the router's own and a run's 4 (a bound for the
 // claim's hold only).
 constexpr int kHoldEndpoints = 8;
-
-// scheme://host[:port] of a URL: what logs show of an endpoint (a URL's path or query may hold
-// a secret, as chat incoming-webhook URLs do).
-std::string Origin(const std::string& url) {
-  const size_t scheme = url.find("://");
-  if (scheme == std::string::npos) return "(url)";
-  const size_t end = url.find_first_of("/?#", scheme + 3);
-  return end == std::string::npos ? url : url.substr(0, end) + "/...";
-}
 
 }  // namespace
 
@@ -192,12 +184,12 @@ absl::StatusOr<bool> NotificationSender::SendOne() {
           gone_.insert(endpoint.url);
         }
         LogWarning("webhook endpoint answered 410 Gone: disabled until restart",
-                   {{"endpoint", Origin(endpoint.url)}});
+                   {{"endpoint", WebhookOrigin(endpoint.url)}});
         continue;
       }
       Metrics::Global().Add("rein_notifications_failed_attempts_total", 1);
       errors.push_back(
-          absl::StrCat(Origin(endpoint.url), ": ",
+          absl::StrCat(WebhookOrigin(endpoint.url), ": ",
                        reply.status != 0 ? absl::StrCat("HTTP ", reply.status) : reply.error));
       if (reply.retry_after.has_value()) {
         retry_after = std::max(retry_after.value_or(absl::ZeroDuration()), *reply.retry_after);
