@@ -212,6 +212,10 @@ absl::StatusOr<WebhookConfig> MakeWebhookConfig(const std::vector<std::string>& 
   return WebhookConfig(std::move(endpoints), std::move(prefixes), console_url);
 }
 
+void RedactNotify(rein::v1::RunSpec* spec) {
+  for (std::string& url : *spec->mutable_notify()) url = WebhookOrigin(url);
+}
+
 std::vector<std::string> RepeatedFlagValues(int argc, char** argv, absl::string_view name) {
   std::vector<std::string> values;
   for (int i = 1; i < argc; ++i) {

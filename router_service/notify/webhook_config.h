@@ -86,6 +86,10 @@ absl::StatusOr<WebhookConfig> MakeWebhookConfig(const std::vector<std::string>& 
                                                 const std::vector<std::string>& allow,
                                                 const std::string& console_url);
 
+// Replaces each URL of spec.notify by what may be shown of it, its origin (WebhookOrigin,
+// webhook_url.h): a chat webhook URL's path is a secret. The API's replies carry runs so.
+void RedactNotify(rein::v1::RunSpec* spec);
+
 // Every value of a flag given several times (`--name=V` or `--name V`, with one or two dashes),
 // in order: absl keeps only the last one.
 std::vector<std::string> RepeatedFlagValues(int argc, char** argv, absl::string_view name);

@@ -195,6 +195,16 @@ TEST(WebhookConfigTest, EndpointsForFiltersByTypeAndSignsRunUrlsWithTheirPrefixK
   EXPECT_EQ(config.console_url(), "https://console.example");
 }
 
+TEST(RedactNotifyTest, OnlyTheOriginOfEachUrlIsLeft) {
+  rein::v1::RunSpec spec = SpecWith(
+      {"https://hooks.slack.example/services/T0/B0/secret", "http://127.0.0.1:8080/rein/x?k=s"});
+  spec.set_goal("g");
+  RedactNotify(&spec);
+  EXPECT_THAT(spec.notify(),
+              ElementsAre("https://hooks.slack.example/...", "http://127.0.0.1:8080/..."));
+  EXPECT_EQ(spec.goal(), "g");
+}
+
 TEST(RepeatedFlagValuesTest, EveryOccurrenceInOrder) {
   const char* args[] = {"rein-router",      "--webhook_url=a", "-webhook_url", "b",
                         "--webhook_urls=c", "--webhook_url=d", "--",           "--webhook_url=e"};
