@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "router_service/connect/connect_protocol.h"
+#include "router_service/connect/host_check.h"
 #include "router_service/connect/http_peer.h"
 
 namespace rein::connect {
@@ -165,7 +166,10 @@ class HttpServerCore final : public httplib::Server {
  public:
   HttpServerCore(HttpServerOptions options, ConnectGateway* gateway,
                  std::unique_ptr<TlsContext> tls)
-      : options_(std::move(options)), gateway_(gateway), tls_(std::move(tls)) {
+      : options_(std::move(options)),
+        gateway_(gateway),
+        tls_(std::move(tls)),
+        hosts_(options_.listen, options_.allowed_hosts, tls_ != nullptr) {
     new_task_queue = [this] { return new ConnectionPool(options_.threads); };
     const auto seconds = [](absl::Duration d) {
       return std::chrono::microseconds(absl::ToInt64Microseconds(d));
@@ -206,6 +210,7 @@ class HttpServerCore final : public httplib::Server {
   const HttpServerOptions options_;
   ConnectGateway* const gateway_;
   const std::unique_ptr<TlsContext> tls_;
+  const HostCheck hosts_;
   std::mutex open_mu_;
   std::set<int> open_;  // the connections' sockets, until closed
 };
@@ -250,7 +255,20 @@ httplib::Server::HandlerResponse HttpServerCore::PreRoute(const httplib::Request
                                                           httplib::Response& response) {
   const std::string& path = request.path;
   const std::string& verb = request.method;
+  // Before anything else: a rebound name or another site gets no answer but why.
+  if (absl::Status host = hosts_.CheckHost(HeaderOf(request, "Host")); !host.ok()) {
+    CloseAfterReply();
+    Send(response, 421, "application/json", ErrorJson(host));
+    return HandlerResponse::Handled;
+  }
   if (absl::StartsWith(path, kPrefix)) {
+    if (absl::Status origin =
+            hosts_.CheckOrigin(HeaderOf(request, "Host"), HeaderOf(request, "Origin"));
+        !origin.ok()) {
+      CloseAfterReply();
+      Send(response, 403, "application/json", ErrorJson(origin));
+      return HandlerResponse::Handled;
+    }
     if (verb != "POST") {
       CloseAfterReply();
       SendError(response,

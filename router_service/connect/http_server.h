@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -40,6 +41,9 @@ struct HttpServerOptions {
   // required. The files are read again when they change, at most every tls_reload.
   HttpTlsFiles tls;
   absl::Duration tls_reload = absl::Seconds(5);
+  // Names besides IP literals and localhost that Host may carry (--http_allowed_hosts); with
+  // none, Host is checked only when listening on loopback (host_check.h).
+  std::vector<std::string> allowed_hosts;
 };
 
 class HttpServerCore;

@@ -431,6 +431,56 @@ TEST_F(HttpServerTest, ConsoleFilesAreServedOnGet) {
   EXPECT_EQ(missing.status, 404);
 }
 
+// DNS rebinding: a page whose name now points at 127.0.0.1 sends its own name in Host; a page
+// of another site sends its origin. Neither is answered, and nothing is started.
+TEST_F(HttpServerTest, RebindingHostsAndOtherSitesAreRefused) {
+  const std::string port = std::to_string(http_->port());
+  const std::string start = R"({"spec":{"goal":"list things"}})";
+  for (const std::string& host : {"attacker.example:" + port, std::string("attacker.example")}) {
+    HttpReply reply = Request("POST", "/rein.v1.Router/StartRun", "application/json", start,
+                              "t-operator", {"Host: " + host});
+    EXPECT_EQ(reply.status, 421) << host;
+    EXPECT_NE(reply.body.find(R"("code":"permission_denied")"), std::string::npos) << reply.body;
+    EXPECT_NE(reply.body.find("--http_allowed_hosts"), std::string::npos) << reply.body;
+    EXPECT_EQ(Request("GET", "/", "", "", "", {"Host: " + host}).status, 421) << host;
+  }
+  for (const std::string& origin :
+       {std::string("http://attacker.example"), std::string("null"), "http://localhost:" + port}) {
+    HttpReply reply = Request("POST", "/rein.v1.Router/StartRun", "application/json", start,
+                              "t-operator", {"Origin: " + origin});
+    EXPECT_EQ(reply.status, 403) << origin;
+    EXPECT_NE(reply.body.find("no CORS"), std::string::npos) << reply.body;
+  }
+  EXPECT_EQ(RunCount(), 0);
+  // The console's own origin, localhost, and clients that send no Origin (curl, SDKs) are served.
+  EXPECT_EQ(Request("POST", "/rein.v1.Router/ListRuns", "application/json", "{}", "t-viewer",
+                    {"Origin: http://127.0.0.1:" + port})
+                .status,
+            200);
+  EXPECT_EQ(Request("POST", "/rein.v1.Router/ListRuns", "application/json", "{}", "t-viewer",
+                    {"Host: localhost:" + port, "Origin: http://localhost:" + port})
+                .status,
+            200);
+  EXPECT_EQ(Request("GET", "/", "", "", "", {"Host: localhost:" + port}).status, 200);
+}
+
+class HttpServerAllowedHostsTest : public HttpServerTest {
+ protected:
+  void Configure(HttpServerOptions* options) override { options->allowed_hosts = {"rein.example"}; }
+};
+
+TEST_F(HttpServerAllowedHostsTest, AnAllowedNameIsServedAndOthersAreNot) {
+  const std::string port = std::to_string(http_->port());
+  EXPECT_EQ(Request("POST", "/rein.v1.Router/ListRuns", "application/json", "{}", "t-viewer",
+                    {"Host: rein.example:" + port, "Origin: http://rein.example:" + port})
+                .status,
+            200);
+  EXPECT_EQ(Request("POST", "/rein.v1.Router/ListRuns", "application/json", "{}", "t-viewer",
+                    {"Host: other.example:" + port})
+                .status,
+            421);
+}
+
 // The port with short timeouts: slow and idle clients give their threads back.
 class HttpServerTimeoutTest : public HttpServerTest {
  protected:
