@@ -1,6 +1,7 @@
 // The router's HTTP port, on cpp-httplib.
 #include "router_service/connect/http_server.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -37,6 +38,7 @@ constexpr int kMaxRequestsPerConnection = 1000;
 // What a handler decides about its connection: it runs on the connection's own thread.
 struct ConnectionState {
   bool close = false;  // the request's body was left unread: no next request on it
+  int fd = -1;         // the connection's socket
 };
 thread_local ConnectionState* current_connection = nullptr;
 
@@ -79,16 +81,25 @@ class WholeResponder final : public ConnectResponder {
 // A stream, written as HTTP chunks once the 200 and its headers are out.
 class StreamResponder final : public ConnectResponder {
  public:
-  explicit StreamResponder(httplib::DataSink& sink) : sink_(sink) {}
+  explicit StreamResponder(httplib::DataSink& sink)
+      : sink_(sink), fd_(current_connection != nullptr ? current_connection->fd : -1) {}
   // StreamContentType said this request is answered by a stream only.
   void Reply(int, const std::string&, const std::string&) override {}
   bool BeginStream(const std::string&) override { return true; }
   bool WriteStream(const std::string& bytes) override {
     return sink_.write(bytes.data(), bytes.size());
   }
+  // The peer closed (FIN or reset): a stream's client sends nothing after its request, so
+  // this is never data being missed.
+  bool ClientGone() override {
+    if (fd_ < 0) return false;
+    pollfd p = {fd_, POLLRDHUP, 0};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+  }
 
  private:
   httplib::DataSink& sink_;
+  const int fd_;
 };
 
 // A fixed pool of `threads`: a connection is served by one of them from its first byte to
@@ -230,12 +241,14 @@ bool HttpServerCore::process_and_close_socket(socket_t sock) {
   if (tls_ == nullptr || ssl != nullptr) {
     ConnectionStream stream(sock, ssl, options_.io_timeout);
     ConnectionState state;
+    state.fd = sock;
     current_connection = &state;
     if (stream.Handshake()) {
       for (int left = kMaxRequestsPerConnection;
            left > 0 && svr_sock_ != INVALID_SOCKET && stream.WaitForRequest(options_.keep_alive);
            --left) {
-        stream.StartRequest(kMaxHeadBytes + options_.max_body_bytes);
+        stream.StartRequest(kMaxHeadBytes + options_.max_body_bytes,
+                            absl::Now() + options_.request_timeout);
         bool closed = false;
         ok = process_request(stream, left == 1, closed, nullptr);
         if (!ok || closed || state.close) break;

@@ -35,6 +35,9 @@ struct HttpServerOptions {
   // keep-alive connection is kept: slow or idle clients give their thread back.
   absl::Duration io_timeout = absl::Seconds(30);
   absl::Duration keep_alive = absl::Seconds(5);
+  // How long a request's line, headers and body may take to arrive in all, however often
+  // bytes come (a client dripping one byte per io_timeout is cut off here).
+  absl::Duration request_timeout = absl::Seconds(60);
   // Files served on GET by path ("/" serves "/index.html"); null = none.
   const std::map<std::string, StaticFile>* files = nullptr;
   // TLS (empty = plain HTTP); with tls.client_ca, client certificates signed by it are
