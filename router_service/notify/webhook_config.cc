@@ -147,6 +147,10 @@ const WebhookEndpoint* WebhookConfig::AllowedPrefix(absl::string_view url,
   return nullptr;
 }
 
+int WebhookConfig::MaxEndpoints() const {
+  return static_cast<int>(endpoints_.size()) + kMaxRunUrls;
+}
+
 absl::Status WebhookConfig::CheckRunSpec(const rein::v1::RunSpec& spec) const {
   if (spec.notify_size() > kMaxRunUrls) {
     return absl::InvalidArgumentError(

@@ -65,6 +65,9 @@ class WebhookConfig {
   std::vector<WebhookEndpoint> EndpointsFor(const rein::v1::RunSpec& spec,
                                             const std::string& type) const;
 
+  // The most endpoints one notice may go to: the router's own and a run's URLs.
+  int MaxEndpoints() const;
+
   const std::string& console_url() const { return console_url_; }
   bool empty() const { return endpoints_.empty() && allow_.empty(); }
 
