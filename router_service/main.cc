@@ -23,6 +23,7 @@
 #include "common/server.h"
 #include "common/tls.h"
 #include "router_service/auth.h"
+#include "router_service/connect/host_check.h"
 #include "router_service/connect/http_port.h"
 #include "router_service/grpc_clients.h"
 #include "router_service/notify/notification_sender.h"
@@ -42,6 +43,9 @@ ABSL_FLAG(std::string, http_listen, "",
 ABSL_FLAG(int, http_threads, 32,
           "connections the HTTP port serves at once, one thread each (2..1024); a quarter "
           "is kept from streams for unary calls");
+ABSL_FLAG(std::string, http_allowed_hosts, "",
+          "comma-separated names the HTTP port answers in Host besides IP addresses and "
+          "localhost (docs/HTTP_API.md); with none, Host is checked on loopback only");
 ABSL_FLAG(int, metrics_port, 0, "port for Prometheus metrics over HTTP on 127.0.0.1 (0 = off)");
 ABSL_FLAG(std::string, metrics_listen, "",
           "HOST:PORT of the Prometheus /metrics endpoint, instead of --metrics_port (e.g. "
@@ -327,6 +331,10 @@ int main(int argc, char** argv) {
     http_options.threads = absl::GetFlag(FLAGS_http_threads);
     http_options.tls = {public_tls.cert, public_tls.key, require_client_cert ? public_tls.ca : ""};
     http_options.tls_reload = absl::Seconds(rein::kTlsReloadSeconds);
+    absl::StatusOr<std::vector<std::string>> allowed_hosts =
+        rein::connect::ParseAllowedHosts(absl::GetFlag(FLAGS_http_allowed_hosts));
+    if (!allowed_hosts.ok()) return Fail(std::string(allowed_hosts.status().message()));
+    http_options.allowed_hosts = *std::move(allowed_hosts);
     absl::StatusOr<std::unique_ptr<rein::connect::HttpPort>> started =
         rein::connect::HttpPort::Start(host.server(), http_options);
     if (!started.ok()) return Fail(std::string(started.status().message()));

@@ -135,6 +135,15 @@ TEST_F(WebhooksEndToEndTest, ARunUrlOutsideTheAllowListIsRefusedAtStart) {
   ASSERT_FALSE(run.ok());
   EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(run.status().message().find("spec.notify[0]"), std::string::npos) << run.status();
+  // Under the prefix as a string, outside it once libcurl removed the dot segments.
+  for (const std::string& escape : {receiver_.url("/runs/../admin"),
+                                    receiver_.url("/runs/%2e%2e/admin"), receiver_.url("/runsx")}) {
+    RunSpec climbing = Spec();
+    climbing.add_notify(escape);
+    run = cluster_->StartRun(climbing);
+    ASSERT_FALSE(run.ok()) << escape;
+    EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument) << escape;
+  }
 }
 
 // SIGKILL the router again and again while runs pause and end and the receiver is slow to

@@ -157,7 +157,7 @@ void RunStretches::Committed(const std::string& run_id, const rein::v1::RunState
       open.span.SetOk();
     } else {
       open.span.SetAttribute(genai::kErrorType, reason);
-      open.span.SetError(state.outcome().message());
+      open.span.SetError(tracer().options().capture_content ? state.outcome().message() : reason);
     }
   }
   End(open, paused ? "paused" : "ended");

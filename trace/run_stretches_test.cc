@@ -3,6 +3,8 @@
 
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "trace/testing/recording_exporter.h"
 
@@ -185,6 +187,50 @@ TEST(RunStretchesTest, TracingOffTouchesNothing) {
   stretches.Begin("r1", &state);
   EXPECT_EQ(state.SerializeAsString(), before);
   EXPECT_FALSE(stretches.ContextOf("r1").valid());
+}
+
+// STAGNATION's message quotes the model's tool arguments, REJECTED_BY_REVIEWER's the reviewer's
+// words: without content capture the span's status says the reason only.
+TEST(RunStretchesTest, AFailedRunsMessageIsRecordedOnlyWithContentCapture) {
+  constexpr char kMarker[] = "SECRET-ARG-7f3a";
+  for (bool capture : {false, true}) {
+    RecordingExporter exporter;
+    Tracer::Options options;
+    options.capture_content = capture;
+    Tracer tracer(&exporter, options);
+    RunStretches stretches(&tracer);
+    rein::v1::RunState state;
+    InitRunTrace(&state, nullptr);
+    state.set_stage(rein::v1::DECIDING);
+    stretches.Begin("r1", &state);
+    state.set_stage(rein::v1::FAILED);
+    state.mutable_outcome()->set_status(rein::v1::FAILED);
+    state.mutable_outcome()->set_reason(rein::v1::STAGNATION);
+    state.mutable_outcome()->set_message(
+        absl::StrCat("the same call 3 times: write_file {\"path\":\"", kMarker, "\"}"));
+    stretches.Begin("r1", &state);
+    stretches.Committed("r1", state, 0.001);
+    ASSERT_EQ(exporter.spans.size(), 1u);
+    const SpanData& span = exporter.spans[0];
+    EXPECT_EQ(span.status, StatusCode::kError);
+    bool anywhere = absl::StrContains(span.status_message, kMarker);
+    for (const auto& [key, value] : span.attributes) {
+      if (const auto* text = std::get_if<std::string>(&value)) {
+        anywhere = anywhere || absl::StrContains(*text, kMarker);
+      }
+    }
+    for (const SpanEvent& event : span.events) {
+      for (const auto& [key, value] : event.attributes) {
+        if (const auto* text = std::get_if<std::string>(&value)) {
+          anywhere = anywhere || absl::StrContains(*text, kMarker);
+        }
+      }
+    }
+    EXPECT_EQ(anywhere, capture) << "capture " << capture;
+    if (!capture) {
+      EXPECT_EQ(span.status_message, "STAGNATION");
+    }
+  }
 }
 
 }  // namespace

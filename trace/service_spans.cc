@@ -19,7 +19,7 @@ std::pair<std::string, std::string> ProviderAndModel(const std::string& backend)
 PlannerCallSpans::PlannerCallSpans(Tracer& tracer, const char* stage, const std::string& run_id,
                                    const std::string& backend, const std::string& request_model,
                                    const SpanContext& parent)
-    : latest_(tracer.options().genai_latest) {
+    : latest_(tracer.options().genai_latest), capture_(tracer.options().capture_content) {
   if (!tracer.enabled()) return;
   stage_ = tracer.StartSpan(stage, parent, SpanKind::kServer);
   stage_.SetAttribute(attr::kRunId, run_id);
@@ -52,7 +52,7 @@ void PlannerCallSpans::Finish(const rein::v1::Usage& usage, const std::string& r
       span->SetOk();
     } else {
       span->SetAttribute(genai::kErrorType, absl::StatusCodeToString(status.code()));
-      span->SetError(status.message());
+      span->SetError(capture_ ? status.message() : absl::StatusCodeToString(status.code()));
     }
   }
   if (!response_backend.empty()) {
@@ -82,7 +82,7 @@ void FinishExecuteToolSpan(Span& span, const rein::v1::ExecuteRequest& request,
   if (!span.recording()) return;
   if (!status.ok()) {
     span.SetAttribute(genai::kErrorType, absl::StatusCodeToString(status.code()));
-    span.SetError(status.message());
+    span.SetError(capture_content ? status.message() : absl::StatusCodeToString(status.code()));
     span.End();
     return;
   }
@@ -94,7 +94,7 @@ void FinishExecuteToolSpan(Span& span, const rein::v1::ExecuteRequest& request,
   if (!response.ok()) {
     // A tool that failed is a normal reply, but the operation did fail: error.type says how.
     span.SetAttribute(genai::kErrorType, response.error().code());
-    span.SetError(response.error().message());
+    span.SetError(capture_content ? response.error().message() : response.error().code());
   }
   if (capture_content) {
     span.SetAttribute(genai::kToolCallArguments, request.args_json());

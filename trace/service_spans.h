@@ -39,6 +39,7 @@ class PlannerCallSpans {
 
  private:
   bool latest_;
+  bool capture_;  // error messages (which may quote the model) only with content capture
   Span stage_;
   Span chat_;
   ScopedSpan* scope_ = nullptr;

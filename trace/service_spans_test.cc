@@ -122,5 +122,44 @@ TEST(ServiceSpansTest, OffTracerRecordsNothing) {
   EXPECT_FALSE(span.recording());
 }
 
+// A tool's or the planner's error message may quote model-written arguments: without content
+// capture a span's status carries the error code only.
+TEST(ServiceSpansTest, ErrorMessagesAreRecordedOnlyWithContentCapture) {
+  constexpr char kMarker[] = "SECRET-ARG-7f3a";
+  for (bool capture : {false, true}) {
+    RecordingExporter exporter;
+    Tracer::Options options;
+    options.capture_content = capture;
+    Tracer tracer(&exporter, options);
+    rein::v1::ExecuteRequest request;
+    request.set_tool("write_file");
+    rein::v1::ExecuteResponse failed;
+    failed.set_ok(false);
+    failed.mutable_error()->set_code("NOT_FOUND");
+    failed.mutable_error()->set_message(std::string("no such file: ") + kMarker);
+    Span tool = StartExecuteToolSpan(tracer, SpanContext(), request, /*mutating=*/true);
+    FinishExecuteToolSpan(tool, request, failed, absl::OkStatus(), capture);
+    Span broken = StartExecuteToolSpan(tracer, SpanContext(), request, /*mutating=*/true);
+    FinishExecuteToolSpan(broken, request, rein::v1::ExecuteResponse(),
+                          absl::InvalidArgumentError(std::string("args_json: ") + kMarker),
+                          capture);
+    {
+      PlannerCallSpans planner(tracer, "decide", "r1", "anthropic:claude", "", SpanContext());
+      planner.Finish(rein::v1::Usage(), "",
+                     absl::InvalidArgumentError(std::string("reply: ") + kMarker));
+    }
+    ASSERT_EQ(exporter.spans.size(), 4u);
+    for (const SpanData& span : exporter.spans) {
+      EXPECT_EQ(span.status, StatusCode::kError) << span.name;
+      EXPECT_EQ(span.status_message.find(kMarker) != std::string::npos, capture)
+          << span.name << ": " << span.status_message;
+    }
+    if (!capture) {
+      EXPECT_EQ(exporter.spans[0].status_message, "NOT_FOUND");
+      EXPECT_EQ(exporter.spans[1].status_message, "INVALID_ARGUMENT");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rein::trace

@@ -204,7 +204,11 @@ void ConnectGateway::Handle(const ConnectRequest& request, ConnectResponder* res
     return ReplyError(responder, binary.status());
   }
   if (type->streaming) {
-    return HandleStream(*method, json, *binary, &context, responder);
+    // A client is its credential, or without one its address.
+    const std::string client = request.authorization != nullptr
+                                   ? absl::StrCat("authorization:", request.authorization)
+                                   : absl::StrCat("peer:", request.peer);
+    return HandleStream(*method, json, *binary, client, &context, responder);
   }
   HandleUnary(*method, json, *binary, &context, responder);
 }
@@ -228,39 +232,61 @@ void ConnectGateway::HandleUnary(const MethodDescriptor& method, bool json,
   responder->Reply(200, json ? kJsonType : "application/proto", *body);
 }
 
+absl::Status ConnectGateway::TakeStream(const std::string& client) {
+  absl::MutexLock lock(&clients_mu_);
+  if (streams_.load() >= options_.max_streams) {
+    return absl::ResourceExhaustedError(absl::StrCat("the HTTP port serves at most ",
+                                                     options_.max_streams,
+                                                     " streams at once; close one, or use the "
+                                                     "gRPC port"));
+  }
+  int& held = client_streams_[client];
+  if (held >= options_.max_streams_per_client) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("this client holds ", held,
+                     " streams of the HTTP port, the most one client may; close one"));
+  }
+  ++held;
+  streams_.fetch_add(1);
+  return absl::OkStatus();
+}
+
+void ConnectGateway::ReleaseStream(const std::string& client) {
+  absl::MutexLock lock(&clients_mu_);
+  streams_.fetch_sub(1);
+  auto it = client_streams_.find(client);
+  if (it != client_streams_.end() && --it->second <= 0) client_streams_.erase(it);
+}
+
 void ConnectGateway::HandleStream(const MethodDescriptor& method, bool json,
-                                  const std::string& payload, grpc::ClientContext* context,
-                                  ConnectResponder* responder) {
+                                  const std::string& payload, const std::string& client,
+                                  grpc::ClientContext* context, ConnectResponder* responder) {
   const ContentType type{json ? Codec::kJson : Codec::kProto, true};
-  if (streams_.fetch_add(1) >= options_.max_streams) {
-    streams_.fetch_sub(1);
-    return EndStream(responder, type, false,
-                     absl::ResourceExhaustedError(
-                         absl::StrCat("the HTTP port serves at most ", options_.max_streams,
-                                      " streams at once; close one, or use the gRPC port")));
+  if (absl::Status taken = TakeStream(client); !taken.ok()) {
+    return EndStream(responder, type, false, taken);
   }
   // The reply's headers go out at once, before the first message: a client learns that its
   // stream is open (a watch of a paused run may send nothing for hours). An error still ends
   // the stream in its end-of-stream message, as Connect has it for streams.
   if (!responder->BeginStream(ContentTypeName(type))) {
-    streams_.fetch_sub(1);
+    ReleaseStream(client);
     return;
   }
   bool gone = false;
   absl::Status broken;
-  grpc::Status status = Invoke(context, absl::StrCat("/", options_.service, "/", method.name()),
-                               payload, [&](const grpc::ByteBuffer& message) {
-                                 absl::StatusOr<std::string> out =
-                                     ReplyPayload(*method.output_type(), json, message);
-                                 if (!out.ok()) {
-                                   broken = out.status();
-                                   return false;
-                                 }
-                                 if (!responder->WriteStream(Envelope(0, *out)))
-                                   return !(gone = true);
-                                 return true;
-                               });
-  streams_.fetch_sub(1);
+  grpc::Status status = Invoke(
+      context, absl::StrCat("/", options_.service, "/", method.name()), payload,
+      [&](const grpc::ByteBuffer& message) {
+        absl::StatusOr<std::string> out = ReplyPayload(*method.output_type(), json, message);
+        if (!out.ok()) {
+          broken = out.status();
+          return false;
+        }
+        if (!responder->WriteStream(Envelope(0, *out))) return !(gone = true);
+        return true;
+      },
+      responder);
+  ReleaseStream(client);
   if (gone) return;
   absl::Status end = broken.ok() ? FromGrpcStatus(status) : broken;
   if (end.code() == absl::StatusCode::kDeadlineExceeded) {
@@ -272,15 +298,28 @@ void ConnectGateway::HandleStream(const MethodDescriptor& method, bool json,
   EndStream(responder, type, /*begun=*/true, end);
 }
 
-grpc::Status ConnectGateway::Invoke(
-    grpc::ClientContext* context, const std::string& path, const std::string& request,
-    const std::function<bool(const grpc::ByteBuffer&)>& on_message) {
+grpc::Status ConnectGateway::Invoke(grpc::ClientContext* context, const std::string& path,
+                                    const std::string& request,
+                                    const std::function<bool(const grpc::ByteBuffer&)>& on_message,
+                                    ConnectResponder* responder) {
   grpc::CompletionQueue queue;
-  // One operation at a time is in flight; this waits for it.
-  const auto done = [&queue]() {
+  // One operation at a time is in flight; this waits for it, asking meanwhile whether the
+  // client is gone (then the call is cancelled, and the operation ends not ok).
+  bool cancelled = false;
+  const auto done = [&]() {
     void* tag = nullptr;
     bool ok = false;
-    return queue.Next(&tag, &ok) && ok;
+    while (true) {
+      if (responder == nullptr || cancelled) return queue.Next(&tag, &ok) && ok;
+      const auto next =
+          queue.AsyncNext(&tag, &ok, absl::ToChronoTime(absl::Now() + options_.gone_check));
+      if (next == grpc::CompletionQueue::GOT_EVENT) return ok;
+      if (next == grpc::CompletionQueue::SHUTDOWN) return false;
+      if (responder->ClientGone()) {
+        cancelled = true;
+        context->TryCancel();
+      }
+    }
   };
   void* const tag = reinterpret_cast<void*>(1);
   std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =

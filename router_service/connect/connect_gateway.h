@@ -11,8 +11,10 @@
 #include <optional>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "google/protobuf/descriptor.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -42,6 +44,9 @@ class ConnectResponder {
   virtual bool BeginStream(const std::string& content_type) = 0;
   // Sends part of a stream; false when the client is gone.
   virtual bool WriteStream(const std::string& bytes) = 0;
+  // Whether the client has closed its connection, without writing: asked while a stream waits
+  // for its next message, so that a client gone away gives its slot back. Never blocks.
+  virtual bool ClientGone() { return false; }
 };
 
 struct ConnectGatewayOptions {
@@ -54,6 +59,12 @@ struct ConnectGatewayOptions {
   // Streams open at once; past it a streaming call is resource_exhausted, so that streams
   // cannot take every thread of the HTTP server from unary calls.
   int max_streams = 24;
+  // Streams one client (one Authorization header, or without one, one address) may hold at
+  // once; past it its streaming calls are resource_exhausted, so that one viewer cannot take
+  // every slot from the others.
+  int max_streams_per_client = 6;
+  // How often a waiting stream asks whether its client is gone (ConnectResponder::ClientGone).
+  absl::Duration gone_check = absl::Seconds(1);
 };
 
 // Thread-safe: any number of requests at once, each on its own thread.
@@ -71,6 +82,9 @@ class ConnectGateway {
   // an HTTP server may send its headers first. "" when Handle answers with Reply.
   std::string StreamContentType(const ConnectRequest& request) const;
 
+  // Streams open now.
+  int open_streams() const { return streams_.load(); }
+
  private:
   // What the checks made before any call found.
   struct Checked {
@@ -82,22 +96,31 @@ class ConnectGateway {
   // reply's status, or 0 for the code's own.
   absl::StatusOr<Checked> Check(const ConnectRequest& request, int* http_status) const;
   // Calls `path` with one request message; every reply message goes to `on_message` (false:
-  // the client is gone, the call is cancelled).
+  // the client is gone, the call is cancelled). With `responder`, the call is cancelled too
+  // once its ClientGone says so, asked every options_.gone_check while waiting.
   grpc::Status Invoke(grpc::ClientContext* context, const std::string& path,
                       const std::string& request,
-                      const std::function<bool(const grpc::ByteBuffer&)>& on_message);
+                      const std::function<bool(const grpc::ByteBuffer&)>& on_message,
+                      ConnectResponder* responder = nullptr);
+  // Takes a stream slot for `client`; RESOURCE_EXHAUSTED saying which cap (nothing taken)
+  // past one. ReleaseStream gives it back.
+  absl::Status TakeStream(const std::string& client);
+  void ReleaseStream(const std::string& client);
   void HandleUnary(const google::protobuf::MethodDescriptor& method, bool json,
                    const std::string& payload, grpc::ClientContext* context,
                    ConnectResponder* responder);
+  // `client` names who holds the stream (max_streams_per_client).
   void HandleStream(const google::protobuf::MethodDescriptor& method, bool json,
-                    const std::string& payload, grpc::ClientContext* context,
-                    ConnectResponder* responder);
+                    const std::string& payload, const std::string& client,
+                    grpc::ClientContext* context, ConnectResponder* responder);
 
   std::shared_ptr<grpc::Channel> channel_;
   grpc::GenericStub stub_;
   const ConnectGatewayOptions options_;
   const google::protobuf::ServiceDescriptor* service_;
   std::atomic<int> streams_{0};
+  absl::Mutex clients_mu_;
+  absl::flat_hash_map<std::string, int> client_streams_ ABSL_GUARDED_BY(clients_mu_);
 };
 
 }  // namespace rein::connect

@@ -164,7 +164,14 @@ bool ConnectionStream::is_writable() const {
 
 bool ConnectionStream::Fill() {
   begin_ = end_ = 0;
+  // Each read waits at most the timeout, and never past the request's deadline.
+  const absl::Duration left = deadline_ - absl::Now();
+  if (left <= absl::ZeroDuration()) return false;
+  const timeval wait =
+      absl::ToTimeval(std::max(std::min(left, io_timeout_), absl::Milliseconds(1)));
+  setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
   while (true) {
+    if (absl::Now() >= deadline_) return false;
     ssize_t n;
     if (ssl_ != nullptr) {
       n = SSL_read(ssl_, buffer_, sizeof(buffer_));

@@ -71,8 +71,12 @@ class ConnectionStream final : public httplib::Stream {
   bool Handshake();
   // Whether a next request's first byte arrives within `idle` (keep-alive).
   bool WaitForRequest(absl::Duration idle);
-  // A new request may read at most `budget` bytes.
-  void StartRequest(size_t budget) { budget_ = budget; }
+  // A new request may read at most `budget` bytes, all of them before `deadline`: a client
+  // that sends a byte now and then, each read within the timeout, is cut off there.
+  void StartRequest(size_t budget, absl::Time deadline) {
+    budget_ = budget;
+    deadline_ = deadline;
+  }
   SSL* ssl() const { return ssl_; }
 
   bool is_readable() const override;
@@ -93,6 +97,7 @@ class ConnectionStream final : public httplib::Stream {
   size_t begin_ = 0;
   size_t end_ = 0;
   size_t budget_ = 0;
+  absl::Time deadline_ = absl::InfiniteFuture();
 };
 
 }  // namespace rein::connect

@@ -16,6 +16,8 @@ absl::StatusOr<std::unique_ptr<HttpPort>> HttpPort::Start(grpc::Server* server,
   ConnectGatewayOptions gateway_options;
   // Streams may hold all threads but a quarter, which stays for unary calls.
   gateway_options.max_streams = std::max(1, options.threads - options.threads / 4);
+  // And one client a quarter of those, so that one viewer cannot hold every live view.
+  gateway_options.max_streams_per_client = std::max(1, gateway_options.max_streams / 4);
   port->gateway_ =
       std::make_unique<ConnectGateway>(server->InProcessChannel(args), gateway_options);
   for (const console::ConsoleFile& file : console::ConsoleFiles()) {

@@ -1,6 +1,7 @@
 // The router's HTTP port, on cpp-httplib.
 #include "router_service/connect/http_server.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "router_service/connect/connect_protocol.h"
+#include "router_service/connect/host_check.h"
 #include "router_service/connect/http_peer.h"
 
 namespace rein::connect {
@@ -36,6 +38,7 @@ constexpr int kMaxRequestsPerConnection = 1000;
 // What a handler decides about its connection: it runs on the connection's own thread.
 struct ConnectionState {
   bool close = false;  // the request's body was left unread: no next request on it
+  int fd = -1;         // the connection's socket
 };
 thread_local ConnectionState* current_connection = nullptr;
 
@@ -78,16 +81,25 @@ class WholeResponder final : public ConnectResponder {
 // A stream, written as HTTP chunks once the 200 and its headers are out.
 class StreamResponder final : public ConnectResponder {
  public:
-  explicit StreamResponder(httplib::DataSink& sink) : sink_(sink) {}
+  explicit StreamResponder(httplib::DataSink& sink)
+      : sink_(sink), fd_(current_connection != nullptr ? current_connection->fd : -1) {}
   // StreamContentType said this request is answered by a stream only.
   void Reply(int, const std::string&, const std::string&) override {}
   bool BeginStream(const std::string&) override { return true; }
   bool WriteStream(const std::string& bytes) override {
     return sink_.write(bytes.data(), bytes.size());
   }
+  // The peer closed (FIN or reset): a stream's client sends nothing after its request, so
+  // this is never data being missed.
+  bool ClientGone() override {
+    if (fd_ < 0) return false;
+    pollfd p = {fd_, POLLRDHUP, 0};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+  }
 
  private:
   httplib::DataSink& sink_;
+  const int fd_;
 };
 
 // A fixed pool of `threads`: a connection is served by one of them from its first byte to
@@ -165,7 +177,10 @@ class HttpServerCore final : public httplib::Server {
  public:
   HttpServerCore(HttpServerOptions options, ConnectGateway* gateway,
                  std::unique_ptr<TlsContext> tls)
-      : options_(std::move(options)), gateway_(gateway), tls_(std::move(tls)) {
+      : options_(std::move(options)),
+        gateway_(gateway),
+        tls_(std::move(tls)),
+        hosts_(options_.listen, options_.allowed_hosts, tls_ != nullptr) {
     new_task_queue = [this] { return new ConnectionPool(options_.threads); };
     const auto seconds = [](absl::Duration d) {
       return std::chrono::microseconds(absl::ToInt64Microseconds(d));
@@ -206,6 +221,7 @@ class HttpServerCore final : public httplib::Server {
   const HttpServerOptions options_;
   ConnectGateway* const gateway_;
   const std::unique_ptr<TlsContext> tls_;
+  const HostCheck hosts_;
   std::mutex open_mu_;
   std::set<int> open_;  // the connections' sockets, until closed
 };
@@ -225,12 +241,14 @@ bool HttpServerCore::process_and_close_socket(socket_t sock) {
   if (tls_ == nullptr || ssl != nullptr) {
     ConnectionStream stream(sock, ssl, options_.io_timeout);
     ConnectionState state;
+    state.fd = sock;
     current_connection = &state;
     if (stream.Handshake()) {
       for (int left = kMaxRequestsPerConnection;
            left > 0 && svr_sock_ != INVALID_SOCKET && stream.WaitForRequest(options_.keep_alive);
            --left) {
-        stream.StartRequest(kMaxHeadBytes + options_.max_body_bytes);
+        stream.StartRequest(kMaxHeadBytes + options_.max_body_bytes,
+                            absl::Now() + options_.request_timeout);
         bool closed = false;
         ok = process_request(stream, left == 1, closed, nullptr);
         if (!ok || closed || state.close) break;
@@ -250,7 +268,20 @@ httplib::Server::HandlerResponse HttpServerCore::PreRoute(const httplib::Request
                                                           httplib::Response& response) {
   const std::string& path = request.path;
   const std::string& verb = request.method;
+  // Before anything else: a rebound name or another site gets no answer but why.
+  if (absl::Status host = hosts_.CheckHost(HeaderOf(request, "Host")); !host.ok()) {
+    CloseAfterReply();
+    Send(response, 421, "application/json", ErrorJson(host));
+    return HandlerResponse::Handled;
+  }
   if (absl::StartsWith(path, kPrefix)) {
+    if (absl::Status origin =
+            hosts_.CheckOrigin(HeaderOf(request, "Host"), HeaderOf(request, "Origin"));
+        !origin.ok()) {
+      CloseAfterReply();
+      Send(response, 403, "application/json", ErrorJson(origin));
+      return HandlerResponse::Handled;
+    }
     if (verb != "POST") {
       CloseAfterReply();
       SendError(response,

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -34,12 +35,18 @@ struct HttpServerOptions {
   // keep-alive connection is kept: slow or idle clients give their thread back.
   absl::Duration io_timeout = absl::Seconds(30);
   absl::Duration keep_alive = absl::Seconds(5);
+  // How long a request's line, headers and body may take to arrive in all, however often
+  // bytes come (a client dripping one byte per io_timeout is cut off here).
+  absl::Duration request_timeout = absl::Seconds(60);
   // Files served on GET by path ("/" serves "/index.html"); null = none.
   const std::map<std::string, StaticFile>* files = nullptr;
   // TLS (empty = plain HTTP); with tls.client_ca, client certificates signed by it are
   // required. The files are read again when they change, at most every tls_reload.
   HttpTlsFiles tls;
   absl::Duration tls_reload = absl::Seconds(5);
+  // Names besides IP literals and localhost that Host may carry (--http_allowed_hosts); with
+  // none, Host is checked only when listening on loopback (host_check.h).
+  std::vector<std::string> allowed_hosts;
 };
 
 class HttpServerCore;

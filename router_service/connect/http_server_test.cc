@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -79,6 +80,7 @@ class HttpServerTest : public ::testing::Test {
  protected:
   // Sets what the HTTP server is started with beyond the defaults below.
   virtual void Configure(HttpServerOptions*) {}
+  virtual void ConfigureGateway(ConnectGatewayOptions*) {}
   // Failed authentications per credential and window before calls are refused.
   virtual int MaxAuthFailures() const { return 1000; }  // tests fail on purpose many times
 
@@ -95,6 +97,7 @@ class HttpServerTest : public ::testing::Test {
     args.SetMaxReceiveMessageSize(-1);
     ConnectGatewayOptions gateway_options;
     gateway_options.max_streams = 3;
+    ConfigureGateway(&gateway_options);
     gateway_ =
         std::make_unique<ConnectGateway>(served_.server->InProcessChannel(args), gateway_options);
     HttpServerOptions http_options;
@@ -171,6 +174,38 @@ class HttpServerTest : public ::testing::Test {
     curl_slist_free_all(list);
     curl_easy_cleanup(curl);
     return reply;
+  }
+
+  // A raw connection to the port that has sent `bytes`.
+  int Connect(const std::string& bytes) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address = {};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(http_->port());
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    if (!bytes.empty()) {
+      EXPECT_GT(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), 0);
+    }
+    return fd;
+  }
+
+  // A raw connection holding a WatchRun of `run_id` as `token`, once its reply's headers came.
+  int OpenWatch(const std::string& run_id, const std::string& token) {
+    const std::string body = Envelope(0, absl::StrCat(R"({"runId":")", run_id, R"("})"));
+    const int fd =
+        Connect(absl::StrCat("POST /rein.v1.Router/WatchRun HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+                             "Content-Type: application/connect+json\r\nAuthorization: Bearer ",
+                             token, "\r\nContent-Length: ", body.size(), "\r\n\r\n", body));
+    timeval wait = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+    char head[4096];
+    EXPECT_GT(recv(fd, head, sizeof(head), 0), 0) << "no reply to the watch";
+    // Then the events so far, until the stream is quiet: it waits for the run's next commit.
+    pollfd p = {fd, POLLIN, 0};
+    while (poll(&p, 1, 300) > 0 && recv(fd, head, sizeof(head), 0) > 0) {
+    }
+    return fd;
   }
 
   HttpReply Call(const std::string& method, const std::string& json, const std::string& token) {
@@ -422,6 +457,51 @@ TEST_F(HttpServerTest, LiveWatchFollowsTheRunAndStreamsAreCapped) {
   EXPECT_NE(so_far.end.find("from the last seq"), std::string::npos) << so_far.end;
 }
 
+// A watch of a paused run writes nothing for hours: a client that closed its socket must be
+// noticed while the stream waits, and its slot and thread given back.
+TEST_F(HttpServerTest, AClosedWatchGivesItsSlotBackWithinSeconds) {
+  rein::v1::Run run = StartPaused("req-closed");
+  WaitFor(run.run_id(), rein::v1::PAUSED);
+  const int fd = OpenWatch(run.run_id(), "t-viewer");  // and idle
+  EXPECT_EQ(gateway_->open_streams(), 1);
+  close(fd);
+  const absl::Time closed = absl::Now();
+  while (gateway_->open_streams() > 0 && absl::Now() - closed < absl::Seconds(20)) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(gateway_->open_streams(), 0);
+  EXPECT_LT(absl::Now() - closed, absl::Seconds(5));
+}
+
+class HttpServerClientCapTest : public HttpServerTest {
+ protected:
+  void ConfigureGateway(ConnectGatewayOptions* options) override {
+    options->max_streams_per_client = 2;  // of 3
+  }
+};
+
+// One client holding all it may leaves the port's other streams to the others.
+TEST_F(HttpServerClientCapTest, OneClientsStreamsLeaveRoomForAnother) {
+  rein::v1::Run run = StartPaused("req-cap");
+  WaitFor(run.run_id(), rein::v1::PAUSED);
+  const int first = OpenWatch(run.run_id(), "t-viewer");
+  const int second = OpenWatch(run.run_id(), "t-viewer");
+  const std::string body = Envelope(0, absl::StrCat(R"({"runId":")", run.run_id(), R"("})"));
+  HttpReply third = Request("POST", "/rein.v1.Router/WatchRun", "application/connect+json", body,
+                            "t-viewer", {"Connect-Timeout-Ms: 300"});
+  Stream refused = ParseStream(third.body);
+  EXPECT_TRUE(refused.messages.empty());
+  EXPECT_NE(refused.end.find(R"("code":"resource_exhausted")"), std::string::npos) << refused.end;
+  EXPECT_NE(refused.end.find("this client holds 2"), std::string::npos) << refused.end;
+  HttpReply other = Request("POST", "/rein.v1.Router/WatchRun", "application/connect+json", body,
+                            "t-reviewer", {"Connect-Timeout-Ms: 300"});
+  Stream served = ParseStream(other.body);
+  EXPECT_FALSE(served.messages.empty());
+  EXPECT_NE(served.end.find(R"("code":"deadline_exceeded")"), std::string::npos) << served.end;
+  close(first);
+  close(second);
+}
+
 TEST_F(HttpServerTest, ConsoleFilesAreServedOnGet) {
   HttpReply index = Request("GET", "/", "", "", "");
   EXPECT_EQ(index.status, 200);
@@ -431,26 +511,63 @@ TEST_F(HttpServerTest, ConsoleFilesAreServedOnGet) {
   EXPECT_EQ(missing.status, 404);
 }
 
+// DNS rebinding: a page whose name now points at 127.0.0.1 sends its own name in Host; a page
+// of another site sends its origin. Neither is answered, and nothing is started.
+TEST_F(HttpServerTest, RebindingHostsAndOtherSitesAreRefused) {
+  const std::string port = std::to_string(http_->port());
+  const std::string start = R"({"spec":{"goal":"list things"}})";
+  for (const std::string& host : {"attacker.example:" + port, std::string("attacker.example")}) {
+    HttpReply reply = Request("POST", "/rein.v1.Router/StartRun", "application/json", start,
+                              "t-operator", {"Host: " + host});
+    EXPECT_EQ(reply.status, 421) << host;
+    EXPECT_NE(reply.body.find(R"("code":"permission_denied")"), std::string::npos) << reply.body;
+    EXPECT_NE(reply.body.find("--http_allowed_hosts"), std::string::npos) << reply.body;
+    EXPECT_EQ(Request("GET", "/", "", "", "", {"Host: " + host}).status, 421) << host;
+  }
+  for (const std::string& origin :
+       {std::string("http://attacker.example"), std::string("null"), "http://localhost:" + port}) {
+    HttpReply reply = Request("POST", "/rein.v1.Router/StartRun", "application/json", start,
+                              "t-operator", {"Origin: " + origin});
+    EXPECT_EQ(reply.status, 403) << origin;
+    EXPECT_NE(reply.body.find("no CORS"), std::string::npos) << reply.body;
+  }
+  EXPECT_EQ(RunCount(), 0);
+  // The console's own origin, localhost, and clients that send no Origin (curl, SDKs) are served.
+  EXPECT_EQ(Request("POST", "/rein.v1.Router/ListRuns", "application/json", "{}", "t-viewer",
+                    {"Origin: http://127.0.0.1:" + port})
+                .status,
+            200);
+  EXPECT_EQ(Request("POST", "/rein.v1.Router/ListRuns", "application/json", "{}", "t-viewer",
+                    {"Host: localhost:" + port, "Origin: http://localhost:" + port})
+                .status,
+            200);
+  EXPECT_EQ(Request("GET", "/", "", "", "", {"Host: localhost:" + port}).status, 200);
+}
+
+class HttpServerAllowedHostsTest : public HttpServerTest {
+ protected:
+  void Configure(HttpServerOptions* options) override { options->allowed_hosts = {"rein.example"}; }
+};
+
+TEST_F(HttpServerAllowedHostsTest, AnAllowedNameIsServedAndOthersAreNot) {
+  const std::string port = std::to_string(http_->port());
+  EXPECT_EQ(Request("POST", "/rein.v1.Router/ListRuns", "application/json", "{}", "t-viewer",
+                    {"Host: rein.example:" + port, "Origin: http://rein.example:" + port})
+                .status,
+            200);
+  EXPECT_EQ(Request("POST", "/rein.v1.Router/ListRuns", "application/json", "{}", "t-viewer",
+                    {"Host: other.example:" + port})
+                .status,
+            421);
+}
+
 // The port with short timeouts: slow and idle clients give their threads back.
 class HttpServerTimeoutTest : public HttpServerTest {
  protected:
   void Configure(HttpServerOptions* options) override {
     options->io_timeout = absl::Milliseconds(500);
     options->keep_alive = absl::Milliseconds(500);
-  }
-
-  // A raw connection to the port that has sent `bytes`.
-  int Connect(const std::string& bytes) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address = {};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(http_->port());
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-    if (!bytes.empty()) {
-      EXPECT_GT(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), 0);
-    }
-    return fd;
+    options->request_timeout = absl::Milliseconds(1500);
   }
 };
 
@@ -485,6 +602,24 @@ TEST_F(HttpServerTimeoutTest, SlowAndIdleClientsCannotPinThePort) {
   }
   EXPECT_TRUE(error == ECONNRESET || error == EPIPE) << strerror(error) << " after " << sent;
   close(flood);
+}
+
+// Each byte comes within the read timeout (500 ms), but the head as a whole must arrive within
+// the request timeout (1.5 s): the client is cut off there, not served a byte at a time forever.
+TEST_F(HttpServerTimeoutTest, ASlowDripIsCutAtTheRequestDeadline) {
+  const absl::Time start = absl::Now();
+  const int fd = Connect("POST /rein.v1.Router/GetRun HTTP/1.1\r\n");
+  bool cut = false;
+  while (!cut && absl::Now() - start < absl::Seconds(8)) {
+    if (send(fd, "X", 1, MSG_NOSIGNAL) <= 0) cut = true;
+    pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 200) > 0) cut = true;  // a reply, the server's FIN or a reset
+  }
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_TRUE(cut);
+  EXPECT_GE(took, absl::Milliseconds(1400));
+  EXPECT_LT(took, absl::Seconds(4));
+  close(fd);
 }
 
 TEST_F(HttpServerTimeoutTest, StopsWithoutWaitingForIdleOrStalledClients) {

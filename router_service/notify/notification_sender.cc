@@ -14,21 +14,17 @@
 #include "common/metrics.h"
 #include "router_service/notify/cloud_event.h"
 #include "router_service/notify/signature.h"
+#include "router_service/notify/webhook_url.h"
 
 namespace rein {
 namespace {
 
-// The most endpoints one notice may go to: the router's own and a run's 4 (a bound for the
-// claim's hold only).
-constexpr int kHoldEndpoints = 8;
-
-// scheme://host[:port] of a URL: what logs show of an endpoint (a URL's path or query may hold
-// a secret, as chat incoming-webhook URLs do).
-std::string Origin(const std::string& url) {
-  const size_t scheme = url.find("://");
-  if (scheme == std::string::npos) return "(url)";
-  const size_t end = url.find_first_of("/?#", scheme + 3);
-  return end == std::string::npos ? url : url.substr(0, end) + "/...";
+// What POSTs share slots: one receiver's host (scheme://host:port), so that many URLs on one
+// hanging host hold no more threads than one URL there.
+std::string SlotKey(const std::string& url) {
+  absl::StatusOr<WebhookUrl> parsed = ParseWebhookUrl(url);
+  if (!parsed.ok()) return WebhookOrigin(url);
+  return absl::StrCat(parsed->scheme, "://", parsed->host, ":", parsed->port);
 }
 
 }  // namespace
@@ -97,31 +93,34 @@ absl::Duration NotificationSender::Backoff(int attempts) {
   return delay * absl::Uniform(*gen, 0.5, 1.0);
 }
 
-bool NotificationSender::TakeSlot(const std::string& url) {
+bool NotificationSender::TakeSlot(const std::string& host) {
   const int limit = std::max(1, options_.per_endpoint);
   absl::MutexLock lock(&mu_);
-  const auto free = [this, &url, limit]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto it = in_flight_.find(url);
+  const auto free = [this, &host, limit]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = in_flight_.find(host);
     return it == in_flight_.end() || it->second < limit;
   };
   if (!free() && !clock_->AwaitWithDeadline(&mu_, absl::Condition(&free),
                                             clock_->Now() + options_.endpoint_wait)) {
     return false;
   }
-  ++in_flight_[url];
+  ++in_flight_[host];
   Metrics::Global().Set("rein_notifications_in_flight", ++in_flight_total_);
   return true;
 }
 
-void NotificationSender::ReleaseSlot(const std::string& url) {
+void NotificationSender::ReleaseSlot(const std::string& host) {
   absl::MutexLock lock(&mu_);
-  if (--in_flight_[url] <= 0) in_flight_.erase(url);
+  if (--in_flight_[host] <= 0) in_flight_.erase(host);
   Metrics::Global().Set("rein_notifications_in_flight", --in_flight_total_);
 }
 
 absl::StatusOr<bool> NotificationSender::SendOne() {
   const absl::Time now = clock_->Now();
-  const absl::Time hold = now + options_.request_timeout * kHoldEndpoints + absl::Seconds(5);
+  // Held for as long as every endpoint's wait for a slot and POST may take, so that no other
+  // thread or router claims the notice while this one still sends it.
+  const absl::Duration per_endpoint = options_.endpoint_wait + options_.request_timeout;
+  const absl::Time hold = now + per_endpoint * config_->MaxEndpoints() + absl::Seconds(5);
   absl::StatusOr<std::vector<Notification>> claimed =
       outbox_->ClaimNotifications(now, hold, /*limit=*/1);
   if (!claimed.ok()) return claimed.status();
@@ -158,7 +157,9 @@ absl::StatusOr<bool> NotificationSender::SendOne() {
         update.delivered_to.push_back(endpoint.url);
         continue;
       }
-      if (!TakeSlot(endpoint.url)) {
+      // Never past the hold (a clock that jumped, a slow store): the rest waits for the next
+      // claim rather than be sent twice.
+      if (clock_->Now() + per_endpoint > hold || !TakeSlot(SlotKey(endpoint.url))) {
         ++busy;
         Metrics::Global().Add("rein_notifications_endpoint_busy_total", 1);
         continue;
@@ -177,7 +178,7 @@ absl::StatusOr<bool> NotificationSender::SendOne() {
             "webhook-signature", WebhookSignature(endpoint.key, notice.notice_id, timestamp, body));
       }
       const WebhookReply reply = transport_->Post(request);
-      ReleaseSlot(endpoint.url);
+      ReleaseSlot(SlotKey(endpoint.url));
       if (reply.status >= 200 && reply.status < 300) {
         update.delivered_to.push_back(endpoint.url);
         Metrics::Global().Add("rein_notifications_delivered_total", 1);
@@ -192,12 +193,12 @@ absl::StatusOr<bool> NotificationSender::SendOne() {
           gone_.insert(endpoint.url);
         }
         LogWarning("webhook endpoint answered 410 Gone: disabled until restart",
-                   {{"endpoint", Origin(endpoint.url)}});
+                   {{"endpoint", WebhookOrigin(endpoint.url)}});
         continue;
       }
       Metrics::Global().Add("rein_notifications_failed_attempts_total", 1);
       errors.push_back(
-          absl::StrCat(Origin(endpoint.url), ": ",
+          absl::StrCat(WebhookOrigin(endpoint.url), ": ",
                        reply.status != 0 ? absl::StrCat("HTTP ", reply.status) : reply.error));
       if (reply.retry_after.has_value()) {
         retry_after = std::max(retry_after.value_or(absl::ZeroDuration()), *reply.retry_after);

@@ -37,10 +37,11 @@ struct NotificationSenderOptions {
   absl::Duration poll_interval = absl::Milliseconds(200);
   // Notices being sent at once (each by its own thread).
   int concurrency = 4;
-  // POSTs in flight to one endpoint at most: a slow or hanging receiver holds this many threads
-  // and no more. A notice whose endpoint is at its limit waits up to endpoint_wait for a slot
-  // (a receiver that answers frees one within that); failing that, it is not posted there now
-  // and stays in the outbox, due again after endpoint_busy_delay (not counted as an attempt).
+  // POSTs in flight to one receiver's host (scheme, host and port) at most: a slow or hanging
+  // receiver holds this many threads and no more, however many URLs it has. A notice whose endpoint
+  // is at its limit waits up to endpoint_wait for a slot (a receiver that answers frees one within
+  // that); failing that, it is not posted there now and stays in the outbox, due again after
+  // endpoint_busy_delay (not counted as an attempt).
   int per_endpoint = 2;
   absl::Duration endpoint_wait = absl::Milliseconds(200);
   absl::Duration endpoint_busy_delay = absl::Seconds(2);
@@ -78,10 +79,10 @@ class NotificationSender {
   void Loop(int index);
   // The delay before attempt `attempts` + 1 (attempts >= 1 failed so far).
   absl::Duration Backoff(int attempts);
-  // Takes one of the endpoint's per_endpoint slots; false when they are all still in use after
-  // endpoint_wait.
-  bool TakeSlot(const std::string& url);
-  void ReleaseSlot(const std::string& url);
+  // Takes one of the per_endpoint slots of `host` (scheme://host:port); false when they are
+  // all still in use after endpoint_wait.
+  bool TakeSlot(const std::string& host);
+  void ReleaseSlot(const std::string& host);
 
   RunStore* const runs_;
   NotificationOutbox* const outbox_;

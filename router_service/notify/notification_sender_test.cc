@@ -9,10 +9,12 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/testing/fake_clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -39,15 +41,15 @@ ReceiverReply Reply(int status, std::map<std::string, std::string> headers = {},
   return ReceiverReply{status, std::move(headers), std::move(body), delay};
 }
 
-// Posts to `hang_url` wait until Release() (or their timeout), counting how many are in flight
-// at once; the others go to `real`.
+// Posts to URLs starting with `hang_url` wait until Release() (or their timeout), counting how
+// many are in flight at once; the others go to `real`.
 class HangingTransport final : public WebhookTransport {
  public:
   HangingTransport(WebhookTransport* real, std::string hang_url)
       : real_(real), hang_url_(std::move(hang_url)) {}
 
   WebhookReply Post(const WebhookRequest& request) override {
-    if (request.url != hang_url_) return real_->Post(request);
+    if (!absl::StartsWith(request.url, hang_url_)) return real_->Post(request);
     absl::MutexLock lock(&mu_);
     max_in_flight_ = std::max(max_in_flight_, ++in_flight_);
     const bool released = mu_.AwaitWithTimeout(absl::Condition(&released_), request.timeout);
@@ -106,13 +108,14 @@ class NotificationSenderTest : public ::testing::Test {
                                                    &transport_, RealClock(), options_);
   }
 
-  // Creates run `id` (started by alice) and commits its pause, as the engine would.
-  void PauseRun(const std::string& id) {
+  // Creates run `id` (started by alice, telling `notify` too when given) and commits its pause,
+  // as the engine would.
+  void PauseRun(const std::string& id, const std::string& notify = "") {
     rein::v1::RunEvent event;
     *event.mutable_time() = Now();
     event.mutable_paused()->mutable_pause()->set_reason(rein::v1::NEED_HUMAN);
     event.mutable_paused()->mutable_pause()->set_question("which file?");
-    CreateAndCommit(id, rein::v1::PAUSED, event);
+    CreateAndCommit(id, rein::v1::PAUSED, event, notify);
   }
 
   // Creates run `id` and commits its end (goal achieved).
@@ -125,10 +128,11 @@ class NotificationSenderTest : public ::testing::Test {
   }
 
   void CreateAndCommit(const std::string& id, rein::v1::Stage stage,
-                       const rein::v1::RunEvent& event) {
+                       const rein::v1::RunEvent& event, const std::string& notify = "") {
     rein::v1::Run run;
     run.set_run_id(id);
     run.mutable_spec()->set_goal("fix the tests");
+    if (!notify.empty()) run.mutable_spec()->add_notify(notify);
     run.mutable_state()->set_stage(rein::v1::PLANNING);
     run.mutable_state()->set_version(1);
     *run.mutable_created_at() = Now();
@@ -158,6 +162,16 @@ class NotificationSenderTest : public ::testing::Test {
     }
     ADD_FAILURE() << "no notice " << id;
     return {};
+  }
+
+  // Four threads, two POSTs per host, quick polls, and POSTs that hang for as long as a test
+  // holds them.
+  void UseHangingOptions() {
+    options_.concurrency = 4;
+    options_.per_endpoint = 2;
+    options_.poll_interval = absl::Milliseconds(20);
+    options_.endpoint_busy_delay = absl::Milliseconds(100);
+    options_.request_timeout = absl::Seconds(60);  // it hangs for as long as the test holds it
   }
 
   // SendOne until the notice leaves kPending or `timeout` passes.
@@ -322,11 +336,7 @@ TEST_F(NotificationSenderTest, TheSendersThreadsDeliverEveryNoticeOnce) {
 // notices go out meanwhile, and the hanging one's wait in the outbox (pending, durable), not in
 // memory, until it answers: then each is taken once.
 TEST_F(NotificationSenderTest, AHangingEndpointHoldsAtMostItsShareAndItsBacklogStaysInTheOutbox) {
-  options_.concurrency = 4;
-  options_.per_endpoint = 2;
-  options_.poll_interval = absl::Milliseconds(20);
-  options_.endpoint_busy_delay = absl::Milliseconds(100);
-  options_.request_timeout = absl::Seconds(60);  // it hangs for as long as the test holds it
+  UseHangingOptions();
   const std::string hang = "http://127.0.0.1:9/hang";
   HangingTransport transport(&transport_, hang);
   config_ = std::make_unique<WebhookConfig>(
@@ -368,6 +378,76 @@ TEST_F(NotificationSenderTest, AHangingEndpointHoldsAtMostItsShareAndItsBacklogS
   EXPECT_EQ(std::set<std::string>(taken.begin(), taken.end()).size(),
             static_cast<size_t>(kHanging));
   EXPECT_THAT(receiver_.received(), SizeIs(kHealthy));
+}
+
+// Slots are per host, not per URL: four runs naming four URLs of one hanging host hold two of
+// the four threads, not all of them, and another receiver still gets its notice at once.
+TEST_F(NotificationSenderTest, ManyUrlsOfOneHangingHostHoldOnlyThatHostsShare) {
+  UseHangingOptions();
+  const std::string hang = "http://127.0.0.1:9/hang";
+  HangingTransport transport(&transport_, hang);
+  config_ = std::make_unique<WebhookConfig>(
+      std::vector<WebhookEndpoint>{{receiver_.url(), kKey, {kTypeFinished}, ""}},
+      std::vector<WebhookEndpoint>{{hang, kKey, {}, ""}}, "");
+  sender_ = std::make_unique<NotificationSender>(store_.get(), store_.get(), config_.get(),
+                                                 &transport, RealClock(), options_);
+  for (int i = 0; i < 4; ++i) PauseRun(absl::StrCat("paused-", i), absl::StrCat(hang, "/", i));
+  sender_->Start();
+  absl::SleepFor(absl::Milliseconds(500));  // the hanging POSTs take what they may
+  const absl::Time finished = absl::Now();
+  FinishRun("finished-0");
+  EXPECT_TRUE(receiver_.AwaitCount(1, absl::Seconds(5)));
+  EXPECT_LT(absl::Now() - finished, absl::Seconds(5));
+  EXPECT_EQ(transport.max_in_flight(), 2);
+  transport.Release();
+  const absl::Time end = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < end && store_->CountNotifications()->delivered < 5) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  sender_->Stop();
+  EXPECT_EQ(store_->CountNotifications()->delivered, 5);
+  EXPECT_EQ(transport.taken().size(), 4u);
+}
+
+// Posts that each take the whole timeout (on a fake clock): a notice with many endpoints is
+// held for all of them, so it is never claimed again (and sent twice) while being sent.
+class SlowTransport final : public WebhookTransport {
+ public:
+  SlowTransport(FakeClock* clock, NotificationOutbox* outbox) : clock_(clock), outbox_(outbox) {}
+  WebhookReply Post(const WebhookRequest& request) override {
+    clock_->Advance(request.timeout);
+    ++posts;
+    // Another sender looking now must find nothing due.
+    absl::StatusOr<std::vector<Notification>> again =
+        outbox_->ClaimNotifications(clock_->Now(), clock_->Now() + absl::Seconds(1), 1);
+    if (again.ok() && !again->empty()) ++claimed_meanwhile;
+    return WebhookReply{204, "", std::nullopt};
+  }
+  int posts = 0;
+  int claimed_meanwhile = 0;
+
+ private:
+  FakeClock* const clock_;
+  NotificationOutbox* const outbox_;
+};
+
+TEST_F(NotificationSenderTest, ANoticeWithManyEndpointsIsHeldUntilAllAreSent) {
+  FakeClock clock(absl::Now() + absl::Seconds(1));  // the notice, committed now, is due
+  SlowTransport transport(&clock, store_.get());
+  std::vector<WebhookEndpoint> endpoints;
+  for (int i = 0; i < 12; ++i) {
+    endpoints.push_back({absl::StrCat("http://10.0.0.", i, "/hook"), kKey, {}, ""});
+  }
+  config_ = std::make_unique<WebhookConfig>(endpoints, std::vector<WebhookEndpoint>{}, "");
+  sender_ = std::make_unique<NotificationSender>(store_.get(), store_.get(), config_.get(),
+                                                 &transport, &clock, options_);
+  PauseRun("many");
+  absl::StatusOr<bool> sent = sender_->SendOne();
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_TRUE(*sent);
+  EXPECT_EQ(transport.posts, 12);
+  EXPECT_EQ(transport.claimed_meanwhile, 0);
+  EXPECT_EQ(Notice("many.2").status, NotificationStatus::kDelivered);
 }
 
 }  // namespace

@@ -14,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/limits.h"
+#include "common/status_macros.h"
 
 namespace rein {
 namespace {
@@ -64,24 +66,9 @@ absl::Status CheckWebhookUrl(absl::string_view field, absl::string_view url) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": a URL of ", url.size(), " bytes, at most ", kMaxUrlBytes));
   }
-  absl::string_view rest = url;
-  if (!absl::ConsumePrefix(&rest, "https://") && !absl::ConsumePrefix(&rest, "http://")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": \"", url, "\" is not an http:// or https:// URL"));
-  }
-  for (char c : url) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '\\') {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ": the URL holds whitespace, a control character or a backslash"));
-    }
-  }
-  const absl::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
-  if (authority.empty() || authority.front() == ':') {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": \"", url, "\" has no host"));
-  }
-  if (absl::StrContains(authority, '@')) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": the URL must not carry user info (user@host)"));
+  absl::StatusOr<WebhookUrl> parsed = ParseWebhookUrl(url);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", parsed.status().message()));
   }
   return absl::OkStatus();
 }
@@ -107,9 +94,17 @@ absl::StatusOr<WebhookEndpoint> ParseWebhookFlag(absl::string_view flag, absl::s
       absl::StatusOr<std::string> type = TypeName(flag, part);
       if (!type.ok()) return type.status();
       endpoint.types.insert(*std::move(type));
+    } else if (absl::ConsumePrefix(&part, "namespace=")) {
+      in_types = false;
+      if (!endpoint.namespace_name.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(flag, ": namespace= given twice (repeat the flag for another namespace)"));
+      }
+      RETURN_IF_ERROR(CheckNamespaceName(part, absl::StrCat(flag, ": namespace")));
+      endpoint.namespace_name = std::string(part);
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat(flag, ": unknown option \"", part, "\" (secret_file=FILE or types=T,...)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, ": unknown option \"", part, "\" (secret_file=FILE, types=T,... or namespace=NS)"));
     }
   }
   return endpoint;
@@ -119,18 +114,41 @@ WebhookConfig::WebhookConfig(std::vector<WebhookEndpoint> endpoints,
                              std::vector<WebhookEndpoint> allow, std::string console_url)
     : endpoints_(std::move(endpoints)),
       allow_(std::move(allow)),
-      console_url_(absl::StripSuffix(console_url, "/")) {}
-
-const WebhookEndpoint* WebhookConfig::AllowedPrefix(absl::string_view url) const {
+      console_url_(absl::StripSuffix(console_url, "/")) {
   for (const WebhookEndpoint& prefix : allow_) {
-    if (!absl::StartsWith(url, prefix.url)) continue;
-    // The prefix must end at a boundary, so that https://hooks.example does not allow
-    // https://hooks.example.attacker.net/.
-    if (url.size() == prefix.url.size() || absl::EndsWith(prefix.url, "/")) return &prefix;
-    const char next = url[prefix.url.size()];
-    if (next == '/' || next == '?' || next == '#') return &prefix;
+    // MakeWebhookConfig checked each; one that does not parse admits nothing.
+    absl::StatusOr<WebhookUrl> parsed = ParseWebhookUrl(prefix.url);
+    allow_parsed_.push_back(parsed.ok() ? *std::move(parsed) : WebhookUrl{});
+  }
+}
+
+namespace {
+
+// An endpoint with a namespace serves that namespace's runs only.
+bool Serves(const WebhookEndpoint& endpoint, absl::string_view namespace_name) {
+  return endpoint.namespace_name.empty() ||
+         endpoint.namespace_name == NamespaceOrDefault(namespace_name);
+}
+
+}  // namespace
+
+const WebhookEndpoint* WebhookConfig::AllowedPrefix(absl::string_view url,
+                                                    absl::string_view namespace_name) const {
+  absl::StatusOr<WebhookUrl> parsed = ParseWebhookUrl(url);
+  if (!parsed.ok()) return nullptr;
+  // Whole scheme, host, port and path segments, so that https://hooks.example/team-a allows
+  // neither https://hooks.example.attacker.net/ nor https://hooks.example/team-ab.
+  for (size_t i = 0; i < allow_.size(); ++i) {
+    if (!allow_parsed_[i].scheme.empty() && Serves(allow_[i], namespace_name) &&
+        IsUnderPrefix(*parsed, allow_parsed_[i])) {
+      return &allow_[i];
+    }
   }
   return nullptr;
+}
+
+int WebhookConfig::MaxEndpoints() const {
+  return static_cast<int>(endpoints_.size()) + kMaxRunUrls;
 }
 
 absl::Status WebhookConfig::CheckRunSpec(const rein::v1::RunSpec& spec) const {
@@ -146,9 +164,10 @@ absl::Status WebhookConfig::CheckRunSpec(const rein::v1::RunSpec& spec) const {
     if (!seen.insert(url).second) {
       return absl::InvalidArgumentError(absl::StrCat(field, ": listed twice"));
     }
-    if (AllowedPrefix(url) == nullptr) {
+    if (AllowedPrefix(url, spec.namespace_()) == nullptr) {
       return absl::InvalidArgumentError(
-          absl::StrCat(field, ": not under a prefix this router allows (--webhook_allow",
+          absl::StrCat(field, ": not under a prefix this router allows to namespace ",
+                       NamespaceOrDefault(spec.namespace_()), " (--webhook_allow",
                        allow_.empty() ? ": none set" : "", ")"));
     }
   }
@@ -161,12 +180,13 @@ std::vector<WebhookEndpoint> WebhookConfig::EndpointsFor(const rein::v1::RunSpec
   std::set<std::string> urls;
   for (const WebhookEndpoint& e : endpoints_) {
     if (!e.types.empty() && e.types.count(type) == 0) continue;
+    if (!Serves(e, spec.namespace_())) continue;
     if (urls.insert(e.url).second) out.push_back(e);
   }
   for (const std::string& url : spec.notify()) {
-    const WebhookEndpoint* prefix = AllowedPrefix(url);
+    const WebhookEndpoint* prefix = AllowedPrefix(url, spec.namespace_());
     if (prefix == nullptr || !CheckWebhookUrl("", url).ok() || !urls.insert(url).second) continue;
-    out.push_back(WebhookEndpoint{url, prefix->key, {}});
+    out.push_back(WebhookEndpoint{url, prefix->key, {}, prefix->namespace_name});
   }
   return out;
 }
@@ -183,6 +203,9 @@ absl::StatusOr<WebhookConfig> MakeWebhookConfig(const std::vector<std::string>& 
   for (const std::string& value : allow) {
     absl::StatusOr<WebhookEndpoint> e = ParseWebhookFlag("--webhook_allow", value);
     if (!e.ok()) return e.status();
+    if (absl::StrContains(e->url, '?')) {
+      return absl::InvalidArgumentError("--webhook_allow: a prefix has no query (?...)");
+    }
     prefixes.push_back(*std::move(e));
   }
   if (!console_url.empty()) {
@@ -191,6 +214,10 @@ absl::StatusOr<WebhookConfig> MakeWebhookConfig(const std::vector<std::string>& 
     }
   }
   return WebhookConfig(std::move(endpoints), std::move(prefixes), console_url);
+}
+
+void RedactNotify(rein::v1::RunSpec* spec) {
+  for (std::string& url : *spec->mutable_notify()) url = WebhookOrigin(url);
 }
 
 std::vector<std::string> RepeatedFlagValues(int argc, char** argv, absl::string_view name) {

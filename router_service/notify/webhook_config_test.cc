@@ -117,6 +117,67 @@ TEST(WebhookConfigTest, RunUrlsMustFallUnderAnAllowedPrefixAtABoundary) {
               HasSubstr("none set"));
 }
 
+// libcurl removes dot segments before sending: a URL that climbs out of its prefix, plainly or
+// percent-encoded, must not pass the check (it would be POSTed elsewhere, signed with the
+// prefix's key), nor may a prefix admit a longer segment.
+TEST(WebhookConfigTest, DotSegmentsAndPartialSegmentsDoNotEscapeAPrefix) {
+  const WebhookConfig config({}, {{"https://hooks.example/team-a", "ka", {}, ""}}, "");
+  EXPECT_TRUE(config.CheckRunSpec(SpecWith({"https://hooks.example/team-a/x"})).ok());
+  for (const char* url :
+       {"https://hooks.example/team-a/../admin/x", "https://hooks.example/team-a/%2e%2e/admin/x",
+        "https://hooks.example/team-a/%2E./admin", "https://hooks.example/team-a/..%2fadmin",
+        "https://hooks.example/team-ab", "https://hooks.example/team-a#x",
+        "https://hooks.example/team-a\\..\\admin"}) {
+    absl::Status status = config.CheckRunSpec(SpecWith({url}));
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << url;
+    EXPECT_THAT(status.message(), HasSubstr("spec.notify[0]")) << url;
+    rein::v1::RunSpec spec = SpecWith({url});
+    EXPECT_THAT(config.EndpointsFor(spec, kTypePaused), ::testing::IsEmpty()) << url;
+  }
+}
+
+rein::v1::RunSpec InNamespace(rein::v1::RunSpec spec, const std::string& ns) {
+  spec.set_namespace_(ns);
+  return spec;
+}
+
+// A prefix given namespace=team-a serves team-a's runs only, signed with its own key; an entry
+// without namespace= serves every namespace, as before namespaces.
+TEST(WebhookConfigTest, ANamespacedPrefixServesItsNamespaceOnly) {
+  const std::string key_a = WriteFile("team-a.key", "key-of-a");
+  absl::StatusOr<WebhookConfig> config = MakeWebhookConfig(
+      {"https://ops.example/b-only,namespace=team-b"},
+      {absl::StrCat("https://hooks.example/team-a,secret_file=", key_a, ",namespace=team-a"),
+       "https://shared.example/all"},
+      "");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const rein::v1::RunSpec a = InNamespace(SpecWith({"https://hooks.example/team-a/x"}), "team-a");
+  EXPECT_TRUE(config->CheckRunSpec(a).ok());
+  const rein::v1::RunSpec b = InNamespace(SpecWith({"https://hooks.example/team-a/x"}), "team-b");
+  absl::Status status = config->CheckRunSpec(b);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("spec.notify[0]: not under a prefix this router "
+                                          "allows to namespace team-b"));
+  EXPECT_FALSE(config->CheckRunSpec(SpecWith({"https://hooks.example/team-a/x"})).ok());
+  EXPECT_TRUE(
+      config->CheckRunSpec(InNamespace(SpecWith({"https://shared.example/all/x"}), "team-b")).ok());
+  EXPECT_TRUE(config->CheckRunSpec(SpecWith({"https://shared.example/all/x"})).ok());
+  // At send time too: a team-b run's notice never goes to team-a's prefix.
+  std::vector<WebhookEndpoint> to_a = config->EndpointsFor(a, kTypePaused);
+  ASSERT_EQ(to_a.size(), 1u);
+  EXPECT_EQ(to_a[0].url, "https://hooks.example/team-a/x");
+  EXPECT_EQ(to_a[0].key, "key-of-a");
+  std::vector<WebhookEndpoint> to_b = config->EndpointsFor(b, kTypePaused);
+  ASSERT_EQ(to_b.size(), 1u);
+  EXPECT_EQ(to_b[0].url, "https://ops.example/b-only");
+  EXPECT_THAT(MakeWebhookConfig({}, {"https://h/x,namespace=Team_A"}, "").status().message(),
+              HasSubstr("--webhook_allow: namespace"));
+  EXPECT_THAT(MakeWebhookConfig({}, {"https://h/x,namespace=a,namespace=b"}, "").status().message(),
+              HasSubstr("namespace= given twice"));
+  EXPECT_THAT(MakeWebhookConfig({}, {"https://h/x?k=v"}, "").status().message(),
+              HasSubstr("a prefix has no query"));
+}
+
 TEST(WebhookConfigTest, EndpointsForFiltersByTypeAndSignsRunUrlsWithTheirPrefixKey) {
   const WebhookConfig config = Config();
   const rein::v1::RunSpec spec =
@@ -131,6 +192,16 @@ TEST(WebhookConfigTest, EndpointsForFiltersByTypeAndSignsRunUrlsWithTheirPrefixK
   ASSERT_EQ(failed.size(), 2u);
   EXPECT_EQ(failed[1].url, "https://hooks.example/team-a");
   EXPECT_EQ(config.console_url(), "https://console.example");
+}
+
+TEST(RedactNotifyTest, OnlyTheOriginOfEachUrlIsLeft) {
+  rein::v1::RunSpec spec = SpecWith(
+      {"https://hooks.slack.example/services/T0/B0/secret", "http://127.0.0.1:8080/rein/x?k=s"});
+  spec.set_goal("g");
+  RedactNotify(&spec);
+  EXPECT_THAT(spec.notify(),
+              ElementsAre("https://hooks.slack.example/...", "http://127.0.0.1:8080/..."));
+  EXPECT_EQ(spec.goal(), "g");
 }
 
 TEST(RepeatedFlagValuesTest, EveryOccurrenceInOrder) {

@@ -83,6 +83,9 @@ WebhookReply CurlWebhookTransport::Post(const WebhookRequest& request) {
   const long timeout_ms = static_cast<long>(absl::ToInt64Milliseconds(request.timeout));
   CURL* c = curl.get();
   curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
+  // Sent as checked: libcurl would otherwise remove dot segments the allow-list never saw
+  // (WebhookConfig refuses them; this keeps what is compared and what is sent the same).
+  curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);

@@ -10,6 +10,7 @@
 #include "common/metrics.h"
 #include "common/status_macros.h"
 #include "router_service/notify/notice_view.h"
+#include "router_service/notify/webhook_config.h"
 
 namespace rein {
 namespace {
@@ -18,6 +19,13 @@ absl::Status CheckRole(const Caller& caller, const char* method) {
   if ((RolesAllowedFor(method) & caller.roles) != 0) return absl::OkStatus();
   Metrics::Global().Add("rein_router_auth_failures_total", 1, "reason=\"permission_denied\"");
   return absl::PermissionDeniedError("the caller's roles do not allow this call");
+}
+
+// A run as replies show it: its webhook URLs cut to their origins (docs/WEBHOOKS.md), for
+// every caller; the store keeps them whole, so forks and notices use the real ones.
+absl::StatusOr<rein::v1::Run> Shown(absl::StatusOr<rein::v1::Run> run) {
+  if (run.ok()) RedactNotify(run->mutable_spec());
+  return run;
 }
 
 // What a run's namespace is stored as: "" for `default`, so that a router without namespaces
@@ -62,12 +70,12 @@ absl::StatusOr<rein::v1::Run> RouterApi::StartRun(const Caller& caller,
   rein::v1::StartRunRequest in_namespace = request;
   in_namespace.mutable_spec()->set_namespace_(Stored(ns));
   if (quotas_ != nullptr) RETURN_IF_ERROR(quotas_->AdmitStart(ns, in_namespace.mutable_spec()));
-  return engine_->StartRun(in_namespace, caller.principal, deadline);
+  return Shown(engine_->StartRun(in_namespace, caller.principal, deadline));
 }
 
 absl::StatusOr<rein::v1::Run> RouterApi::GetRun(const Caller& caller, const std::string& run_id) {
   RETURN_IF_ERROR(CheckRole(caller, "GetRun"));
-  return VisibleRun(caller, run_id);
+  return Shown(VisibleRun(caller, run_id));
 }
 
 absl::StatusOr<RunPage> RouterApi::ListRuns(const Caller& caller,
@@ -81,7 +89,9 @@ absl::StatusOr<RunPage> RouterApi::ListRuns(const Caller& caller,
     ASSIGN_OR_RETURN(std::string ns, NamedNamespace(caller, request.namespace_(), "namespace"));
     scoped.set_namespace_(ns);
   }
-  return engine_->ListRuns(scoped);
+  ASSIGN_OR_RETURN(RunPage page, engine_->ListRuns(scoped));
+  for (rein::v1::Run& run : page.runs) RedactNotify(run.mutable_spec());
+  return page;
 }
 
 absl::StatusOr<rein::v1::Run> RouterApi::CancelRun(const Caller& caller,
@@ -89,7 +99,7 @@ absl::StatusOr<rein::v1::Run> RouterApi::CancelRun(const Caller& caller,
                                                    absl::Time deadline) {
   RETURN_IF_ERROR(CheckRole(caller, "CancelRun"));
   RETURN_IF_ERROR(VisibleRun(caller, request.run_id()).status());
-  return engine_->CancelRun(request.run_id(), request.reason(), caller.principal, deadline);
+  return Shown(engine_->CancelRun(request.run_id(), request.reason(), caller.principal, deadline));
 }
 
 absl::StatusOr<rein::v1::Run> RouterApi::ResumeRun(const Caller& caller,
@@ -97,7 +107,7 @@ absl::StatusOr<rein::v1::Run> RouterApi::ResumeRun(const Caller& caller,
                                                    absl::Time deadline) {
   RETURN_IF_ERROR(CheckRole(caller, "ResumeRun"));
   RETURN_IF_ERROR(VisibleRun(caller, request.run_id()).status());
-  return engine_->ResumeRun(request, caller.principal, deadline);
+  return Shown(engine_->ResumeRun(request, caller.principal, deadline));
 }
 
 absl::StatusOr<rein::v1::Run> RouterApi::ForkRun(const Caller& caller,
@@ -106,7 +116,7 @@ absl::StatusOr<rein::v1::Run> RouterApi::ForkRun(const Caller& caller,
   RETURN_IF_ERROR(CheckRole(caller, "ForkRun"));
   // The fork copies its source's spec, namespace included, and its request_id is scoped there.
   RETURN_IF_ERROR(VisibleRun(caller, request.run_id()).status());
-  return engine_->ForkRun(request, caller.principal, deadline);
+  return Shown(engine_->ForkRun(request, caller.principal, deadline));
 }
 
 absl::StatusOr<std::vector<Snapshot>> RouterApi::ExportRun(const Caller& caller,

@@ -35,7 +35,8 @@ struct Caller {
 // of an unknown id, after the same store read, so a caller learns nothing of runs outside its
 // namespace. A start takes the caller's namespace (an admin's may name another in
 // spec.namespace), is idempotent on request_id within it, and is admitted by the namespace's
-// quotas (RESOURCE_EXHAUSTED naming the quota). Forks stay in their source's namespace.
+// quotas (RESOURCE_EXHAUSTED naming the quota). Forks stay in their source's namespace. A run
+// in a reply has its spec.notify URLs cut to their origins (RedactNotify), whoever asks.
 // Thread-safe; RunEngine does the work.
 class RouterApi {
  public:

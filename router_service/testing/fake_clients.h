@@ -115,6 +115,17 @@ class FakeExecutorClient final : public ExecutorClient {
   std::atomic<bool> hold{false};
   HeldCalls held;
   std::atomic<int> executions{0};
+  // Whether CopyWorkspace (for ForkRun) answers OK; false: UNIMPLEMENTED, as ExecutorClient's.
+  bool copies_workspaces = false;
+
+  std::shared_ptr<PendingCall> CopyWorkspace(
+      const rein::v1::CopyWorkspaceRequest& request, absl::Time deadline,
+      ReplyCallback<rein::v1::CopyWorkspaceResponse> done) override {
+    if (!copies_workspaces)
+      return ExecutorClient::CopyWorkspace(request, deadline, std::move(done));
+    done(rein::v1::CopyWorkspaceResponse());
+    return nullptr;
+  }
 
   // The run_ids of every ForgetRun, in order.
   std::vector<std::string> forgotten() {

@@ -26,8 +26,8 @@ absl::Status ServedRouter::Start(ServedRouterOptions options, PlannerClient* pla
   RETURN_IF_ERROR(auth->Load());
   ASSIGN_OR_RETURN(store, SqliteRunStore::Open(dir + "/router-" + name + ".db", {}));
   counted = std::make_unique<HeldStore>(store.get());
-  engine = std::make_unique<RunEngine>(counted.get(), planner, executor, RealClock(),
-                                       RunEngineOptions());
+  engine =
+      std::make_unique<RunEngine>(counted.get(), planner, executor, RealClock(), options.engine);
   RETURN_IF_ERROR(engine->Start());
   if (options.quotas) {
     ASSIGN_OR_RETURN(quotas, options.quotas(store.get()));

@@ -29,6 +29,7 @@ struct ServedRouterOptions {
     return options;
   }();
   RouterGrpcOptions grpc;
+  RunEngineOptions engine;
   // Quotas the service admits starts against, made once the store is open; unset = none.
   std::function<absl::StatusOr<std::unique_ptr<QuotaBook>>(RunStore*)> quotas;
 };
