@@ -44,9 +44,13 @@ std::string ForLog(const std::string& s) { return s.size() > 256 ? s.substr(0, 2
 }  // namespace
 
 grpc::Status ExecutorGrpcService::ListTools(grpc::ServerContext* /*context*/,
-                                            const rein::v1::ListToolsRequest* /*request*/,
+                                            const rein::v1::ListToolsRequest* request,
                                             rein::v1::ListToolsResponse* response) {
-  for (const ToolSpec& spec : executor_->ListTools()) {
+  if (!request->namespace_().empty()) {
+    absl::Status bad = CheckNamespaceName(request->namespace_(), "namespace");
+    if (!bad.ok()) return ToGrpcStatus(bad);
+  }
+  for (const ToolSpec& spec : executor_->ListTools(request->namespace_())) {
     rein::v1::ToolSpec* out = response->add_tools();
     out->set_name(spec.name);
     out->set_description(spec.description);
@@ -89,6 +93,7 @@ grpc::Status ExecutorGrpcService::Execute(grpc::ServerContext* context,
   call.args_json = request->args_json();
   call.max_output_bytes = request->limits().max_output_bytes();
   call.tool_schema_hash = request->tool_schema_hash();
+  call.namespace_name = request->namespace_();
   call.deadline = DeadlineOn(*context, executor_->options().clock);
   absl::Status status = FromProto(request->limits().timeout(), "limits.timeout", &call.timeout);
   if (workspace.ok()) {

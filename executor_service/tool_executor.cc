@@ -10,8 +10,10 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/status_macros.h"
 #include "executor_service/tools/declared_tool.h"
 #include "executor_service/tools/json_schema.h"
 #include "executor_service/tools/mcp/mcp_config.h"
@@ -106,9 +108,11 @@ ToolExecutor::ToolExecutor(ExecutorOptions options, std::unique_ptr<WorkspaceRoo
       registry_(std::move(registry)),
       journal_(std::move(journal)) {}
 
-std::vector<ToolSpec> ToolExecutor::ListTools() const {
+std::vector<ToolSpec> ToolExecutor::ListTools(absl::string_view namespace_name) const {
   std::vector<ToolSpec> specs;
-  for (const Tool* tool : registry_->tools()) specs.push_back(tool->spec());
+  for (const Tool* tool : registry_->tools()) {
+    if (tool->OfferedTo(namespace_name)) specs.push_back(tool->spec());
+  }
   for (ToolSpec& spec : specs) {
     if (spec.origin.empty()) spec.origin = "builtin";
   }
@@ -144,10 +148,13 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::Run(const ExecuteCall& call, bool j
   if (status.ok()) status = CheckId(call.run_id, "run_id", /*required=*/false);
   if (!status.ok()) return status;
   if (call.tool.empty()) return absl::InvalidArgumentError("tool: must not be empty");
+  if (!call.namespace_name.empty())
+    RETURN_IF_ERROR(CheckNamespaceName(call.namespace_name, "namespace"));
   const Tool* tool = registry_->Find(call.tool);
-  if (tool == nullptr) {
+  // Another namespace's tool is answered as a tool that does not exist: no hint that it does.
+  if (tool == nullptr || !tool->OfferedTo(call.namespace_name)) {
     std::vector<std::string> names;
-    for (const Tool* t : registry_->tools()) names.push_back(t->spec().name);
+    for (const ToolSpec& spec : ListTools(call.namespace_name)) names.push_back(spec.name);
     std::string shown = call.tool.substr(0, 128);
     return absl::InvalidArgumentError(absl::StrCat("tool: unknown tool \"", absl::CHexEscape(shown),
                                                    "\" (available: ", absl::StrJoin(names, ", "),
@@ -310,6 +317,7 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::RunClaimed(
   ToolContext context;
   context.workspace = workspace->get();
   context.run_id = call.run_id;
+  context.namespace_name = call.namespace_name;
   context.clock = options_.clock;
   const absl::Duration timeout = std::min(
       call.timeout > absl::ZeroDuration() ? call.timeout : spec.default_timeout, kMaxToolTimeout);

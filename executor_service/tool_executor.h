@@ -70,6 +70,7 @@ struct ExecuteCall {
   int64_t max_output_bytes = 0;                   // 0 = kDefaultMaxOutputBytes
   absl::Time deadline = absl::InfiniteFuture();   // the caller's own deadline
   std::string tool_schema_hash;  // the hash the run pinned ("" = none); see SchemaHash
+  std::string namespace_name;    // ExecuteRequest.namespace ("" = "default")
 };
 
 // Longest call_id / run_id accepted.
@@ -94,8 +95,8 @@ class ToolExecutor {
 
   const ExecutorOptions& options() const { return options_; }
 
-  // Every tool's spec, sorted by name.
-  std::vector<ToolSpec> ListTools() const;
+  // The spec of every tool offered to `namespace_name` ("" = "default"), sorted by name.
+  std::vector<ToolSpec> ListTools(absl::string_view namespace_name = "") const;
 
   // True when a tool named `name` is registered.
   bool HasTool(absl::string_view name) const { return registry_->Find(name) != nullptr; }
@@ -109,7 +110,8 @@ class ToolExecutor {
   std::string SandboxDescription() const;
 
   // Runs `call`. Returns INVALID_ARGUMENT (naming the field: call_id, run_id, tool,
-  // workspace, limits.timeout, limits.max_output_bytes) when the request itself is wrong.
+  // workspace, limits.timeout, limits.max_output_bytes, namespace) when the request itself is
+  // wrong; a tool not offered to the call's namespace is an unknown tool, word for word.
   // Everything else, including bad tool arguments (code INVALID_ARGUMENT, naming args.<field>),
   // a missing workspace (NOT_FOUND), a path outside the workspace (PERMISSION_DENIED) and a
   // deadline (TIMEOUT), is a ToolResult with ok=false; so is a mutating tool while the

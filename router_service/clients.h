@@ -48,8 +48,10 @@ class PlannerClient {
 class ExecutorClient {
  public:
   virtual ~ExecutorClient() = default;
+  // The tools offered to request.namespace (a run sees its namespace's: docs/TOOLS.md).
   virtual std::shared_ptr<PendingCall> ListTools(
-      absl::Time deadline, ReplyCallback<rein::v1::ListToolsResponse> done) = 0;
+      const rein::v1::ListToolsRequest& request, absl::Time deadline,
+      ReplyCallback<rein::v1::ListToolsResponse> done) = 0;
   virtual std::shared_ptr<PendingCall> Execute(const rein::v1::ExecuteRequest& request,
                                                absl::Time deadline,
                                                ReplyCallback<rein::v1::ExecuteResponse> done) = 0;

@@ -285,10 +285,11 @@ std::shared_ptr<PendingCall> GrpcPlannerClient::Evaluate(
 }
 
 std::shared_ptr<PendingCall> GrpcExecutorClient::ListTools(
-    absl::Time deadline, ReplyCallback<rein::v1::ListToolsResponse> done) {
+    const rein::v1::ListToolsRequest& request, absl::Time deadline,
+    ReplyCallback<rein::v1::ListToolsResponse> done) {
   return CallWithFailover(Unary(stub_.get(), &rein::v1::Executor::Stub::PrepareAsyncListTools,
                                 &rein::v1::Executor::Stub::async::ListTools),
-                          rein::v1::ListToolsRequest(), deadline, std::move(done));
+                          request, deadline, std::move(done));
 }
 
 std::shared_ptr<PendingCall> GrpcExecutorClient::CopyWorkspace(

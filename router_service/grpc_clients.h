@@ -42,7 +42,8 @@ class GrpcExecutorClient final : public ExecutorClient {
  public:
   explicit GrpcExecutorClient(std::shared_ptr<grpc::Channel> channel)
       : stub_(rein::v1::Executor::NewStub(std::move(channel))) {}
-  std::shared_ptr<PendingCall> ListTools(absl::Time deadline,
+  std::shared_ptr<PendingCall> ListTools(const rein::v1::ListToolsRequest& request,
+                                         absl::Time deadline,
                                          ReplyCallback<rein::v1::ListToolsResponse> done) override;
   std::shared_ptr<PendingCall> Execute(const rein::v1::ExecuteRequest& request, absl::Time deadline,
                                        ReplyCallback<rein::v1::ExecuteResponse> done) override;

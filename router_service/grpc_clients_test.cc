@@ -127,7 +127,8 @@ void ExpectFreedAfterReply(StartFn start) {
 TEST_F(GrpcClientsTest, FinishedExecutorCallsHoldNothingOfTheirCallback) {
   GrpcExecutorClient client(channel_);
   ExpectFreedAfterReply<rein::v1::ListToolsResponse>([&](auto done) {
-    return client.ListTools(absl::Now() + absl::Seconds(30), std::move(done));
+    return client.ListTools(rein::v1::ListToolsRequest(), absl::Now() + absl::Seconds(30),
+                            std::move(done));
   });
   rein::v1::ExecuteRequest request;
   request.set_tool("list_files");

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
@@ -32,9 +33,10 @@ using rein::testing::ServedRouterOptions;
 class CopyingExecutor final : public ExecutorClient {
  public:
   explicit CopyingExecutor(FakeExecutorClient* fake) : fake_(fake) {}
-  std::shared_ptr<PendingCall> ListTools(absl::Time deadline,
+  std::shared_ptr<PendingCall> ListTools(const rein::v1::ListToolsRequest& request,
+                                         absl::Time deadline,
                                          ReplyCallback<rein::v1::ListToolsResponse> done) override {
-    return fake_->ListTools(deadline, std::move(done));
+    return fake_->ListTools(request, deadline, std::move(done));
   }
   std::shared_ptr<PendingCall> Execute(const rein::v1::ExecuteRequest& request, absl::Time deadline,
                                        ReplyCallback<rein::v1::ExecuteResponse> done) override {
@@ -444,6 +446,35 @@ TEST_F(RouterNamespaceTest, AQuotaRefusesNamingItselfAndFreesWhenARunEnds) {
   absl::SleepFor(absl::Milliseconds(100));
   status = served_.stub->StartRun(Context("root").get(), request, &run);
   EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+TEST_F(RouterNamespaceTest, ARunSeesTheToolsOfferedToItsNamespaceOnly) {
+  // The executors offer an MCP tool to team-a only (it has credentials for its server).
+  rein::v1::ToolSpec whoami;
+  whoami.set_name("secret__whoami");
+  whoami.set_origin("mcp:secret");
+  executor_.tools_by_namespace["team-a"] = {executor_.tools[0], whoami};
+  auto names = [](const rein::v1::Run& run) {
+    std::vector<std::string> out;
+    for (const auto& tool : run.state().tools()) out.push_back(tool.name());
+    return out;
+  };
+  const rein::v1::Run a = StartPaused("a-op");
+  EXPECT_EQ(names(a), (std::vector<std::string>{"list_files", "secret__whoami"}));
+  // The router's catalog is per namespace: team-b's start, just after, is not served team-a's.
+  const rein::v1::Run b = StartPaused("b-op");
+  EXPECT_EQ(names(b), (std::vector<std::string>{"list_files"}));
+  rein::v1::StartRunRequest request;
+  request.mutable_spec()->set_goal("use another team's tool");
+  request.mutable_spec()->add_tools("secret__whoami");
+  rein::v1::Run run;
+  grpc::Status refused = served_.stub->StartRun(Context("b-op").get(), request, &run);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StrContains(refused.error_message(), "unknown tool \"secret__whoami\""))
+      << refused.error_message();
+  EXPECT_FALSE(absl::StrContains(refused.error_message(), "mcp:")) << refused.error_message();
+  grpc::Status started = served_.stub->StartRun(Context("a-op").get(), request, &run);
+  EXPECT_TRUE(started.ok()) << started.error_message();
 }
 
 }  // namespace

@@ -472,7 +472,8 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
     return absl::UnavailableError(
         "this router cannot renew its lease on the store; start the run on another router");
   }
-  absl::StatusOr<std::vector<rein::v1::ToolSpec>> tools = tools_.Tools(deadline);
+  absl::StatusOr<std::vector<rein::v1::ToolSpec>> tools =
+      tools_.Tools(request.spec().namespace_(), deadline);
   if (!tools.ok()) return tools.status();
   absl::StatusOr<rein::v1::RunSpec> spec = NormalizeSpec(request.spec(), *tools);
   if (!spec.ok()) return spec.status();

@@ -10,7 +10,7 @@ std::shared_ptr<PendingCall> SendCall(PlannerClient* planner, ExecutorClient* ex
                                       const Effect& effect, std::function<void(StageReply)> done) {
   switch (effect.kind) {
     case Effect::Kind::kListTools:
-      return executor->ListTools(effect.deadline,
+      return executor->ListTools(effect.list_tools, effect.deadline,
                                  [done](absl::StatusOr<rein::v1::ListToolsResponse> tools) {
                                    done(ToolsListed{std::move(tools)});
                                  });

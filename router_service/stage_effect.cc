@@ -23,7 +23,10 @@ Effect StageEffect(const StageRouterOptions& options, const Run& run, absl::Time
   absl::Time deadline = st.has_deadline() ? FromProtoTime(st.deadline()) : absl::InfiniteFuture();
   effect.deadline = std::min(now + FromProtoDuration(spec.limits().stage_timeout()), deadline);
   switch (st.stage()) {
-    case rein::v1::INITIALIZING: effect.kind = Effect::Kind::kListTools; break;
+    case rein::v1::INITIALIZING:
+      effect.kind = Effect::Kind::kListTools;
+      effect.list_tools.set_namespace_(spec.namespace_());
+      break;
     case rein::v1::PLANNING: {
       effect.kind = Effect::Kind::kPlan;
       auto& req = effect.plan;

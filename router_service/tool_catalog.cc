@@ -5,18 +5,26 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/limits.h"
 #include "router_service/transition.h"
 
 namespace rein {
 
-absl::StatusOr<std::vector<rein::v1::ToolSpec>> ToolCatalog::Tools(absl::Time deadline) {
+absl::StatusOr<std::vector<rein::v1::ToolSpec>> ToolCatalog::Tools(
+    const std::string& namespace_name, absl::Time deadline) {
+  const std::string key(NamespaceOrDefault(namespace_name));
   {
     absl::MutexLock lock(&mu_);
-    if (!tools_.empty() && clock_->Now() - tools_at_ < ttl_) return tools_;
+    auto it = listed_.find(key);
+    if (it != listed_.end() && !it->second.tools.empty() && clock_->Now() - it->second.at < ttl_) {
+      return it->second.tools;
+    }
   }
   absl::Notification done;
   absl::StatusOr<rein::v1::ListToolsResponse> result;
-  executor_->ListTools(CallDeadline(deadline),
+  rein::v1::ListToolsRequest request;
+  request.set_namespace_(namespace_name);
+  executor_->ListTools(request, CallDeadline(deadline),
                        [&](absl::StatusOr<rein::v1::ListToolsResponse> reply) {
                          result = std::move(reply);
                          done.Notify();
@@ -27,10 +35,15 @@ absl::StatusOr<std::vector<rein::v1::ToolSpec>> ToolCatalog::Tools(absl::Time de
     return absl::UnavailableError(
         absl::StrCat("cannot list tools from an executor: ", result.status().message()));
   }
+  const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
-  tools_.assign(result->tools().begin(), result->tools().end());
-  tools_at_ = clock_->Now();
-  return tools_;
+  for (auto it = listed_.begin(); it != listed_.end();) {
+    it = now - it->second.at >= ttl_ ? listed_.erase(it) : std::next(it);
+  }
+  Listed& entry = listed_[key];
+  entry.tools.assign(result->tools().begin(), result->tools().end());
+  entry.at = now;
+  return entry.tools;
 }
 
 absl::Status ToolCatalog::CheckWorkspace(const std::string& run_id, const std::string& workspace,

@@ -3,6 +3,7 @@
 #define REIN_ROUTER_SERVICE_TOOL_CATALOG_H_
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,18 +18,20 @@
 
 namespace rein {
 
-// Asks the executors what tools they offer, at most once per `ttl` on the injected Clock, and
-// whether a run's workspace is usable. Each call waits at most `timeout` for the executors, and
-// not past the caller's `deadline` (DEADLINE_EXCEEDED when that came first). Thread-safe.
+// Asks the executors what tools they offer to a namespace, at most once per `ttl` and
+// namespace on the injected Clock, and whether a run's workspace is usable. Each call waits at most
+// `timeout` for the executors, and not past the caller's `deadline` (DEADLINE_EXCEEDED when that
+// came first). Thread-safe.
 class ToolCatalog {
  public:
   ToolCatalog(ExecutorClient* executor, Clock* clock, absl::Duration ttl, absl::Duration timeout)
       : executor_(executor), clock_(clock), ttl_(ttl), timeout_(timeout) {}
 
-  // The tools the executors offer (from the cache when it is younger than ttl); UNAVAILABLE
-  // when the executors cannot be asked.
+  // The tools the executors offer to `namespace_name` ("" = "default"; from the cache when
+  // that namespace's entry is younger than ttl); UNAVAILABLE when the executors cannot be
+  // asked.
   absl::StatusOr<std::vector<rein::v1::ToolSpec>> Tools(
-      absl::Time deadline = absl::InfiniteFuture());
+      const std::string& namespace_name = "", absl::Time deadline = absl::InfiniteFuture());
 
   // FAILED_PRECONDITION naming spec.workspace when an executor offering file_info says the
   // workspace is missing or unusable; OK when `tools` has no file_info; UNAVAILABLE when the
@@ -53,9 +56,13 @@ class ToolCatalog {
     return absl::IsDeadlineExceeded(status) && clock_->Now() >= deadline;
   }
 
+  struct Listed {
+    std::vector<rein::v1::ToolSpec> tools;
+    absl::Time at = absl::InfinitePast();
+  };
   absl::Mutex mu_;
-  std::vector<rein::v1::ToolSpec> tools_ ABSL_GUARDED_BY(mu_);
-  absl::Time tools_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // By namespace ("default" for ""); entries past ttl are dropped when another is stored.
+  std::map<std::string, Listed> listed_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace rein

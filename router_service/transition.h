@@ -73,6 +73,7 @@ struct Effect {
     kChildren
   };
   Kind kind = Kind::kNone;
+  rein::v1::ListToolsRequest list_tools;  // kListTools: the run's namespace
   rein::v1::PlanRequest plan;
   rein::v1::DecideRequest decide;
   rein::v1::ExecuteRequest execute;  // kExecute, and kCheckWorkspace's file_info

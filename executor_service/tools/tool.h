@@ -61,6 +61,9 @@ struct ToolResult {
 struct ToolContext {
   const Workspace* workspace = nullptr;
   std::string run_id;  // the call's run ("" = none): its commands may share a resident sandbox
+  // The call's namespace (ExecuteRequest.namespace; "" = "default"): whose credentials an MCP
+  // server runs with.
+  std::string namespace_name;
   absl::Time deadline = absl::InfiniteFuture();  // on `clock`
   size_t max_output_bytes = kDefaultMaxOutputBytes;
   Clock* clock = RealClock();  // the executor's (ToolExecutorOptions.clock)
@@ -75,6 +78,10 @@ class Tool {
   virtual ~Tool() = default;
 
   virtual const ToolSpec& spec() const = 0;
+
+  // Whether calls of `namespace_name` ("" = "default") may see and call this tool. Every
+  // namespace's, unless the tool says otherwise (an MCP server with credentials per namespace).
+  virtual bool OfferedTo(absl::string_view /*namespace_name*/) const { return true; }
 
   // Runs the tool. `args` has been validated against spec().input_schema and has its
   // defaults applied. Never throws; failures are results with ok=false.

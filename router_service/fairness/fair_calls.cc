@@ -30,7 +30,7 @@ class NotSentClients final : public PlannerClient, public ExecutorClient {
                                         ReplyCallback<rein::v1::EvaluateResponse> done) override {
     return NotSent(done);
   }
-  std::shared_ptr<PendingCall> ListTools(absl::Time,
+  std::shared_ptr<PendingCall> ListTools(const rein::v1::ListToolsRequest&, absl::Time,
                                          ReplyCallback<rein::v1::ListToolsResponse> done) override {
     return NotSent(done);
   }

@@ -5,10 +5,13 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "common/limits.h"
 #include "router_service/clients.h"
 
 namespace rein::testing {
@@ -110,7 +113,10 @@ class FakePlannerClient final : public PlannerClient {
 
 class FakeExecutorClient final : public ExecutorClient {
  public:
+  // ListTools answers `tools`, or the namespace's list of `tools_by_namespace` when it has one
+  // (keyed "default" for "").
   std::vector<rein::v1::ToolSpec> tools;
+  std::map<std::string, std::vector<rein::v1::ToolSpec>> tools_by_namespace;
   std::function<absl::StatusOr<rein::v1::ExecuteResponse>(const rein::v1::ExecuteRequest&)> execute;
   std::atomic<bool> hold{false};
   HeldCalls held;
@@ -142,10 +148,13 @@ class FakeExecutorClient final : public ExecutorClient {
     return std::make_shared<FakePendingCall>(nullptr);
   }
 
-  std::shared_ptr<PendingCall> ListTools(absl::Time,
+  std::shared_ptr<PendingCall> ListTools(const rein::v1::ListToolsRequest& request, absl::Time,
                                          ReplyCallback<rein::v1::ListToolsResponse> done) override {
     rein::v1::ListToolsResponse reply;
-    for (const auto& tool : tools) *reply.add_tools() = tool;
+    auto own = tools_by_namespace.find(std::string(NamespaceOrDefault(request.namespace_())));
+    for (const auto& tool : own != tools_by_namespace.end() ? own->second : tools) {
+      *reply.add_tools() = tool;
+    }
     done(reply);
     return std::make_shared<FakePendingCall>(nullptr);
   }

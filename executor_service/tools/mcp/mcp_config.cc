@@ -12,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "common/limits.h"
+#include "common/status_macros.h"
 #include "executor_service/tools/json_schema.h"
 
 namespace rein {
@@ -55,6 +57,78 @@ bool ValidServerName(const std::string& name) {
   return true;
 }
 
+// An `env` object: NAME -> "literal" or {"file": PATH} (a secret, also added to `secrets`).
+absl::Status ParseEnv(const json& env, const std::string& field, absl::string_view base_dir,
+                      std::vector<std::pair<std::string, std::string>>* out,
+                      std::vector<std::string>* secrets) {
+  if (!env.is_object()) return Bad(field, "must be an object");
+  for (const auto& [key, value] : env.items()) {
+    const std::string f = absl::StrCat(field, ".", key);
+    if (key.empty() || key.find('=') != std::string::npos || key.find('\0') != std::string::npos) {
+      return Bad(f, "is not a valid variable name");
+    }
+    if (value.is_string()) {
+      // A literal: for what is not secret (it is in the config file for all to read).
+      out->emplace_back(key, value.get<std::string>());
+    } else if (value.is_object() && value.size() == 1 && value.contains("file") &&
+               value["file"].is_string()) {
+      ASSIGN_OR_RETURN(std::string secret,
+                       ReadSecret(f, Resolve(base_dir, value["file"].get<std::string>())));
+      out->emplace_back(key, secret);
+      secrets->push_back(std::move(secret));
+    } else {
+      return Bad(f, "must be a string or {\"file\": PATH}");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The `namespaces` object of `server` (whose other keys are parsed): per namespace, the
+// credentials of its calls. A server with `namespaces` holds no secret of its own, so that no
+// credential is shared between namespaces.
+absl::Status ParseNamespaces(const json& in, const std::string& where, absl::string_view base_dir,
+                             McpServerConfig* server) {
+  const bool stdio = server->transport == McpServerConfig::Transport::kStdio;
+  const std::string field = absl::StrCat(where, ".namespaces");
+  if (!in.is_object() || in.empty()) {
+    return Bad(field, "must be an object with a namespace per key");
+  }
+  if (!server->secrets.empty() || !server->token.empty()) {
+    return Bad(absl::StrCat(where, stdio ? ".env" : ".token_file"),
+               "a server with \"namespaces\" takes its secrets per namespace only (a secret here "
+               "would be shared by every namespace)");
+  }
+  const char* known = stdio ? "env" : "token_file";
+  for (const auto& [ns, entry] : in.items()) {
+    const std::string f = absl::StrCat(field, ".", ns);
+    RETURN_IF_ERROR(CheckNamespaceName(ns, f));
+    if (!entry.is_object())
+      return Bad(f, absl::StrCat("must be an object ({} or with ", known, ")"));
+    McpCredentials credentials;
+    for (const auto& [key, value] : entry.items()) {
+      const std::string k = absl::StrCat(f, ".", key);
+      if (key != known) return Bad(k, absl::StrCat("unknown key (known: ", known, ")"));
+      if (stdio) {
+        RETURN_IF_ERROR(ParseEnv(value, k, base_dir, &credentials.env, &server->secrets));
+        for (const auto& [name, unused] : credentials.env) {
+          for (const auto& [shared, unused_value] : server->env) {
+            if (name == shared) {
+              return Bad(absl::StrCat(k, ".", name), "is also set in the server's env");
+            }
+          }
+        }
+      } else {
+        if (!value.is_string()) return Bad(k, "must be a path");
+        ASSIGN_OR_RETURN(credentials.token,
+                         ReadSecret(k, Resolve(base_dir, value.get<std::string>())));
+        server->secrets.push_back(credentials.token);
+      }
+    }
+    server->namespaces.emplace(ns, std::move(credentials));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<absl::Duration> Seconds(const json& server, const std::string& field,
                                        const char* key, absl::Duration fallback) {
   auto it = server.find(key);
@@ -78,7 +152,8 @@ absl::StatusOr<McpServerConfig> ParseServer(const json& in, const std::string& f
                                               "tools",
                                               "trust_read_only_hint",
                                               "timeout_seconds",
-                                              "startup_timeout_seconds"};
+                                              "startup_timeout_seconds",
+                                              "namespaces"};
   if (!in.is_object()) return Bad(field, "must be an object");
   for (const auto& [key, value] : in.items()) {
     if (kKeys.count(key) == 0) {
@@ -136,27 +211,8 @@ absl::StatusOr<McpServerConfig> ParseServer(const json& in, const std::string& f
     if (server.command[0].empty()) return Bad(absl::StrCat(where, ".command[0]"), "is empty");
     auto env = in.find("env");
     if (env != in.end()) {
-      if (!env->is_object()) return Bad(absl::StrCat(where, ".env"), "must be an object");
-      for (const auto& [key, value] : env->items()) {
-        const std::string f = absl::StrCat(where, ".env.", key);
-        if (key.empty() || key.find('=') != std::string::npos ||
-            key.find('\0') != std::string::npos) {
-          return Bad(f, "is not a valid variable name");
-        }
-        if (value.is_string()) {
-          // A literal: for what is not secret (it is in the config file for all to read).
-          server.env.emplace_back(key, value.get<std::string>());
-        } else if (value.is_object() && value.size() == 1 && value.contains("file") &&
-                   value["file"].is_string()) {
-          absl::StatusOr<std::string> secret =
-              ReadSecret(f, Resolve(base_dir, value["file"].get<std::string>()));
-          if (!secret.ok()) return secret.status();
-          server.env.emplace_back(key, *secret);
-          server.secrets.push_back(*std::move(secret));
-        } else {
-          return Bad(f, "must be a string or {\"file\": PATH}");
-        }
-      }
+      RETURN_IF_ERROR(
+          ParseEnv(*env, absl::StrCat(where, ".env"), base_dir, &server.env, &server.secrets));
     }
     auto paths = in.find("read_only_paths");
     if (paths != in.end()) {
@@ -223,6 +279,10 @@ absl::StatusOr<McpServerConfig> ParseServer(const json& in, const std::string& f
     }
     server.trust_read_only_hint = trust->get<bool>();
   }
+  auto namespaces = in.find("namespaces");
+  if (namespaces != in.end()) {
+    RETURN_IF_ERROR(ParseNamespaces(*namespaces, where, base_dir, &server));
+  }
   absl::StatusOr<absl::Duration> timeout = Seconds(in, where, "timeout_seconds", server.timeout);
   if (!timeout.ok()) return timeout.status();
   server.timeout = *timeout;
@@ -275,6 +335,19 @@ absl::StatusOr<McpConfig> LoadMcpConfig(const std::string& path) {
         absl::StrCat("mcp_config ", path, ": ", config.status().message()));
   }
   return config;
+}
+
+std::optional<McpCredentials> CredentialsFor(const McpServerConfig& server,
+                                             absl::string_view namespace_name) {
+  McpCredentials credentials;
+  credentials.env = server.env;
+  credentials.token = server.token;
+  if (server.namespaces.empty()) return credentials;
+  auto it = server.namespaces.find(std::string(NamespaceOrDefault(namespace_name)));
+  if (it == server.namespaces.end()) return std::nullopt;
+  credentials.env.insert(credentials.env.end(), it->second.env.begin(), it->second.env.end());
+  credentials.token = it->second.token;
+  return credentials;
 }
 
 std::string RedactSecrets(const McpServerConfig& server, std::string text) {

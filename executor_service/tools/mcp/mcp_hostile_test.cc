@@ -24,6 +24,7 @@
 #include "executor_service/testing/temp_workspace.h"
 #include "executor_service/tool_executor.h"
 #include "executor_service/tools/mcp/mcp_client.h"
+#include "executor_service/tools/mcp/testing/node_http_server.h"
 #include "gtest/gtest.h"
 
 namespace rein {
@@ -108,47 +109,17 @@ const ToolSpec* Find(const ToolExecutor& executor, const std::string& name) {
 // The hostile server over streamable HTTP on a free port, killed on destruction.
 class HttpServer {
  public:
-  explicit HttpServer(const std::string& extra_arg = "") {
-    const int probe = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address = {};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(probe, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-    socklen_t size = sizeof(address);
-    getsockname(probe, reinterpret_cast<sockaddr*>(&address), &size);
-    port_ = ntohs(address.sin_port);
-    close(probe);
-    const std::string script = HostileServer();
-    const std::string port_arg = absl::StrCat("--http=", port_);
-    pid_ = fork();
-    if (pid_ == 0) {
-      execlp("node", "node", script.c_str(), port_arg.c_str(),
-             extra_arg.empty() ? nullptr : extra_arg.c_str(), nullptr);
-      _exit(127);
-    }
-    for (int i = 0; i < 150 && !up_; ++i) {
-      const int s = socket(AF_INET, SOCK_STREAM, 0);
-      up_ = connect(s, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-      close(s);
-      if (!up_) absl::SleepFor(absl::Milliseconds(100));
-    }
-  }
-  ~HttpServer() {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
-  bool up() const { return up_; }
+  explicit HttpServer(const std::string& extra_arg = "")
+      : server_(HostileServer(), extra_arg.empty()
+                                     ? std::vector<std::string>{"--http={port}"}
+                                     : std::vector<std::string>{"--http={port}", extra_arg}) {}
+  bool up() const { return server_.up(); }
   json Config(const std::string& name) const {
-    return {{"name", name},
-            {"transport", "http"},
-            {"url", absl::StrCat("http://127.0.0.1:", port_, "/mcp")},
-            {"timeout_seconds", 20}};
+    return {{"name", name}, {"transport", "http"}, {"url", server_.url()}, {"timeout_seconds", 20}};
   }
 
  private:
-  int port_ = 0;
-  pid_t pid_ = -1;
-  bool up_ = false;
+  testing::NodeHttpServer server_;
 };
 
 void ExpectRefused(const ToolResult& result, const std::string& code, const std::string& bound) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "common/limits.h"
 #include "executor_service/process/unique_fd.h"
 #include "executor_service/tools/mcp/http_transport.h"
 #include "executor_service/tools/mcp/pipe_transport.h"
@@ -93,8 +94,8 @@ class StdioSession final : public McpSession {
 
 class HttpSession final : public McpSession {
  public:
-  HttpSession(const McpServerConfig& config, size_t max_message_bytes)
-      : McpSession(&transport_), transport_(config.url, config.token, max_message_bytes) {}
+  HttpSession(const McpServerConfig& config, const std::string& token, size_t max_message_bytes)
+      : McpSession(&transport_), transport_(config.url, token, max_message_bytes) {}
   ~HttpSession() override { transport_.Close(); }
   std::string Close() override {
     transport_.Close();
@@ -108,6 +109,7 @@ class HttpSession final : public McpSession {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<McpSession>> McpServer::Open(const Workspace& workspace,
+                                                            absl::string_view namespace_name,
                                                             absl::Time deadline,
                                                             size_t max_message_bytes) const {
   auto fail = [&](const absl::Status& status, const std::string& why) {
@@ -115,8 +117,14 @@ absl::StatusOr<std::unique_ptr<McpSession>> McpServer::Open(const Workspace& wor
     if (!why.empty()) absl::StrAppend(&message, " (the server ended: ", why, ")");
     return absl::Status(status.code(), RedactSecrets(config_, message));
   };
+  const std::optional<McpCredentials> credentials = CredentialsFor(config_, namespace_name);
+  if (!credentials.has_value()) {
+    return absl::NotFoundError(absl::StrCat("MCP server \"", config_.name,
+                                            "\" is not offered to namespace \"",
+                                            NamespaceOrDefault(namespace_name), "\""));
+  }
   if (config_.transport == McpServerConfig::Transport::kHttp) {
-    auto session = std::make_unique<HttpSession>(config_, max_message_bytes);
+    auto session = std::make_unique<HttpSession>(config_, credentials->token, max_message_bytes);
     absl::Status status = session->client().Initialize(deadline);
     if (!status.ok()) return fail(status, "");
     return session;
@@ -139,8 +147,9 @@ absl::StatusOr<std::unique_ptr<McpSession>> McpServer::Open(const Workspace& wor
   request.max_output_bytes = kStderrBytes;
   request.share_network = config_.network;
   request.read_only_paths = config_.read_only_paths;
-  for (const auto& [name, value] : config_.env)
+  for (const auto& [name, value] : credentials->env) {
     request.env.push_back(absl::StrCat(name, "=", value));
+  }
 
   UniqueFd ours_to_server(fcntl(ours.get(), F_DUPFD_CLOEXEC, 0));
   if (!ours_to_server.valid()) return absl::ResourceExhaustedError("dup failed");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "executor_service/sandbox/sandbox.h"
 #include "executor_service/tools/mcp/mcp_client.h"
@@ -40,10 +41,15 @@ class McpServer {
 
   const McpServerConfig& config() const { return config_; }
 
-  // Starts (stdio) or connects to (http) the server for `workspace` and initializes it.
-  // Errors (secrets redacted): UNAVAILABLE when it could not be started or reached or went
-  // away, FAILED_PRECONDITION for an unsupported protocol version, DEADLINE_EXCEEDED.
-  absl::StatusOr<std::unique_ptr<McpSession>> Open(const Workspace& workspace, absl::Time deadline,
+  // Starts (stdio) or connects to (http) the server for `workspace` and initializes it, with
+  // the credentials of `namespace_name` ("" = "default"; CredentialsFor): a stdio server's
+  // process, like an HTTP session, serves that one call of that one namespace.
+  // Errors (secrets redacted): NOT_FOUND when the server is not offered to the namespace,
+  // UNAVAILABLE when it could not be started or reached or went away, FAILED_PRECONDITION for
+  // an unsupported protocol version, DEADLINE_EXCEEDED.
+  absl::StatusOr<std::unique_ptr<McpSession>> Open(const Workspace& workspace,
+                                                   absl::string_view namespace_name,
+                                                   absl::Time deadline,
                                                    size_t max_message_bytes) const;
 
  private:

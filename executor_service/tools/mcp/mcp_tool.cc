@@ -7,12 +7,16 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/limits.h"
 #include "common/log.h"
+#include "common/status_macros.h"
 #include "executor_service/tools/json_schema.h"
 
 namespace rein {
@@ -45,6 +49,90 @@ std::string Describe(const McpServerConfig& config, const McpToolInfo& info, boo
   return out;
 }
 
+// The tools `server` lists with the credentials of `namespace_name` (a session of its own).
+absl::StatusOr<std::vector<McpToolInfo>> ListServerTools(const McpServer& server,
+                                                         const Workspace& workspace,
+                                                         const std::string& namespace_name) {
+  const McpServerConfig& config = server.config();
+  const absl::Time deadline = absl::Now() + config.startup_timeout;
+  absl::StatusOr<std::unique_ptr<McpSession>> session =
+      server.Open(workspace, namespace_name, deadline, MaxMessageBytes(kHardMaxOutputBytes));
+  // Which credentials failed, when the server has one set per namespace.
+  const std::string with =
+      config.namespaces.empty()
+          ? ""
+          : absl::StrCat(" (with namespace ", namespace_name, "'s credentials)");
+  if (!session.ok()) {
+    return absl::Status(session.status().code(), absl::StrCat(session.status().message(), with));
+  }
+  absl::StatusOr<std::vector<McpToolInfo>> tools = (*session)->client().ListTools(deadline);
+  const std::string why = (*session)->Close();
+  if (!tools.ok()) {
+    return absl::Status(
+        tools.status().code(),
+        RedactSecrets(config,
+                      absl::StrCat("MCP server \"", config.name, "\": ", tools.status().message(),
+                                   why.empty() ? "" : " (", why, why.empty() ? "" : ")", with)));
+  }
+  LogInfo("mcp server listed", {{"server", config.name},
+                                {"namespace", namespace_name.empty() ? "*" : namespace_name},
+                                {"protocol", (*session)->client().protocol_version()},
+                                {"tools", absl::StrCat(tools->size())}});
+  return tools;
+}
+
+// Two listings of one tool offer the same thing: one registered tool may serve both.
+bool SameTool(const McpToolInfo& a, const McpToolInfo& b) {
+  return a.description == b.description && a.read_only_hint == b.read_only_hint &&
+         SchemaHash(a.input_schema) == SchemaHash(b.input_schema);
+}
+
+// Lists `server`'s tools (once per namespace when it has credentials per namespace) and
+// registers them, each offered to the namespaces whose listing holds it.
+absl::Status RegisterServerTools(const std::shared_ptr<const McpServer>& server,
+                                 const Workspace& workspace, ToolRegistry* registry) {
+  const McpServerConfig& config = server->config();
+  std::vector<std::string> listings;
+  for (const auto& [ns, unused] : config.namespaces) listings.push_back(ns);
+  if (listings.empty()) listings.push_back("");  // one listing for every namespace
+  struct Listed {
+    McpToolInfo info;
+    std::set<std::string> namespaces;
+    std::string first;  // the namespace whose listing held it first
+  };
+  std::map<std::string, Listed> listed;  // by the server's tool name
+  for (const std::string& ns : listings) {
+    ASSIGN_OR_RETURN(std::vector<McpToolInfo> tools, ListServerTools(*server, workspace, ns));
+    for (McpToolInfo& info : tools) {
+      const std::string unsupported = UnsupportedSchemaFeature(info.input_schema);
+      if (!unsupported.empty()) {
+        LogWarning("mcp tool refused", {{"server", config.name},
+                                        {"tool", info.name.substr(0, 128)},
+                                        {"reason", unsupported.substr(0, 256)}});
+        continue;
+      }
+      auto [it, fresh] = listed.try_emplace(info.name, Listed{info, {}, ns});
+      if (!fresh && !SameTool(it->second.info, info)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "MCP server \"", config.name, "\": tool \"", info.name.substr(0, 128),
+            "\" is listed differently with namespace ", it->second.first, "'s and ", ns,
+            "'s credentials (description, schema or readOnlyHint); one tool is offered alike to "
+            "every namespace: give these namespaces servers of their own"));
+      }
+      if (!ns.empty()) it->second.namespaces.insert(ns);
+    }
+  }
+  for (auto& [name, tool] : listed) {
+    absl::Status added =
+        registry->Add(std::make_unique<McpTool>(server, tool.info, std::move(tool.namespaces)));
+    if (!added.ok()) {
+      return absl::Status(added.code(),
+                          absl::StrCat("MCP server \"", config.name, "\": ", added.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string McpToolName(const std::string& server, const std::string& tool) {
@@ -60,8 +148,9 @@ std::string McpToolName(const std::string& server, const std::string& tool) {
   return name;
 }
 
-McpTool::McpTool(std::shared_ptr<const McpServer> server, const McpToolInfo& info)
-    : server_(std::move(server)), remote_name_(info.name) {
+McpTool::McpTool(std::shared_ptr<const McpServer> server, const McpToolInfo& info,
+                 std::set<std::string> namespaces)
+    : server_(std::move(server)), remote_name_(info.name), namespaces_(std::move(namespaces)) {
   const McpServerConfig& config = server_->config();
   spec_.name = McpToolName(config.name, info.name);
   // Mutating unless the operator says otherwise: by name, or by trusting the server's hint.
@@ -86,6 +175,11 @@ McpTool::McpTool(std::shared_ptr<const McpServer> server, const McpToolInfo& inf
   registered_hash_ = SchemaHash(info.input_schema);
 }
 
+bool McpTool::OfferedTo(absl::string_view namespace_name) const {
+  return namespaces_.empty() ||
+         namespaces_.count(std::string(NamespaceOrDefault(namespace_name))) > 0;
+}
+
 ToolResult McpTool::Execute(const ToolContext& context, const nlohmann::json& args) const {
   const McpServerConfig& config = server_->config();
   const absl::Time start = context.clock->Now();
@@ -94,8 +188,13 @@ ToolResult McpTool::Execute(const ToolContext& context, const nlohmann::json& ar
     return ToolResult::Failure(
         code, redact(absl::StrCat(spec_.name, ": MCP server \"", config.name, "\": ", message)));
   };
-  absl::StatusOr<std::unique_ptr<McpSession>> session = server_->Open(
-      *context.workspace, context.deadline, MaxMessageBytes(context.max_output_bytes));
+  // The executor answers another namespace's call as an unknown tool before it gets here.
+  if (!OfferedTo(context.namespace_name)) {
+    return ToolResult::Failure("NOT_FOUND", absl::StrCat(spec_.name, ": no such tool"));
+  }
+  absl::StatusOr<std::unique_ptr<McpSession>> session =
+      server_->Open(*context.workspace, context.namespace_name, context.deadline,
+                    MaxMessageBytes(context.max_output_bytes));
   if (!session.ok()) {
     if (absl::IsDeadlineExceeded(session.status())) {
       ToolResult result = failure("TIMEOUT", std::string(session.status().message()));
@@ -205,45 +304,8 @@ absl::Status RegisterMcpTools(const McpConfig& config, const Sandbox* sandbox,
     Workspace workspace("mcp-list", std::move(dir));
     for (const McpServerConfig& server_config : config.servers) {
       auto server = std::make_shared<const McpServer>(server_config, sandbox);
-      const absl::Time deadline = absl::Now() + server_config.startup_timeout;
-      absl::StatusOr<std::unique_ptr<McpSession>> session =
-          server->Open(workspace, deadline, MaxMessageBytes(kHardMaxOutputBytes));
-      if (!session.ok()) {
-        status = session.status();
-        break;
-      }
-      absl::StatusOr<std::vector<McpToolInfo>> tools = (*session)->client().ListTools(deadline);
-      const std::string why = (*session)->Close();
-      if (!tools.ok()) {
-        status = absl::Status(
-            tools.status().code(),
-            RedactSecrets(
-                server_config,
-                absl::StrCat("MCP server \"", server_config.name, "\": ", tools.status().message(),
-                             why.empty() ? "" : " (", why, why.empty() ? "" : ")")));
-        break;
-      }
-      int added = 0;
-      for (const McpToolInfo& info : *tools) {
-        const std::string unsupported = UnsupportedSchemaFeature(info.input_schema);
-        if (!unsupported.empty()) {
-          LogWarning("mcp tool refused", {{"server", server_config.name},
-                                          {"tool", info.name.substr(0, 128)},
-                                          {"reason", unsupported.substr(0, 256)}});
-          continue;
-        }
-        status = registry->Add(std::make_unique<McpTool>(server, info));
-        if (!status.ok()) {
-          status = absl::Status(status.code(), absl::StrCat("MCP server \"", server_config.name,
-                                                            "\": ", status.message()));
-          break;
-        }
-        ++added;
-      }
+      status = RegisterServerTools(server, workspace, registry);
       if (!status.ok()) break;
-      LogInfo("mcp server listed", {{"server", server_config.name},
-                                    {"protocol", (*session)->client().protocol_version()},
-                                    {"tools", absl::StrCat(added)}});
     }
   }
   std::error_code ignored;

@@ -14,15 +14,18 @@
 
 #include <fstream>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "executor_service/testing/temp_workspace.h"
 #include "executor_service/tool_executor.h"
 #include "executor_service/tools/json_schema.h"
+#include "executor_service/tools/mcp/testing/node_http_server.h"
 #include "gtest/gtest.h"
 #include "trace/span_context.h"
 #include "trace/tracer.h"
@@ -425,37 +428,14 @@ TEST(McpStartTest, MalformedReplyIsAProtocolError) {
 }
 
 TEST(McpStartTest, ReferenceServerOverStreamableHttp) {
-  // A free port, then the reference server on it.
-  const int probe = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address = {};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(probe, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  socklen_t size = sizeof(address);
-  getsockname(probe, reinterpret_cast<sockaddr*>(&address), &size);
-  const int port = ntohs(address.sin_port);
-  close(probe);
-  const std::string script = Everything();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    setenv("PORT", absl::StrCat(port).c_str(), 1);
-    execlp("node", "node", script.c_str(), "streamableHttp", nullptr);
-    _exit(127);
-  }
-  // Wait until it listens.
-  bool up = false;
-  for (int i = 0; i < 150 && !up; ++i) {
-    const int s = socket(AF_INET, SOCK_STREAM, 0);
-    address.sin_port = htons(static_cast<uint16_t>(port));
-    up = connect(s, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-    close(s);
-    if (!up) absl::SleepFor(absl::Milliseconds(100));
-  }
-  ASSERT_TRUE(up) << "the reference server did not listen on " << port;
+  // The reference server on a free port ($PORT).
+  auto server = std::make_unique<testing::NodeHttpServer>(
+      Everything(), std::vector<std::string>{"streamableHttp"});
+  ASSERT_TRUE(server->up()) << "the reference server did not listen on " << server->port();
   TempWorkspace temp;
   json http = {{"name", "web"},
                {"transport", "http"},
-               {"url", absl::StrCat("http://127.0.0.1:", port, "/mcp")},
+               {"url", server->url()},
                {"token_file", WriteTemp("token.txt", kSecret)}};
   absl::StatusOr<std::unique_ptr<ToolExecutor>> executor = MakeExecutor(temp, {http});
   ASSERT_TRUE(executor.ok()) << executor.status();
@@ -475,8 +455,7 @@ TEST(McpStartTest, ReferenceServerOverStreamableHttp) {
   call.args_json = R"({"duration":30,"steps":2})";
   call.timeout = absl::Seconds(2);
   absl::StatusOr<ToolResult> timeout = (*executor)->Execute(call);
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
+  server.reset();
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_TRUE(result->ok) << result->error_message;
   EXPECT_TRUE(absl::StrContains(result->output, "over http")) << result->output;
@@ -488,6 +467,100 @@ TEST(McpStartTest, ReferenceServerOverStreamableHttp) {
   ASSERT_TRUE(timeout.ok()) << timeout.status();
   EXPECT_TRUE(timeout->timed_out);
   EXPECT_EQ(timeout->error_code, "TIMEOUT") << timeout->error_message;
+}
+
+// Credentials per namespace: each namespace's calls run with its own; a namespace without
+// any neither sees the server's tools nor can call them. The fake server's `whoami` answers
+// the first 16 hex digits of the SHA-256 of what it was given ($FAKE_SECRET, the bearer token).
+TEST(McpNamespaceTest, EachNamespaceRunsWithItsOwnCredentialsAndOthersSeeNothing) {
+  auto server = std::make_unique<testing::NodeHttpServer>(
+      FakeServer(), std::vector<std::string>{"--http={port}", Instance()});
+  ASSERT_TRUE(server->up()) << "the fake server did not listen on " << server->port();
+  TempWorkspace temp;
+  json team = FakeConfig("team");
+  team.erase("env");
+  team["namespaces"] = {
+      {"team-a",
+       {{"env", {{"FAKE_SECRET", {{"file", WriteTemp("a.key", "team-a-secret-7f3e\n")}}}}}}},
+      {"team-b",
+       {{"env", {{"FAKE_SECRET", {{"file", WriteTemp("b.key", "team-b-secret-91c2")}}}}}}}};
+  json web = {{"name", "web"},
+              {"transport", "http"},
+              {"url", server->url()},
+              {"namespaces",
+               {{"team-a", {{"token_file", WriteTemp("a.token", "team-a-token-0d4b")}}},
+                {"team-b", {{"token_file", WriteTemp("b.token", "team-b-token-6e1a")}}}}}};
+  json shared = FakeConfig("shared");
+  absl::StatusOr<std::unique_ptr<ToolExecutor>> executor = MakeExecutor(temp, {team, web, shared});
+  auto call = [&](const std::string& ns, const std::string& tool) {
+    ExecuteCall c;
+    c.call_id = "c";
+    c.workspace = TempWorkspace::kName;
+    c.namespace_name = ns;
+    c.tool = tool;
+    return (*executor)->Execute(c);
+  };
+  auto names = [&](const std::string& ns) {
+    std::set<std::string> out;
+    for (const ToolSpec& spec : (*executor)->ListTools(ns)) out.insert(spec.name);
+    return out;
+  };
+  std::vector<absl::StatusOr<ToolResult>> results;
+  if (executor.ok()) {
+    for (const char* ns : {"team-a", "team-b"}) {
+      for (const char* tool : {"team__whoami", "web__whoami", "team__env"}) {
+        results.push_back(call(ns, tool));
+      }
+    }
+  }
+  server.reset();
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  ASSERT_EQ(results.size(), 6u);
+  for (const auto& result : results) ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(results[0]->output, "credential sha256:809030eb8162deb2");  // team-a-secret-7f3e
+  EXPECT_EQ(results[1]->output, "credential sha256:872f686b5fdd97d3");  // team-a-token-0d4b
+  EXPECT_EQ(results[2]->output, "secret is [redacted]");
+  EXPECT_EQ(results[3]->output, "credential sha256:6c4f61e8c0b17492");  // team-b-secret-91c2
+  EXPECT_EQ(results[4]->output, "credential sha256:85adab1437389a02");  // team-b-token-6e1a
+  EXPECT_EQ(results[5]->output, "secret is [redacted]");
+
+  // Listing: the namespaces with credentials see the servers' tools; the others do not.
+  EXPECT_EQ(names("team-a").count("team__whoami"), 1u);
+  EXPECT_EQ(names("team-b").count("web__whoami"), 1u);
+  for (const char* ns : {"team-c", "", "default"}) {
+    const std::set<std::string> seen = names(ns);
+    EXPECT_EQ(seen.count("team__whoami") + seen.count("web__whoami") + seen.count("team__echo"), 0u)
+        << ns;
+    EXPECT_EQ(seen.count("shared__whoami"), 1u) << ns;  // a server without `namespaces`
+    EXPECT_EQ(seen.count("read_file"), 1u) << ns;
+  }
+  // Calling: another namespace's tool is answered word for word as a tool that does not exist.
+  absl::StatusOr<ToolResult> hidden = call("team-c", "team__whoami");
+  absl::StatusOr<ToolResult> unknown = call("team-c", "team__whoamx");
+  EXPECT_EQ(hidden.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(hidden.status().message()),
+            absl::StrReplaceAll(unknown.status().message(), {{"whoamx", "whoami"}}));
+  EXPECT_FALSE(absl::StrContains(hidden.status().message(), "team__echo"));  // not listed
+  EXPECT_FALSE(absl::StrContains(hidden.status().message(), "web__"));
+  EXPECT_EQ(call("", "web__whoami").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(call("Team_A", "shared__whoami").status().code(),
+            absl::StatusCode::kInvalidArgument);  // a malformed namespace
+}
+
+TEST(McpNamespaceTest, ANamespaceWhoseCredentialsCannotListRefusesTheStart) {
+  TempWorkspace temp;
+  json web = {{"name", "web"},
+              {"transport", "http"},
+              {"url", absl::StrCat("http://127.0.0.1:", testing::FreeLoopbackPort(), "/mcp")},
+              {"startup_timeout_seconds", 5},
+              {"namespaces", {{"team-b", {{"token_file", WriteTemp("b.token", kSecret)}}}}}};
+  absl::StatusOr<std::unique_ptr<ToolExecutor>> executor = MakeExecutor(temp, {web});
+  ASSERT_FALSE(executor.ok());
+  EXPECT_TRUE(absl::StrContains(executor.status().message(), "MCP server \"web\""))
+      << executor.status();
+  EXPECT_TRUE(absl::StrContains(executor.status().message(), "with namespace team-b's credentials"))
+      << executor.status();
+  EXPECT_FALSE(absl::StrContains(executor.status().message(), kSecret));
 }
 
 }  // namespace

@@ -1,19 +1,31 @@
 // A small MCP stdio server for the executor's tests: what the reference servers cannot do
 // (malformed JSON-RPC, replies to unknown ids, a 10 MB result, an unsupported protocol
 // version, a crash mid-call, a hang, a schema that changes, sandbox escape attempts).
-// Usage: node fake_mcp_server.js [--version=V] [--malformed] [--instance=ID]
-// (--instance is ignored: it only lets a test find its own servers among the host's processes)
+// `whoami` shows which credential the server got, never the credential: the first 16 hex
+// digits of the SHA-256 of $FAKE_SECRET (stdio) or of the bearer token (--http).
+// Usage: node fake_mcp_server.js [--version=V] [--malformed] [--instance=ID] [--http=PORT]
+// (--instance is ignored: it only lets a test find its own servers among the host's processes;
+// --http serves `whoami` alone over streamable HTTP on 127.0.0.1:PORT)
 'use strict';
+const crypto = require('crypto');
 const fs = require('fs');
 const net = require('net');
 
 const args = process.argv.slice(2);
 const forcedVersion = (args.find((a) => a.startsWith('--version=')) || '').slice(10);
 const malformed = args.includes('--malformed');
+const httpPort = (args.find((a) => a.startsWith('--http=')) || '').slice(7);
 
 function send(message) { process.stdout.write(JSON.stringify(message) + '\n'); }
 function reply(id, result) { send({ jsonrpc: '2.0', id, result }); }
 function text(t, isError) { return { content: [{ type: 'text', text: t }], isError: !!isError }; }
+function whoami(credential) {
+  if (!credential) return text('no credential');
+  const hash = crypto.createHash('sha256').update(credential).digest('hex');
+  return text('credential sha256:' + hash.slice(0, 16));
+}
+const whoamiTool = { name: 'whoami', description: 'Shows a hash of the credential it was given',
+                     annotations: { readOnlyHint: true }, inputSchema: { type: 'object', properties: {} } };
 
 const str = { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] };
 // The schema of `echo` changes when the workspace holds .schema_v2 (a server upgraded mid-run).
@@ -51,6 +63,7 @@ function tools() {
       inputSchema: { type: 'object', properties: {} } },
     { name: 'fancy', description: 'Uses anyOf (the executor cannot validate it)', annotations: ro,
       inputSchema: { type: 'object', properties: { v: { anyOf: [{ type: 'string' }, { type: 'integer' }] } } } },
+    whoamiTool,
   ];
 }
 
@@ -85,12 +98,34 @@ function call(id, name, a, meta) {
       return;
     }
     case 'env': return reply(id, text('secret is ' + process.env.FAKE_SECRET));
+    case 'whoami': return reply(id, whoami(process.env.FAKE_SECRET));
   }
   send({ jsonrpc: '2.0', id, error: { code: -32602, message: 'unknown tool ' + name } });
 }
 
+if (httpPort) {
+  // Streamable HTTP, JSON replies: initialize, tools/list and tools/call of `whoami`.
+  require('./mcp_http.js').serve(httpPort, (m, req, res) => {
+    const auth = req.headers.authorization || '';
+    const token = auth.startsWith('Bearer ') ? auth.slice(7) : '';
+    let result;
+    if (m.method === 'initialize') {
+      result = { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} },
+                 serverInfo: { name: 'fake', version: '1' } };
+    } else if (m.method === 'tools/list') {
+      result = { tools: [whoamiTool] };
+    } else if (m.method === 'tools/call' && m.params.name === 'whoami') {
+      result = whoami(token);
+    }
+    res.writeHead(200, { 'Mcp-Session-Id': 'fake-session', 'Content-Type': 'application/json' });
+    res.end(JSON.stringify(result === undefined
+      ? { jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no ' + m.method } }
+      : { jsonrpc: '2.0', id: m.id, result }));
+  });
+}
+
 let buffer = '';
-process.stdin.on('data', (chunk) => {
+if (!httpPort) process.stdin.on('data', (chunk) => {
   buffer += chunk;
   let newline;
   while ((newline = buffer.indexOf('\n')) >= 0) {
@@ -127,4 +162,4 @@ process.stdin.on('data', (chunk) => {
     }
   }
 });
-process.stdin.on('end', () => process.exit(0));
+if (!httpPort) process.stdin.on('end', () => process.exit(0));

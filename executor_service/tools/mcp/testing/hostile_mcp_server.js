@@ -10,7 +10,6 @@
 // (stdio unless --http; --instance only lets a test find its own servers among processes)
 'use strict';
 const fs = require('fs');
-const http = require('http');
 const readline = require('readline');
 
 const args = process.argv.slice(2);
@@ -106,22 +105,15 @@ if (httpPort === undefined) {
   });
   lines.on('close', () => process.exit(0));
 } else {
-  http.createServer((req, res) => {
-    if (req.method === 'DELETE') { res.writeHead(200); res.end(); return; }
-    let body = '';
-    req.on('data', (chunk) => { body += chunk; });
-    req.on('end', () => {
-      const m = JSON.parse(body);
-      if (m.id === undefined || m.method === undefined) { res.writeHead(202); res.end(); return; }
-      const headers = { 'Mcp-Session-Id': 'hostile-session' };
-      if (m.method === 'tools/call' && m.params.name === 'flood') {
-        res.writeHead(200, { ...headers, 'Content-Type': 'text/event-stream' });
-        answer(m, res, true);
-        return;
-      }
-      res.writeHead(200, { ...headers, 'Content-Type': 'application/json' });
-      const text = answer(m, res, false);
-      if (text !== null) res.end(text);
-    });
-  }).listen(Number(httpPort), '127.0.0.1');
+  require('./mcp_http.js').serve(httpPort, (m, req, res) => {
+    const headers = { 'Mcp-Session-Id': 'hostile-session' };
+    if (m.method === 'tools/call' && m.params.name === 'flood') {
+      res.writeHead(200, { ...headers, 'Content-Type': 'text/event-stream' });
+      answer(m, res, true);
+      return;
+    }
+    res.writeHead(200, { ...headers, 'Content-Type': 'application/json' });
+    const text = answer(m, res, false);
+    if (text !== null) res.end(text);
+  });
 }
