@@ -72,6 +72,9 @@ int main(int argc, char** argv) {
   // declared before the service, so that the spans it ends on the way out are still exported.
   std::unique_ptr<rein::trace::BatchSpanExporter> trace_exporter =
       rein::trace::InstallTracingFromEnv("rein-planner");
+  // The GenAI metrics over OTLP too, when an endpoint is set (last exported at exit).
+  std::unique_ptr<rein::trace::PeriodicMetricExporter> metrics_exporter =
+      rein::trace::InstallMetricsFromEnv("rein-planner");
   rein::LogMallocTunables();
 
   rein::PlannerOptions options;

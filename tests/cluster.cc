@@ -304,20 +304,40 @@ bool Cluster::Start() {
   return StartRouter();
 }
 
-absl::StatusOr<rein::v1::Run> Cluster::StartRun(const rein::v1::RunSpec& spec,
-                                                const std::string& request_id) {
+absl::StatusOr<rein::v1::Run> StartRunWith(rein::v1::Router::Stub* stub,
+                                           grpc::ClientContext* context,
+                                           const rein::v1::RunSpec& spec,
+                                           const std::string& request_id) {
   rein::v1::StartRunRequest request;
   *request.mutable_spec() = spec;
   request.set_request_id(request_id);
   rein::v1::Run run;
-  grpc::ClientContext context;
-  Authorize(&context);
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-  grpc::Status status = stub_->StartRun(&context, request, &run);
+  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  grpc::Status status = stub->StartRun(context, request, &run);
   if (!status.ok()) {
     return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
   }
   return run;
+}
+
+absl::StatusOr<rein::v1::Run> GetRunWith(rein::v1::Router::Stub* stub, grpc::ClientContext* context,
+                                         const std::string& run_id) {
+  rein::v1::GetRunRequest request;
+  request.set_run_id(run_id);
+  rein::v1::Run run;
+  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Status status = stub->GetRun(context, request, &run);
+  if (!status.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+  }
+  return run;
+}
+
+absl::StatusOr<rein::v1::Run> Cluster::StartRun(const rein::v1::RunSpec& spec,
+                                                const std::string& request_id) {
+  grpc::ClientContext context;
+  Authorize(&context);
+  return StartRunWith(stub_.get(), &context, spec, request_id);
 }
 
 absl::StatusOr<rein::v1::Run> Cluster::Resume(const rein::v1::Run& run,
@@ -344,17 +364,9 @@ absl::StatusOr<rein::v1::Run> Cluster::Approve(const rein::v1::Run& run) {
 }
 
 absl::StatusOr<rein::v1::Run> Cluster::GetRun(const std::string& run_id) {
-  rein::v1::GetRunRequest request;
-  request.set_run_id(run_id);
-  rein::v1::Run run;
   grpc::ClientContext context;
   Authorize(&context);
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  grpc::Status status = stub_->GetRun(&context, request, &run);
-  if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-  }
-  return run;
+  return GetRunWith(stub_.get(), &context, run_id);
 }
 
 grpc::Status Cluster::Watch(const std::string& run_id, int64_t after_seq, absl::Duration timeout,

@@ -74,6 +74,15 @@ bool WriteTokensFile(const std::string& path,
 // The whole content of a file ("" when it cannot be read).
 std::string ReadFile(const std::string& path);
 
+// StartRun (deadline 20 s) and GetRun (10 s) on `stub`, with `context` as the caller prepared it
+// (its credentials); a gRPC error as the absl::Status of the same code.
+absl::StatusOr<rein::v1::Run> StartRunWith(rein::v1::Router::Stub* stub,
+                                           grpc::ClientContext* context,
+                                           const rein::v1::RunSpec& spec,
+                                           const std::string& request_id);
+absl::StatusOr<rein::v1::Run> GetRunWith(rein::v1::Router::Stub* stub, grpc::ClientContext* context,
+                                         const std::string& run_id);
+
 // The router, planner and executor, each on its own port, with a SQLite store and a
 // workspace root under `dir`.
 class Cluster {

@@ -99,30 +99,13 @@ bool Fleet::StartRouter(int i, const std::vector<std::string>& extra, bool wait)
 
 absl::StatusOr<rein::v1::Run> Fleet::StartRun(int router, const rein::v1::RunSpec& spec,
                                               const std::string& request_id) {
-  rein::v1::StartRunRequest request;
-  *request.mutable_spec() = spec;
-  request.set_request_id(request_id);
-  rein::v1::Run run;
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
-  grpc::Status status = stubs_[router]->StartRun(&context, request, &run);
-  if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-  }
-  return run;
+  return StartRunWith(stubs_[router].get(), &context, spec, request_id);
 }
 
 absl::StatusOr<rein::v1::Run> Fleet::GetRun(int router, const std::string& run_id) {
-  rein::v1::GetRunRequest request;
-  request.set_run_id(run_id);
-  rein::v1::Run run;
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-  grpc::Status status = stubs_[router]->GetRun(&context, request, &run);
-  if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-  }
-  return run;
+  return GetRunWith(stubs_[router].get(), &context, run_id);
 }
 
 absl::StatusOr<rein::v1::Run> Fleet::WaitForStage(int router, const std::string& run_id,

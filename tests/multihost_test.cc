@@ -5,16 +5,9 @@
 // call leaves in the run's workspace (a line in calls.log), not by rein's own log.
 //
 // Needs root (network namespaces); run by ./dev test as the `fault` tier.
-#include <grp.h>
-#include <pwd.h>
-#include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -30,7 +23,7 @@
 #include "gtest/gtest.h"
 #include "rein/v1/router.grpc.pb.h"
 #include "tests/cluster.h"
-#include "tests/netns_hosts.h"
+#include "tests/host_fleet.h"
 
 namespace rein::testing {
 namespace {
@@ -39,8 +32,6 @@ using RunProto = ::rein::v1::Run;
 using ::rein::v1::RunEvent;
 
 constexpr int kRouters = 3;
-constexpr int kExecutors = 3;
-constexpr char kLeaseTtl[] = "2s";
 constexpr absl::Duration kLeaseTtlDuration = absl::Seconds(2);
 
 // Three subtasks, each one mutating command that appends the subtask's id to calls.log. With
@@ -69,302 +60,6 @@ std::string StormScript(double sleep_seconds, bool read_first) {
   })");
 }
 
-class Fleet {
- public:
-  Fleet() {
-    const pid_t pid = getpid();
-    tag_ = absl::StrCat("m", pid % 100000);
-    subnet_ = absl::StrCat("10.231.", pid % 250);
-    char pattern[] = "/tmp/rein-multihost-XXXXXX";
-    dir_ = mkdtemp(pattern);
-    chmod(dir_.c_str(), 0755);
-    workspace_root_ = dir_ + "/workspaces";
-    std::filesystem::create_directories(workspace_root_);
-  }
-
-  ~Fleet() {
-    for (auto& p : routers_) StopProcess(p);
-    for (auto& p : executors_) StopProcess(p);
-    StopProcess(planner_);
-    StopProcess(postgres_);
-    network_.reset();
-    if (::testing::Test::HasFailure()) {
-      std::cerr << "fleet logs kept in " << dir_ << "\n";
-    } else {
-      std::filesystem::remove_all(dir_);
-    }
-  }
-
-  // Brings up the network, PostgreSQL, the planner, the executors and the routers.
-  void Start(const std::string& script) {
-    absl::StatusOr<std::unique_ptr<HostNetwork>> network = HostNetwork::Create(tag_, subnet_);
-    ASSERT_TRUE(network.ok()) << network.status();
-    network_ = std::move(*network);
-    auto add = [&](const std::string& name, int octet) {
-      absl::StatusOr<std::string> address = network_->AddHost(name, octet);
-      EXPECT_TRUE(address.ok()) << address.status();
-      return address.ok() ? *address : "";
-    };
-    db_address_ = add("db", 10);
-    for (int i = 0; i < kRouters; ++i) router_addresses_.push_back(add(RouterHost(i), 11 + i));
-    planner_address_ = add("planner", 20);
-    for (int i = 0; i < kExecutors; ++i) {
-      executor_addresses_.push_back(add(ExecutorHost(i), 31 + i));
-    }
-    ASSERT_FALSE(::testing::Test::HasFailure());
-    ASSERT_NO_FATAL_FAILURE(InitPostgres());
-    ASSERT_NO_FATAL_FAILURE(StartPostgres());
-    std::ofstream(dir_ + "/script.json") << script;
-    planner_ = Spawn("planner", "planner",
-                     {RunfilePath("planner_service/rein-planner"),
-                      absl::StrCat("--listen=", planner_address_, ":50052"), "--backend=scripted",
-                      absl::StrCat("--script=", dir_, "/script.json"), "--allow_unauthenticated"});
-    executors_.resize(kExecutors);
-    for (int i = 0; i < kExecutors; ++i) ASSERT_NO_FATAL_FAILURE(StartExecutor(i));
-    ASSERT_TRUE(WaitServing(planner_address_ + ":50052"));
-    routers_.resize(kRouters);
-    for (int i = 0; i < kRouters; ++i) ASSERT_NO_FATAL_FAILURE(StartRouter(i));
-  }
-
-  void StartRouter(int i) {
-    std::string executors = "ipv4:";
-    for (int e = 0; e < kExecutors; ++e) {
-      absl::StrAppend(&executors, e ? "," : "", executor_addresses_[e], ":50053");
-    }
-    routers_[i] =
-        Spawn(absl::StrCat("router", i), RouterHost(i),
-              {RunfilePath("router_service/rein-router"),
-               absl::StrCat("--listen=", router_addresses_[i], ":50051"),
-               absl::StrCat("--store=", StoreUrl()),
-               absl::StrCat("--planner_target=", planner_address_, ":50052"),
-               absl::StrCat("--executor_target=", executors),
-               absl::StrCat("--router_id=router-", i), absl::StrCat("--lease_ttl=", kLeaseTtl),
-               // The test hosts' network is the test's own: no tokens needed.
-               "--allow_unauthenticated"});
-    ASSERT_TRUE(WaitServing(RouterTarget(i))) << routers_[i]->log_path();
-    stubs_.resize(kRouters);
-    stubs_[i] = rein::v1::Router::NewStub(
-        grpc::CreateChannel(RouterTarget(i), grpc::InsecureChannelCredentials()));
-  }
-
-  void StartExecutor(int i) {
-    executors_[i] = Spawn(absl::StrCat("executor", i), ExecutorHost(i),
-                          {RunfilePath("executor_service/rein-executor"),
-                           absl::StrCat("--listen=", executor_addresses_[i], ":50053"),
-                           absl::StrCat("--workspace_root=", workspace_root_),
-                           absl::StrCat("--executor_id=executor-", i), "--sandbox=none",
-                           "--allow_unsandboxed", "--allow_unauthenticated"});
-    ASSERT_TRUE(WaitServing(executor_addresses_[i] + ":50053"));
-  }
-
-  void KillRouter(int i) {
-    routers_[i]->Kill(SIGKILL);
-    routers_[i]->Wait(absl::Seconds(10));
-  }
-  void KillExecutor(int i) {
-    executors_[i]->Kill(SIGKILL);
-    executors_[i]->Wait(absl::Seconds(10));
-  }
-  void KillPostgres() {
-    postgres_->Kill(SIGKILL);
-    postgres_->Wait(absl::Seconds(10));
-  }
-  absl::Status SetLinkUp(const std::string& host, bool up) { return network_->SetLinkUp(host, up); }
-
-  void StartPostgres() {
-    // A SIGKILLed postmaster's backends notice its death and exit; until they have, a new
-    // postmaster refuses the data directory, so try for a while.
-    const absl::Time until = absl::Now() + absl::Seconds(30);
-    while (true) {
-      postgres_ =
-          Spawn("postgres", "db",
-                {"/usr/bin/setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups",
-                 PostgresBin() + "/postgres", "-D", dir_ + "/pgdata", "-p", "5432", "-k",
-                 dir_ + "/pgsock", "-c", absl::StrCat("listen_addresses=", db_address_), "-c",
-                 "fsync=off", "-c", "max_connections=300"});
-      absl::SleepFor(absl::Milliseconds(300));
-      if (postgres_->Wait(absl::ZeroDuration()) < 0 && WaitPostgres(absl::Seconds(10))) return;
-      StopProcess(postgres_);
-      ASSERT_LT(absl::Now(), until) << ReadFile(dir_ + "/postgres.log");
-      absl::SleepFor(absl::Milliseconds(500));
-    }
-  }
-
-  rein::v1::Router::Stub* router(int i) { return stubs_[i].get(); }
-  std::string RouterTarget(int i) const { return router_addresses_[i] + ":50051"; }
-  const std::string& workspace_root() const { return workspace_root_; }
-
-  // Makes workspace `name` with an input.txt, as the shared volume would have it.
-  std::string MakeWorkspace(const std::string& name) {
-    const std::string path = workspace_root_ + "/" + name;
-    std::filesystem::create_directories(path);
-    std::ofstream(path + "/input.txt") << "input of " << name << "\n";
-    return path;
-  }
-
-  absl::StatusOr<RunProto> StartRun(int router, const rein::v1::RunSpec& spec,
-                                    const std::string& request_id) {
-    rein::v1::StartRunRequest request;
-    *request.mutable_spec() = spec;
-    request.set_request_id(request_id);
-    RunProto run;
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
-    grpc::Status status = stubs_[router]->StartRun(&context, request, &run);
-    if (!status.ok()) {
-      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                          status.error_message());
-    }
-    return run;
-  }
-
-  absl::StatusOr<RunProto> GetRun(int router, const std::string& run_id) {
-    rein::v1::GetRunRequest request;
-    request.set_run_id(run_id);
-    RunProto run;
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-    grpc::Status status = stubs_[router]->GetRun(&context, request, &run);
-    if (!status.ok()) {
-      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                          status.error_message());
-    }
-    return run;
-  }
-
-  // Polls GetRun on `router` until every run is terminal or paused, or `timeout`.
-  std::map<std::string, RunProto> WaitSettled(int router, const std::vector<std::string>& run_ids,
-                                              absl::Duration timeout) {
-    std::map<std::string, RunProto> settled;
-    const absl::Time until = absl::Now() + timeout;
-    while (settled.size() < run_ids.size() && absl::Now() < until) {
-      for (const std::string& id : run_ids) {
-        if (settled.count(id)) continue;
-        absl::StatusOr<RunProto> run = GetRun(router, id);
-        if (!run.ok()) continue;
-        const rein::v1::Stage stage = run->state().stage();
-        if (stage == rein::v1::FINISHED || stage == rein::v1::FAILED ||
-            stage == rein::v1::CANCELLED || stage == rein::v1::PAUSED) {
-          settled[id] = *run;
-        }
-      }
-      if (settled.size() < run_ids.size()) absl::SleepFor(absl::Milliseconds(200));
-    }
-    return settled;
-  }
-
-  // The whole log of a run, read with WatchRun from `router` (the stream ends after the
-  // terminal event; for a paused run it is cut by the deadline).
-  std::vector<RunEvent> Events(int router, const std::string& run_id, absl::Duration timeout) {
-    rein::v1::WatchRunRequest request;
-    request.set_run_id(run_id);
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-    auto reader = stubs_[router]->WatchRun(&context, request);
-    std::vector<RunEvent> events;
-    RunEvent event;
-    while (reader->Read(&event)) events.push_back(event);
-    reader->Finish();
-    return events;
-  }
-
-  std::string Logs() const {
-    std::string out;
-    for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
-      if (entry.path().extension() != ".log") continue;
-      const std::string text = ReadFile(entry.path());
-      absl::StrAppend(&out, "---- ", entry.path().filename().string(), " (last 3000 bytes)\n",
-                      text.size() > 3000 ? text.substr(text.size() - 3000) : text);
-    }
-    return out;
-  }
-
- private:
-  static std::string RouterHost(int i) { return absl::StrCat("router", i); }
-  static std::string ExecutorHost(int i) { return absl::StrCat("exec", i); }
-  std::string StoreUrl() const {
-    return absl::StrCat("postgresql://postgres@", db_address_, ":5432/postgres?connect_timeout=3");
-  }
-
-  static std::string PostgresBin() {
-    std::string best;
-    int best_version = 0;
-    for (const auto& entry : std::filesystem::directory_iterator("/usr/lib/postgresql")) {
-      const int version = std::atoi(entry.path().filename().c_str());
-      if (version > best_version && std::filesystem::exists(entry.path() / "bin" / "postgres")) {
-        best_version = version;
-        best = (entry.path() / "bin").string();
-      }
-    }
-    return best;
-  }
-
-  void InitPostgres() {
-    passwd* user = getpwnam("postgres");
-    ASSERT_NE(user, nullptr) << "no postgres user (./dev setup installs postgresql)";
-    for (const std::string sub : {"/pgdata", "/pgsock"}) {
-      std::filesystem::create_directories(dir_ + sub);
-      ASSERT_EQ(chown((dir_ + sub).c_str(), user->pw_uid, user->pw_gid), 0);
-    }
-    chmod((dir_ + "/pgdata").c_str(), 0700);
-    absl::Status status =
-        RunCommand({"/usr/bin/setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups",
-                    PostgresBin() + "/initdb", "-D", dir_ + "/pgdata", "-U", "postgres", "-A",
-                    "trust", "--no-sync"});
-    ASSERT_TRUE(status.ok()) << status;
-    std::ofstream(dir_ + "/pgdata/pg_hba.conf", std::ios::app)
-        << "host all all " << subnet_ << ".0/24 trust\n";
-  }
-
-  bool WaitPostgres(absl::Duration timeout) {
-    const absl::Time until = absl::Now() + timeout;
-    while (absl::Now() < until) {
-      if (RunCommand({PostgresBin() + "/pg_isready", "-h", db_address_, "-p", "5432", "-t", "1"})
-              .ok()) {
-        return true;
-      }
-      absl::SleepFor(absl::Milliseconds(100));
-    }
-    return false;
-  }
-
-  bool WaitServing(const std::string& target) {
-    const absl::Time until = absl::Now() + absl::Seconds(30);
-    while (absl::Now() < until) {
-      Process probe("health", {RunfilePath("common/rein-health"), target}, dir_ + "/health.log");
-      probe.Start();
-      if (probe.Wait(absl::Seconds(5)) == 0) return true;
-      absl::SleepFor(absl::Milliseconds(100));
-    }
-    return false;
-  }
-
-  std::unique_ptr<Process> Spawn(const std::string& name, const std::string& host,
-                                 const std::vector<std::string>& argv) {
-    auto process = std::make_unique<Process>(name, network_->InHost(host, argv),
-                                             absl::StrCat(dir_, "/", name, ".log"));
-    EXPECT_TRUE(process->Start()) << name;
-    return process;
-  }
-
-  static void StopProcess(std::unique_ptr<Process>& process) {
-    if (!process || !process->running()) return;
-    process->Kill(SIGTERM);
-    if (process->Wait(absl::Seconds(10)) < 0) {
-      process->Kill(SIGKILL);
-      process->Wait(absl::Seconds(5));
-    }
-  }
-
-  std::string tag_, subnet_, dir_, workspace_root_;
-  std::unique_ptr<HostNetwork> network_;
-  std::string db_address_, planner_address_;
-  std::vector<std::string> router_addresses_, executor_addresses_;
-  std::unique_ptr<Process> postgres_, planner_;
-  std::vector<std::unique_ptr<Process>> routers_, executors_;
-  std::vector<std::unique_ptr<rein::v1::Router::Stub>> stubs_;
-};
-
 rein::v1::RunSpec StormSpec(const std::string& workspace) {
   rein::v1::RunSpec spec;
   spec.set_goal("append s1, s2 and s3 to calls.log, each once");
@@ -384,7 +79,7 @@ struct Tally {
   int finished = 0, recovery_pauses = 0, other = 0;
 };
 
-Tally CheckRuns(Fleet& fleet, int router, const std::map<std::string, std::string>& workspaces,
+Tally CheckRuns(HostFleet& fleet, int router, const std::map<std::string, std::string>& workspaces,
                 const std::map<std::string, RunProto>& settled, bool expect_all_finished) {
   Tally tally;
   for (const auto& [run_id, workspace] : workspaces) {
@@ -490,7 +185,7 @@ class MultiHostTest : public ::testing::Test {
     return ids;
   }
 
-  Fleet fleet_;
+  HostFleet fleet_;
 };
 
 TEST_F(MultiHostTest, ThreeHundredRunsSpreadOverThreeRoutersAllFinish) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/cluster.h"
@@ -21,6 +22,7 @@ namespace {
 
 using rein::trace::testing::CollectedSpan;
 using rein::trace::testing::OtlpCollector;
+using rein::trace::testing::WithOperation;
 using RunMsg = rein::v1::Run;
 
 constexpr char kCallerTraceparent[] = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
@@ -33,6 +35,7 @@ class TraceEndToEndTest : public ::testing::Test {
     setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector_.endpoint().c_str(), 1);
     setenv("OTEL_BSP_SCHEDULE_DELAY", "50", 1);
     setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip", 1);
+    setenv("OTEL_METRIC_EXPORT_INTERVAL", "100", 1);
   }
   void TearDown() override {
     cluster_.reset();
@@ -146,15 +149,6 @@ class TraceEndToEndTest : public ::testing::Test {
   std::unique_ptr<Fleet> fleet_;
 };
 
-std::vector<const CollectedSpan*> Named(const std::vector<CollectedSpan>& spans,
-                                        const std::string& operation) {
-  std::vector<const CollectedSpan*> out;
-  for (const CollectedSpan& s : spans) {
-    if (s.Str("gen_ai.operation.name") == operation) out.push_back(&s);
-  }
-  return out;
-}
-
 TEST_F(TraceEndToEndTest, PausedRunIsOneTraceAcrossTheThreeServices) {
   Boot(ThreeStepScript(0));
   rein::v1::RunSpec spec = Spec();
@@ -196,7 +190,7 @@ TEST_F(TraceEndToEndTest, PausedRunIsOneTraceAcrossTheThreeServices) {
 
   // Two stretches: the first is the root (its id chosen at StartRun) with the caller as a link;
   // the one after the pause resumes under it, linked to the first.
-  std::vector<const CollectedSpan*> stretches = Named(spans, "invoke_agent");
+  std::vector<const CollectedSpan*> stretches = WithOperation(spans, "invoke_agent");
   ASSERT_EQ(stretches.size(), 2u);
   const CollectedSpan* first =
       stretches[0]->Int("rein.run.stretch") == 1 ? stretches[0] : stretches[1];
@@ -219,7 +213,7 @@ TEST_F(TraceEndToEndTest, PausedRunIsOneTraceAcrossTheThreeServices) {
   // Planner: a stage span under a stretch, its chat span under it, with the usage the run
   // counted. Executor: execute_tool under a stretch.
   rein::v1::Usage sum;
-  std::vector<const CollectedSpan*> chats = Named(spans, "chat");
+  std::vector<const CollectedSpan*> chats = WithOperation(spans, "chat");
   ASSERT_FALSE(chats.empty());
   for (const CollectedSpan* chat : chats) {
     EXPECT_EQ(chat->service, "rein-planner");
@@ -244,7 +238,7 @@ TEST_F(TraceEndToEndTest, PausedRunIsOneTraceAcrossTheThreeServices) {
       << sum.DebugString() << " vs " << done->state().usage().DebugString() << " in "
       << chats.size() << " chat spans of " << spans.size()
       << "; all: " << collector_.Spans().size();
-  std::vector<const CollectedSpan*> tools = Named(spans, "execute_tool");
+  std::vector<const CollectedSpan*> tools = WithOperation(spans, "execute_tool");
   std::set<std::string> tool_names;
   for (const CollectedSpan* tool : tools) {
     tool_names.insert(tool->Str("gen_ai.tool.name"));
@@ -363,7 +357,7 @@ TEST_F(TraceEndToEndTest, ForkIsANewTraceLinkedToItsSource) {
 
   std::vector<CollectedSpan> spans =
       SpansOfRun(trace.trace_id(), 1, [](const std::vector<CollectedSpan>&) { return true; });
-  std::vector<const CollectedSpan*> stretches = Named(spans, "invoke_agent");
+  std::vector<const CollectedSpan*> stretches = WithOperation(spans, "invoke_agent");
   ASSERT_EQ(stretches.size(), 1u);
   EXPECT_EQ(stretches[0]->span_id_hex(), trace.root_span_id());
   EXPECT_TRUE(stretches[0]->span.parent_span_id().empty());
@@ -377,6 +371,141 @@ TEST_F(TraceEndToEndTest, ForkIsANewTraceLinkedToItsSource) {
       EXPECT_NE(s.Str("rein.run.id"), fork.run_id());
     }
   }
+}
+
+using opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceRequest;
+using opentelemetry::proto::metrics::v1::HistogramDataPoint;
+
+// The newest point of each series of `metric` that `service` sent, by attributes ("k=v;...").
+// The points are cumulative and each service sends from one thread, so the last one received
+// holds the series' totals.
+std::map<std::string, HistogramDataPoint> Latest(
+    const std::vector<ExportMetricsServiceRequest>& requests, const std::string& service,
+    const std::string& metric, std::string* unit = nullptr) {
+  std::map<std::string, HistogramDataPoint> out;
+  for (const ExportMetricsServiceRequest& request : requests) {
+    for (const auto& rm : request.resource_metrics()) {
+      bool ours = false;
+      for (const auto& kv : rm.resource().attributes()) {
+        ours |= kv.key() == "service.name" && kv.value().string_value() == service;
+      }
+      if (!ours) continue;
+      for (const auto& sm : rm.scope_metrics()) {
+        for (const auto& m : sm.metrics()) {
+          if (m.name() != metric) continue;
+          if (unit != nullptr) *unit = m.unit();
+          EXPECT_EQ(m.histogram().aggregation_temporality(),
+                    opentelemetry::proto::metrics::v1::AGGREGATION_TEMPORALITY_CUMULATIVE);
+          for (const HistogramDataPoint& point : m.histogram().data_points()) {
+            std::string key;
+            for (const auto& kv : point.attributes()) {
+              absl::StrAppend(&key, kv.key(), "=", kv.value().string_value(), ";");
+            }
+            out[key] = point;
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Sum and count of the series whose attributes contain `part`.
+std::pair<double, uint64_t> Total(const std::map<std::string, HistogramDataPoint>& points,
+                                  const std::string& part) {
+  std::pair<double, uint64_t> total{0, 0};
+  for (const auto& [key, point] : points) {
+    if (key.find(part) == std::string::npos) continue;
+    total.first += point.sum();
+    total.second += point.count();
+  }
+  return total;
+}
+
+TEST_F(TraceEndToEndTest, GenAiMetricsOverOtlpMatchTheRunsUsageAndCalls) {
+  Boot(ThreeStepScript(0));
+  RunMsg run = StartWithCaller(Spec());
+  absl::StatusOr<RunMsg> done =
+      cluster_->WaitForStage(run.run_id(), rein::v1::FINISHED, absl::Seconds(30));
+  ASSERT_TRUE(done.ok() && done->state().stage() == rein::v1::FINISHED) << cluster_->Logs();
+  const rein::v1::Usage& usage = done->state().usage();
+  const int64_t input =
+      usage.input_tokens() + usage.cache_read_input_tokens() + usage.cache_creation_input_tokens();
+  ASSERT_GT(input, 0);
+  // The run's model requests and tool calls as its trace has them: the metrics must count as
+  // many (the planner serves this run only; the three tools its script calls, by name; the
+  // router's workspace checks call file_info outside runs too). Spans and metrics arrive on
+  // their own schedules (metrics every 100 ms here): wait until the token sums are the run's
+  // usage and the counts agree.
+  const std::string trace_id = done->state().trace().trace_id();
+  size_t chats = 0;
+  std::map<std::string, uint64_t> tools;
+  auto count_spans = [&] {
+    chats = 0;
+    tools.clear();
+    std::vector<CollectedSpan> spans = collector_.Spans();
+    for (const CollectedSpan& s : spans) {
+      if (s.trace_id_hex() != trace_id) continue;
+      chats += s.Str("gen_ai.operation.name") == "chat";
+      if (s.Str("gen_ai.operation.name") == "execute_tool" &&
+          s.Str("gen_ai.tool.name") != "file_info") {
+        ++tools[s.Str("gen_ai.tool.name")];
+      }
+    }
+  };
+  auto tools_match = [&](const std::map<std::string, HistogramDataPoint>& executor) {
+    for (const auto& [name, count] : tools) {
+      if (Total(executor, absl::StrCat("gen_ai.tool.name=", name, ";")).second != count) {
+        return false;
+      }
+    }
+    return tools.size() == 3;
+  };
+  auto matches = [&](const std::vector<ExportMetricsServiceRequest>& received) {
+    count_spans();
+    const auto tokens = Latest(received, "rein-planner", "gen_ai.client.token.usage");
+    const auto planner = Latest(received, "rein-planner", "gen_ai.client.operation.duration");
+    const auto executor = Latest(received, "rein-executor", "gen_ai.client.operation.duration");
+    return Total(tokens, "gen_ai.token.type=input;").first == input &&
+           Total(tokens, "gen_ai.token.type=output;").first == usage.output_tokens() &&
+           Total(planner, "gen_ai.operation.name=chat;").second == chats && tools_match(executor);
+  };
+  const absl::Time until = absl::Now() + absl::Seconds(30);
+  while (!matches(collector_.Metrics()) && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  const std::vector<ExportMetricsServiceRequest> received = collector_.Metrics();
+  count_spans();
+  ASSERT_GT(chats, 0u);
+  ASSERT_EQ(tools.size(), 3u);
+  std::string token_unit, duration_unit;
+  const auto tokens = Latest(received, "rein-planner", "gen_ai.client.token.usage", &token_unit);
+  const auto planner =
+      Latest(received, "rein-planner", "gen_ai.client.operation.duration", &duration_unit);
+  const auto executor = Latest(received, "rein-executor", "gen_ai.client.operation.duration");
+  EXPECT_EQ(Total(tokens, "gen_ai.token.type=input;").first, input);
+  EXPECT_EQ(Total(tokens, "gen_ai.token.type=output;").first, usage.output_tokens());
+  EXPECT_EQ(Total(tokens, "gen_ai.token.type=output;").second, chats);  // one per request
+  EXPECT_EQ(Total(planner, "gen_ai.operation.name=chat;").second, chats);
+  for (const auto& [name, count] : tools) {
+    EXPECT_EQ(Total(executor, absl::StrCat("gen_ai.tool.name=", name, ";")).second, count) << name;
+  }
+  EXPECT_EQ(Total(executor, "gen_ai.tool.name=read_file;").second, 1u);
+  for (const auto& [key, point] : executor) {
+    EXPECT_TRUE(absl::StrContains(key, "gen_ai.operation.name=execute_tool;")) << key;
+  }
+  EXPECT_EQ(token_unit, "{token}");
+  EXPECT_EQ(duration_unit, "s");
+  // The conventions' bucket bounds.
+  ASSERT_FALSE(tokens.empty());
+  const HistogramDataPoint& point = tokens.begin()->second;
+  ASSERT_EQ(point.explicit_bounds_size(), 14);
+  EXPECT_EQ(point.explicit_bounds(0), 1);
+  EXPECT_EQ(point.explicit_bounds(13), 67108864);
+  ASSERT_FALSE(executor.empty());
+  EXPECT_EQ(executor.begin()->second.explicit_bounds(0), 0.01);
+  EXPECT_EQ(executor.begin()->second.explicit_bounds(13), 81.92);
+  EXPECT_EQ(Latest(received, "rein-router", "gen_ai.client.operation.duration").size(), 0u);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "trace/genai.h"
+#include "trace/histograms.h"
 #include "trace/service_spans.h"
 
 namespace rein::trace {
@@ -17,6 +18,27 @@ const std::vector<double>& TokenBuckets() {
       1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864};
   return buckets;
 }
+
+// The conventions' advised bucket bounds of gen_ai.client.operation.duration (seconds).
+const std::vector<double>& DurationBuckets() {
+  static const std::vector<double> buckets = {0.01, 0.02, 0.04, 0.08,  0.16,  0.32,  0.64,
+                                              1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92};
+  return buckets;
+}
+
+const MetricInfo& TokenUsage() {
+  static const MetricInfo info = {"gen_ai.client.token.usage", "{token}",
+                                  "Number of input and output tokens used.", TokenBuckets()};
+  return info;
+}
+
+const MetricInfo& OperationDuration() {
+  static const MetricInfo info = {"gen_ai.client.operation.duration", "s",
+                                  "GenAI operation duration.", DurationBuckets()};
+  return info;
+}
+
+using OtlpAttributes = std::vector<std::pair<std::string, std::string>>;
 
 // An attribute name as a Prometheus label name (gen_ai.system -> gen_ai_system).
 std::string Label(const char* attribute) { return absl::StrReplaceAll(attribute, {{".", "_"}}); }
@@ -50,6 +72,20 @@ void RecordModelCall(Metrics& metrics, const std::string& backend, const std::st
                   absl::StrCat(labels, ",", Pair(genai::kTokenType, "input")), TokenBuckets());
   metrics.Observe(kTokenUsageMetric, static_cast<double>(usage.output_tokens()),
                   absl::StrCat(labels, ",", Pair(genai::kTokenType, "output")), TokenBuckets());
+  if (HistogramRecorder* otlp = HistogramRecorder::Global()) {
+    OtlpAttributes attributes = {{genai::kOperationName, genai::kChat},
+                                 {genai::ProviderKey(latest), provider},
+                                 {genai::kRequestModel, model}};
+    if (!status.ok()) {
+      attributes.emplace_back(genai::kErrorType, absl::StatusCodeToString(status.code()));
+    }
+    otlp->Record(OperationDuration(), attributes, seconds);
+    OtlpAttributes in = attributes, out = attributes;
+    in.emplace_back(genai::kTokenType, "input");
+    out.emplace_back(genai::kTokenType, "output");
+    otlp->Record(TokenUsage(), in, static_cast<double>(input));
+    otlp->Record(TokenUsage(), out, static_cast<double>(usage.output_tokens()));
+  }
 }
 
 void RecordToolCall(Metrics& metrics, const std::string& tool, double seconds,
@@ -58,6 +94,12 @@ void RecordToolCall(Metrics& metrics, const std::string& tool, double seconds,
                                     Pair(genai::kToolName, tool));
   if (!error_type.empty()) absl::StrAppend(&labels, ",", Pair(genai::kErrorType, error_type));
   metrics.Observe(kOperationDurationMetric, seconds, labels);
+  if (HistogramRecorder* otlp = HistogramRecorder::Global()) {
+    OtlpAttributes attributes = {{genai::kOperationName, genai::kExecuteTool},
+                                 {genai::kToolName, tool}};
+    if (!error_type.empty()) attributes.emplace_back(genai::kErrorType, error_type);
+    otlp->Record(OperationDuration(), attributes, seconds);
+  }
 }
 
 }  // namespace rein::trace

@@ -1,6 +1,8 @@
 // The GenAI semantic conventions' client metrics, beside rein's own Prometheus metrics, on the
 // service's /metrics: `gen_ai.client.token.usage` and `gen_ai.client.operation.duration` under
-// their Prometheus names (dots to underscores, the unit as a suffix).
+// their Prometheus names (dots to underscores, the unit as a suffix); and, when metrics are
+// exported over OTLP (HistogramRecorder::Global() set), under their own names with the conventions'
+// bucket bounds.
 #ifndef REIN_TRACE_GENAI_METRICS_H_
 #define REIN_TRACE_GENAI_METRICS_H_
 

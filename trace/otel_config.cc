@@ -128,6 +128,63 @@ void ReadDuration(const Env& getenv, const char* traces, const char* general, ab
   }
 }
 
+// An OTLP endpoint: the signal's own variable as it is, else the general one + `path`; "" when
+// neither is set or the URL is not http(s) (with a warning).
+bool IsHttpUrl(const std::string& url) {
+  return absl::StartsWith(url, "http://") || absl::StartsWith(url, "https://");
+}
+
+// An OTLP endpoint: the signal's own variable as it is, else OTEL_EXPORTER_OTLP_ENDPOINT +
+// `path`; "" when neither is set or the URL is not http(s) (a warning for the signal's own;
+// ReadOtelConfig reports the general one, once).
+std::string ReadEndpoint(const Env& getenv, const char* signal_name, const char* path,
+                         const char* what, std::vector<std::string>* warnings) {
+  std::string url = Get(getenv, signal_name);
+  if (!url.empty()) {
+    if (IsHttpUrl(url)) return url;
+    warnings->push_back(absl::StrCat(signal_name, ": \"", url,
+                                     "\" is not an http:// or https:// URL; ", what, " is off"));
+    return "";
+  }
+  url = Get(getenv, "OTEL_EXPORTER_OTLP_ENDPOINT");
+  if (url.empty() || !IsHttpUrl(url)) return "";
+  return absl::StrCat(absl::StripSuffix(url, "/"), path);
+}
+
+void ReadMetrics(const Env& getenv, bool disabled, LoadedConfig* out) {
+  OtelConfig& c = out->config;
+  std::vector<std::string>& warnings = out->warnings;
+  std::string error;
+  auto [headers_name, headers_text] =
+      GetEither(getenv, "OTEL_EXPORTER_OTLP_METRICS_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS");
+  if (auto pairs = ParsePairs(headers_text, &error)) {
+    c.metrics_headers = *std::move(pairs);
+  } else {
+    warnings.push_back(absl::StrCat(headers_name, ": ", error, "; ignored"));
+  }
+  auto [compression_name, compression] =
+      GetEither(getenv, "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION");
+  c.metrics_gzip = compression == "gzip";
+  if (!c.metrics_gzip && !compression.empty() && compression != "none") {
+    warnings.push_back(
+        absl::StrCat(compression_name, ": \"", compression, "\" is not gzip or none; using none"));
+  }
+  ReadDuration(getenv, "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT",
+               &c.metrics_timeout, &warnings);
+  ReadDuration(getenv, "OTEL_METRIC_EXPORT_INTERVAL", nullptr, &c.metric_export_interval,
+               &warnings);
+  const std::string exporter = absl::AsciiStrToLower(Get(getenv, "OTEL_METRICS_EXPORTER"));
+  if (!exporter.empty() && exporter != "otlp" && exporter != "none") {
+    warnings.push_back(
+        absl::StrCat("OTEL_METRICS_EXPORTER: \"", exporter, "\" is not otlp or none; using otlp"));
+  }
+  const std::string url = ReadEndpoint(getenv, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "/v1/metrics",
+                                       "metrics export", &warnings);
+  if (url.empty() || disabled || exporter == "none") return;
+  c.metrics_url = url;
+  c.metrics_enabled = true;
+}
+
 }  // namespace
 
 LoadedConfig ReadOtelConfig(const Env& getenv, const std::string& service_name) {
@@ -192,25 +249,22 @@ LoadedConfig ReadOtelConfig(const Env& getenv, const std::string& service_name) 
       absl::AsciiStrToLower(Get(getenv, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"));
   c.capture_content = capture == "true";
 
-  // The endpoint last: without one (or disabled) tracing is off, whatever else is set.
-  std::string url = Get(getenv, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
-  const char* url_name = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
-  if (url.empty()) {
-    url = Get(getenv, "OTEL_EXPORTER_OTLP_ENDPOINT");
-    url_name = "OTEL_EXPORTER_OTLP_ENDPOINT";
-    if (!url.empty()) url = absl::StrCat(absl::StripSuffix(url, "/"), "/v1/traces");
-  }
+  // The endpoints last: without one (or disabled) the signal is off, whatever else is set.
   const std::string disabled = absl::AsciiStrToLower(Get(getenv, "OTEL_SDK_DISABLED"));
   if (!disabled.empty() && disabled != "true" && disabled != "false") {
     warnings.push_back(
         absl::StrCat("OTEL_SDK_DISABLED: \"", disabled, "\" is not true or false; using false"));
   }
-  if (url.empty() || disabled == "true") return out;
-  if (!absl::StartsWith(url, "http://") && !absl::StartsWith(url, "https://")) {
-    warnings.push_back(absl::StrCat(url_name, ": \"", url,
-                                    "\" is not an http:// or https:// URL; tracing is off"));
-    return out;
+  if (const std::string general = Get(getenv, "OTEL_EXPORTER_OTLP_ENDPOINT");
+      !general.empty() && !IsHttpUrl(general)) {
+    warnings.push_back(absl::StrCat("OTEL_EXPORTER_OTLP_ENDPOINT: \"", general,
+                                    "\" is not an http:// or https:// URL; tracing and metrics "
+                                    "export are off unless their own endpoints are set"));
   }
+  ReadMetrics(getenv, disabled == "true", &out);
+  const std::string url = ReadEndpoint(getenv, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "/v1/traces",
+                                       "tracing", &warnings);
+  if (url.empty() || disabled == "true") return out;
   c.traces_url = url;
   c.enabled = true;
   return out;

@@ -35,6 +35,17 @@ struct OtelConfig {
   bool genai_latest = false;
   // OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true: prompts and completions on spans.
   bool capture_content = false;
+
+  // Metrics over OTLP: on when OTEL_EXPORTER_OTLP_METRICS_ENDPOINT (used as it is) or
+  // OTEL_EXPORTER_OTLP_ENDPOINT (+ "/v1/metrics") is set, unless OTEL_METRICS_EXPORTER=none or
+  // OTEL_SDK_DISABLED=true. Headers, compression and timeout: the METRICS_ variables, else the
+  // general ones.
+  bool metrics_enabled = false;
+  std::string metrics_url;
+  std::vector<std::pair<std::string, std::string>> metrics_headers;
+  bool metrics_gzip = false;
+  absl::Duration metrics_timeout = absl::Seconds(10);
+  absl::Duration metric_export_interval = absl::Seconds(60);  // OTEL_METRIC_EXPORT_INTERVAL
 };
 
 struct LoadedConfig {

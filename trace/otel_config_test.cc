@@ -121,5 +121,43 @@ TEST(OtelConfigTest, OptInAndContentCaptureAndNumbers) {
   EXPECT_FALSE(Read({}).config.genai_latest);
 }
 
+TEST(OtelConfigTest, MetricsFollowTheBaseEndpointWithTheirOwnPathAndInterval) {
+  LoadedConfig c = Read({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/"},
+                         {"OTEL_EXPORTER_OTLP_METRICS_HEADERS", "k=v"},
+                         {"OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"}});
+  EXPECT_TRUE(c.config.metrics_enabled);
+  EXPECT_EQ(c.config.metrics_url, "http://collector:4318/v1/metrics");
+  EXPECT_EQ(c.config.metric_export_interval, absl::Seconds(60));  // the specification's default
+  EXPECT_TRUE(c.config.metrics_gzip);
+  ASSERT_EQ(c.config.metrics_headers.size(), 1u);
+  EXPECT_EQ(c.config.metrics_headers[0].first, "k");
+  EXPECT_TRUE(c.config.headers.empty()) << "the metrics' headers are not the traces'";
+  EXPECT_TRUE(c.warnings.empty());
+
+  c = Read({{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://m:1/x"},
+            {"OTEL_METRIC_EXPORT_INTERVAL", "250"}});
+  EXPECT_TRUE(c.config.metrics_enabled);
+  EXPECT_FALSE(c.config.enabled) << "no traces endpoint";
+  EXPECT_EQ(c.config.metrics_url, "http://m:1/x");
+  EXPECT_EQ(c.config.metric_export_interval, absl::Milliseconds(250));
+
+  c = Read({{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t:1/v1/traces"}});
+  EXPECT_TRUE(c.config.enabled);
+  EXPECT_FALSE(c.config.metrics_enabled) << "a traces endpoint says nothing of metrics";
+}
+
+TEST(OtelConfigTest, MetricsAreOffWhenTheExporterIsNoneOrTheSdkDisabled) {
+  EXPECT_FALSE(
+      Read({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://a"}, {"OTEL_METRICS_EXPORTER", "none"}})
+          .config.metrics_enabled);
+  EXPECT_FALSE(Read({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://a"}, {"OTEL_SDK_DISABLED", "true"}})
+                   .config.metrics_enabled);
+  LoadedConfig c =
+      Read({{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "m:1"}, {"OTEL_METRIC_EXPORT_INTERVAL", "x"}});
+  EXPECT_FALSE(c.config.metrics_enabled);
+  EXPECT_EQ(c.warnings.size(), 2u);  // each names its variable
+  EXPECT_EQ(c.config.metric_export_interval, absl::Seconds(60));
+}
+
 }  // namespace
 }  // namespace rein::trace

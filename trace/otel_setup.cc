@@ -31,4 +31,20 @@ std::unique_ptr<BatchSpanExporter> InstallTracingFromEnv(const std::string& serv
   return exporter;
 }
 
+std::unique_ptr<PeriodicMetricExporter> InstallMetricsFromEnv(const std::string& service_name) {
+  // The warnings are InstallTracingFromEnv's to log: the same variables, read again.
+  const OtelConfig c =
+      ReadOtelConfig([](const char* name) { return std::getenv(name); }, service_name).config;
+  if (!c.metrics_enabled) return nullptr;
+  static Histograms* const histograms = new Histograms();  // lives as long as the process
+  HistogramRecorder::InstallGlobal(histograms);
+  PeriodicMetricExporter::Options options;
+  options.resource = c.resource;
+  options.interval = c.metric_export_interval;
+  options.gzip = c.metrics_gzip;
+  LogInfo("exporting metrics over OTLP/HTTP", {{"endpoint", c.metrics_url}});
+  return std::make_unique<PeriodicMetricExporter>(
+      options, histograms, MakeCurlTransport(c.metrics_url, c.metrics_headers, c.metrics_timeout));
+}
+
 }  // namespace rein::trace

@@ -22,6 +22,8 @@ void EncodeValue(const AttributeValue& value, common::AnyValue* out) {
   }
 }
 
+}  // namespace
+
 void EncodeAttributes(const Attributes& attributes,
                       google::protobuf::RepeatedPtrField<common::KeyValue>* out) {
   for (const auto& [key, value] : attributes) {
@@ -30,8 +32,6 @@ void EncodeAttributes(const Attributes& attributes,
     EncodeValue(value, kv->mutable_value());
   }
 }
-
-}  // namespace
 
 AttributeValue DecodeValue(const common::AnyValue& value) {
   switch (value.value_case()) {

@@ -15,6 +15,11 @@ inline constexpr char kScopeName[] = "rein";
 opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest EncodeSpans(
     const Attributes& resource, const std::vector<SpanData>& spans);
 
+// `attributes` as OTLP KeyValues appended to `out` (a resource's, a span's, a data point's).
+void EncodeAttributes(
+    const Attributes& attributes,
+    google::protobuf::RepeatedPtrField<opentelemetry::proto::common::v1::KeyValue>* out);
+
 // The value of an OTLP attribute as an AttributeValue (tests read spans back with it).
 AttributeValue DecodeValue(const opentelemetry::proto::common::v1::AnyValue& value);
 

@@ -28,9 +28,10 @@ void Describe(Span& span, const std::string& run_id, int stretch, rein::v1::Stag
 }
 
 // The state to be committed says whether its newest stretch stays open after the commit.
-void MarkOpenIn(rein::v1::RunState* state, int64_t since) {
+void MarkOpenIn(rein::v1::RunState* state, int64_t since, const std::string& previous) {
   const bool ends = state->stage() == rein::v1::PAUSED || Terminal(state->stage());
   state->mutable_trace()->set_open_since_unix_nano(ends ? 0 : since);
+  state->mutable_trace()->set_open_previous_span_id(ends ? "" : previous);
 }
 
 }  // namespace
@@ -57,7 +58,7 @@ void RunStretches::MarkOpen(const Open& open, rein::v1::RunState* state) {
   rein::v1::RunTrace* trace = state->mutable_trace();
   trace->set_last_stretch_span_id(open.span.context().span_id_hex());
   trace->set_stretches(open.stretch);
-  MarkOpenIn(state, open.start_unix_nano);
+  MarkOpenIn(state, open.start_unix_nano, open.previous_span_id);
 }
 
 void RunStretches::Leave(Open& open, const std::string& how) {
@@ -95,6 +96,7 @@ void RunStretches::Begin(const std::string& run_id, rein::v1::RunState* state) {
         ContextFromHex(trace->trace_id(), trace->last_stretch_span_id());
     if (previous.has_value()) {
       open.span.AddLink(*previous, {{"rein.link", std::string("previous_stretch")}});
+      open.previous_span_id = previous->span_id_hex();
     }
   }
   open.span.SetStartUnixNano(open.start_unix_nano);
@@ -117,6 +119,11 @@ void RunStretches::ExportInterrupted(Tracer& t, const std::string& run_id,
     if (link.has_value()) span.AddLink(*link, {{"rein.link", std::string("caller")}});
   } else {
     span = t.StartSpan(StretchName(), root, SpanKind::kInternal, last->span_id);
+    std::optional<SpanContext> previous =
+        ContextFromHex(trace.trace_id(), trace.open_previous_span_id());
+    if (previous.has_value()) {
+      span.AddLink(*previous, {{"rein.link", std::string("previous_stretch")}});
+    }
   }
   span.SetStartUnixNano(trace.open_since_unix_nano());
   Describe(span, run_id, trace.stretches(), state.stage());

@@ -27,12 +27,12 @@ void InitRunTrace(rein::v1::RunState* state, const SpanContext* link);
 // A stretch is exported once. The router that ends it with a commit (a pause or the end)
 // exports it then. A stretch still open when the router stops driving the run (killed, shut
 // down, the run taken by another router) is in the committed state (RunTrace.last_stretch_span_id
-// and open_since_unix_nano, written by Begin into every state committed while it is open); the
-// router that drives the run next exports it, ended at that moment with stretch_end
-// `interrupted` and an ERROR status, before it begins its own stretch, linked to it. A stretch
-// that no commit named (the router stopped before its first commit) is exported by the router
-// that had it, as `dropped: <why>` or `stopped`.
-// With the tracer off, every call returns at once. Thread-safe.
+// and open_since_unix_nano, written by Begin into every state committed while it is open, and
+// open_previous_span_id); the router that drives the run next exports it, ended at that moment
+// with stretch_end `interrupted`, an ERROR status and its link to the stretch before, before it
+// begins its own stretch, linked to it. A stretch that no commit named (the router stopped before
+// its first commit) is exported by the router that had it, as `dropped: <why>` or `stopped`. With
+// the tracer off, every call returns at once. Thread-safe.
 class RunStretches {
  public:
   // `tracer` null = Tracer::Global() at each call.
@@ -58,7 +58,8 @@ class RunStretches {
     double commit_seconds = 0;
     double queue_seconds = 0;
     int64_t start_unix_nano = 0;
-    int stretch = 0;  // its number, RunTrace.stretches once it began
+    int stretch = 0;               // its number, RunTrace.stretches once it began
+    std::string previous_span_id;  // the stretch it links to; "" for the first
   };
   Tracer& tracer() { return tracer_ != nullptr ? *tracer_ : Tracer::Global(); }
   static void End(Open& open, const std::string& how);

@@ -166,6 +166,9 @@ TEST(RunStretchesTest, LaterInterruptedStretchIsAChildOfTheRoot) {
   EXPECT_EQ(exporter.spans[1].context.span_id_hex(), lost_id);
   EXPECT_EQ(exporter.spans[1].parent_span_id, exporter.spans[0].context.span_id);
   EXPECT_EQ(Str(exporter.spans[1], "rein.run.stretch_end"), "interrupted");
+  // Its link to the stretch before, as the second router's span had it.
+  ASSERT_EQ(exporter.spans[1].links.size(), 1u);
+  EXPECT_EQ(exporter.spans[1].links[0].context.span_id, exporter.spans[0].context.span_id);
 }
 
 TEST(RunStretchesTest, RunWithoutTraceGetsOne) {

@@ -9,6 +9,12 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -48,6 +54,20 @@ std::string Gunzip(const std::string& data) {
   return rc == Z_STREAM_END ? out : "";
 }
 
+void AppendSpans(
+    const opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest& request,
+    std::vector<CollectedSpan>* spans) {
+  for (const auto& rs : request.resource_spans()) {
+    std::string service;
+    for (const KeyValue& kv : rs.resource().attributes()) {
+      if (kv.key() == "service.name") service = kv.value().string_value();
+    }
+    for (const auto& ss : rs.scope_spans()) {
+      for (const auto& span : ss.spans()) spans->push_back({service, span});
+    }
+  }
+}
+
 bool SendAll(int fd, const std::string& data) {
   size_t sent = 0;
   while (sent < data.size()) {
@@ -77,16 +97,28 @@ std::string CollectedSpan::trace_id_hex() const { return ToHex(span.trace_id());
 std::string CollectedSpan::span_id_hex() const { return ToHex(span.span_id()); }
 std::string CollectedSpan::parent_span_id_hex() const { return ToHex(span.parent_span_id()); }
 
+std::vector<const CollectedSpan*> WithOperation(const std::vector<CollectedSpan>& spans,
+                                                const std::string& operation) {
+  std::vector<const CollectedSpan*> out;
+  for (const CollectedSpan& s : spans) {
+    if (s.Str("gen_ai.operation.name") == operation) out.push_back(&s);
+  }
+  return out;
+}
+
 OtlpCollector::OtlpCollector() = default;
 OtlpCollector::~OtlpCollector() { Stop(); }
 
-bool OtlpCollector::Start() {
+bool OtlpCollector::Start(const std::string& address, int port) {
+  address_ = address;
   listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) return false;
+  const int one = 1;
+  setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
+  if (inet_pton(AF_INET, address.c_str(), &addr.sin_addr) != 1) return false;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
   if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       listen(listen_fd_, 64) != 0) {
     return false;
@@ -123,6 +155,12 @@ void OtlpCollector::SetMode(Mode mode, int status) {
 std::vector<CollectedSpan> OtlpCollector::Spans() {
   absl::MutexLock lock(&mu_);
   return spans_;
+}
+
+std::vector<opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceRequest>
+OtlpCollector::Metrics() {
+  absl::MutexLock lock(&mu_);
+  return metrics_;
 }
 
 int OtlpCollector::requests() {
@@ -171,6 +209,10 @@ void OtlpCollector::Serve(int fd) {
     size_t length = 0;
     bool gzip = false;
     std::vector<std::string> headers;
+    // The request line: "POST /v1/metrics HTTP/1.1".
+    const std::vector<std::string> request_line =
+        absl::StrSplit(in.substr(0, in.find("\r\n")), ' ');
+    const bool metrics = request_line.size() > 1 && absl::EndsWith(request_line[1], "/v1/metrics");
     for (absl::string_view line : absl::StrSplit(in.substr(0, header_end), "\r\n")) {
       std::pair<absl::string_view, absl::string_view> kv =
           absl::StrSplit(line, absl::MaxSplits(':', 1));
@@ -199,17 +241,17 @@ void OtlpCollector::Serve(int fd) {
     if (mode == Mode::kHang) continue;  // never answered; the client times out
     if (gzip) body = Gunzip(body);
     opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest request;
-    if (!request.ParseFromString(body)) status = 400;
+    opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceRequest metrics_request;
+    if (!(metrics ? metrics_request.ParseFromString(body) : request.ParseFromString(body))) {
+      status = 400;
+    }
     if (status == 200) {
+      if (!dump_dir_.empty()) Dump(metrics ? "metrics" : "traces", body);
       absl::MutexLock lock(&mu_);
-      for (const auto& rs : request.resource_spans()) {
-        std::string service;
-        for (const KeyValue& kv : rs.resource().attributes()) {
-          if (kv.key() == "service.name") service = kv.value().string_value();
-        }
-        for (const auto& ss : rs.scope_spans()) {
-          for (const auto& span : ss.spans()) spans_.push_back({service, span});
-        }
+      if (metrics) {
+        metrics_.push_back(std::move(metrics_request));
+      } else {
+        AppendSpans(request, &spans_);
       }
     }
     std::string reply_body =
@@ -220,6 +262,43 @@ void OtlpCollector::Serve(int fd) {
                                      reply_body.size(), "\r\n\r\n", reply_body);
     if (!SendAll(fd, reply)) return;
   }
+}
+
+void OtlpCollector::Dump(const std::string& kind, const std::string& body) {
+  int n;
+  {
+    absl::MutexLock lock(&mu_);
+    n = ++dumped_;
+  }
+  const std::string path = absl::StrCat(dump_dir_, "/", kind, "-", n, ".pb");
+  {
+    std::ofstream out(path + ".tmp", std::ios::binary);
+    out << body;
+  }
+  std::rename((path + ".tmp").c_str(), path.c_str());
+}
+
+std::vector<CollectedSpan> ReadDumpedSpans(const std::string& dir) {
+  std::vector<std::pair<int, std::string>> files;  // by number: the order received
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    int n = 0;
+    if (absl::StartsWith(name, "traces-") && absl::EndsWith(name, ".pb") &&
+        absl::SimpleAtoi(name.substr(7, name.size() - 10), &n)) {
+      files.emplace_back(n, entry.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<CollectedSpan> spans;
+  for (const auto& [n, path] : files) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream body;
+    body << in.rdbuf();
+    opentelemetry::proto::collector::trace::v1::ExportTraceServiceRequest request;
+    if (request.ParseFromString(body.str())) AppendSpans(request, &spans);
+  }
+  return spans;
 }
 
 }  // namespace rein::trace::testing
