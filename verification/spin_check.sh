@@ -27,16 +27,25 @@ case "$MODEL" in
     LTL_EVERY_CONFIG=0
     TABLE=1
     # Limits: max_iterations, retry_budget, stagnation_window, deadline ticks,
-    # max_consecutive_tool_failures.
+    # max_consecutive_tool_failures, max_children, max_parallel_children.
     CONFIGS=(
-      "-DM=3 -DR=1 -DW=2 -DD=2 -DF=2"
-      "-DM=4 -DR=2 -DW=3 -DD=1 -DF=2"
+      "-DM=3 -DR=1 -DW=2 -DD=2 -DF=2 -DC=2 -DP=1"
+      "-DM=4 -DR=2 -DW=3 -DD=1 -DF=2 -DC=2 -DP=2"
     )
-    SEED_DEFINES="-DM=2 -DR=1 -DW=2 -DD=1 -DF=2"
+    SEED_DEFINES="-DM=3 -DR=1 -DW=2 -DD=1 -DF=2 -DC=2 -DP=2"
     # A failed attempt that spends nothing (retries never grow) lets a run retry for ever,
     # past the bound.
     SEEDS+=(retries_never_spent
       's/^  :: !(cancel_req || now >= D) -> retries++$/  :: !(cancel_req || now >= D) -> skip/')
+    # The bound is exact: one commit less is refuted.
+    SEEDS+=(bound_one_less
+      's/^#define BOUND (4 \* M + R + D - 2)$/#define BOUND (4 * M + R + D - 3)/')
+    # A cancel ends a WAITING parent at once, before its children (orphans).
+    SEEDS+=(waiting_cancel_orphans
+      's/^  :: in_flight || stage == WAITING ->$/  :: in_flight ->/')
+    # Budgets added, not carved: each child may work all the iterations the parent has left.
+    SEEDS+=(children_added_budgets
+      's|^  share = (M - iteration) / kids;$|  share = M - iteration;|')
     ;;
   child_runs)
     WORK="${TEST_TMPDIR:-$(mktemp -d)}/spin-children"
