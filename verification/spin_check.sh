@@ -32,7 +32,7 @@ case "$MODEL" in
       "-DM=3 -DR=1 -DW=2 -DD=2 -DF=2 -DC=2 -DP=1"
       "-DM=4 -DR=2 -DW=3 -DD=1 -DF=2 -DC=2 -DP=2"
     )
-    SEED_DEFINES="-DM=3 -DR=1 -DW=2 -DD=1 -DF=2 -DC=2 -DP=2"
+    SEED_DEFINES="-DM=4 -DR=1 -DW=2 -DD=1 -DF=2 -DC=2 -DP=2"
     # A failed attempt that spends nothing (retries never grow) lets a run retry for ever,
     # past the bound.
     SEEDS+=(retries_never_spent
