@@ -4,9 +4,10 @@
 # property (acceptance cycles), for each configuration of the model below; fails on any error.
 # Then seeds bugs in copies of the model and fails unless spin finds each (so a broken harness
 # cannot pass). The models:
-# - stage_router (stage_router.pml; table.pml generated from transitions.txt by gen_table.sh):
+# - stage_router (stage_router.pml, WAITING and child runs included; table.pml generated from
+#   transitions.txt by gen_table.sh):
 #   the first configuration gets every check, the larger second one the safety check only, to
-#   keep the test near a minute;
+#   keep the test within a few minutes;
 # - child_runs (child_runs.pml: groups, carved budgets, cancel and deadline cascades, one level
 #   of nesting): every check for each configuration.
 # Usage: spin_check.sh [DIR] [MODEL]   (DIR holds the model; default: this script's folder;
@@ -43,6 +44,9 @@ case "$MODEL" in
     # A cancel ends a WAITING parent at once, before its children (orphans).
     SEEDS+=(waiting_cancel_orphans
       's/^  :: in_flight || stage == WAITING ->$/  :: in_flight ->/')
+    # The join does not wait for every child to end.
+    SEEDS+=(join_before_children_end
+      's/^  :: all_ended -> join()$/  :: true -> join()/')
     # Budgets added, not carved: each child may work all the iterations the parent has left.
     SEEDS+=(children_added_budgets
       's|^  share = (M - iteration) / kids;$|  share = M - iteration;|')

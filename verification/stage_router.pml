@@ -660,6 +660,8 @@ inline kid_moves(i) {
    to the parent's; then rules 1-7 and on as after an evaluation. */
 inline join() {
   begin_commit();
+  /* a parent never leaves WAITING while one of its children runs */
+  assert(KID_ENDED(0) && KID_ENDED(1));
   /* iterations: each child at most (M - iteration) / kids, its carved max_iterations */
   share = (M - iteration) / kids;
   n = 0;
