@@ -1,10 +1,11 @@
 // The bridge between the spin model (verification/stage_router.pml) and the code: drives the
 // real StageRouter through 100,000 random runs (random planner replies, valid, invalid and
 // failed; tool results ok and failed; executor errors; mutating and read-only calls; reviews,
-// stale ones too; cancels; clock jumps past the deadline; router restarts) and checks on every
-// transition the properties the model proves, and that the transition is a row of
-// verification/transitions.txt. The seed is printed; REIN_RANDOM_SEED=N reproduces a run
-// (REIN_RANDOM_RUNS=N changes the count).
+// stale ones too; cancels; clock jumps past the deadline; router restarts; delegated subtasks
+// run as groups of simulated child runs that work, pause, are reviewed and end with every
+// terminal reason) and checks on every transition the properties the model proves, and that
+// the transition is a row of verification/transitions.txt. The seed is printed;
+// REIN_RANDOM_SEED=N reproduces a run (REIN_RANDOM_RUNS=N changes the count).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -20,8 +21,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/proto_time.h"
 #include "common/testing/fake_clock.h"
 #include "gtest/gtest.h"
+#include "router_service/children/child_group.h"
 #include "router_service/spec.h"
 #include "router_service/stage_router.h"
 #include "router_service/termination.h"
@@ -108,6 +111,16 @@ class RandomRun {
     spec.set_pause_on_notes(Pick(2) == 0);
     if (Pick(5) == 0) spec.set_combine_evaluate_decide(false);
     if (Pick(5) == 0) spec.set_combine_plan_decide(false);
+    if (Pick(2) == 0) {  // a run that may delegate subtasks to child runs
+      limits->set_max_children(1 + Pick(4));
+      limits->set_max_parallel_children(1 + Pick(3));
+      if (Pick(3) == 0) {
+        spec.mutable_child_share()->set_group_percent(Pick(101));
+        for (int i = 0; i < 3; ++i) {
+          if (Pick(2) == 0) (*spec.mutable_child_share()->mutable_weights())[Id(i)] = 1 + Pick(9);
+        }
+      }
+    }
     auto normalized = NormalizeSpec(spec, KnownTools());
     if (!normalized.ok()) return absl::StrCat("spec: ", normalized.status().ToString());
     spec_ = *normalized;
@@ -135,6 +148,8 @@ class RandomRun {
           std::string event;
           if (CancelledOrPastDeadline(st, clock_.Now())) {
             event = "tick";
+          } else if (OpensGroup(st)) {
+            event = "open_group";
           } else if (st.stage() == rein::v1::DECIDING && st.has_pending_call()) {
             event = "proposed_call";
           } else if (st.stage() == rein::v1::EXECUTING && st.pending_call().mutating() &&
@@ -210,15 +225,32 @@ class RandomRun {
     if (finished_events_ != (terminal ? 1 : 0)) {
       Fail(absl::StrCat(finished_events_, " terminal events in stage ", to));
     }
-    if ((old.cancel_requested() && event != "cancel_request") || event == "cancel") {
+    // A WAITING parent's recorded cancel ends it at the join, once its children have ended.
+    if ((old.cancel_requested() && event != "cancel_request" && event != "children_started") ||
+        event == "cancel") {
       if (t.state.stage() != rein::v1::CANCELLED) {
         Fail(absl::StrCat("a cancel did not end the run at the next transition: ", to));
       }
     }
     if (t.state.retries_used() < old.retries_used()) Fail("retries_used went down");
-    if (t.state.retries_used() > budget_ + 1) Fail("retries_used beyond budget + 1");
+    // A join may take the parent past budget + 1 by its children's last attempts (each child
+    // may spend one past its carved part), at most one per child, and ends it.
+    if (t.state.retries_used() > budget_ + 1 &&
+        !(event == "children_joined" && terminal &&
+          t.state.retries_used() <= budget_ + spec_.limits().max_parallel_children())) {
+      Fail("retries_used beyond budget + 1");
+    }
     if (t.state.retries_used() > budget_ && !terminal) Fail("over the retry budget, still going");
     if (t.state.iteration() > max_iterations_) Fail("iteration beyond max_iterations");
+    // No child outlives its parent: a parent leaves WAITING only once every child has ended.
+    if (old.stage() == rein::v1::WAITING && t.state.stage() != rein::v1::WAITING) {
+      for (const auto& [id, child] : children_) {
+        if (!child.run_id.empty() && !StageRouter::IsTerminal(child.stage)) {
+          Fail(absl::StrCat("left WAITING for ", to, " with child ", id, " in ",
+                            rein::v1::Stage_Name(child.stage)));
+        }
+      }
+    }
     for (const auto& task : t.state.subtasks()) planned_.insert(task.id());
     if (t.state.stage() == rein::v1::FINISHED) {
       if (!t.state.goal_achieved() || t.state.subtasks_size() > 0) {
@@ -236,6 +268,7 @@ class RandomRun {
       }
     }
     *run_.mutable_state() = t.state;
+    if (event == "open_group") children_.clear();  // a new group
   }
 
   // A run that ended stays ended: nothing moves it.
@@ -341,6 +374,127 @@ class RandomRun {
     task->set_id(absl::StrCat("t", ++task_counter_));
     task->set_description("a subtask");
     if (Pick(3) == 0) task->add_allowed_tools(Pick(2) ? "write_file" : "read_file");
+    // Mostly where children are allowed; now and then where they are not (invalid output).
+    if (Pick(spec_.limits().max_children() > 0 ? 2 : 40) == 0) task->set_delegate(true);
+  }
+
+  static std::string Id(int i) { return absl::StrCat("t", i + 1); }
+
+  // A child run of the current group as its own router drives it: started or not, its stage,
+  // and once ended its outcome, iterations and retries (within the limits carved for it).
+  struct Child {
+    std::string run_id;
+    std::string start_error;
+    rein::v1::Stage stage = rein::v1::INITIALIZING;
+    bool cancel = false;  // the parent's cascade asked it to cancel
+    rein::v1::Limits limits;
+    rein::v1::Outcome outcome;
+    int iterations = 0;
+    int retries = 0;
+  };
+
+  void EndChild(Child& c, rein::v1::TerminationReason reason) {
+    c.stage = reason == rein::v1::GOAL_ACHIEVED       ? rein::v1::FINISHED
+              : reason == rein::v1::CANCELLED_BY_USER ? rein::v1::CANCELLED
+                                                      : rein::v1::FAILED;
+    c.outcome.set_status(c.stage);
+    c.outcome.set_reason(reason);
+    c.outcome.set_message(rein::v1::TerminationReason_Name(reason));
+    c.outcome.mutable_usage()->set_input_tokens(Pick(40));
+    c.outcome.set_cost_usd(Pick(50) / 1000.0);
+    // A run never passes its max_iterations; it spends at most one attempt past its budget.
+    c.iterations = Pick(c.limits.max_iterations() + 1);
+    c.retries = Pick(c.limits.retry_budget() + 2);
+  }
+
+  // A child's own step: it works (a WAITING child waits for its own children), pauses, is
+  // reviewed, ends with any terminal reason, ends at its deadline (the parent's) or when
+  // cancelled.
+  void MoveChild(Child& c, absl::Time now) {
+    static constexpr rein::v1::TerminationReason kReasons[] = {rein::v1::GOAL_ACHIEVED,
+                                                               rein::v1::MAX_ITERATIONS,
+                                                               rein::v1::DEADLINE_EXCEEDED,
+                                                               rein::v1::RETRY_BUDGET_EXHAUSTED,
+                                                               rein::v1::CONSECUTIVE_TOOL_FAILURES,
+                                                               rein::v1::TOKEN_BUDGET_EXHAUSTED,
+                                                               rein::v1::STAGNATION,
+                                                               rein::v1::PLANNER_ERROR,
+                                                               rein::v1::CANCELLED_BY_USER,
+                                                               rein::v1::REJECTED_BY_REVIEWER,
+                                                               rein::v1::INTERNAL,
+                                                               rein::v1::COST_BUDGET_EXHAUSTED};
+    if (c.run_id.empty() || StageRouter::IsTerminal(c.stage)) return;
+    if (now >= FromProtoTime(run_.state().deadline()) && Pick(2) == 0) {
+      return EndChild(c, c.cancel ? rein::v1::CANCELLED_BY_USER : rein::v1::DEADLINE_EXCEEDED);
+    }
+    if (c.cancel) {
+      if (Pick(2) == 0)
+        EndChild(c, Pick(8) == 0 ? kReasons[Pick(12)] : rein::v1::CANCELLED_BY_USER);
+      return;
+    }
+    if (c.stage == rein::v1::PAUSED) {
+      if (Pick(3) == 0) c.stage = rein::v1::DECIDING;  // a person reviewed it
+      return;
+    }
+    switch (Pick(8)) {
+      case 0:
+      case 1: return EndChild(c, kReasons[Pick(12)]);
+      case 2: c.stage = rein::v1::PAUSED; return;
+      case 3: c.stage = rein::v1::WAITING; return;  // for its own children
+      default: c.stage = rein::v1::EXECUTING; return;
+    }
+  }
+
+  // The driver's kChildren call (ChildRunner::Observe): start the members not started, read
+  // each (after it moved on its own), cancel the live ones when asked (a paused one ends at
+  // once), and answer; the parent commits what changed.
+  void Children(const ChildrenEffect& effect) {
+    const absl::Time now = clock_.Now();
+    for (const ChildrenEffect::Start& start : effect.start) {
+      Child& c = children_[start.member.request_id()];
+      if (!c.run_id.empty() || !c.start_error.empty()) continue;  // idempotent on request_id
+      c.limits = start.member.limits();
+      if (Pick(15) == 0) {
+        c.start_error = "the store is down";
+      } else {
+        c.run_id = "c-" + start.member.request_id();
+      }
+    }
+    for (auto& [id, c] : children_) MoveChild(c, now);
+    ChildrenObserved observed;
+    if (Pick(20) == 0) observed.status = absl::UnavailableError("store down");
+    for (const rein::v1::ChildRun& member : effect.group) {
+      auto it = children_.find(member.request_id());
+      if (it == children_.end()) return (void)Fail("a member was never started");
+      const Child& c = it->second;
+      rein::v1::ChildRun v = member;
+      v.set_run_id(c.run_id);
+      v.set_start_error(c.start_error);
+      v.set_stage(c.stage);
+      if (StageRouter::IsTerminal(c.stage)) {
+        *v.mutable_outcome() = c.outcome;
+        v.set_summary("child summary");
+        v.set_iterations(c.iterations);
+        v.set_retries_used(c.retries);
+      }
+      observed.children.push_back(v);
+    }
+    if (effect.cancel) {
+      for (auto& [id, c] : children_) {
+        if (c.run_id.empty() || StageRouter::IsTerminal(c.stage)) continue;
+        if (c.stage == rein::v1::PAUSED) {
+          EndChild(c, rein::v1::CANCELLED_BY_USER);
+        } else {
+          c.cancel = true;
+        }
+      }
+    }
+    Applied applied = router_.Apply(run_, observed, now);
+    if (applied.call) return (void)Fail("children observed asked for a call");
+    if (!applied.transition) return;
+    bool joined = false;
+    for (const auto& e : applied.transition->events) joined = joined || e.has_children_joined();
+    Apply(*applied.transition, joined ? "children_joined" : "children_started");
   }
 
   // Mostly the priced model (RouterOptions), sometimes the free scripted backend, rarely a
@@ -374,8 +528,10 @@ class RandomRun {
   // A call is made: before its reply, a cancel, a clock jump or a restart may come.
   void Call(const Effect& effect) {
     const RunState& st = run_.state();
-    if (Pick(30) == 0) {  // cancelled before the call is sent
-      Apply(*router_.OnCancel(run_, false, "", clock_.Now()), "cancel");
+    if (Pick(30) == 0) {  // cancelled before the call is sent (a WAITING parent's is recorded)
+      if (auto t = router_.OnCancel(run_, false, "", clock_.Now())) {
+        Apply(*t, stage() == rein::v1::WAITING ? "cancel_request" : "cancel");
+      }
       return;
     }
     if (Pick(30) == 0) {  // time passes before the call is sent: Next looks again
@@ -451,6 +607,9 @@ class RandomRun {
           return Apply(router_.OnPlan(run_, reply, now), "plan_done");
         }
         for (int i = 0, n = 1 + Pick(2); i < n; ++i) NewTask(reply.add_subtasks());
+        // Delegated subtasks are checked against the child limits: a plan that does not fit
+        // them is invalid output.
+        const bool fits = CheckDelegation(spec_, st, reply.subtasks(), "subtasks").ok();
         if (Pick(2) == 0) {
           // A proposed first call: valid, a tool the top subtask may not use, an unknown tool,
           // no tool, or bad arguments.
@@ -459,7 +618,7 @@ class RandomRun {
           reply.mutable_first_call()->set_tool(tools[which >= 5 ? which - 2 : Pick(3)]);
           reply.mutable_first_call()->set_args_json(which == 4 ? "[]" : "{}");
         }
-        return Apply(router_.OnPlan(run_, reply, now), "plan_ok");
+        return Apply(router_.OnPlan(run_, reply, now), fits ? "plan_ok" : "plan_invalid");
       }
       case Effect::Kind::kDecide: {
         int kind = Pick(10);
@@ -566,6 +725,8 @@ class RandomRun {
         reply.set_status(Pick(3) == 0 ? Eval::FAILED : Eval::COMPLETED);
         return Apply(router_.OnEvaluate(run_, reply, now), "eval_done");
       }
+      case Effect::Kind::kChildren: Children(effect.children); return;
+      case Effect::Kind::kCheckWorkspace:  // only Apply asks for it
       case Effect::Kind::kNone: Fail("kCall with no effect"); return;
     }
   }
@@ -584,7 +745,8 @@ class RandomRun {
   int finished_events_ = 0;
   int task_counter_ = 0;
   std::set<std::string> planned_;
-  std::set<std::string> may_have_run_;  // mutating calls sent with no answer or review since
+  std::set<std::string> may_have_run_;     // mutating calls sent with no answer or review since
+  std::map<std::string, Child> children_;  // the current group's children, by request_id
   std::string error_;
 };
 

@@ -4,9 +4,10 @@
 # property (acceptance cycles), for each configuration of the model below; fails on any error.
 # Then seeds bugs in copies of the model and fails unless spin finds each (so a broken harness
 # cannot pass). The models:
-# - stage_router (stage_router.pml; table.pml generated from transitions.txt by gen_table.sh):
+# - stage_router (stage_router.pml with children.pml: WAITING and child runs; table.pml from
+#   transitions.txt by gen_table.sh):
 #   the first configuration gets every check, the larger second one the safety check only, to
-#   keep the test near a minute;
+#   keep the test within a few minutes;
 # - child_runs (child_runs.pml: groups, carved budgets, cancel and deadline cascades, one level
 #   of nesting): every check for each configuration.
 # Usage: spin_check.sh [DIR] [MODEL]   (DIR holds the model; default: this script's folder;
@@ -26,23 +27,37 @@ case "$MODEL" in
     LTL=(terminal_stays comes_to_rest cancel_ends)
     LTL_EVERY_CONFIG=0
     TABLE=1
+    INCLUDES=(children.pml)
     # Limits: max_iterations, retry_budget, stagnation_window, deadline ticks,
-    # max_consecutive_tool_failures.
+    # max_consecutive_tool_failures, max_children, max_parallel_children.
     CONFIGS=(
-      "-DM=3 -DR=1 -DW=2 -DD=2 -DF=2"
-      "-DM=4 -DR=2 -DW=3 -DD=1 -DF=2"
+      "-DM=3 -DR=1 -DW=2 -DD=2 -DF=2 -DC=2 -DP=1"
+      "-DM=4 -DR=2 -DW=3 -DD=1 -DF=2 -DC=2 -DP=2"
     )
-    SEED_DEFINES="-DM=2 -DR=1 -DW=2 -DD=1 -DF=2"
+    SEED_DEFINES="-DM=4 -DR=1 -DW=2 -DD=1 -DF=2 -DC=2 -DP=2"
     # A failed attempt that spends nothing (retries never grow) lets a run retry for ever,
     # past the bound.
     SEEDS+=(retries_never_spent
       's/^  :: !(cancel_req || now >= D) -> retries++$/  :: !(cancel_req || now >= D) -> skip/')
+    # The bound is exact: one commit less is refuted.
+    SEEDS+=(bound_one_less
+      's/^#define BOUND (4 \* M + R + D - 2)$/#define BOUND (4 * M + R + D - 3)/')
+    # A cancel ends a WAITING parent at once, before its children (orphans).
+    SEEDS+=(waiting_cancel_orphans
+      's/^  :: in_flight || stage == WAITING ->$/  :: in_flight ->/')
+    # The join does not wait for every child to end.
+    SEEDS+=(join_before_children_end
+      's/^  :: all_ended -> join()$/  :: true -> join()/')
+    # Budgets added, not carved: each child may work all the iterations the parent has left.
+    SEEDS+=(children_added_budgets
+      's|^  share = (M - iteration) / kids;$|  share = M - iteration;|')
     ;;
   child_runs)
     WORK="${TEST_TMPDIR:-$(mktemp -d)}/spin-children"
     LTL=(comes_to_rest cancel_ends)
     LTL_EVERY_CONFIG=1
     TABLE=0
+    INCLUDES=()
     # The root's max_iterations, the deadline in ticks, the cancels a person makes.
     CONFIGS=(
       "-DM=4 -DD=2 -DCANCELS=1"
@@ -65,12 +80,13 @@ PML="$MODEL.pml"
 
 command -v spin >/dev/null || { echo "spin is not installed (./dev setup installs it)"; exit 1; }
 
-# prepare DIR DEFINES MODEL_FILE [ltl]: spin -a and compile pan (safety) and, with "ltl", panl
-# (the LTL claims) in DIR.
+# prepare DIR DEFINES MODEL_DIR [ltl]: spin -a on the model in MODEL_DIR (with its included
+# files) and compile pan (safety) and, with "ltl", panl (the LTL claims) in DIR.
 prepare() {
-  local dir="$1" defines="$2" model="$3" ltl="${4:-}"
+  local dir="$1" defines="$2" models="$3" ltl="${4:-}"
   rm -rf "$dir" && mkdir -p "$dir"
-  cp "$model" "$dir/$PML"
+  local f
+  for f in "$PML" "${INCLUDES[@]}"; do cp "$models/$f" "$dir/$f"; done
   if [ "$TABLE" -eq 1 ]; then "$SRC/gen_table.sh" "$SRC/transitions.txt" >"$dir/table.pml"; fi
   (
     cd "$dir"
@@ -112,7 +128,7 @@ for defines in "${CONFIGS[@]}"; do
     runs+=("${LTL[@]}")
     ltl=ltl
   fi
-  prepare "$dir" "$defines" "$SRC/$PML" "$ltl"
+  prepare "$dir" "$defines" "$SRC" "$ltl"
   for check in "${runs[@]}"; do
     out="$dir/$check.out"
     if [ "$check" = safety ]; then
@@ -133,9 +149,13 @@ done
 
 # seeded NAME SED_EXPR: a copy of the model with the bug must make spin report an error.
 seeded() {
-  local name="$1" expr="$2" mutant="$WORK/$1.pml"
-  sed "$expr" "$SRC/$PML" >"$mutant"
-  if cmp -s "$mutant" "$SRC/$PML"; then
+  local name="$1" expr="$2" mutant="$WORK/$1.src" f changed=0
+  rm -rf "$mutant" && mkdir -p "$mutant"
+  for f in "$PML" "${INCLUDES[@]}"; do
+    sed "$expr" "$SRC/$f" >"$mutant/$f"
+    cmp -s "$mutant/$f" "$SRC/$f" || changed=1
+  done
+  if [ "$changed" -eq 0 ]; then
     echo "FAIL  the seeded bug $name no longer applies to the model (update spin_check.sh)"
     failed=1
     return

@@ -9,7 +9,15 @@
  * transitions.txt (through the generated table.pml) and against the properties below.
  *
  * Limits (set with spin -D...): M max_iterations, R retry_budget, W stagnation_window,
- * D the deadline in ticks (one tick = the shortest retry backoff), F max_consecutive_tool_failures.
+ * D the deadline in ticks (one tick = the shortest retry backoff), F max_consecutive_tool_failures,
+ * C max_children, P max_parallel_children.
+ *
+ * Child runs (router_service/children/child_group.cc): a plan may delegate subtasks; a delegated
+ * subtask on top of the stack opens a group (DECIDING -> WAITING) of one or two children, each
+ * an abstract run that works, pauses (a person reviews it or not), ends with any terminal reason
+ * at any moment, and may itself wait for one grandchild (one level of nesting); the parent's
+ * cancel and deadline cascade to them, and the join adds their iterations and retries (within
+ * their carved shares) and usage to the parent's.
  */
 
 #ifndef M
@@ -27,6 +35,12 @@
 #ifndef F
 #define F 2
 #endif
+#ifndef C
+#define C 2 /* Limits.max_children */
+#endif
+#ifndef P
+#define P 2 /* Limits.max_parallel_children */
+#endif
 #ifndef MAXPENDING
 #define MAXPENDING 2 /* subtasks on the stack at once (a plan adds 1 or 2) */
 #endif
@@ -41,7 +55,8 @@
 #define FINISHED 7
 #define FAILED 8
 #define CANCELLED 9
-#define terminal(s) ((s) >= FINISHED)
+#define WAITING 10
+#define terminal(s) ((s) >= FINISHED && (s) <= CANCELLED)
 
 /* rein.v1.TerminationReason */
 #define GOAL_ACHIEVED 1
@@ -54,6 +69,7 @@
 #define PLANNER_ERROR 8
 #define CANCELLED_BY_USER 9
 #define REJECTED_BY_REVIEWER 10
+#define INTERNAL 11
 #define COST_BUDGET_EXHAUSTED 12
 
 /* rein.v1.PauseReason (0 = none) */
@@ -104,6 +120,26 @@ byte p_resume;        /* Pause.resume_stage */
 bool p_call;          /* Pause.pending_call is set */
 byte reason;          /* Outcome.reason */
 
+/* ---- child runs (RunState.children, child_groups; router_service/children) ---- */
+#define K_NONE 0      /* no member in this slot */
+#define K_NEW 1       /* a member not started yet (no run id recorded) */
+#define K_LIVE 2      /* a started child at work (any working stage) */
+#define K_PAUSED 3    /* ... paused for a person */
+#define K_WAIT 4      /* ... WAITING for its own child (member 0 only) */
+#define K_END 5       /* ... ended (FINISHED, FAILED or CANCELLED, any reason), or not started */
+#define G_NONE 0      /* member 0's own child (the grandchild): none */
+#define G_LIVE 1
+#define G_PAUSED 2
+#define G_END 3
+byte dele;            /* which subtasks on the stack are delegated: bit 0 the top */
+byte used;            /* child runs started in all (RunState.children_size()) */
+byte kids;            /* the current group's size (0 outside WAITING) */
+byte kid[2];          /* the members */
+bool kc[2];           /* a member's cancel was requested (the parent's cascade) */
+byte gk;              /* member 0's child (one level of nesting) */
+bool gc;              /* ... its cancel was requested (member 0's cascade) */
+bool gmay;            /* member 0 may open its own group of one (its carved max_children) */
+
 /* ---- the spec, chosen once per run ---- */
 byte mode;            /* on_stagnation */
 /* pause_on_notes, the pause points and the token budget are not stored: at every
@@ -128,14 +164,23 @@ hidden byte stag;           /* stagnation detected */
 hidden byte next;           /* where an evaluation goes */
 hidden byte cand;           /* a candidate pause reason after an evaluation */
 hidden byte n;
+hidden byte k;              /* a group's size */
+hidden byte share;          /* a child's carved iterations or retry units */
+hidden byte all_ended;      /* every member had ended when the driver read them */
+hidden byte started;        /* the driver started members in this step */
 
 /* ---- Step / Terminate / rules 1-6 (stage_router.cc, termination.cc) ---- */
 
 inline move_to(s) { stage = s }
 
+#define KID_LIVE(i) (kid[i] != K_NONE && kid[i] != K_END)
+#define TREE_LIVE (KID_LIVE(0) || KID_LIVE(1) || gk == G_LIVE || gk == G_PAUSED)
+
 inline terminate(s, why) {
   /* rule 8: FINISHED only when the goal is claimed AND every subtask ever planned ended */
   assert(s != FINISHED || (goal && pending == 0 && open == 0));
+  /* no child outlives its parent: every member of the group, and member 0's own child, ended */
+  assert(!TREE_LIVE);
   has_call = false;
   call_disp = false;
   cancel_req = false;
@@ -260,6 +305,8 @@ inline pick_pause() {
   if :: cand = 0 :: cand = NOTES :: cand = PAUSE_POINT fi
 }
 
+#include "children.pml"
+
 /* ---- commits: every transition is checked here ---- */
 
 inline begin_commit() {
@@ -277,11 +324,14 @@ inline end_commit(ev) {
   view2 = false;
   /* exactly one terminal event, and only in a terminal stage */
   assert(finished_events == (terminal(stage) -> 1 : 0));
-  /* a recorded cancel ends the run at the next transition */
-  assert(!cancel_before || ev == EV_cancel_request || stage == CANCELLED);
-  /* the retry budget: never reset, never exceeded (a run over it is over) */
+  /* a recorded cancel ends the run at the next transition; a WAITING parent's at the join
+     (recording the children's ids, children_started, may come between) */
+  assert(!cancel_before || ev == EV_cancel_request || ev == EV_children_started ||
+         stage == CANCELLED);
+  /* the retry budget: never reset, never exceeded (a run over it is over); a join may take a
+     parent past R + 1 by its children's last attempts, one per child at most, and ends it */
   assert(retries >= prev_retries);
-  assert(retries <= R + 1);
+  assert(retries <= R + 1 || (ev == EV_children_joined && terminal(stage) && retries <= R + P));
   assert(retries <= R || terminal(stage));
   assert(iteration <= M);
   assert(terminal(stage) || stage == PAUSED || !p_reason)
@@ -313,6 +363,7 @@ inline on_plan() {
      fi;
      pending = pending + n;
      open = open + n;
+     pick_delegation();
      if :: goal = true :: goal = false fi;
      pick_pause();   /* notes, or AFTER_PLAN */
      if
@@ -451,7 +502,7 @@ inline continue_after_evaluation() {
         :: mode == REPLAN_THEN_PAUSE && !replanned ->
            replanned = true;
            if
-           :: pending > 0 -> pending--; open--
+           :: pending > 0 -> pending--; open--; dele = dele >> 1
            :: else -> skip
            fi;
            enter(PLANNING)
@@ -475,7 +526,7 @@ inline on_evaluate() {
   :: use_tokens(); pause_run(NEED_HUMAN, EVALUATING, false); end_commit(EV_eval_refusal)
   :: use_tokens();
      if
-     :: pending--; open--; n = 1    /* COMPLETED or FAILED: the subtask ends */
+     :: pending--; open--; dele = dele >> 1; n = 1   /* COMPLETED or FAILED: it ends */
      :: n = 0                        /* NEEDS_MORE_WORK: it stays on the stack */
      fi;
      if :: goal = true :: goal = false fi;
@@ -530,6 +581,7 @@ inline review() {
   :: /* reject: the stack is dropped (its subtasks end FAILED), back to PLANNING */
      open = open - pending;
      pending = 0;
+     dele = 0;
      has_call = false;
      call_mut = false;
      call_disp = false;
@@ -541,6 +593,9 @@ inline review() {
      open = open - pending;
      if :: pending = 1 :: pending = 2 fi;
      open = open + pending;
+     /* a reviewer's plan is not checked against the child limits (OpenGroup fails a subtask
+        that cannot run as a child) */
+     if :: dele = 0 :: dele = 1 :: pending == 2 -> dele = 2 :: pending == 2 -> dele = 3 fi;
      has_call = false;
      call_mut = false;
      call_disp = false;
@@ -564,7 +619,9 @@ inline review() {
 inline on_cancel() {
   begin_commit();
   if
-  :: in_flight -> cancel_req = true; end_commit(EV_cancel_request)
+  :: in_flight || stage == WAITING ->
+     /* recorded: the call's result ends the run; a WAITING parent's join, after its children */
+     cancel_req = true; end_commit(EV_cancel_request)
   :: else -> terminate(CANCELLED, CANCELLED_BY_USER); end_commit(EV_cancel)
   fi
 }
@@ -612,7 +669,10 @@ active proctype router() {
         in_flight = false;   /* the router restarted: the reply is lost */
         on_recovery()
      fi }
-  :: !terminal(stage) && !in_flight -> atomic {
+  :: stage == WAITING -> atomic {
+     /* Next of a WAITING parent (NextWaiting): its cancel and deadline reach the children */
+     waiting_step() }
+  :: !terminal(stage) && stage != WAITING && !in_flight -> atomic {
      /* the driver's Next (each step atomic: the states between its statements are not
         states of the router) */
      if
@@ -629,7 +689,13 @@ active proctype router() {
            :: now < D -> now++
            :: skip -> goto idle    /* nobody reviews, the deadline never comes: PAUSED for good */
            fi
-        :: stage == DECIDING && has_call -> on_proposed_call()
+        :: stage == DECIDING && (dele & 1) ->
+           if
+           :: open_group()
+           :: on_cancel()
+           :: now < D -> now++
+           fi
+        :: stage == DECIDING && !(dele & 1) && has_call -> on_proposed_call()
         :: stage == EXECUTING && call_mut && !call_disp -> mark_dispatched()
         :: stage == EXECUTING && call_mut && call_disp ->
            if
@@ -638,7 +704,8 @@ active proctype router() {
            :: on_cancel()
            :: now < D -> now++
            fi
-        :: stage != PAUSED && !(stage == EXECUTING && call_mut) && !(stage == DECIDING && has_call) ->
+        :: stage != PAUSED && !(stage == EXECUTING && call_mut) &&
+           !(stage == DECIDING && (has_call || (dele & 1))) ->
            if
            :: dispatch()
            :: on_cancel()
@@ -648,18 +715,20 @@ active proctype router() {
      fi }
   od;
   assert(finished_events == 1);
+  /* the parent ended: so did every run of its tree */
+  assert(!TREE_LIVE);
   /* no transition leaves a terminal stage: the loop above has none, and the LTL formula
      `terminal_stays' checks the stage never changes again */
   goto done;
 idle:
-  assert(stage == PAUSED && finished_events == 0);
+  assert((stage == PAUSED || (stage == WAITING && TREE_PAUSED)) && finished_events == 0);
 done:
   skip
 }
 
 /* LTL (checked with -a, one at a time with -N). */
 #define is_terminal (stage == FINISHED || stage == FAILED || stage == CANCELLED)
-#define at_rest (is_terminal || stage == PAUSED)
+#define at_rest (is_terminal || stage == PAUSED || TREE_PAUSED)
 
 /* Once terminal, always terminal (and the same terminal stage). */
 ltl terminal_stays {
@@ -668,7 +737,8 @@ ltl terminal_stays {
       (stage == CANCELLED -> [] (stage == CANCELLED)))
 }
 
-/* Every run comes to rest (terminal or PAUSED) again and again: no cycle avoids it. */
+/* Every run comes to rest (terminal, or PAUSED itself or somewhere in its tree) again and
+   again: no cycle avoids it. */
 ltl comes_to_rest { [] <> at_rest }
 
 /* A recorded cancel is followed by CANCELLED (no other end, no way around it). */

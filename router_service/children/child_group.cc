@@ -137,10 +137,12 @@ Limits CarveLimits(const Run& run, int k, int weight, int total_weight, absl::Ti
   Limits l = parent;
   k = std::max(k, 1);
   // Iterations: the children's are added to the parent's at the join, so their sum may not
-  // exceed what the parent has left.
+  // exceed what the parent has left. Each child gets one (OpenGroup starts at most as many
+  // children as iterations are left) plus its part of the rest, so the floors never add up
+  // past it; with equal parts this is (left / k).
   const int iter_left = std::max(0, parent.max_iterations() - st.iteration());
   l.set_max_iterations(static_cast<int32_t>(
-      std::max<int64_t>(1, SharePart(spec, int64_t{iter_left}, weight, total_weight))));
+      1 + SharePart(spec, int64_t{std::max(0, iter_left - k)}, weight, total_weight)));
   // Retries: a run spends at most retry_budget + 1 (rule 4 ends it at the one past its budget),
   // so the children spend at most the sum of their parts of left + 1.
   const int retry_left = std::max(0, parent.retry_budget() - st.retries_used());

@@ -384,23 +384,50 @@ TEST(ChildGroupTest, SharesCarveByPercentAndWeightAndTheParentKeepsTheRest) {
   p.Apply(p.router.OnPlan(p.run, DelegatingPlan(2, 1), p.now));
   NextStep next = p.Drive();
   ASSERT_EQ(next.effect.children.start.size(), 2u);
-  // 40 iterations left, half of them shared 2:1.
+  // 40 iterations left: one for each child, and half of the other 38 shared 2:1.
   const rein::v1::Limits& big = next.effect.children.start[0].spec.limits();
   const rein::v1::Limits& small = next.effect.children.start[1].spec.limits();
-  EXPECT_EQ(big.max_iterations(), 20 * 2 / 3);
-  EXPECT_EQ(small.max_iterations(), 20 / 3);
+  EXPECT_EQ(big.max_iterations(), 1 + 19 * 2 / 3);
+  EXPECT_EQ(small.max_iterations(), 1 + 19 / 3);
   EXPECT_LT(big.token_budget() + small.token_budget(),
             (10000 - p.run.state().tokens_used()) / 2 + 1);
   EXPECT_GT(big.token_budget(), small.token_budget());
   // Children inherit the share for their own groups.
   EXPECT_EQ(next.effect.children.start[0].spec.child_share().group_percent(), 50);
-  // Children spending all they got leave the parent its half for the report.
+  // Children spending all they got leave the parent its half of the 38 for the report.
   ChildrenObserved observed = p.Observe(rein::v1::FINISHED, rein::v1::FINISHED);
   observed.children[0].set_iterations(big.max_iterations());
   observed.children[1].set_iterations(small.max_iterations());
   p.Apply(*p.Children(observed));
   EXPECT_EQ(p.run.state().stage(), rein::v1::DECIDING);
-  EXPECT_GE(42 - p.run.state().iteration(), 20);
+  EXPECT_GE(42 - p.run.state().iteration(), 38 / 2);
+}
+
+// Each child gets at least one iteration; with uneven weights those floors must not take the
+// parts past what the parent has left (weights 1, 1 and 100 over 3 iterations: 1 + 1 + 1).
+TEST(ChildGroupTest, FloorsOfUnevenSharesNeverSumPastTheIterationsLeft) {
+  Parent p([](rein::v1::RunSpec& s) {
+    s.mutable_limits()->set_max_iterations(5);
+    (*s.mutable_child_share()->mutable_weights())["part2"] = 100;
+  });
+  p.Apply(p.router.OnPlan(p.run, DelegatingPlan(3), p.now));
+  NextStep next = p.Drive();
+  ASSERT_EQ(next.effect.children.start.size(), 3u);
+  const int left = 5 - p.run.state().iteration();
+  int sum = 0;
+  for (const ChildrenEffect::Start& start : next.effect.children.start) {
+    EXPECT_GE(start.spec.limits().max_iterations(), 1);
+    sum += start.spec.limits().max_iterations();
+  }
+  EXPECT_LE(sum, left);
+  // Children that work all they got leave the parent within its max_iterations.
+  ChildrenObserved observed = p.Observe(rein::v1::FINISHED, rein::v1::FINISHED);
+  for (size_t i = 0; i < observed.children.size(); ++i) {
+    observed.children[i].set_iterations(
+        next.effect.children.start[i].spec.limits().max_iterations());
+  }
+  p.Apply(*p.Children(observed));
+  EXPECT_LE(p.run.state().iteration(), 5);
 }
 
 TEST(ChildGroupTest, ChildThatCannotStartFailsItsSubtaskAtTheJoin) {
