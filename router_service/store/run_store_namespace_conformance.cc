@@ -45,6 +45,24 @@ TEST_P(RunStoreConformanceTest, SameRequestIdInTwoNamespacesCreatesTwoRuns) {
   EXPECT_EQ(a2->run.run_id(), "run-a");
 }
 
+TEST_P(RunStoreConformanceTest, FindRunByRequestIdLooksInOneNamespaceOnly) {
+  ASSERT_TRUE(store().CreateRun(InNamespace(MakeRun("run-a", kEpoch, "req"), "team-a"), {}).ok());
+  ASSERT_TRUE(store().CreateRun(MakeRun("run-d", kEpoch + 1, "req"), {}).ok());
+  absl::StatusOr<rein::v1::Run> a = store().FindRunByRequestId("team-a", "req");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->run_id(), "run-a");
+  EXPECT_EQ(a->spec().namespace_(), "team-a");
+  // "" and "default" name one namespace.
+  absl::StatusOr<rein::v1::Run> d = store().FindRunByRequestId("", "req");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->run_id(), "run-d");
+  absl::StatusOr<rein::v1::Run> d2 = store().FindRunByRequestId("default", "req");
+  ASSERT_TRUE(d2.ok()) << d2.status();
+  EXPECT_EQ(d2->run_id(), "run-d");
+  EXPECT_EQ(CodeOf(store().FindRunByRequestId("team-b", "req")), absl::StatusCode::kNotFound);
+  EXPECT_EQ(CodeOf(store().FindRunByRequestId("team-a", "other")), absl::StatusCode::kNotFound);
+}
+
 TEST_P(RunStoreConformanceTest, ListRunsFiltersByNamespaceAndBindsTheToken) {
   ASSERT_TRUE(store().CreateRun(InNamespace(MakeRun("a-1", kEpoch), "team-a"), {}).ok());
   ASSERT_TRUE(store().CreateRun(InNamespace(MakeRun("b-1", kEpoch + 1), "team-b"), {}).ok());
