@@ -173,6 +173,14 @@ class RouterNamespaceTest : public ::testing::Test {
       out.emplace_back("WatchRun", reader->Finish());
     }
     {
+      rein::v1::ListRunsRequest r;
+      r.set_parent_run_id(run_id);
+      rein::v1::ListRunsResponse reply;
+      grpc::Status status = served_.stub->ListRuns(Context(token).get(), r, &reply);
+      EXPECT_EQ(reply.runs_size(), 0) << "a parent across namespaces must list no child";
+      out.emplace_back("ListRuns{parent_run_id}", status);
+    }
+    {
       auto context = Context(token);
       rein::v1::ExportRunRequest r;
       r.set_run_id(run_id);
@@ -195,6 +203,58 @@ class RouterNamespaceTest : public ::testing::Test {
     std::vector<std::string> ids;
     for (const auto& run : reply.runs()) ids.push_back(run.run_id());
     return ids;
+  }
+
+  // The plan delegates two subtasks (c1, c2, each listing files) when the run may start
+  // children; a child, or a parent past its group, plans the one list_files subtask.
+  void ScriptDelegation() {
+    planner_.plan = [](const rein::v1::PlanRequest& request) {
+      rein::v1::PlanResponse reply;
+      if (request.allow_delegation()) {
+        for (const char* id : {"c1", "c2"}) {
+          auto* task = reply.add_subtasks();
+          task->set_id(id);
+          task->set_description(absl::StrCat("list for ", id));
+          task->add_allowed_tools("list_files");
+          task->set_delegate(true);
+        }
+        return absl::StatusOr<rein::v1::PlanResponse>(reply);
+      }
+      auto* task = reply.add_subtasks();
+      task->set_id("s0");
+      task->set_description("list");
+      return absl::StatusOr<rein::v1::PlanResponse>(reply);
+    };
+  }
+
+  // A parent that may start two children, as `token`; `pause_after_plan` pauses it before
+  // its group opens.
+  rein::v1::Run StartParent(const std::string& token, bool pause_after_plan = false) {
+    rein::v1::StartRunRequest request;
+    request.mutable_spec()->set_goal("list things twice");
+    request.mutable_spec()->mutable_limits()->set_max_children(2);
+    if (pause_after_plan) request.mutable_spec()->add_pause_points(rein::v1::AFTER_PLAN);
+    rein::v1::Run run;
+    grpc::Status status = served_.stub->StartRun(Context(token).get(), request, &run);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return run;
+  }
+
+  // Polls the run as `token` until it has ended.
+  rein::v1::Run WaitEnded(const std::string& token, const std::string& run_id) {
+    rein::v1::Run run;
+    for (int i = 0; i < 2000; ++i) {
+      rein::v1::GetRunRequest request;
+      request.set_run_id(run_id);
+      EXPECT_TRUE(served_.stub->GetRun(Context(token).get(), request, &run).ok());
+      const rein::v1::Stage stage = run.state().stage();
+      if (stage == rein::v1::FINISHED || stage == rein::v1::FAILED ||
+          stage == rein::v1::CANCELLED) {
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return run;
   }
 
   std::string quotas_path_;
@@ -245,7 +305,11 @@ TEST_F(RouterNamespaceTest, AnotherNamespacesRunIsNotFoundOnEveryRpcAsAnUnknownI
 
 TEST_F(RouterNamespaceTest, GetRunOfAnotherNamespacesRunReadsTheStoreAsAnUnknownIdDoes) {
   // A paused run is held in memory: its owner's GetRun reads no store; another namespace's
-  // caller gets the unknown id's answer after the unknown id's one store read.
+  // caller gets the unknown id's answer after the unknown id's one store read. So does a
+  // parent, whose owner's GetRun also reads each of its children.
+  ScriptDelegation();
+  const rein::v1::Run b_parent = WaitEnded("b-op", StartParent("b-op").run_id());
+  ASSERT_EQ(b_parent.children_size(), 2);
   const rein::v1::Run b_run = StartPaused("b-op");
   ASSERT_EQ(b_run.state().stage(), rein::v1::PAUSED);
   auto reads_of = [&](const std::string& token, const std::string& run_id, grpc::StatusCode* code) {
@@ -265,7 +329,11 @@ TEST_F(RouterNamespaceTest, GetRunOfAnotherNamespacesRunReadsTheStoreAsAnUnknown
     EXPECT_EQ(code, grpc::StatusCode::NOT_FOUND);
     EXPECT_EQ(reads_of(token, b_run.run_id(), &code), 1);
     EXPECT_EQ(code, grpc::StatusCode::NOT_FOUND);
+    EXPECT_EQ(reads_of(token, b_parent.run_id(), &code), 1);
+    EXPECT_EQ(code, grpc::StatusCode::NOT_FOUND);
   }
+  EXPECT_EQ(reads_of("b-op", b_parent.run_id(), &code), 3);  // the parent and its two children
+  EXPECT_EQ(code, grpc::StatusCode::OK);
 }
 
 TEST_F(RouterNamespaceTest, ACallerCannotNameAnotherNamespaceButAdminSpansThemAll) {
@@ -407,6 +475,109 @@ TEST_F(RouterNamespaceTest, RequestIdsForksEventsAndExecutorCallsStayInTheirName
   ASSERT_TRUE(executed);
   absl::MutexLock lock(&mu_);
   for (const std::string& ns : executed_namespaces_) EXPECT_EQ(ns, "team-b");
+}
+
+TEST_F(RouterNamespaceTest, ChildRunsAreTheirParentsNamespacesAndCallToolsThere) {
+  ScriptDelegation();
+  const rein::v1::Run started = StartParent("a-op");
+  const rein::v1::Run parent = WaitEnded("a-op", started.run_id());
+  ASSERT_EQ(parent.state().stage(), rein::v1::FINISHED) << parent.state().outcome().message();
+  ASSERT_EQ(parent.children_size(), 2);
+  for (const rein::v1::ChildRun& member : parent.children()) {
+    SCOPED_TRACE(member.subtask_id());
+    ASSERT_FALSE(member.run_id().empty()) << member.start_error();
+    rein::v1::GetRunRequest get;
+    get.set_run_id(member.run_id());
+    rein::v1::Run child;
+    grpc::Status status = served_.stub->GetRun(Context("a-viewer").get(), get, &child);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(child.spec().namespace_(), "team-a");
+    EXPECT_EQ(child.spec().parent().run_id(), parent.run_id());
+    EXPECT_EQ(child.state().stage(), rein::v1::FINISHED);
+    // Another namespace's caller, `default`'s included, does not see it.
+    for (const std::string token : {"d-op", "b-op"}) {
+      rein::v1::Run seen;
+      status = served_.stub->GetRun(Context(token).get(), get, &seen);
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND) << token;
+      EXPECT_EQ(status.error_message(), absl::StrCat("run ", member.run_id(), " not found"));
+    }
+  }
+  // Listed in team-a with their parent, in no other namespace.
+  EXPECT_EQ(Listed("a-viewer").size(), 3u);
+  EXPECT_TRUE(Listed("d-op").empty());
+  // Every tool call, the children's included, went out as team-a's.
+  absl::MutexLock lock(&mu_);
+  EXPECT_EQ(executed_namespaces_.size(), 3u);
+  for (const std::string& ns : executed_namespaces_) EXPECT_EQ(ns, "team-a");
+}
+
+TEST_F(RouterNamespaceTest, AChildsRequestIdIsTheRoutersAndAParentAdoptsOnlyItsOwnChild) {
+  // A caller may not take the children's key prefix, to start or to fork.
+  rein::v1::StartRunRequest start;
+  start.mutable_spec()->set_goal("list things");
+  start.set_request_id("child:0123456789abcdef0123456789abcdef:1:0");
+  rein::v1::Run run;
+  grpc::Status status = served_.stub->StartRun(Context("a-op").get(), start, &run);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("request_id"), std::string::npos) << status.error_message();
+  const rein::v1::Run source = StartPaused("a-op");
+  rein::v1::ForkRunRequest fork;
+  fork.set_run_id(source.run_id());
+  fork.set_seq(1);
+  fork.set_request_id("child:x:1:0");
+  status = served_.stub->ForkRun(Context("a-op").get(), fork, &run);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("request_id"), std::string::npos) << status.error_message();
+
+  // A run already under the parent's first child's key (written to the store directly, as
+  // a squatter from before the check would be) is not adopted: that child fails, naming it.
+  ScriptDelegation();
+  const rein::v1::Run parent = StartParent("a-op", /*pause_after_plan=*/true);
+  const rein::v1::Run paused = WaitPaused("a-op", parent.run_id());
+  ASSERT_EQ(paused.state().stage(), rein::v1::PAUSED);
+  rein::v1::Run squatter = source;
+  squatter.set_run_id("run-squatter");
+  squatter.set_request_id(absl::StrCat("child:", parent.run_id(), ":1:0"));
+  squatter.mutable_state()->set_stage(rein::v1::FINISHED);
+  squatter.set_owner("");
+  ASSERT_TRUE(served_.store->CreateRun(squatter, {}).ok());
+  rein::v1::ResumeRunRequest resume;
+  resume.set_run_id(parent.run_id());
+  resume.set_expected_version(paused.state().version());
+  resume.mutable_review()->mutable_approve();
+  status = served_.stub->ResumeRun(Context("a-rev").get(), resume, &run);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  // The other child pauses after its plan, as its parent does; approved, it ends, the group
+  // joins, and the parent pauses after its next plan.
+  rein::v1::Run waiting;
+  for (int i = 0; i < 1000 && (waiting.children_size() < 2 || waiting.children(1).run_id().empty());
+       ++i) {
+    rein::v1::GetRunRequest get;
+    get.set_run_id(parent.run_id());
+    ASSERT_TRUE(served_.stub->GetRun(Context("a-op").get(), get, &waiting).ok());
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(waiting.children_size(), 2);
+  const rein::v1::Run c2 = WaitPaused("a-op", waiting.children(1).run_id());
+  resume.set_run_id(c2.run_id());
+  resume.set_expected_version(c2.state().version());
+  status = served_.stub->ResumeRun(Context("a-rev").get(), resume, &run);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const rein::v1::Run ended = WaitPaused("a-op", parent.run_id());
+  ASSERT_EQ(ended.children_size(), 2);
+  EXPECT_EQ(ended.children(0).run_id(), "");
+  EXPECT_NE(ended.children(0).start_error().find("not a child of run " + parent.run_id()),
+            std::string::npos)
+      << ended.children(0).start_error();
+  EXPECT_NE(ended.children(1).run_id(), "");
+  EXPECT_NE(ended.children(1).run_id(), "run-squatter");
+  bool c1_failed = false;
+  for (const rein::v1::SubTask& task : ended.state().completed_subtasks()) {
+    if (task.id() != "c1") continue;
+    c1_failed = task.status() == rein::v1::SubTask::FAILED &&
+                task.summary().find("run-squatter") != std::string::npos;
+  }
+  EXPECT_TRUE(c1_failed) << ended.state().DebugString();
 }
 
 TEST_F(RouterNamespaceTest, AQuotaRefusesNamingItselfAndFreesWhenARunEnds) {

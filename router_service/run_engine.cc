@@ -528,7 +528,8 @@ absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request,
   return created.run;
 }
 
-absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id, bool* from_store) {
+absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id, bool* from_store,
+                                      bool with_children) {
   RETURN_IF_ERROR(CheckRunId(run_id));
   absl::StatusOr<Run> run;
   std::shared_ptr<Entry> entry = Find(run_id);
@@ -542,7 +543,7 @@ absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id, bool* from_stor
   if (!run.ok() && absl::IsNotFound(run.status())) {
     return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
   }
-  if (run.ok()) children_.FillChildren(&*run);
+  if (run.ok() && with_children) children_.FillChildren(&*run);
   return run;
 }
 
@@ -550,7 +551,7 @@ absl::StatusOr<RunPage> RunEngine::ListRuns(const rein::v1::ListRunsRequest& req
   RETURN_IF_ERROR(CheckListRuns(request));
   if (!request.parent_run_id().empty()) {
     RETURN_IF_ERROR(CheckRunId(request.parent_run_id()));
-    return children_.ListChildren(request.parent_run_id());
+    return children_.ListChildren(request.parent_run_id(), request.namespace_());
   }
   RunFilter filter;
   filter.stage = request.stage();

@@ -117,8 +117,12 @@ class RunEngine {
                                          const std::string& principal = "",
                                          absl::Time deadline = absl::InfiniteFuture());
   // The run as last committed; never waits for a commit in progress. `*from_store`, when
-  // given, tells whether the store was read (the run is not in memory).
-  absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id, bool* from_store = nullptr);
+  // given, tells whether the store was read (the run is not in memory). Run.children is
+  // filled (a store read per child) unless `with_children` is false.
+  absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id, bool* from_store = nullptr,
+                                       bool with_children = true);
+  // Fills Run.children of a run GetRun returned without them.
+  void FillChildren(rein::v1::Run* run) { children_.FillChildren(run); }
   // The store read GetRun makes for a run not in memory, its result dropped: a run another
   // namespace may not see is answered after the same read as an unknown id (RouterApi).
   void ReadStoreAsUnknown(const std::string& run_id) { (void)store_->GetRun(run_id); }
