@@ -349,6 +349,9 @@ std::optional<Transition> OnChildren(const StageRouterOptions& options, const Ru
       AddUsage(joined->mutable_usage(), o.usage());
     }
     st.set_cost_used_usd(st.cost_used_usd() + o.cost_usd());
+    // The child's own row counts what it spent in its namespace's usage.
+    st.set_inherited_tokens(st.inherited_tokens() + Tokens(o.usage()));
+    st.set_inherited_cost_usd(st.inherited_cost_usd() + o.cost_usd());
     joined->set_cost_usd(joined->cost_usd() + o.cost_usd());
     *joined->add_children() = m;
     const bool ok = o.status() == rein::v1::FINISHED;

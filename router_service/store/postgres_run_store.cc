@@ -661,8 +661,8 @@ absl::StatusOr<NamespaceUsage> PostgresRunStore::GetNamespaceUsage(
       return absl::DataLossError(absl::StrCat("PostgreSQL database ", target(), ": the stored run ",
                                               PgBytes(result.get(), row, 0), " is corrupt"));
     }
-    usage.tokens += tail.state().tokens_used();
-    usage.cost_usd += tail.state().cost_used_usd();
+    usage.tokens += OwnTokens(tail.state());
+    usage.cost_usd += OwnCostUsd(tail.state());
   }
   RETURN_IF_ERROR(tx->Commit());
   return usage;

@@ -119,6 +119,19 @@ TEST_P(RunStoreConformanceTest, NamespaceUsageCountsUnfinishedRunsAndTodaysUsage
   EXPECT_EQ(a->unfinished_runs, 3);  // a-old, a-run, a-paused
   EXPECT_EQ(a->tokens, 42);          // a-run and a-paused: a-old was created before `since`
   EXPECT_DOUBLE_EQ(a->cost_usd, 0.25);
+  // What a run inherited (a parent's joined children, a fork's source) is counted where it
+  // was spent, not again.
+  rein::v1::Run parent = InNamespace(MakeRun("a-parent", kEpoch + 104), "team-a");
+  parent.mutable_state()->set_tokens_used(250);
+  parent.mutable_state()->set_inherited_tokens(200);
+  parent.mutable_state()->set_cost_used_usd(1.0);
+  parent.mutable_state()->set_inherited_cost_usd(0.75);
+  ASSERT_TRUE(store().CreateRun(parent, {}).ok());
+  absl::StatusOr<NamespaceUsage> with_parent =
+      store().GetNamespaceUsage("team-a", absl::FromUnixSeconds(kEpoch + 100));
+  ASSERT_TRUE(with_parent.ok()) << with_parent.status();
+  EXPECT_EQ(with_parent->tokens, 42 + 50);
+  EXPECT_DOUBLE_EQ(with_parent->cost_usd, 0.5);
   absl::StatusOr<NamespaceUsage> none =
       store().GetNamespaceUsage("team-c", absl::FromUnixSeconds(kEpoch));
   ASSERT_TRUE(none.ok()) << none.status();

@@ -592,8 +592,8 @@ absl::StatusOr<NamespaceUsage> SqliteRunStore::GetNamespaceUsage(const std::stri
       return absl::DataLossError(absl::StrCat("SQLite database ", path_, ": the stored run ",
                                               stmt.ColumnBytes(0), " is corrupt"));
     }
-    usage.tokens += tail.state().tokens_used();
-    usage.cost_usd += tail.state().cost_used_usd();
+    usage.tokens += OwnTokens(tail.state());
+    usage.cost_usd += OwnCostUsd(tail.state());
   }
   if (rc != SQLITE_DONE) return db_->Error(rc, "adding up a namespace's usage");
   RETURN_IF_ERROR(tx.Commit());
