@@ -3,9 +3,11 @@
 // forks scoped, events stamped, and quotas refusing and freeing.
 #include <stdlib.h>
 
+#include <atomic>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -254,6 +256,58 @@ class RouterNamespaceTest : public ::testing::Test {
       }
       absl::SleepFor(absl::Milliseconds(5));
     }
+    return run;
+  }
+
+  // Every planner reply reports 10 input tokens.
+  void SpendTenTokensPerReply() {
+    auto plan = planner_.plan;
+    planner_.plan = [plan](const rein::v1::PlanRequest& request) {
+      absl::StatusOr<rein::v1::PlanResponse> reply = plan(request);
+      if (reply.ok()) reply->mutable_usage()->set_input_tokens(10);
+      return reply;
+    };
+    auto decide = planner_.decide;
+    planner_.decide = [decide](const rein::v1::DecideRequest& request) {
+      absl::StatusOr<rein::v1::DecideResponse> reply = decide(request);
+      if (reply.ok()) reply->mutable_usage()->set_input_tokens(10);
+      return reply;
+    };
+    auto evaluate = planner_.evaluate;
+    planner_.evaluate = [evaluate](const rein::v1::EvaluateRequest& request) {
+      absl::StatusOr<rein::v1::EvaluateResponse> reply = evaluate(request);
+      if (reply.ok()) reply->mutable_usage()->set_input_tokens(10);
+      return reply;
+    };
+  }
+
+  // The quotas file's new content, once the router has read it.
+  void SetQuotas(const std::string& lines) {
+    std::ofstream(quotas_path_) << lines;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+
+  // The quota `name`'s use in `ns`, as an admin reads it.
+  double QuotaUsed(const std::string& ns, const std::string& name) {
+    rein::v1::GetQuotaRequest get;
+    get.set_namespace_(ns);
+    rein::v1::QuotaReport report;
+    EXPECT_TRUE(served_.stub->GetQuota(Context("root").get(), get, &report).ok());
+    for (const rein::v1::QuotaUse& q : report.quotas()) {
+      if (q.name() == name) return q.used();
+    }
+    ADD_FAILURE() << "no quota " << name << " in " << ns;
+    return -1;
+  }
+
+  rein::v1::Run Resume(const std::string& token, const rein::v1::Run& paused) {
+    rein::v1::ResumeRunRequest resume;
+    resume.set_run_id(paused.run_id());
+    resume.set_expected_version(paused.state().version());
+    resume.mutable_review()->mutable_approve();
+    rein::v1::Run run;
+    grpc::Status status = served_.stub->ResumeRun(Context(token).get(), resume, &run);
+    EXPECT_TRUE(status.ok()) << status.error_message();
     return run;
   }
 
@@ -578,6 +632,140 @@ TEST_F(RouterNamespaceTest, AChildsRequestIdIsTheRoutersAndAParentAdoptsOnlyItsO
                 task.summary().find("run-squatter") != std::string::npos;
   }
   EXPECT_TRUE(c1_failed) << ended.state().DebugString();
+}
+
+TEST_F(RouterNamespaceTest, AStartsRetryGetsItsRunAndParallelStartsCannotPassTheQuota) {
+  const rein::v1::Run first = StartPaused("root", "key-1", "team-q");
+  ASSERT_EQ(first.state().stage(), rein::v1::PAUSED);
+  // The retry of that start: the quota is spent (by that very run); the answer is the run.
+  rein::v1::StartRunRequest again;
+  again.mutable_spec()->set_goal("list things");
+  again.mutable_spec()->set_namespace_("team-q");
+  again.set_request_id("key-1");
+  rein::v1::Run run;
+  grpc::Status status = served_.stub->StartRun(Context("root").get(), again, &run);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(run.run_id(), first.run_id());
+  rein::v1::CancelRunRequest cancel;
+  cancel.set_run_id(first.run_id());
+  ASSERT_TRUE(served_.stub->CancelRun(Context("root").get(), cancel, &run).ok());
+
+  // Sixteen starts at once with distinct keys: one run, fifteen refusals.
+  std::atomic<int> started{0}, refused{0};
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 16; ++i) {
+    callers.emplace_back([&, i] {
+      rein::v1::StartRunRequest request;
+      request.mutable_spec()->set_goal("list things");
+      request.mutable_spec()->add_pause_points(rein::v1::AFTER_PLAN);
+      request.mutable_spec()->set_namespace_("team-q");
+      request.set_request_id(absl::StrCat("parallel-", i));
+      rein::v1::Run out;
+      grpc::Status s = served_.stub->StartRun(Context("root").get(), request, &out);
+      if (s.ok()) ++started;
+      if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) ++refused;
+    });
+  }
+  for (std::thread& caller : callers) caller.join();
+  EXPECT_EQ(started.load(), 1);
+  EXPECT_EQ(refused.load(), 15);
+  EXPECT_EQ(Listed("root", "team-q").size(), 2u);  // the cancelled first, and the one admitted
+}
+
+TEST_F(RouterNamespaceTest, AForkIsAdmittedAsAStartAndAChildPastTheQuotaFailsWithTheReason) {
+  const rein::v1::Run source = StartPaused("root", "", "team-q");  // 1 of 1 runs
+  rein::v1::ForkRunRequest fork;
+  fork.set_run_id(source.run_id());
+  fork.set_seq(1);
+  rein::v1::Run run;
+  grpc::Status status = served_.stub->ForkRun(Context("root").get(), fork, &run);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(status.error_message().find("max_concurrent_runs"), std::string::npos)
+      << status.error_message();
+  rein::v1::CancelRunRequest cancel;
+  cancel.set_run_id(source.run_id());
+  ASSERT_TRUE(served_.stub->CancelRun(Context("root").get(), cancel, &run).ok());
+
+  // Two runs at once: a parent and one child; its second child is refused, and fails with
+  // the quota's words at the join.
+  SetQuotas("team-q max_concurrent_runs=2\n");
+  ScriptDelegation();
+  rein::v1::StartRunRequest request;
+  request.mutable_spec()->set_goal("list things twice");
+  request.mutable_spec()->set_namespace_("team-q");
+  request.mutable_spec()->mutable_limits()->set_max_children(2);
+  request.mutable_spec()->add_pause_points(rein::v1::AFTER_PLAN);
+  status = served_.stub->StartRun(Context("root").get(), request, &run);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  Resume("root", WaitPaused("root", run.run_id()));
+  rein::v1::Run parent;
+  for (int i = 0; i < 1000; ++i) {
+    rein::v1::GetRunRequest get;
+    get.set_run_id(run.run_id());
+    ASSERT_TRUE(served_.stub->GetRun(Context("root").get(), get, &parent).ok());
+    if (parent.children_size() == 2 && !parent.children(0).run_id().empty() &&
+        !parent.children(1).start_error().empty()) {
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(parent.children_size(), 2);
+  ASSERT_FALSE(parent.children(0).run_id().empty()) << parent.children(0).start_error();
+  EXPECT_NE(parent.children(1).start_error().find("quota max_concurrent_runs is spent"),
+            std::string::npos)
+      << parent.children(1).start_error();
+  // The child that started pauses after its plan, as its parent does; approved, it ends and
+  // the group joins.
+  Resume("root", WaitPaused("root", parent.children(0).run_id()));
+  const rein::v1::Run joined = WaitPaused("root", run.run_id());
+  ASSERT_EQ(joined.state().completed_subtasks_size(), 2) << joined.state().DebugString();
+  for (const rein::v1::SubTask& task : joined.state().completed_subtasks()) {
+    if (task.id() == "c1") EXPECT_EQ(task.status(), rein::v1::SubTask::COMPLETED);
+    if (task.id() != "c2") continue;
+    EXPECT_EQ(task.status(), rein::v1::SubTask::FAILED);
+    EXPECT_NE(task.summary().find("max_concurrent_runs"), std::string::npos) << task.summary();
+  }
+}
+
+TEST_F(RouterNamespaceTest, ATreesAndAForksTokensCountOnceInTheDaysUsage) {
+  SetQuotas("team-u max_tokens_per_day=1000000\n");
+  ScriptDelegation();
+  SpendTenTokensPerReply();
+  rein::v1::StartRunRequest request;
+  request.mutable_spec()->set_goal("list things twice");
+  request.mutable_spec()->set_namespace_("team-u");
+  request.mutable_spec()->mutable_limits()->set_max_children(2);
+  rein::v1::Run run;
+  grpc::Status status = served_.stub->StartRun(Context("root").get(), request, &run);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const rein::v1::Run parent = WaitEnded("root", run.run_id());
+  ASSERT_EQ(parent.state().stage(), rein::v1::FINISHED) << parent.state().outcome().message();
+  ASSERT_EQ(parent.children_size(), 2);
+  // The parent's tokens hold its children's (the tree's total): counted once.
+  int64_t children = 0;
+  for (const rein::v1::ChildRun& c : parent.children())
+    children += c.outcome().usage().input_tokens();
+  EXPECT_GT(children, 0);
+  EXPECT_GT(parent.state().tokens_used(), children);
+  EXPECT_EQ(QuotaUsed("team-u", "max_tokens_per_day"), parent.state().tokens_used());
+
+  // A fork counts only what it spends after the point: forked at a pause, nothing yet.
+  const rein::v1::Run paused = StartPaused("root", "", "team-u");
+  ASSERT_GT(paused.state().tokens_used(), 0);
+  const double before = QuotaUsed("team-u", "max_tokens_per_day");
+  EXPECT_EQ(before, parent.state().tokens_used() + paused.state().tokens_used());
+  bool ended = false;
+  absl::StatusOr<std::vector<rein::v1::RunEvent>> events =
+      served_.engine->ReadEventsNow(paused.run_id(), 0, &ended);
+  ASSERT_TRUE(events.ok() && !events->empty());
+  rein::v1::ForkRunRequest fork;
+  fork.set_run_id(paused.run_id());
+  fork.set_seq(events->back().seq());
+  rein::v1::Run forked;
+  status = served_.stub->ForkRun(Context("root").get(), fork, &forked);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(forked.state().tokens_used(), paused.state().tokens_used());
+  EXPECT_EQ(QuotaUsed("team-u", "max_tokens_per_day"), before);
 }
 
 TEST_F(RouterNamespaceTest, AQuotaRefusesNamingItselfAndFreesWhenARunEnds) {

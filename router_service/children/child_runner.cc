@@ -71,14 +71,27 @@ ChildrenObserved ChildRunner::Observe(const ChildrenEffect& effect) {
 
 absl::StatusOr<CreateResult> ChildRunner::CreateChild(const rein::v1::Run& child,
                                                       std::vector<rein::v1::RunEvent> events) {
-  if (!child.spec().namespace_().empty()) {
-    // A router from before children took their parent's namespace created them in `default`:
-    // a group it opened finds its children there, not a second set.
-    absl::StatusOr<rein::v1::Run> earlier = store_->FindRunByRequestId("", child.request_id());
+  // A child created before (by this router before a crash, or another before a takeover) is
+  // found without being admitted again. A router from before children took their parent's
+  // namespace created them in `default`: a group it opened finds its children there, not a
+  // second set.
+  const std::string& ns = child.spec().namespace_();
+  for (const std::string& where : {ns, std::string()}) {
+    absl::StatusOr<rein::v1::Run> earlier = store_->FindRunByRequestId(where, child.request_id());
     if (earlier.ok()) return CreateResult{*std::move(earlier), /*created=*/false};
     if (!absl::IsNotFound(earlier.status())) return earlier.status();
+    if (ns.empty()) break;
   }
-  return store_->CreateRun(child, std::move(events));
+  if (!hooks_.admit) return store_->CreateRun(child, std::move(events));
+  // A new child counts in its namespace's max_concurrent_runs; refused, it fails with the
+  // reason (the parent sees it at the join).
+  absl::StatusOr<CreateResult> created = absl::InternalError("the child was not created");
+  absl::Status admitted = hooks_.admit(std::string(NamespaceOrDefault(ns)), [&] {
+    created = store_->CreateRun(child, std::move(events));
+    return created.ok() && created->created;
+  });
+  if (!admitted.ok()) return admitted;
+  return created;
 }
 
 void ChildRunner::FillChildren(rein::v1::Run* parent) {

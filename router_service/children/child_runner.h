@@ -30,6 +30,10 @@ class ChildRunner {
     std::function<void(const rein::v1::Run&)> drive;
     // Cancel a child (on whichever router drives it), without waiting for its end.
     std::function<void(const std::string& run_id, const std::string& reason)> cancel;
+    // Admits a new child in its namespace (RunEngineOptions::admit_child); unset: no quotas.
+    std::function<absl::Status(const std::string& namespace_name,
+                               const std::function<bool()>& create)>
+        admit;
   };
   ChildRunner(RunStore* store, const StageRouter* router, Clock* clock, std::string router_id,
               Hooks hooks)
