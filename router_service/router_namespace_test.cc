@@ -69,13 +69,16 @@ class RouterNamespaceTest : public ::testing::Test {
     const std::string dir = getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp";
     const std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     ServedRouterOptions options;
-    options.tokens =
+    options.auth.reload_check = absl::Milliseconds(100);
+    options.grpc.revalidate = absl::Milliseconds(100);
+    tokens_ =
         absl::StrCat("sha256:", Sha256Hex("a-viewer"), " ava viewer namespace=team-a\n",         //
                      "sha256:", Sha256Hex("a-op"), " abe operator namespace=team-a\n",           //
                      "sha256:", Sha256Hex("a-rev"), " amy reviewer namespace=team-a\n",          //
                      "sha256:", Sha256Hex("b-op"), " bob operator,reviewer namespace=team-b\n",  //
                      "sha256:", Sha256Hex("d-op"), " dan operator\n",                            //
                      "sha256:", Sha256Hex("root"), " root admin\n");
+    options.tokens = tokens_;
     quotas_path_ = dir + "/ns-quotas-" + name;
     std::ofstream(quotas_path_) << "# quotas\nteam-q max_concurrent_runs=1\n";
     options.quotas = [this](RunStore* store) -> absl::StatusOr<std::unique_ptr<QuotaBook>> {
@@ -311,6 +314,7 @@ class RouterNamespaceTest : public ::testing::Test {
     return run;
   }
 
+  std::string tokens_;
   std::string quotas_path_;
   FakePlannerClient planner_;
   FakeExecutorClient executor_;
@@ -766,6 +770,27 @@ TEST_F(RouterNamespaceTest, ATreesAndAForksTokensCountOnceInTheDaysUsage) {
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(forked.state().tokens_used(), paused.state().tokens_used());
   EXPECT_EQ(QuotaUsed("team-u", "max_tokens_per_day"), before);
+}
+
+TEST_F(RouterNamespaceTest, AWatchEndsWhenItsTokenMovesToAnotherNamespace) {
+  const rein::v1::Run b_run = StartPaused("b-op");
+  ASSERT_EQ(b_run.state().stage(), rein::v1::PAUSED);  // the stream stays open
+  auto context = Context("b-op");
+  rein::v1::WatchRunRequest request;
+  request.set_run_id(b_run.run_id());
+  auto reader = served_.stub->WatchRun(context.get(), request);
+  rein::v1::RunEvent event;
+  ASSERT_TRUE(reader->Read(&event));
+  // The same token now acts in team-a: it may no longer read team-b's run.
+  std::string moved = tokens_;
+  const std::string line = " bob operator,reviewer namespace=team-b";
+  moved.replace(moved.find(line), line.size(), " bob operator,reviewer namespace=team-a");
+  std::ofstream(served_.tokens_path) << moved;
+  while (reader->Read(&event)) {
+  }
+  grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << status.error_message();
+  EXPECT_NE(status.error_message().find("namespace changed"), std::string::npos);
 }
 
 TEST_F(RouterNamespaceTest, AQuotaRefusesNamingItselfAndFreesWhenARunEnds) {
