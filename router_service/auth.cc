@@ -214,11 +214,14 @@ std::string BearerHash(absl::string_view authorization) {
 
 }  // namespace
 
-bool Authenticator::StillValid(absl::string_view authorization) {
+bool Authenticator::StillValid(absl::string_view authorization, const Principal& as) {
   const std::string hash = BearerHash(authorization);
   absl::MutexLock lock(&mu_);
   MaybeReloadLocked(clock_->Now());
-  return !hash.empty() && tokens_.count(hash) > 0;
+  if (hash.empty()) return false;
+  auto it = tokens_.find(hash);
+  return it != tokens_.end() && it->second.name == as.name && it->second.roles == as.roles &&
+         it->second.namespace_name == as.namespace_name;
 }
 
 absl::StatusOr<Principal> Authenticator::Authenticate(absl::string_view authorization,

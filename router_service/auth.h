@@ -79,10 +79,11 @@ class Authenticator {
   // rate limit as Authorize.
   absl::StatusOr<Principal> Authenticate(absl::string_view authorization, absl::string_view peer);
 
-  // Whether the token in `authorization` is still in the file (read again if it changed),
-  // for a long call checking that its caller was not revoked meanwhile. Not counted toward
-  // the rate limit.
-  bool StillValid(absl::string_view authorization);
+  // Whether the token in `authorization` is still in the file (read again if it changed) for
+  // the principal `as` (the one the call was admitted as: the same name, roles and namespace),
+  // for a long call checking that its caller was not revoked or moved meanwhile. Not counted
+  // toward the rate limit.
+  bool StillValid(absl::string_view authorization, const Principal& as);
 
  private:
   struct Window {

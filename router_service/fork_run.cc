@@ -70,6 +70,19 @@ absl::StatusOr<CreateResult> CreateFork(const ForkContext& ctx,
     spec.mutable_limits()->MergeFrom(request.edits().limits());
     RETURN_IF_ERROR(NormalizeLimits(spec.mutable_limits(), "edits.limits"));
   }
+  // A fork counts in its namespace's day only what it spends after the point (RunState.
+  // inherited_tokens): its budgets may reach what it inherits plus what the day has left.
+  rein::v1::Limits* limits = spec.mutable_limits();
+  if (ctx.day_left.token_budget() > 0) {
+    const int64_t cap = point.state.tokens_used() + ctx.day_left.token_budget();
+    if (limits->token_budget() <= 0 || limits->token_budget() > cap) limits->set_token_budget(cap);
+  }
+  if (ctx.day_left.cost_budget_usd() > 0) {
+    const double cap = point.state.cost_used_usd() + ctx.day_left.cost_budget_usd();
+    if (limits->cost_budget_usd() <= 0 || limits->cost_budget_usd() > cap) {
+      limits->set_cost_budget_usd(cap);
+    }
+  }
   // A budget the edits set is named there; one the fork inherits, in the source's spec.
   RETURN_IF_ERROR(CheckCostBudget(spec, ctx.router->options().prices.get(),
                                   request.edits().limits().cost_budget_usd() != 0

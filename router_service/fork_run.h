@@ -37,6 +37,9 @@ struct ForkContext {
   // The router's check of RunSpec.notify against --webhook_allow (RunEngineOptions); null = no
   // URL allowed.
   std::function<absl::Status(const rein::v1::RunSpec&)> check_notify;
+  // What the namespace's day has left (token_budget, cost_budget_usd; 0 = no quota): the
+  // fork's budgets are capped at what it inherits at the point plus these.
+  rein::v1::Limits day_left;
 };
 
 // The fork of `source` that `request` asks for (StageRouter::Fork, router_service/fork.h), with

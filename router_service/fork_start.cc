@@ -42,6 +42,9 @@ absl::StatusOr<Transition> StartFork(const StageRouterOptions& options, const Ru
   st0.set_cancel_requested(false);
   st0.set_call_dispatched(false);
   *st0.mutable_forked_from() = from;
+  // What the source spent up to the point is counted in the source's row, not again here.
+  st0.set_inherited_tokens(point.tokens_used());
+  st0.set_inherited_cost_usd(point.cost_used_usd());
   *st0.mutable_started_at() = ToProtoTime(now);
   *st0.mutable_deadline() = ToProtoTime(now + FromProtoDuration(run.spec().limits().deadline()));
   // A pending call gets an id of the fork's own: the executors' journal must not answer it

@@ -303,6 +303,10 @@ int main(int argc, char** argv) {
     return Fail("--max_planner_calls, --max_executor_calls: must be >= 0 (0 = no limit)");
   }
   engine_options.calls.weight_of = [&quotas](const std::string& ns) { return quotas.Weight(ns); };
+  engine_options.admit_child = [&quotas](const std::string& ns,
+                                         const std::function<bool()>& create) {
+    return quotas.AdmitChild(ns, create);
+  };
   rein::RunEngine engine(store, &planner, &executor, clock, engine_options);
   rein::RouterGrpcOptions grpc_options;
   grpc_options.max_watch_streams_per_principal =

@@ -46,14 +46,16 @@ class RunWatch final : public grpc::ServerWriteReactor<rein::v1::RunEvent> {
   static constexpr absl::Duration kRecheck = absl::Milliseconds(500);
 
   // With `auth` (null: no auth), the stream ends UNAUTHENTICATED once the token in
-  // `authorization` is no longer in the token file, checked at every wake-up and at least every
-  // `revalidate`. `ticket` is the stream's slot in its principal's quota, given back at the end.
-  // Every event written carries `namespace_name`, the run's.
+  // `authorization` is no longer in the token file for `caller` (its principal, roles or
+  // namespace changed), checked at every wake-up and at least every `revalidate`. `ticket` is the
+  // stream's slot in its principal's quota, given back at the end. Every event written carries
+  // `namespace_name`, the run's.
   static RunWatch* Begin(RunEngine* engine, std::string run_id, int64_t after_seq,
                          std::unique_ptr<StreamQuota::Ticket> ticket, Authenticator* auth,
-                         std::string authorization, absl::Duration revalidate,
+                         std::string authorization, Principal caller, absl::Duration revalidate,
                          std::string namespace_name) {
     auto watch = std::shared_ptr<RunWatch>(new RunWatch(engine, std::move(run_id), after_seq));
+    watch->caller_ = std::move(caller);
     watch->namespace_ = std::move(namespace_name);
     watch->ticket_ = std::move(ticket);
     watch->auth_ = auth;
@@ -137,9 +139,10 @@ class RunWatch final : public grpc::ServerWriteReactor<rein::v1::RunEvent> {
     engine_->UnsubscribeEvents(run_id_, armed);
     if (gone) return End(grpc::Status(grpc::StatusCode::CANCELLED, "client gone"));
     if (stop) return End(grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled"));
-    if (auth_ != nullptr && !auth_->StillValid(authorization_)) {
+    if (auth_ != nullptr && !auth_->StillValid(authorization_, caller_)) {
       return End(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                              "the bearer token of this stream was revoked"));
+                              "the bearer token of this stream was revoked, or its principal, "
+                              "roles or namespace changed"));
     }
     if (pending_.empty() && !ended_) {
       bool ended = false;
@@ -225,6 +228,7 @@ class RunWatch final : public grpc::ServerWriteReactor<rein::v1::RunEvent> {
   std::unique_ptr<StreamQuota::Ticket> ticket_;
   Authenticator* auth_ = nullptr;
   std::string authorization_;
+  Principal caller_;  // who the stream was admitted as
   absl::Duration revalidate_;
   std::string namespace_;
 
@@ -372,8 +376,9 @@ grpc::ServerWriteReactor<rein::v1::RunEvent>* RouterGrpcService::WatchRun(
   }
   if (!refused.ok()) return new RefusedWatch(refused);
   return RunWatch::Begin(engine_, request->run_id(), request->after_seq(), std::move(ticket), auth_,
-                         std::string(AuthorizationOf(context)), options_.revalidate,
-                         std::move(namespace_name));
+                         std::string(AuthorizationOf(context)),
+                         Principal{caller.principal, caller.roles, caller.namespace_name},
+                         options_.revalidate, std::move(namespace_name));
 }
 
 grpc::Status RouterGrpcService::ExportRun(grpc::ServerContext* context,

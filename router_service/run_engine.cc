@@ -60,6 +60,7 @@ RunEngine::RunEngine(RouterStore* store, PlannerClient* planner, ExecutorClient*
                                      {{"run_id", run_id}, {"error", r.status().ToString()}});
                           }
                         },
+                        options.admit_child,
                     },
                     [this](const std::shared_ptr<Entry>& parent, const StageReply& reply) {
                       if (parent) Complete(parent, reply);
@@ -465,7 +466,8 @@ bool RunEngine::ApplyLocked(const std::shared_ptr<Entry>& self, const StageReply
 }
 
 absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request,
-                                        const std::string& principal, absl::Time deadline) {
+                                        const std::string& principal, absl::Time deadline,
+                                        bool* created_out) {
   RETURN_IF_ERROR(CheckStartRun(request));
   if (!dispatching_) return absl::UnavailableError("the router is shutting down");
   if (!fleet_.Allows(/*mutating=*/false)) {
@@ -497,6 +499,7 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
   SetPrincipal(principal, &t);
   absl::StatusOr<CreateResult> created = writer_.Create(run, std::move(t.events));
   if (!created.ok()) return created.status();
+  if (created_out != nullptr) *created_out = created->created;
   if (!created->created) return created->run;  // the same request_id: the first run
   Metrics::Global().Add("rein_router_runs_started_total", 1);
   LogInfo("run started", {{"run_id", run.run_id()},
@@ -507,7 +510,8 @@ absl::StatusOr<Run> RunEngine::StartRun(const rein::v1::StartRunRequest& request
 }
 
 absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request,
-                                       const std::string& principal, absl::Time deadline) {
+                                       const std::string& principal, absl::Time deadline,
+                                       bool* created_out, const rein::v1::Limits& day_left) {
   RETURN_IF_ERROR(CheckForkRun(request));
   if (!dispatching_) return absl::UnavailableError("the router is shutting down");
   // Forking only reads what the source has committed, so a running source is allowed: the
@@ -521,15 +525,18 @@ absl::StatusOr<Run> RunEngine::ForkRun(const rein::v1::ForkRunRequest& request,
                   options_.router_id,
                   options_.workspace_copy_timeout,
                   deadline,
-                  options_.check_notify};
+                  options_.check_notify,
+                  day_left};
   ASSIGN_OR_RETURN(CreateResult created, CreateFork(ctx, request, source, principal));
+  if (created_out != nullptr) *created_out = created.created;
   if (!created.created) return created.run;  // the same request_id: the first fork
   Metrics::Global().Add("rein_router_runs_forked_total", 1);
   Advance(Track(created.run));
   return created.run;
 }
 
-absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id, bool* from_store) {
+absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id, bool* from_store,
+                                      bool with_children) {
   RETURN_IF_ERROR(CheckRunId(run_id));
   absl::StatusOr<Run> run;
   std::shared_ptr<Entry> entry = Find(run_id);
@@ -543,7 +550,7 @@ absl::StatusOr<Run> RunEngine::GetRun(const std::string& run_id, bool* from_stor
   if (!run.ok() && absl::IsNotFound(run.status())) {
     return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
   }
-  if (run.ok()) children_.FillChildren(&*run);
+  if (run.ok() && with_children) children_.FillChildren(&*run);
   return run;
 }
 
@@ -551,7 +558,7 @@ absl::StatusOr<RunPage> RunEngine::ListRuns(const rein::v1::ListRunsRequest& req
   RETURN_IF_ERROR(CheckListRuns(request));
   if (!request.parent_run_id().empty()) {
     RETURN_IF_ERROR(CheckRunId(request.parent_run_id()));
-    return children_.ListChildren(request.parent_run_id());
+    return children_.ListChildren(request.parent_run_id(), request.namespace_());
   }
   RunFilter filter;
   filter.stage = request.stage();

@@ -68,6 +68,11 @@ struct RunEngineOptions {
   // How often a WAITING parent reads its children when no child's end woke it (a child driven
   // by another router, or a wake-up lost to a restart).
   absl::Duration child_poll = absl::Seconds(1);
+  // Admits a new child run in its namespace (QuotaBook::AdmitChild): calls `create` when
+  // admitted, else returns the refusal, which fails that child. Unset: no quotas.
+  std::function<absl::Status(const std::string& namespace_name,
+                             const std::function<bool()>& create)>
+      admit_child;
 };
 
 // Owns the in-memory view of every unfinished run and moves each one forward as its calls
@@ -113,12 +118,23 @@ class RunEngine {
   // the workspace (FAILED_PRECONDITION naming spec.workspace) and starts the run.
   // `principal` (who called, "" = unknown) is recorded in RunEvent.principal of the events
   // that StartRun, CancelRun and ResumeRun create.
+  // `*created`, when given, tells whether the run was created (not found under its request_id).
   absl::StatusOr<rein::v1::Run> StartRun(const rein::v1::StartRunRequest& request,
                                          const std::string& principal = "",
-                                         absl::Time deadline = absl::InfiniteFuture());
+                                         absl::Time deadline = absl::InfiniteFuture(),
+                                         bool* created = nullptr);
+  // The run of the namespace ("" is "default") started with `request_id`; NOT_FOUND if none.
+  absl::StatusOr<rein::v1::Run> FindStarted(const std::string& namespace_name,
+                                            const std::string& request_id) {
+    return store_->FindRunByRequestId(namespace_name, request_id);
+  }
   // The run as last committed; never waits for a commit in progress. `*from_store`, when
-  // given, tells whether the store was read (the run is not in memory).
-  absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id, bool* from_store = nullptr);
+  // given, tells whether the store was read (the run is not in memory). Run.children is
+  // filled (a store read per child) unless `with_children` is false.
+  absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id, bool* from_store = nullptr,
+                                       bool with_children = true);
+  // Fills Run.children of a run GetRun returned without them.
+  void FillChildren(rein::v1::Run* run) { children_.FillChildren(run); }
   // The store read GetRun makes for a run not in memory, its result dropped: a run another
   // namespace may not see is answered after the same read as an unknown id (RouterApi).
   void ReadStoreAsUnknown(const std::string& run_id) { (void)store_->GetRun(run_id); }
@@ -142,10 +158,14 @@ class RunEngine {
   // fork.h, StageRouter::Fork), and its own copy of the source's workspace (as it is now, or
   // with workspace_at_fork as it was at the point). The source may be running or ended; it is
   // only read. On any error nothing is created (no run, no workspace copy left behind). The
-  // same request_id twice returns the first fork.
+  // same request_id twice returns the first fork (`*created` false). `day_left`'s token_budget
+  // and cost_budget_usd, when set, are what the namespace's day has left (RouterApi's quotas):
+  // the fork's budgets are capped at what it inherits from the point plus those.
   absl::StatusOr<rein::v1::Run> ForkRun(const rein::v1::ForkRunRequest& request,
                                         const std::string& principal = "",
-                                        absl::Time deadline = absl::InfiniteFuture());
+                                        absl::Time deadline = absl::InfiniteFuture(),
+                                        bool* created = nullptr,
+                                        const rein::v1::Limits& day_left = rein::v1::Limits());
 
   // Events after `after_seq`; waits up to `max_wait` for one when there are none yet.
   // `ended` is set when the run has ended and every event has been returned.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -214,10 +215,23 @@ absl::Status CheckListRuns(const rein::v1::ListRunsRequest& request) {
   return absl::OkStatus();
 }
 
-absl::Status CheckStartRun(const rein::v1::StartRunRequest& request) {
-  if (request.request_id().size() > 128) {
-    return absl::InvalidArgumentError("request_id: at most 128 bytes");
+namespace {
+
+// A caller's request_id: at most 128 bytes, not the router's children's prefix.
+absl::Status CheckRequestId(const std::string& request_id) {
+  if (request_id.size() > 128) return absl::InvalidArgumentError("request_id: at most 128 bytes");
+  if (absl::StartsWith(request_id, kChildRequestIdPrefix)) {
+    return absl::InvalidArgumentError(absl::StrCat("request_id: the prefix \"",
+                                                   kChildRequestIdPrefix,
+                                                   "\" is reserved for the router's child runs"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckStartRun(const rein::v1::StartRunRequest& request) {
+  RETURN_IF_ERROR(CheckRequestId(request.request_id()));
   if (!request.has_spec()) return absl::InvalidArgumentError("spec: required");
   if (request.spec().has_parent()) {
     return absl::InvalidArgumentError("spec.parent: set by the router on child runs only");
@@ -227,9 +241,7 @@ absl::Status CheckStartRun(const rein::v1::StartRunRequest& request) {
 
 absl::Status CheckForkRun(const rein::v1::ForkRunRequest& request) {
   RETURN_IF_ERROR(CheckRunId(request.run_id()));
-  if (request.request_id().size() > 128) {
-    return absl::InvalidArgumentError("request_id: at most 128 bytes");
-  }
+  RETURN_IF_ERROR(CheckRequestId(request.request_id()));
   if (request.at_case() == rein::v1::ForkRunRequest::AT_NOT_SET) {
     return absl::InvalidArgumentError("at: one of at.iteration or at.seq is required");
   }

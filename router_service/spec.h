@@ -20,12 +20,13 @@ absl::Status CheckRunId(const std::string& run_id);
 // INVALID_ARGUMENT naming stage, outcome or page_size when ListRuns cannot take them.
 absl::Status CheckListRuns(const rein::v1::ListRunsRequest& request);
 
-// INVALID_ARGUMENT naming request_id or spec (missing, or with the router's spec.parent) when
+// INVALID_ARGUMENT naming request_id (longer than 128 bytes, or with the prefix "child:" the
+// router keeps for child runs) or spec (missing, or with the router's spec.parent) when
 // StartRun cannot take the request; the spec itself is NormalizeSpec's.
 absl::Status CheckStartRun(const rein::v1::StartRunRequest& request);
 
-// INVALID_ARGUMENT naming run_id, request_id or at when ForkRun cannot take the request; the
-// edits are checked against the source's state (StageRouter::Fork).
+// INVALID_ARGUMENT naming run_id, request_id (as for StartRun) or at when ForkRun cannot take
+// the request; the edits are checked against the source's state (StageRouter::Fork).
 absl::Status CheckForkRun(const rein::v1::ForkRunRequest& request);
 
 // Validates a client's spec against the tools executors offer and fills in every default.

@@ -42,8 +42,9 @@ void ChildDriver::FillChildren(rein::v1::Run* parent) {
   if (parent->state().children_size() > 0) runner_.FillChildren(parent);
 }
 
-absl::StatusOr<RunPage> ChildDriver::ListChildren(const std::string& parent_run_id) {
-  return runner_.ListChildren(parent_run_id);
+absl::StatusOr<RunPage> ChildDriver::ListChildren(const std::string& parent_run_id,
+                                                  const std::string& namespace_name) {
+  return runner_.ListChildren(parent_run_id, namespace_name);
 }
 
 }  // namespace rein

@@ -46,7 +46,8 @@ class ChildDriver {
   // Run.children of `parent` (ChildRunner::FillChildren), when it has any.
   void FillChildren(rein::v1::Run* parent);
   // ListRuns with parent_run_id (ChildRunner::ListChildren).
-  absl::StatusOr<RunPage> ListChildren(const std::string& parent_run_id);
+  absl::StatusOr<RunPage> ListChildren(const std::string& parent_run_id,
+                                       const std::string& namespace_name);
 
  private:
   ChildRunner runner_;

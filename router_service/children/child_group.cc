@@ -182,6 +182,11 @@ RunSpec ChildSpec(const Run& parent, const ChildRun& member, const SubTask& task
   if (p.has_combine_evaluate_decide()) c.set_combine_evaluate_decide(p.combine_evaluate_decide());
   if (p.has_combine_plan_decide()) c.set_combine_plan_decide(p.combine_plan_decide());
   *c.mutable_child_share() = p.child_share();
+  // A child is its parent's namespace's: seen, acted on and charged there, its tool calls in
+  // that namespace's workspaces. It tells the parent's webhooks of its pauses and end, since a
+  // child's pause holds its parent.
+  c.set_namespace_(p.namespace_());
+  *c.mutable_notify() = p.notify();
   c.mutable_parent()->set_run_id(parent.run_id());
   c.mutable_parent()->set_group(member.group());
   c.mutable_parent()->set_subtask_id(member.subtask_id());
@@ -230,7 +235,7 @@ Transition OpenGroup(const StageRouterOptions& options, const Run& run, absl::Ti
     ChildRun* member = st.add_children();
     member->set_subtask_id(task->id());
     member->set_group(group);
-    member->set_request_id(absl::StrCat("child:", run.run_id(), ":", group, ":", i));
+    member->set_request_id(absl::StrCat(kChildRequestIdPrefix, run.run_id(), ":", group, ":", i));
     *member->mutable_limits() =
         CarveLimits(run, k, ShareWeight(run.spec(), task->id()), total_weight, now);
     *event->add_children() = *member;
@@ -346,6 +351,9 @@ std::optional<Transition> OnChildren(const StageRouterOptions& options, const Ru
       AddUsage(joined->mutable_usage(), o.usage());
     }
     st.set_cost_used_usd(st.cost_used_usd() + o.cost_usd());
+    // The child's own row counts what it spent in its namespace's usage.
+    st.set_inherited_tokens(st.inherited_tokens() + Tokens(o.usage()));
+    st.set_inherited_cost_usd(st.inherited_cost_usd() + o.cost_usd());
     joined->set_cost_usd(joined->cost_usd() + o.cost_usd());
     *joined->add_children() = m;
     const bool ok = o.status() == rein::v1::FINISHED;

@@ -22,6 +22,10 @@ inline constexpr int kMaxParallelChildren = 16;
 inline constexpr int kDefaultChildDepth = 2;
 inline constexpr int kMaxChildDepth = 4;
 
+// The prefix of a child's request_id ("child:<parent run_id>:<group>:<index>"), reserved for
+// the router: StartRun and ForkRun refuse a request_id that starts with it.
+inline constexpr char kChildRequestIdPrefix[] = "child:";
+
 // Checks and fills in the child-run limits of `limits` (normalized spec; INVALID_ARGUMENT
 // naming spec.limits.<field>), and refuses spec.parent, which only the router sets.
 absl::Status NormalizeChildLimits(rein::v1::RunSpec* spec);
@@ -64,7 +68,8 @@ rein::v1::Limits CarveLimits(const rein::v1::Run& run, int k, int weight, int to
 
 // The spec of the child for `member` (a delegated `task` of `parent`): the subtask's
 // description as goal with the parent's goal as context, the subtask's tools, the parent's
-// workspace, pause points and model, the carved limits, and spec.parent.
+// namespace, workspace, pause points, model and webhooks (notify), the carved limits, and
+// spec.parent.
 rein::v1::RunSpec ChildSpec(const rein::v1::Run& parent, const rein::v1::ChildRun& member,
                             const rein::v1::SubTask& task);
 

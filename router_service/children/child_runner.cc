@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "router_service/children/child_group.h"
 
@@ -21,7 +22,14 @@ ChildrenObserved ChildRunner::Observe(const ChildrenEffect& effect) {
     ClampChildDeadline(start.deadline, &t, &child);
     child.set_owner(router_id_);  // the parent's router drives the children it starts
     child.set_lease_epoch(1);
-    absl::StatusOr<CreateResult> created = store_->CreateRun(child, std::move(t.events));
+    absl::StatusOr<CreateResult> created = CreateChild(child, std::move(t.events));
+    if (created.ok() && created->run.spec().parent().run_id() != start.spec.parent().run_id()) {
+      // The key names a run that is not this parent's child: never adopt it.
+      created = absl::FailedPreconditionError(absl::StrCat(
+          "request_id ", start.member.request_id(), " names run ", created->run.run_id(),
+          ", which is not a child of run ", start.spec.parent().run_id(),
+          " (its spec.parent.run_id is \"", created->run.spec().parent().run_id(), "\")"));
+    }
     for (ChildRun& member : group) {
       if (member.request_id() != start.member.request_id()) continue;
       if (created.ok()) {
@@ -61,6 +69,31 @@ ChildrenObserved ChildRunner::Observe(const ChildrenEffect& effect) {
   return observed;
 }
 
+absl::StatusOr<CreateResult> ChildRunner::CreateChild(const rein::v1::Run& child,
+                                                      std::vector<rein::v1::RunEvent> events) {
+  // A child created before (by this router before a crash, or another before a takeover) is
+  // found without being admitted again. A router from before children took their parent's
+  // namespace created them in `default`: a group it opened finds its children there, not a
+  // second set.
+  const std::string& ns = child.spec().namespace_();
+  for (const std::string& where : {ns, std::string()}) {
+    absl::StatusOr<rein::v1::Run> earlier = store_->FindRunByRequestId(where, child.request_id());
+    if (earlier.ok()) return CreateResult{*std::move(earlier), /*created=*/false};
+    if (!absl::IsNotFound(earlier.status())) return earlier.status();
+    if (ns.empty()) break;
+  }
+  if (!hooks_.admit) return store_->CreateRun(child, std::move(events));
+  // A new child counts in its namespace's max_concurrent_runs; refused, it fails with the
+  // reason (the parent sees it at the join).
+  absl::StatusOr<CreateResult> created = absl::InternalError("the child was not created");
+  absl::Status admitted = hooks_.admit(std::string(NamespaceOrDefault(ns)), [&] {
+    created = store_->CreateRun(child, std::move(events));
+    return created.ok() && created->created;
+  });
+  if (!admitted.ok()) return admitted;
+  return created;
+}
+
 void ChildRunner::FillChildren(rein::v1::Run* parent) {
   parent->clear_children();
   for (const ChildRun& member : parent->state().children()) {
@@ -72,8 +105,13 @@ void ChildRunner::FillChildren(rein::v1::Run* parent) {
   }
 }
 
-absl::StatusOr<RunPage> ChildRunner::ListChildren(const std::string& parent_run_id) {
+absl::StatusOr<RunPage> ChildRunner::ListChildren(const std::string& parent_run_id,
+                                                  const std::string& namespace_name) {
   absl::StatusOr<rein::v1::Run> parent = store_->GetRun(parent_run_id);
+  if (parent.ok() && !namespace_name.empty() &&
+      NamespaceOrDefault(parent->spec().namespace_()) != namespace_name) {
+    parent = absl::NotFoundError("another namespace's run");  // answered as an unknown id
+  }
   if (!parent.ok()) {
     if (absl::IsNotFound(parent.status())) {
       return absl::NotFoundError(absl::StrCat("parent_run_id: run ", parent_run_id, " not found"));

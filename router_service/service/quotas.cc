@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/proto_time.h"
+#include "common/status_macros.h"
 #include "common/status_reason.h"
 
 namespace rein {
@@ -169,6 +170,9 @@ absl::StatusOr<bool> QuotaBook::UseOf(const std::string& ns, Use* use) {
     std::deque<absl::Time>& starts = starts_[ns];
     while (!starts.empty() && now - starts.front() >= absl::Minutes(1)) starts.pop_front();
     use->starts_in_window = static_cast<int64_t>(starts.size());
+    const std::pair<int64_t, int64_t>& reserved = reserved_[ns];
+    use->reserved_runs = reserved.first;
+    use->reserved_starts = reserved.second;
     if (!starts.empty()) use->window_frees = starts.front() + absl::Minutes(1);
   }
   use->day_ends = NextUtcDay(now);
@@ -179,22 +183,69 @@ absl::StatusOr<bool> QuotaBook::UseOf(const std::string& ns, Use* use) {
   return true;
 }
 
-absl::Status QuotaBook::AdmitStart(const std::string& ns, rein::v1::RunSpec* spec) {
-  Use use;
-  absl::StatusOr<bool> limited = UseOf(ns, &use);
-  if (!limited.ok()) return limited.status();
-  if (!*limited) return absl::OkStatus();
+absl::Mutex* QuotaBook::AdmissionLock(const std::string& ns) {
+  absl::MutexLock lock(&mu_);
+  std::unique_ptr<absl::Mutex>& gate = admission_locks_[ns];
+  if (gate == nullptr) gate = std::make_unique<absl::Mutex>();
+  return gate.get();
+}
+
+absl::Status QuotaBook::AdmitStart(const std::string& ns, rein::v1::RunSpec* spec,
+                                   const std::function<bool()>& create) {
+  return Admit(ns, spec, create);
+}
+
+absl::Status QuotaBook::AdmitChild(const std::string& ns, const std::function<bool()>& create) {
+  return Admit(ns, nullptr, create);
+}
+
+absl::Status QuotaBook::Admit(const std::string& ns, rein::v1::RunSpec* spec,
+                              const std::function<bool()>& create) {
+  const bool start = spec != nullptr;
+  absl::Mutex* gate = AdmissionLock(ns);
+  bool limited = false;
+  {
+    // The store's count and the reservations are read together, one admission of the
+    // namespace at a time; a reservation ends (below) only after its create has committed,
+    // so a run is always counted in one or the other.
+    absl::MutexLock admitting(gate);
+    Use use;
+    ASSIGN_OR_RETURN(limited, UseOf(ns, &use));
+    if (limited) {
+      RETURN_IF_ERROR(Check(ns, use, spec));
+      absl::MutexLock lock(&mu_);
+      std::pair<int64_t, int64_t>& reserved = reserved_[ns];
+      ++reserved.first;
+      if (start) ++reserved.second;
+    }
+  }
+  const bool created = create();
+  if (!limited) return absl::OkStatus();
+  absl::MutexLock admitting(gate);
+  absl::MutexLock lock(&mu_);
+  std::pair<int64_t, int64_t>& reserved = reserved_[ns];
+  --reserved.first;
+  if (start) --reserved.second;
+  if (start && created) starts_[ns].push_back(clock_->Now());
+  return absl::OkStatus();
+}
+
+absl::Status QuotaBook::Check(const std::string& ns, const Use& use, rein::v1::RunSpec* spec) {
   const NamespaceQuota& q = use.quota;
   const std::string day_frees = absl::StrCat("frees at ", absl::FormatTime(use.day_ends));
-  if (q.max_concurrent_runs && use.usage.unfinished_runs >= *q.max_concurrent_runs) {
+  const int64_t runs = use.usage.unfinished_runs + use.reserved_runs;
+  if (q.max_concurrent_runs && runs >= *q.max_concurrent_runs) {
     return Exhausted(ns, kConcurrent,
-                     absl::StrCat(use.usage.unfinished_runs, " of ", *q.max_concurrent_runs,
-                                  " runs unfinished (paused runs count); frees when one ends"));
+                     absl::StrCat(runs, " of ", *q.max_concurrent_runs,
+                                  " runs unfinished (paused runs and child runs count); frees "
+                                  "when one ends"));
   }
-  if (q.max_starts_per_minute && use.starts_in_window >= *q.max_starts_per_minute) {
+  if (spec == nullptr) return absl::OkStatus();  // a child: its parent's budget bounds it
+  const int64_t starts = use.starts_in_window + use.reserved_starts;
+  if (q.max_starts_per_minute && starts >= *q.max_starts_per_minute) {
     return Exhausted(
         ns, kStarts,
-        absl::StrCat(use.starts_in_window, " of ", *q.max_starts_per_minute,
+        absl::StrCat(starts, " of ", *q.max_starts_per_minute,
                      " starts in the last minute; frees at ", absl::FormatTime(use.window_frees)));
   }
   if (q.max_tokens_per_day && use.usage.tokens >= *q.max_tokens_per_day) {
@@ -220,8 +271,6 @@ absl::Status QuotaBook::AdmitStart(const std::string& ns, rein::v1::RunSpec* spe
       limits->set_cost_budget_usd(left);
     }
   }
-  absl::MutexLock lock(&mu_);
-  starts_[ns].push_back(clock_->Now());
   return absl::OkStatus();
 }
 

@@ -4,9 +4,12 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -60,10 +63,19 @@ class QuotaBook {
   // Reads the file the first time; its error (file, line and problem) refuses start.
   absl::Status Load();
 
-  // For a start in `namespace_name`: RESOURCE_EXHAUSTED (reason QUOTA_EXCEEDED) naming the
-  // quota and when it frees; else OK, the start counted, and `spec`'s budgets capped at what
-  // the day has left.
-  absl::Status AdmitStart(const std::string& namespace_name, rein::v1::RunSpec* spec);
+  // For a start in `namespace_name` (StartRun, ForkRun): RESOURCE_EXHAUSTED (reason
+  // QUOTA_EXCEEDED) naming the quota and when it frees; else `spec`'s budgets capped at what the
+  // day has left, then `create` called, which returns whether it created a run. Between the two
+  // the start is reserved: it counts in the namespace's unfinished runs and starts of the last
+  // minute, so starts admitted at once cannot together pass a quota (admissions of one
+  // namespace are checked one at a time). Only a start that created a run counts in
+  // max_starts_per_minute afterwards; a refused or deduplicated one counts nowhere.
+  absl::Status AdmitStart(const std::string& namespace_name, rein::v1::RunSpec* spec,
+                          const std::function<bool()>& create);
+  // For a child run in `namespace_name`: as AdmitStart, against max_concurrent_runs only (a
+  // child's tokens and cost are carved from its parent's budget, which its start was admitted
+  // with; a child is not a start of max_starts_per_minute).
+  absl::Status AdmitChild(const std::string& namespace_name, const std::function<bool()>& create);
 
   // The namespace's weight=, 1 without one (at most kMaxWeight).
   int Weight(const std::string& namespace_name);
@@ -77,12 +89,22 @@ class QuotaBook {
     NamespaceQuota quota;
     NamespaceUsage usage;
     int64_t starts_in_window = 0;
+    int64_t reserved_runs = 0;                       // admitted, being created
+    int64_t reserved_starts = 0;                     // of those, starts (not children)
     absl::Time window_frees = absl::InfinitePast();  // when the oldest start leaves the window
     absl::Time day_ends;
   };
   // The quota and use of a namespace now; false when it has no line.
   absl::StatusOr<bool> UseOf(const std::string& namespace_name, Use* use);
   void MaybeReloadLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // AdmitStart (`spec` set) and AdmitChild (`spec` null).
+  absl::Status Admit(const std::string& namespace_name, rein::v1::RunSpec* spec,
+                     const std::function<bool()>& create);
+  // Refusal of a start or child now (RESOURCE_EXHAUSTED naming the quota), else OK with the
+  // spec's budgets capped.
+  absl::Status Check(const std::string& namespace_name, const Use& use, rein::v1::RunSpec* spec);
+  // The lock one namespace's admissions take in turn.
+  absl::Mutex* AdmissionLock(const std::string& namespace_name);
 
   const QuotaOptions options_;
   RunStore* const store_;
@@ -93,6 +115,9 @@ class QuotaBook {
   absl::Time last_check_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // The times of this router's recent starts, per namespace (the last minute's).
   std::map<std::string, std::deque<absl::Time>> starts_ ABSL_GUARDED_BY(mu_);
+  // Admitted starts and children being created, per namespace.
+  std::map<std::string, std::pair<int64_t, int64_t>> reserved_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<absl::Mutex>> admission_locks_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace rein

@@ -19,6 +19,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// A start whose create made its run.
+bool Created() { return true; }
+
 TEST(ParseQuotaFileTest, ReadsEveryKeyAndLeavesTheRestUnlimited) {
   auto table = ParseQuotaFile(
       "# team quotas\n\nteam-a max_concurrent_runs=2 max_starts_per_minute=10 "
@@ -110,14 +113,40 @@ TEST_F(QuotaBookTest, ConcurrentRunsCountPausedOnesAndFreeWhenOneEnds) {
   AddRun("r3", "team-a", rein::v1::FINISHED);
   AddRun("b1", "team-b", rein::v1::PLANNING);
   rein::v1::RunSpec spec;
-  absl::Status refused = book->AdmitStart("team-a", &spec);
+  absl::Status refused = book->AdmitStart("team-a", &spec, Created);
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_TRUE(HasReason(refused, reason::kQuotaExceeded));
   EXPECT_THAT(std::string(refused.message()), HasSubstr("quota max_concurrent_runs is spent"));
   EXPECT_THAT(std::string(refused.message()), HasSubstr("frees when one ends"));
   // Another namespace, and one without a line, are not limited.
-  EXPECT_TRUE(book->AdmitStart("team-b", &spec).ok());
-  EXPECT_TRUE(book->AdmitStart("default", &spec).ok());
+  EXPECT_TRUE(book->AdmitStart("team-b", &spec, Created).ok());
+  EXPECT_TRUE(book->AdmitStart("default", &spec, Created).ok());
+}
+
+TEST_F(QuotaBookTest, AStartBeingCreatedIsCountedSoThatAnotherCannotPassTheQuota) {
+  Write("team-a max_concurrent_runs=1 max_starts_per_minute=1\n");
+  auto book = Book();
+  rein::v1::RunSpec spec;
+  // While the first start creates its run (not in the store yet), a second is refused.
+  absl::Status second;
+  ASSERT_TRUE(book->AdmitStart("team-a", &spec, [&] {
+    rein::v1::RunSpec other;
+    second = book->AdmitStart("team-a", &other, Created);
+    return false;  // the first found its request_id's run: nothing created
+                  }).ok());
+  EXPECT_EQ(second.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(second.message()), HasSubstr("1 of 1 runs unfinished"));
+  // A start that created nothing counts nowhere: the next one is admitted. A child is
+  // refused while that one is being created too.
+  absl::Status child;
+  ASSERT_TRUE(book->AdmitStart("team-a", &spec, [&] {
+    child = book->AdmitChild("team-a", Created);
+    return true;
+                  }).ok());
+  EXPECT_EQ(child.code(), absl::StatusCode::kResourceExhausted);
+  // That start counted in the minute's starts.
+  EXPECT_THAT(std::string(book->AdmitStart("team-a", &spec, Created).message()),
+              HasSubstr("max_starts_per_minute"));
 }
 
 TEST_F(QuotaBookTest, AWeightIsReadAgainOnChangeAndIsOneWithoutALine) {
@@ -128,7 +157,7 @@ TEST_F(QuotaBookTest, AWeightIsReadAgainOnChangeAndIsOneWithoutALine) {
   EXPECT_EQ(book->Weight(""), 2);  // a run of `default` carries no namespace
   // The weight is not a quota: a start is admitted as without it.
   rein::v1::RunSpec spec;
-  EXPECT_TRUE(book->AdmitStart("default", &spec).ok());
+  EXPECT_TRUE(book->AdmitStart("default", &spec, Created).ok());
   Write("team-a weight=7\n");
   clock_->Advance(absl::Seconds(3));
   EXPECT_EQ(book->Weight("team-a"), 7);
@@ -139,17 +168,18 @@ TEST_F(QuotaBookTest, StartsPerMinuteFreeWhenTheOldestLeavesTheWindow) {
   Write("team-a max_starts_per_minute=2\n");
   auto book = Book();
   rein::v1::RunSpec spec;
-  ASSERT_TRUE(book->AdmitStart("team-a", &spec).ok());
+  ASSERT_TRUE(book->AdmitStart("team-a", &spec, Created).ok());
   clock_->Advance(absl::Seconds(10));
-  ASSERT_TRUE(book->AdmitStart("team-a", &spec).ok());
-  absl::Status refused = book->AdmitStart("team-a", &spec);
+  ASSERT_TRUE(book->AdmitStart("team-a", &spec, Created).ok());
+  absl::Status refused = book->AdmitStart("team-a", &spec, Created);
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(refused.message()),
               HasSubstr("quota max_starts_per_minute is spent: 2 of 2 starts in the last minute; "
                         "frees at 2023-11-14T22:14:20+00:00"));
   clock_->Advance(absl::Seconds(50));  // the first start leaves the window
-  EXPECT_TRUE(book->AdmitStart("team-a", &spec).ok());
-  EXPECT_EQ(book->AdmitStart("team-a", &spec).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(book->AdmitStart("team-a", &spec, Created).ok());
+  EXPECT_EQ(book->AdmitStart("team-a", &spec, Created).code(),
+            absl::StatusCode::kResourceExhausted);
 }
 
 TEST_F(QuotaBookTest, DayTokensCapTheRunsBudgetAndRefuseOnceSpentUntilTheDayEnds) {
@@ -158,15 +188,15 @@ TEST_F(QuotaBookTest, DayTokensCapTheRunsBudgetAndRefuseOnceSpentUntilTheDayEnds
   AddRun("r1", "team-a", rein::v1::FINISHED, /*tokens=*/700);
   rein::v1::RunSpec spec;
   spec.mutable_limits()->set_token_budget(5000);
-  ASSERT_TRUE(book->AdmitStart("team-a", &spec).ok());
+  ASSERT_TRUE(book->AdmitStart("team-a", &spec, Created).ok());
   EXPECT_EQ(spec.limits().token_budget(), 300);  // what the day has left
   rein::v1::RunSpec small;
   small.mutable_limits()->set_token_budget(100);
-  ASSERT_TRUE(book->AdmitStart("team-a", &small).ok());
+  ASSERT_TRUE(book->AdmitStart("team-a", &small, Created).ok());
   EXPECT_EQ(small.limits().token_budget(), 100);  // already below
 
   AddRun("r2", "team-a", rein::v1::FINISHED, /*tokens=*/300);
-  absl::Status refused = book->AdmitStart("team-a", &spec);
+  absl::Status refused = book->AdmitStart("team-a", &spec, Created);
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(refused.message()),
               HasSubstr("quota max_tokens_per_day is spent: 1000 of 1000 tokens used today "
@@ -178,20 +208,22 @@ TEST_F(QuotaBookTest, DayTokensCapTheRunsBudgetAndRefuseOnceSpentUntilTheDayEnds
   EXPECT_EQ(report->quotas(0).used(), 1000);
   EXPECT_EQ(report->quotas(0).frees_at().seconds(), 1700006400);
   clock_->Advance(absl::Hours(2));  // the next UTC day: yesterday's runs count no more
-  EXPECT_TRUE(book->AdmitStart("team-a", &spec).ok());
+  EXPECT_TRUE(book->AdmitStart("team-a", &spec, Created).ok());
 }
 
 TEST_F(QuotaBookTest, ABrokenEditKeepsTheLastGoodTableAndAGoodOneTakesEffect) {
   Write("team-a max_concurrent_runs=0\n");
   auto book = Book();
   rein::v1::RunSpec spec;
-  ASSERT_EQ(book->AdmitStart("team-a", &spec).code(), absl::StatusCode::kResourceExhausted);
+  ASSERT_EQ(book->AdmitStart("team-a", &spec, Created).code(),
+            absl::StatusCode::kResourceExhausted);
   Write("team-a max_concurrent_runs=zero\n");
   clock_->Advance(absl::Seconds(3));
-  EXPECT_EQ(book->AdmitStart("team-a", &spec).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(book->AdmitStart("team-a", &spec, Created).code(),
+            absl::StatusCode::kResourceExhausted);
   Write("team-a max_concurrent_runs=5\n");
   clock_->Advance(absl::Seconds(3));
-  EXPECT_TRUE(book->AdmitStart("team-a", &spec).ok());
+  EXPECT_TRUE(book->AdmitStart("team-a", &spec, Created).ok());
 }
 
 TEST_F(QuotaBookTest, ABadFileAtStartNamesFileAndLine) {

@@ -48,15 +48,19 @@ absl::StatusOr<std::string> RouterApi::NamedNamespace(const Caller& caller,
 absl::StatusOr<rein::v1::Run> RouterApi::VisibleRun(const Caller& caller,
                                                     const std::string& run_id) {
   bool from_store = false;
-  absl::StatusOr<rein::v1::Run> run = engine_->GetRun(run_id, &from_store);
-  if (!run.ok() || caller.spans_namespaces()) return run;
-  if (NamespaceOrDefault(run->spec().namespace_()) != caller.namespace_name) {
+  // The children are read once the run is known to be the caller's: another namespace's
+  // parent costs the one read of an unknown id, not one more per child.
+  absl::StatusOr<rein::v1::Run> run = engine_->GetRun(run_id, &from_store, /*with_children=*/false);
+  if (!run.ok()) return run;
+  if (!caller.spans_namespaces() &&
+      NamespaceOrDefault(run->spec().namespace_()) != caller.namespace_name) {
     // An unknown id is looked for in the store: so is a run found in memory, so that both
     // answers take one store read (the same timing class).
     if (!from_store) engine_->ReadStoreAsUnknown(run_id);
     // The very answer of an unknown id (RunEngine::GetRun), after the same read.
     return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
   }
+  engine_->FillChildren(&*run);
   return run;
 }
 
@@ -69,8 +73,25 @@ absl::StatusOr<rein::v1::Run> RouterApi::StartRun(const Caller& caller,
                    NamedNamespace(caller, request.spec().namespace_(), "spec.namespace"));
   rein::v1::StartRunRequest in_namespace = request;
   in_namespace.mutable_spec()->set_namespace_(Stored(ns));
-  if (quotas_ != nullptr) RETURN_IF_ERROR(quotas_->AdmitStart(ns, in_namespace.mutable_spec()));
-  return Shown(engine_->StartRun(in_namespace, caller.principal, deadline));
+  if (quotas_ == nullptr) return Shown(engine_->StartRun(in_namespace, caller.principal, deadline));
+  absl::StatusOr<rein::v1::Run> run = absl::InternalError("the start was not made");
+  absl::Status admitted = quotas_->AdmitStart(ns, in_namespace.mutable_spec(), [&] {
+    bool created = false;
+    run = engine_->StartRun(in_namespace, caller.principal, deadline, &created);
+    return run.ok() && created;
+  });
+  if (!admitted.ok()) return Shown(FirstOrRefusal(ns, request.request_id(), admitted));
+  return Shown(run);
+}
+
+absl::StatusOr<rein::v1::Run> RouterApi::FirstOrRefusal(const std::string& ns,
+                                                        const std::string& request_id,
+                                                        const absl::Status& refusal) {
+  // A retry of a start already made answers with its run, whatever the quota says now.
+  if (!absl::IsResourceExhausted(refusal) || request_id.empty()) return refusal;
+  absl::StatusOr<rein::v1::Run> first = engine_->FindStarted(Stored(ns), request_id);
+  if (first.ok()) return first;
+  return refusal;
 }
 
 absl::StatusOr<rein::v1::Run> RouterApi::GetRun(const Caller& caller, const std::string& run_id) {
@@ -115,8 +136,20 @@ absl::StatusOr<rein::v1::Run> RouterApi::ForkRun(const Caller& caller,
                                                  absl::Time deadline) {
   RETURN_IF_ERROR(CheckRole(caller, "ForkRun"));
   // The fork copies its source's spec, namespace included, and its request_id is scoped there.
-  RETURN_IF_ERROR(VisibleRun(caller, request.run_id()).status());
-  return Shown(engine_->ForkRun(request, caller.principal, deadline));
+  ASSIGN_OR_RETURN(rein::v1::Run source, VisibleRun(caller, request.run_id()));
+  if (quotas_ == nullptr) return Shown(engine_->ForkRun(request, caller.principal, deadline));
+  // A fork is admitted as a start of its source's namespace; its budgets reach what it
+  // inherits plus what the day has left.
+  const std::string ns(NamespaceOrDefault(source.spec().namespace_()));
+  rein::v1::RunSpec day_left;
+  absl::StatusOr<rein::v1::Run> run = absl::InternalError("the fork was not made");
+  absl::Status admitted = quotas_->AdmitStart(ns, &day_left, [&] {
+    bool created = false;
+    run = engine_->ForkRun(request, caller.principal, deadline, &created, day_left.limits());
+    return run.ok() && created;
+  });
+  if (!admitted.ok()) return Shown(FirstOrRefusal(ns, request.request_id(), admitted));
+  return Shown(run);
 }
 
 absl::StatusOr<std::vector<Snapshot>> RouterApi::ExportRun(const Caller& caller,

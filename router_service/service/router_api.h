@@ -34,9 +34,10 @@ struct Caller {
 // run is the caller's namespace's: another namespace's run is NOT_FOUND with the very message
 // of an unknown id, after the same store read, so a caller learns nothing of runs outside its
 // namespace. A start takes the caller's namespace (an admin's may name another in
-// spec.namespace), is idempotent on request_id within it, and is admitted by the namespace's
-// quotas (RESOURCE_EXHAUSTED naming the quota). Forks stay in their source's namespace. A run
-// in a reply has its spec.notify URLs cut to their origins (RedactNotify), whoever asks.
+// spec.namespace), is idempotent on request_id within it (a retry gets the first run, quota or
+// not), and is admitted by the namespace's quotas (RESOURCE_EXHAUSTED naming the quota). Forks
+// stay in their source's namespace and are admitted as starts there.
+// A run in a reply has its spec.notify URLs cut to their origins (RedactNotify), whoever asks.
 // Thread-safe; RunEngine does the work.
 class RouterApi {
  public:
@@ -81,6 +82,10 @@ class RouterApi {
  private:
   // The run, if the caller may see it; NOT_FOUND as for an unknown id otherwise.
   absl::StatusOr<rein::v1::Run> VisibleRun(const Caller& caller, const std::string& run_id);
+  // A start or fork refused by a quota: the run already made under `request_id` in `ns`, if
+  // any (a retry gets its first answer), else the refusal.
+  absl::StatusOr<rein::v1::Run> FirstOrRefusal(const std::string& ns, const std::string& request_id,
+                                               const absl::Status& refusal);
   // The namespace a call names (empty: the caller's own); PERMISSION_DENIED for another one
   // unless the caller is an admin.
   absl::StatusOr<std::string> NamedNamespace(const Caller& caller, const std::string& named,

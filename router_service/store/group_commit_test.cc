@@ -93,6 +93,10 @@ class BatchStore final : public RunStore {
     return Unused();
   }
   absl::StatusOr<rein::v1::Run> GetRun(const std::string&) override { return Unused(); }
+  absl::StatusOr<rein::v1::Run> FindRunByRequestId(const std::string&,
+                                                   const std::string&) override {
+    return Unused();
+  }
   CommitResult Commit(const std::string&, int64_t, const rein::v1::RunState&,
                       std::vector<rein::v1::RunEvent>, const std::optional<Snapshot>&,
                       absl::Time) override {

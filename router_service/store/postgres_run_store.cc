@@ -295,6 +295,22 @@ absl::StatusOr<rein::v1::Run> PostgresRunStore::GetRun(const std::string& run_id
   return std::move(runs[0]);
 }
 
+absl::StatusOr<rein::v1::Run> PostgresRunStore::FindRunByRequestId(
+    const std::string& namespace_name, const std::string& request_id) {
+  const std::string what = "looking up request_id";
+  ASSIGN_OR_RETURN(std::unique_ptr<PgTransaction> tx, PgTransaction::Autocommit(pool_.get()));
+  ASSIGN_OR_RETURN(
+      PgResult result,
+      tx->Exec(absl::StrCat("SELECT ", kRunColumns,
+                            " FROM runs WHERE namespace = $1 AND request_id = $2"),
+               PgParams().Text(std::string(NamespaceOrDefault(namespace_name))).Text(request_id),
+               what));
+  RETURN_IF_ERROR(PgCheckColumns(result.get(), kRunColumnTypes, target(), what));
+  ASSIGN_OR_RETURN(std::vector<rein::v1::Run> runs, ParseRunRows(result.get(), what));
+  if (runs.empty()) return absl::NotFoundError(absl::StrCat("no run with request_id ", request_id));
+  return std::move(runs[0]);
+}
+
 absl::StatusOr<std::vector<rein::v1::RunEvent>> PostgresRunStore::Commit(
     const std::string& run_id, int64_t expected_version, const rein::v1::RunState& new_state,
     std::vector<rein::v1::RunEvent> events, const std::optional<Snapshot>& snapshot,
@@ -645,8 +661,8 @@ absl::StatusOr<NamespaceUsage> PostgresRunStore::GetNamespaceUsage(
       return absl::DataLossError(absl::StrCat("PostgreSQL database ", target(), ": the stored run ",
                                               PgBytes(result.get(), row, 0), " is corrupt"));
     }
-    usage.tokens += tail.state().tokens_used();
-    usage.cost_usd += tail.state().cost_used_usd();
+    usage.tokens += OwnTokens(tail.state());
+    usage.cost_usd += OwnCostUsd(tail.state());
   }
   RETURN_IF_ERROR(tx->Commit());
   return usage;

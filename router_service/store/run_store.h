@@ -133,6 +133,11 @@ class RunStore {
   // NOT_FOUND when there is no such run.
   virtual absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id) = 0;
 
+  // The run of namespace `namespace_name` ("" is "default") created with `request_id`
+  // (non-empty); NOT_FOUND when there is none. Nothing is written.
+  virtual absl::StatusOr<rein::v1::Run> FindRunByRequestId(const std::string& namespace_name,
+                                                           const std::string& request_id) = 0;
+
   // Atomically replaces the run's state by `new_state` and appends `events` (their run_id and
   // seq are filled in here) and, when given, `snapshot`, after the checks above. `updated_at`
   // is set from `now`. Returns the events as stored.

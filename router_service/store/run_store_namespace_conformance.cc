@@ -45,6 +45,24 @@ TEST_P(RunStoreConformanceTest, SameRequestIdInTwoNamespacesCreatesTwoRuns) {
   EXPECT_EQ(a2->run.run_id(), "run-a");
 }
 
+TEST_P(RunStoreConformanceTest, FindRunByRequestIdLooksInOneNamespaceOnly) {
+  ASSERT_TRUE(store().CreateRun(InNamespace(MakeRun("run-a", kEpoch, "req"), "team-a"), {}).ok());
+  ASSERT_TRUE(store().CreateRun(MakeRun("run-d", kEpoch + 1, "req"), {}).ok());
+  absl::StatusOr<rein::v1::Run> a = store().FindRunByRequestId("team-a", "req");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->run_id(), "run-a");
+  EXPECT_EQ(a->spec().namespace_(), "team-a");
+  // "" and "default" name one namespace.
+  absl::StatusOr<rein::v1::Run> d = store().FindRunByRequestId("", "req");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->run_id(), "run-d");
+  absl::StatusOr<rein::v1::Run> d2 = store().FindRunByRequestId("default", "req");
+  ASSERT_TRUE(d2.ok()) << d2.status();
+  EXPECT_EQ(d2->run_id(), "run-d");
+  EXPECT_EQ(CodeOf(store().FindRunByRequestId("team-b", "req")), absl::StatusCode::kNotFound);
+  EXPECT_EQ(CodeOf(store().FindRunByRequestId("team-a", "other")), absl::StatusCode::kNotFound);
+}
+
 TEST_P(RunStoreConformanceTest, ListRunsFiltersByNamespaceAndBindsTheToken) {
   ASSERT_TRUE(store().CreateRun(InNamespace(MakeRun("a-1", kEpoch), "team-a"), {}).ok());
   ASSERT_TRUE(store().CreateRun(InNamespace(MakeRun("b-1", kEpoch + 1), "team-b"), {}).ok());
@@ -101,6 +119,19 @@ TEST_P(RunStoreConformanceTest, NamespaceUsageCountsUnfinishedRunsAndTodaysUsage
   EXPECT_EQ(a->unfinished_runs, 3);  // a-old, a-run, a-paused
   EXPECT_EQ(a->tokens, 42);          // a-run and a-paused: a-old was created before `since`
   EXPECT_DOUBLE_EQ(a->cost_usd, 0.25);
+  // What a run inherited (a parent's joined children, a fork's source) is counted where it
+  // was spent, not again.
+  rein::v1::Run parent = InNamespace(MakeRun("a-parent", kEpoch + 104), "team-a");
+  parent.mutable_state()->set_tokens_used(250);
+  parent.mutable_state()->set_inherited_tokens(200);
+  parent.mutable_state()->set_cost_used_usd(1.0);
+  parent.mutable_state()->set_inherited_cost_usd(0.75);
+  ASSERT_TRUE(store().CreateRun(parent, {}).ok());
+  absl::StatusOr<NamespaceUsage> with_parent =
+      store().GetNamespaceUsage("team-a", absl::FromUnixSeconds(kEpoch + 100));
+  ASSERT_TRUE(with_parent.ok()) << with_parent.status();
+  EXPECT_EQ(with_parent->tokens, 42 + 50);
+  EXPECT_DOUBLE_EQ(with_parent->cost_usd, 0.5);
   absl::StatusOr<NamespaceUsage> none =
       store().GetNamespaceUsage("team-c", absl::FromUnixSeconds(kEpoch));
   ASSERT_TRUE(none.ok()) << none.status();

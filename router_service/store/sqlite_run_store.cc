@@ -285,6 +285,27 @@ absl::StatusOr<rein::v1::Run> SqliteRunStore::GetRun(const std::string& run_id) 
   return std::move(row.run);
 }
 
+absl::StatusOr<rein::v1::Run> SqliteRunStore::FindRunByRequestId(const std::string& namespace_name,
+                                                                 const std::string& request_id) {
+  absl::MutexLock lock(&mu_);
+  std::string run_id;
+  {
+    ASSIGN_OR_RETURN(
+        SqliteDb::Statement stmt,
+        db_->Prepare("SELECT run_id FROM runs WHERE namespace = ? AND ns_request_id = ?"));
+    stmt.BindText(1, std::string(NamespaceOrDefault(namespace_name)));
+    stmt.BindText(2, request_id);
+    const int rc = stmt.Step();
+    if (rc == SQLITE_DONE) {
+      return absl::NotFoundError(absl::StrCat("no run with request_id ", request_id));
+    }
+    if (rc != SQLITE_ROW) return db_->Error(rc, "looking up request_id");
+    run_id = stmt.ColumnBytes(0);
+  }
+  ASSIGN_OR_RETURN(RunRow row, ReadRun(run_id));
+  return std::move(row.run);
+}
+
 absl::StatusOr<std::vector<rein::v1::RunEvent>> SqliteRunStore::Commit(
     const std::string& run_id, int64_t expected_version, const rein::v1::RunState& new_state,
     std::vector<rein::v1::RunEvent> events, const std::optional<Snapshot>& snapshot,
@@ -571,8 +592,8 @@ absl::StatusOr<NamespaceUsage> SqliteRunStore::GetNamespaceUsage(const std::stri
       return absl::DataLossError(absl::StrCat("SQLite database ", path_, ": the stored run ",
                                               stmt.ColumnBytes(0), " is corrupt"));
     }
-    usage.tokens += tail.state().tokens_used();
-    usage.cost_usd += tail.state().cost_used_usd();
+    usage.tokens += OwnTokens(tail.state());
+    usage.cost_usd += OwnCostUsd(tail.state());
   }
   if (rc != SQLITE_DONE) return db_->Error(rc, "adding up a namespace's usage");
   RETURN_IF_ERROR(tx.Commit());

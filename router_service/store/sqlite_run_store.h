@@ -108,6 +108,8 @@ class SqliteRunStore final : public RouterStore {
   absl::StatusOr<CreateResult> CreateRun(const rein::v1::Run& run,
                                          std::vector<rein::v1::RunEvent> events) override;
   absl::StatusOr<rein::v1::Run> GetRun(const std::string& run_id) override;
+  absl::StatusOr<rein::v1::Run> FindRunByRequestId(const std::string& namespace_name,
+                                                   const std::string& request_id) override;
   absl::StatusOr<std::vector<rein::v1::RunEvent>> Commit(const std::string& run_id,
                                                          int64_t expected_version,
                                                          const rein::v1::RunState& new_state,

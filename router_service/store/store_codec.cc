@@ -1,6 +1,7 @@
 // What the RunStore implementations share: timestamps and ListRuns page tokens.
 #include "router_service/store/store_codec.h"
 
+#include <algorithm>
 #include <climits>
 #include <vector>
 
@@ -134,6 +135,14 @@ absl::StatusOr<StoredRunParts> SplitRun(const rein::v1::Run& run) {
   }
   parts.tail = *std::move(tail);
   return parts;
+}
+
+int64_t OwnTokens(const rein::v1::RunState& state) {
+  return std::max<int64_t>(0, state.tokens_used() - state.inherited_tokens());
+}
+
+double OwnCostUsd(const rein::v1::RunState& state) {
+  return std::max(0.0, state.cost_used_usd() - state.inherited_cost_usd());
 }
 
 absl::StatusOr<std::string> StateTail(const rein::v1::RunState& state,

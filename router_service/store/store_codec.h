@@ -36,6 +36,12 @@ struct StoredRunParts {
 // INVALID_ARGUMENT for bad timestamps or a run too large to serialize.
 absl::StatusOr<StoredRunParts> SplitRun(const rein::v1::Run& run);
 
+// What a run spent itself, for its namespace's usage: its tokens and cost less what it
+// inherited (RunState.inherited_tokens, inherited_cost_usd: its joined children's, a fork's
+// source's), which are counted in the runs that spent them.
+int64_t OwnTokens(const rein::v1::RunState& state);
+double OwnCostUsd(const rein::v1::RunState& state);
+
 // The `tail` of a commit: `state` and `updated_at`.
 absl::StatusOr<std::string> StateTail(const rein::v1::RunState& state,
                                       const google::protobuf::Timestamp& updated_at);

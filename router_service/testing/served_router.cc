@@ -26,12 +26,17 @@ absl::Status ServedRouter::Start(ServedRouterOptions options, PlannerClient* pla
   RETURN_IF_ERROR(auth->Load());
   ASSIGN_OR_RETURN(store, SqliteRunStore::Open(dir + "/router-" + name + ".db", {}));
   counted = std::make_unique<HeldStore>(store.get());
-  engine =
-      std::make_unique<RunEngine>(counted.get(), planner, executor, RealClock(), options.engine);
-  RETURN_IF_ERROR(engine->Start());
+  RunEngineOptions engine_options = options.engine;
   if (options.quotas) {
     ASSIGN_OR_RETURN(quotas, options.quotas(store.get()));
+    engine_options.admit_child = [book = quotas.get()](const std::string& ns,
+                                                       const std::function<bool()>& create) {
+      return book->AdmitChild(ns, create);
+    };
   }
+  engine =
+      std::make_unique<RunEngine>(counted.get(), planner, executor, RealClock(), engine_options);
+  RETURN_IF_ERROR(engine->Start());
   service =
       std::make_unique<RouterGrpcService>(engine.get(), auth.get(), options.grpc, quotas.get());
   grpc::ServerBuilder builder;

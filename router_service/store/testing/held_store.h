@@ -69,7 +69,7 @@ class HeldStore final : public RouterStore {
     return inner_->CommitBatch(requests);
   }
 
-  // GetRun calls that reached this store so far.
+  // GetRun and FindRunByRequestId calls that reached this store so far.
   int64_t run_reads() {
     absl::MutexLock lock(&mu_);
     return run_reads_;
@@ -80,6 +80,14 @@ class HeldStore final : public RouterStore {
       ++run_reads_;
     }
     return inner_->GetRun(run_id);
+  }
+  absl::StatusOr<rein::v1::Run> FindRunByRequestId(const std::string& namespace_name,
+                                                   const std::string& request_id) override {
+    {
+      absl::MutexLock lock(&mu_);
+      ++run_reads_;
+    }
+    return inner_->FindRunByRequestId(namespace_name, request_id);
   }
   absl::StatusOr<std::vector<rein::v1::RunEvent>> ReadEvents(const std::string& run_id,
                                                              int64_t after_seq,
