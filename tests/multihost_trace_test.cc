@@ -178,15 +178,23 @@ TEST_F(MultiHostTraceTest, PausedReviewedElsewhereKilledAndTakenOverRunIsOneTrac
   EXPECT_EQ(done.state().trace().trace_id(), trace.trace_id());
   EXPECT_EQ(done.state().trace().stretches(), 3);
 
+  // Each process exports on its own schedule: the planner's last chat may arrive after the
+  // router's last stretch, so the wait covers the run's tokens too.
+  const int64_t run_input = done.state().usage().input_tokens();
   const std::vector<CollectedSpan> spans = WaitForTrace(
       trace.trace_id(),
-      [](const std::vector<CollectedSpan>& spans) {
+      [run_input](const std::vector<CollectedSpan>& spans) {
         int ended = 0, stretches = 0;
         for (const CollectedSpan* s : WithOperation(spans, "invoke_agent")) {
           ++stretches;
           ended += s->Str("rein.run.stretch_end") == "ended";
         }
-        return ended == 1 && stretches >= 3 && WithOperation(spans, "execute_tool").size() >= 3;
+        int64_t input = 0;
+        for (const CollectedSpan* chat : WithOperation(spans, "chat")) {
+          input += chat->Int("gen_ai.usage.input_tokens");
+        }
+        return ended == 1 && stretches >= 3 && WithOperation(spans, "execute_tool").size() >= 3 &&
+               input >= run_input;
       },
       absl::Seconds(30));
 
