@@ -726,7 +726,9 @@ TEST_F(RouterNamespaceTest, AForkIsAdmittedAsAStartAndAChildPastTheQuotaFailsWit
   const rein::v1::Run joined = WaitPaused("root", run.run_id());
   ASSERT_EQ(joined.state().completed_subtasks_size(), 2) << joined.state().DebugString();
   for (const rein::v1::SubTask& task : joined.state().completed_subtasks()) {
-    if (task.id() == "c1") EXPECT_EQ(task.status(), rein::v1::SubTask::COMPLETED);
+    if (task.id() == "c1") {
+      EXPECT_EQ(task.status(), rein::v1::SubTask::COMPLETED);
+    }
     if (task.id() != "c2") continue;
     EXPECT_EQ(task.status(), rein::v1::SubTask::FAILED);
     EXPECT_NE(task.summary().find("max_concurrent_runs"), std::string::npos) << task.summary();

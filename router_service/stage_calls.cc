@@ -40,6 +40,7 @@ std::shared_ptr<PendingCall> SendCall(PlannerClient* planner, ExecutorClient* ex
                                [done](absl::StatusOr<rein::v1::EvaluateResponse> reply) {
                                  done(Evaluated{std::move(reply)});
                                });
+    case Effect::Kind::kChildren:  // started and observed by the child driver, never sent here
     case Effect::Kind::kNone: break;
   }
   return nullptr;
@@ -53,6 +54,7 @@ const std::string& CallLabel(Effect::Kind kind) {
       {Effect::Kind::kDecide, R"(call="Decide")"},
       {Effect::Kind::kExecute, R"(call="Execute")"},
       {Effect::Kind::kEvaluate, R"(call="Evaluate")"},
+      {Effect::Kind::kChildren, R"(call="Children")"},
       {Effect::Kind::kNone, R"(call="none")"},
   };
   return labels->at(kind);
