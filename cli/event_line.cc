@@ -135,6 +135,12 @@ std::string EventLine(const v1::RunEvent& event) {
                       " runs again as ", OneLine(event.call_reissued().call_id(), 80),
                       " (approved after an unknown outcome)");
       break;
+    case v1::RunEvent::kCancelRequested: {
+      const std::string& reason = event.cancel_requested().reason();
+      absl::StrAppend(&line, "cancel_requested", reason.empty() ? "" : ": ", OneLine(reason, 200),
+                      " (ends once its call returns or its children end)");
+      break;
+    }
     case v1::RunEvent::kCallReplayed:
       absl::StrAppend(&line, "call_replayed ", OneLine(event.call_replayed().call_id(), 80),
                       ": already ran on ", OneLine(event.call_replayed().executor_id(), 80),

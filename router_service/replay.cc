@@ -352,6 +352,11 @@ std::string DescribeEvent(const RunEvent& event) {
                        event.paused().pause().detail()));
     case RunEvent::kResumed:
       return absl::StrCat("resumed: to ", rein::v1::Stage_Name(event.resumed().to()));
+    case RunEvent::kCallReplayed:
+      return absl::StrCat("call_replayed: ", event.call_replayed().call_id(), " from ",
+                          event.call_replayed().executor_id());
+    case RunEvent::kCancelRequested:
+      return Shorten(absl::StrCat("cancel_requested: ", event.cancel_requested().reason()));
     case RunEvent::kCallReissued:
       return absl::StrCat("call_reissued: ", event.call_reissued().from_call_id(), " as ",
                           event.call_reissued().call_id());
@@ -504,6 +509,16 @@ absl::StatusOr<ReplayResult> ReplayRun(const StageRouter& router, const Run& rec
       if (!match(std::move(*t))) return result;
       continue;
     }
+    if (next.has_cancel_requested()) {  // a cancel that waits for a call or for children
+      const bool in_flight = run.state().stage() != rein::v1::WAITING;
+      std::optional<Transition> t =
+          router.OnCancel(run, in_flight, next.cancel_requested().reason(), now);
+      if (!t || !match(std::move(*t))) {
+        if (!t) diverge(DescribeEvent(next), "(the cancel is ignored)", "");
+        return result;
+      }
+      continue;
+    }
     if (next.has_stage_changed() && next.stage_changed().to() == rein::v1::CANCELLED &&
         next.version() == run.state().version() + 1) {
       std::optional<Transition> t =
@@ -526,9 +541,10 @@ absl::StatusOr<ReplayResult> ReplayRun(const StageRouter& router, const Run& rec
               "");
       return result;
     }
-    // A cancel requested while the call was in flight commits no event of its own: the
-    // call's transition then ends the run, one version later. A WAITING parent's cancel is
-    // such a commit too, followed by its children's start or their join (router_service/children).
+    // In logs written before cancel_requested was recorded, a cancel requested while the call
+    // was in flight committed no event of its own: the call's transition then ended the run, one
+    // version later. A WAITING parent's cancel was such a commit too, followed by its children's
+    // start or their join (router_service/children).
     if (next.version() == run.state().version() + 2 &&
         (EndsCancelled(tr) || run.state().stage() == rein::v1::WAITING)) {
       std::optional<Transition> t = router.OnCancel(run, /*call_in_flight=*/true, "", now);

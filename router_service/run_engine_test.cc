@@ -279,12 +279,24 @@ TEST_F(RunEngineTest, CancelWhileACallIsInFlightCancelsTheCallAndEndsTheRunOnce)
   const std::string id = StartRun(Spec());
   planner_.held.AwaitAtLeast(1);
   EXPECT_GE(engine_->calls_in_flight(), 1);  // the ListTools call may still be finishing
-  absl::StatusOr<rein::v1::Run> run = engine_->CancelRun(id, "enough");
+  absl::StatusOr<rein::v1::Run> run = engine_->CancelRun(id, "enough", "bo");
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(run->state().stage(), rein::v1::CANCELLED);
   EXPECT_EQ(run->state().outcome().reason(), rein::v1::CANCELLED_BY_USER);
   EXPECT_EQ(planner_.held.cancels(), 1);
   AwaitFinished(id);
+  // The log says who asked and why, though the cancel could not end the run at once.
+  bool over = false;
+  absl::StatusOr<std::vector<RunEvent>> log = engine_->WaitEvents(id, 0, absl::Seconds(0), &over);
+  ASSERT_TRUE(log.ok()) << log.status();
+  int requests = 0;
+  for (const RunEvent& e : *log) {
+    if (!e.has_cancel_requested()) continue;
+    ++requests;
+    EXPECT_EQ(e.cancel_requested().reason(), "enough");
+    EXPECT_EQ(e.principal(), "bo");
+  }
+  EXPECT_EQ(requests, 1);
   bool ended = false;
   absl::StatusOr<std::vector<RunEvent>> rest =
       engine_->WaitEvents(id, seen_, absl::Hours(1), &ended);

@@ -522,6 +522,7 @@ std::optional<Transition> StageRouter::OnCancel(const Run& run, bool call_in_fli
   if (call_in_flight || run.state().stage() == rein::v1::WAITING) {
     if (run.state().cancel_requested()) return std::nullopt;
     s.state().set_cancel_requested(true);
+    s.AddEvent()->mutable_cancel_requested()->set_reason(reason);
   } else {
     Terminate(s, rein::v1::CANCELLED, rein::v1::CANCELLED_BY_USER,
               reason.empty() ? "cancelled by user" : absl::StrCat("cancelled by user: ", reason));

@@ -1874,6 +1874,9 @@ TEST(StageRouterTest, RemoteCancelEndsAPausedRunAndRecordsOtherwise) {
   ASSERT_TRUE(busy.has_value());
   EXPECT_EQ(busy->state.stage(), rein::v1::PLANNING);
   EXPECT_TRUE(busy->state.cancel_requested());
+  // The request is an event of its own, so the log says who asked (the principal) and why.
+  ASSERT_EQ(busy->events.size(), 1u);
+  EXPECT_EQ(busy->events[0].cancel_requested().reason(), "stop");
   h.Plan(PlanReply({"a"}));
   h.Decide(rein::v1::DecideResponse());  // neither call nor query: a retry, still DECIDING
   rein::v1::DecideResponse ask;

@@ -252,8 +252,8 @@ TEST(ChildGroupTest, ParentsLogReplaysThroughAGroupAlone) {
   EXPECT_EQ(replayed->events_replayed, static_cast<int64_t>(p.log.size()));
 }
 
-// A cancel recorded while a group runs (a commit with no event of its own) replays: before the
-// children's ids are recorded and after.
+// A cancel recorded while a group runs (a commit whose one event is cancel_requested) replays:
+// before the children's ids are recorded and after.
 TEST(ChildGroupTest, CancelRecordedMidGroupReplaysDeterministically) {
   for (bool before_started : {true, false}) {
     Parent p;
@@ -262,8 +262,11 @@ TEST(ChildGroupTest, CancelRecordedMidGroupReplaysDeterministically) {
     ASSERT_EQ(p.run.state().stage(), rein::v1::WAITING);
     auto cancel = [&p] {
       p.now += absl::Seconds(2);
-      std::optional<Transition> t = p.router.OnCancel(p.run, /*call_in_flight=*/false, "", p.now);
+      std::optional<Transition> t =
+          p.router.OnCancel(p.run, /*call_in_flight=*/false, "enough", p.now);
       ASSERT_TRUE(t.has_value());
+      ASSERT_EQ(t->events.size(), 1u);
+      EXPECT_EQ(t->events[0].cancel_requested().reason(), "enough");
       p.Apply(*t);
     };
     if (before_started) cancel();

@@ -33,6 +33,9 @@ struct World {
   // A review for a paused run (nullopt: leave it paused, which ends the recording).
   std::function<std::optional<rein::v1::Review>(const Run&)> review;
   int cancel_after_steps = 0;  // > 0: cancel once this many steps have run
+  // With cancel_after_steps: the cancel comes while that step's call is in flight, and the
+  // call's reply then ends the run (as the engine does when it cuts the call).
+  bool cancel_in_flight = false;
 };
 
 rein::v1::ToolSpec Tool(const std::string& name, bool mutating) {
@@ -118,7 +121,8 @@ RecordedRun Record(const std::string& run_id, const rein::v1::RunSpec& spec, Wor
   int plans = 0, decides = 0, executes = 0, evaluates = 0;
   for (int steps = 1; steps < 400; ++steps) {
     now += absl::Seconds(1);
-    if (world.cancel_after_steps > 0 && steps == world.cancel_after_steps) {
+    if (world.cancel_after_steps > 0 && steps == world.cancel_after_steps &&
+        !world.cancel_in_flight) {
       if (auto t = router.OnCancel(run, false, "enough", now)) apply(std::move(*t));
       break;
     }
@@ -136,6 +140,9 @@ RecordedRun Record(const std::string& run_id, const rein::v1::RunSpec& spec, Wor
       continue;
     }
     if (step.kind != NextStep::Kind::kCall) break;
+    if (world.cancel_in_flight && steps == world.cancel_after_steps) {
+      if (auto t = router.OnCancel(run, /*call_in_flight=*/true, "enough", now)) apply(*t);
+    }
     switch (step.effect.kind) {
       case Effect::Kind::kListTools: {
         rein::v1::ListToolsResponse reply;
@@ -300,6 +307,11 @@ int main(int argc, char** argv) {
     w.evaluate = [](const Run&, int) { return Verdict(Eval::NEEDS_MORE_WORK); };
     w.cancel_after_steps = 7;
     corpus.emplace_back("cancel", Record("run-cancel", Spec("list", {"list_files"}), w, tools));
+    // The same cancel, asked while the step's call is in flight: recorded as cancel_requested
+    // (who and why), then the call's reply ends the run.
+    w.cancel_in_flight = true;
+    corpus.emplace_back("cancel_in_flight",
+                        Record("run-cancel-in-flight", Spec("list", {"list_files"}), w, tools));
   }
 
   {  // Combined replies: evaluations that also carry the next call (one applied, one a tool
