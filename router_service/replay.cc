@@ -490,6 +490,7 @@ absl::StatusOr<ReplayResult> ReplayRun(const StageRouter& router, const Run& rec
     if (!match(std::move(t))) return result;
   }
 
+  std::optional<NextStep> cut_call;  // the call a recorded cancel_requested found in flight
   while (index < events.size() && !stop()) {
     if (StageRouter::IsTerminal(run.state().stage())) {
       diverge(DescribeEvent(events[index]), "(the run has ended)", "");
@@ -511,12 +512,15 @@ absl::StatusOr<ReplayResult> ReplayRun(const StageRouter& router, const Run& rec
     }
     if (next.has_cancel_requested()) {  // a cancel that waits for a call or for children
       const bool in_flight = run.state().stage() != rein::v1::WAITING;
+      // The call it waited for, if any, is the one the run would have made without it.
+      NextStep before = router.Next(run, now);
       std::optional<Transition> t =
           router.OnCancel(run, in_flight, next.cancel_requested().reason(), now);
       if (!t || !match(std::move(*t))) {
         if (!t) diverge(DescribeEvent(next), "(the cancel is ignored)", "");
         return result;
       }
+      if (in_flight && before.kind == NextStep::Kind::kCall) cut_call = std::move(before);
       continue;
     }
     if (next.has_stage_changed() && next.stage_changed().to() == rein::v1::CANCELLED &&
@@ -530,6 +534,13 @@ absl::StatusOr<ReplayResult> ReplayRun(const StageRouter& router, const Run& rec
       continue;
     }
     NextStep step = router.Next(run, now);
+    // After a cancel_requested: the call that was in flight answered (its reply, then the end,
+    // in one commit), unless the log ends the run at once (a remote cancel with no call out).
+    if (cut_call && step.kind == NextStep::Kind::kCommit &&
+        !Matches(*step.transition, events, index, recorded.run_id())) {
+      step = *std::move(cut_call);
+    }
+    cut_call.reset();
     if (step.kind == NextStep::Kind::kCommit) {
       if (!match(std::move(*step.transition))) return result;
       continue;
