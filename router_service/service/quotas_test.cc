@@ -129,20 +129,22 @@ TEST_F(QuotaBookTest, AStartBeingCreatedIsCountedSoThatAnotherCannotPassTheQuota
   rein::v1::RunSpec spec;
   // While the first start creates its run (not in the store yet), a second is refused.
   absl::Status second;
-  ASSERT_TRUE(book->AdmitStart("team-a", &spec, [&] {
+  auto finds_its_run = [&] {
     rein::v1::RunSpec other;
     second = book->AdmitStart("team-a", &other, Created);
     return false;  // the first found its request_id's run: nothing created
-                  }).ok());
+  };
+  ASSERT_TRUE(book->AdmitStart("team-a", &spec, finds_its_run).ok());
   EXPECT_EQ(second.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(second.message()), HasSubstr("1 of 1 runs unfinished"));
   // A start that created nothing counts nowhere: the next one is admitted. A child is
   // refused while that one is being created too.
   absl::Status child;
-  ASSERT_TRUE(book->AdmitStart("team-a", &spec, [&] {
+  auto creates_it = [&] {
     child = book->AdmitChild("team-a", Created);
     return true;
-                  }).ok());
+  };
+  ASSERT_TRUE(book->AdmitStart("team-a", &spec, creates_it).ok());
   EXPECT_EQ(child.code(), absl::StatusCode::kResourceExhausted);
   // That start counted in the minute's starts.
   EXPECT_THAT(std::string(book->AdmitStart("team-a", &spec, Created).message()),
