@@ -95,6 +95,8 @@ export function describe(event: RunEvent): string {
       return `error in ${stageName(b.value.stage)}: ${b.value.code} ${short(b.value.message)}${b.value.retrySpent ? " (retry spent)" : ""}`;
     case "finished":
       return `finished: ${stageName(b.value.outcome?.status ?? 0)} ${b.value.outcome?.message ?? ""}`;
+    case "cancelRequested":
+      return `cancel requested${b.value.reason ? `: ${short(b.value.reason)}` : ""} (ends once its call returns or its children end)`;
     default:
       return b.case ?? "event";
   }
