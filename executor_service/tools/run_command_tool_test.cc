@@ -32,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "executor_service/testing/loopback_listener.h"
+#include "executor_service/testing/host_processes.h"
 #include "executor_service/testing/temp_workspace.h"
 #include "executor_service/tool_executor.h"
 #include "gtest/gtest.h"
@@ -47,6 +48,7 @@
 namespace rein {
 namespace {
 
+using ::rein::testing::HostProcessWithCmdline;
 using ::rein::testing::TempWorkspace;
 
 std::string InitPath() {
@@ -55,22 +57,6 @@ std::string InitPath() {
 
 std::string ProbePath() {
   return absl::StrCat(std::getenv("TEST_SRCDIR"), "/rein/executor_service/testing/sandbox_probe");
-}
-
-// True when a process on the host has `needle` in its command line.
-bool HostProcessWithCmdline(const std::string& needle) {
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return false;
-  bool found = false;
-  while (struct dirent* entry = readdir(proc)) {
-    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
-    std::ifstream in(absl::StrCat("/proc/", entry->d_name, "/cmdline"), std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (absl::StrContains(text.str(), needle)) found = true;
-  }
-  closedir(proc);
-  return found;
 }
 
 // The owner, group, mode and (but for devices, which host processes use) modification time of

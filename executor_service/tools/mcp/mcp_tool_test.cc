@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
+#include "executor_service/testing/host_processes.h"
 #include "executor_service/testing/temp_workspace.h"
 #include "executor_service/tool_executor.h"
 #include "executor_service/tools/json_schema.h"
@@ -34,6 +35,7 @@ namespace rein {
 namespace {
 
 using nlohmann::json;
+using ::rein::testing::HostProcessWithCmdline;
 using ::rein::testing::TempWorkspace;
 
 constexpr const char* kSecret = "s3cr3t-token-value-4711";
@@ -63,21 +65,6 @@ std::string WriteTemp(const std::string& name, const std::string& content) {
   const std::string path = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
   std::ofstream(path) << content;
   return path;
-}
-
-bool HostProcessWithCmdline(const std::string& needle) {
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return false;
-  bool found = false;
-  while (struct dirent* entry = readdir(proc)) {
-    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
-    std::ifstream in(absl::StrCat("/proc/", entry->d_name, "/cmdline"), std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (absl::StrContains(text.str(), needle)) found = true;
-  }
-  closedir(proc);
-  return found;
 }
 
 json FakeConfig(const std::string& name, std::vector<std::string> extra_args = {}) {
