@@ -64,11 +64,6 @@ ABSL_FLAG(std::string, sandbox_spawner, "",
           "that bubblewrap's start does not tear down a copy of the executor; default: next to "
           "this executable (given, it must be an executable); without it, a fork of the "
           "executor, with a warning");
-ABSL_FLAG(std::string, sandbox_gate, "",
-          "rein-sandbox-gate, which stands in for a command in its fresh sandbox until the "
-          "call's claim is durable and its workspace snapshotted, so that the sandbox is set up "
-          "meanwhile; default: next to this executable (given, it must be an executable); "
-          "without it, each sandbox is set up after them, with a warning");
 // The resident sandbox is a performance mode, off by default: by default every command gets a
 // fresh bubblewrap sandbox (fresh namespaces), an isolation that holds by construction; a
 // resident sandbox instead cleans up after each command of a run from an enumerated list of
@@ -250,9 +245,6 @@ int main(int argc, char** argv) {
     sandbox.spawner_binary = HelperBinary(absl::GetFlag(FLAGS_sandbox_spawner), "--sandbox_spawner",
                                           "rein-spawner", "spawners are forks of the executor");
   }
-  // Without it as safe, slower: the sandbox's set-up waits for the claim and the snapshot.
-  sandbox.gate_binary = HelperBinary(absl::GetFlag(FLAGS_sandbox_gate), "--sandbox_gate",
-                                     "rein-sandbox-gate", "sandboxes are set up after the claim");
   sandbox.resident = absl::GetFlag(FLAGS_sandbox_resident);
   sandbox.resident_idle = absl::GetFlag(FLAGS_sandbox_resident_idle);
   sandbox.max_residents = absl::GetFlag(FLAGS_sandbox_max_residents);

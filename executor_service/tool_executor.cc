@@ -7,7 +7,6 @@
 #include <system_error>
 #include <thread>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -15,7 +14,6 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
-#include "executor_service/process/command_gate.h"
 #include "executor_service/tools/declared_tool.h"
 #include "executor_service/tools/json_schema.h"
 #include "executor_service/tools/mcp/mcp_config.h"
@@ -47,17 +45,16 @@ ExecuteOutcome FailedOutcome(const absl::Status& status) {
 
 // Work run on a thread of its own beside the caller's; Wait (or the destructor, so that no
 // early return leaves it running) returns once it is done. Without a thread (none could be
-// made) it runs inline, or, with `or_inline` false, not at all (started() is false).
+// made) it runs inline.
 class Beside {
  public:
-  explicit Beside(const std::function<void()>& work, bool or_inline = true) {
+  explicit Beside(const std::function<void()>& work) {
     try {
       thread_ = std::thread(work);
     } catch (const std::system_error&) {
-      if (or_inline) work();
+      work();
     }
   }
-  bool started() const { return thread_.joinable(); }
   ~Beside() { Wait(); }
   Beside(const Beside&) = delete;
   Beside& operator=(const Beside&) = delete;
@@ -197,7 +194,6 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::Run(const ExecuteCall& call, bool j
   // Every mutating call, whatever the tool, runs at most once per call_id across the
   // executors sharing the workspace root; the journal answers a repeated one.
   const bool journal_call = journaled && spec.mutating;
-  const bool overlap_flush = SnapshotDue(spec) || StartsBehindGate(*tool);
   const JournalCall journal_key{call.call_id, call.run_id, call.tool, call.args_json};
   if (journal_call) {
     // Waiting for a call running elsewhere stops a little before the caller's deadline, so
@@ -206,9 +202,9 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::Run(const ExecuteCall& call, bool j
         call.deadline == absl::InfiniteFuture()
             ? start + kMaxToolTimeout
             : call.deadline - std::min(absl::Seconds(1), (call.deadline - start) / 10);
-    // With a snapshot due or a sandbox to set up, the claim's flush runs beside them
-    // (RunClaimed); the call itself runs only once the claim is durable either way.
-    absl::StatusOr<JournalVerdict> verdict = overlap_flush
+    // With a snapshot due, the claim's flush runs beside it (RunClaimed); the call itself
+    // runs only once the claim is durable either way.
+    absl::StatusOr<JournalVerdict> verdict = SnapshotDue(spec)
                                                  ? journal_->BeginUnflushed(journal_key, wait_until)
                                                  : journal_->Begin(journal_key, wait_until);
     if (!verdict.ok()) return verdict.status();
@@ -240,7 +236,7 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::Run(const ExecuteCall& call, bool j
   // After the claim: a call answered from the journal, or running elsewhere, takes neither a
   // slot nor a snapshot.
   std::function<void()> flush_claim;
-  if (journal_call && overlap_flush) flush_claim = [&] { journal_->FlushClaim(journal_key); };
+  if (journal_call && SnapshotDue(spec)) flush_claim = [&] { journal_->FlushClaim(journal_key); };
   absl::StatusOr<ExecuteOutcome> outcome =
       RunClaimed(call, *tool, std::move(full_args), flush_claim);
   if (journal_call) {
@@ -289,13 +285,6 @@ bool ToolExecutor::SnapshotDue(const ToolSpec& spec) const {
   return spec.mutating && options_.history != nullptr && options_.history->retention() > 0;
 }
 
-bool ToolExecutor::StartsBehindGate(const Tool& tool) const {
-  if (!tool.RunsBehindGate() || !sandbox_->StartsBehindGate()) return false;
-  const SandboxPlaceholders* placeholders = sandbox_->options().placeholders;
-  return !SnapshotDue(tool.spec()) ||
-         (placeholders != nullptr && options_.history->placeholders() == placeholders);
-}
-
 absl::StatusOr<ExecuteOutcome> ToolExecutor::RunClaimed(
     const ExecuteCall& call, const Tool& tool, nlohmann::json full_args,
     const std::function<void()>& flush_claim) const {
@@ -304,54 +293,19 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::RunClaimed(
   // executor refuses the call before anything is copied or run. That is the caller's signal
   // to go elsewhere, so it is an RPC error.
   const bool snapshot_due = SnapshotDue(spec);
-  SandboxSlot slot;
+  std::optional<SandboxSlot> slot;
   if (spec.spawns_process || snapshot_due) {
     absl::StatusOr<SandboxSlot> admitted = sandbox_->Admit();
     if (!admitted.ok()) return admitted.status();
-    slot = *std::move(admitted);
+    slot.emplace(*std::move(admitted));
   }
-  // Behind a gate, the command's sandbox is set up while the claim is flushed and the
-  // workspace snapshotted; it runs once both are done (the gate opens after them).
-  std::unique_ptr<Workspace> early;
-  std::unique_ptr<CommandGate> gate;
-  if (StartsBehindGate(tool)) {
-    absl::StatusOr<std::unique_ptr<Workspace>> opened = root_->OpenWorkspace(call.workspace);
-    absl::StatusOr<std::unique_ptr<CommandGate>> made = CommandGate::Create(call.deadline);
-    if (opened.ok() && made.ok()) {
-      early = *std::move(opened);
-      gate = *std::move(made);
-    }
-  }
-  ExecuteOutcome outcome;
-  std::optional<Beside> running;
-  if (gate != nullptr) {
-    ToolContext context = ContextFor(call, spec, *early);
-    context.gate = gate.get();
-    // Never inline: it would wait for a gate that opens only after it.
-    running.emplace([&, context] { outcome = RunTool(tool, context, full_args); },
-                    /*or_inline=*/false);
-    if (!running->started()) {
-      running.reset();
-      gate.reset();
-    }
-  }
-  // Whatever leaves this scope, a pending gate shuts before the command is waited for.
-  const absl::Cleanup shut = [&] {
-    if (gate != nullptr) gate->Shut();
-  };
   // The claim's flush (an fsync, mostly a wait for the disk) and the snapshot (a copy) overlap;
   // the claim is durable before anything below can run the call.
   std::optional<Beside> flushing;
   if (flush_claim) flushing.emplace(flush_claim);
   const std::string snapshot_skipped = snapshot_due ? SnapshotBeforeCall(call) : "";
   flushing.reset();
-  if (gate != nullptr) {
-    gate->Open();
-    running.reset();
-    outcome.snapshot_skipped = snapshot_skipped;
-    return outcome;
-  }
-  if (!spec.spawns_process) slot.Release();  // the snapshot's; the tool itself needs none
+  if (!spec.spawns_process) slot.reset();  // the snapshot's; the tool itself needs none
 
   absl::StatusOr<std::unique_ptr<Workspace>> workspace = root_->OpenWorkspace(call.workspace);
   if (!workspace.ok()) {
@@ -359,15 +313,9 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::RunClaimed(
     failed.snapshot_skipped = snapshot_skipped;
     return failed;
   }
-  outcome = RunTool(tool, ContextFor(call, spec, **workspace), full_args);
-  outcome.snapshot_skipped = snapshot_skipped;
-  return outcome;
-}
 
-ToolContext ToolExecutor::ContextFor(const ExecuteCall& call, const ToolSpec& spec,
-                                     const Workspace& workspace) const {
   ToolContext context;
-  context.workspace = &workspace;
+  context.workspace = workspace->get();
   context.run_id = call.run_id;
   context.namespace_name = call.namespace_name;
   context.clock = options_.clock;
@@ -378,12 +326,6 @@ ToolContext ToolExecutor::ContextFor(const ExecuteCall& call, const ToolSpec& sp
       call.max_output_bytes == 0
           ? kDefaultMaxOutputBytes
           : static_cast<size_t>(std::min<int64_t>(call.max_output_bytes, kHardMaxOutputBytes));
-  return context;
-}
-
-ExecuteOutcome ToolExecutor::RunTool(const Tool& tool, const ToolContext& context,
-                                     const nlohmann::json& full_args) const {
-  const ToolSpec& spec = tool.spec();
   ExecuteOutcome outcome;
   try {
     outcome.result = tool.Execute(context, full_args);
@@ -406,6 +348,7 @@ ExecuteOutcome ToolExecutor::RunTool(const Tool& tool, const ToolContext& contex
     outcome.result = ToolResult::Failure("INTERNAL", absl::StrCat(spec.name, ": ", e.what()));
   }
   outcome.executor_id = options_.executor_id;
+  outcome.snapshot_skipped = snapshot_skipped;
   return outcome;
 }
 

@@ -149,24 +149,12 @@ class ToolExecutor {
   std::string SnapshotBeforeCall(const ExecuteCall& call) const;
   // Whether a call of `spec` snapshots its workspace before it runs.
   bool SnapshotDue(const ToolSpec& spec) const;
-  // Whether `tool` starts behind a gate (Tool::RunsBehindGate): its sandbox is set up while
-  // the claim is flushed and the workspace snapshotted, and its command runs once both are
-  // done. Only with a sandbox that sets up ahead and, when a snapshot is due, placeholders
-  // the snapshot knows of (what the set-up puts in the workspace is never copied).
-  bool StartsBehindGate(const Tool& tool) const;
   // Runs a checked (and claimed) call: admission, the snapshot, workspace, the tool within
   // its limits. `flush_claim` (when set) makes the journal's claim durable: it runs beside
-  // the snapshot and returns before the tool's command runs; it is not called when admission
-  // refuses.
+  // the snapshot and returns before the tool runs; it is not called when admission refuses.
   absl::StatusOr<ExecuteOutcome> RunClaimed(const ExecuteCall& call, const Tool& tool,
                                             nlohmann::json full_args,
                                             const std::function<void()>& flush_claim) const;
-  // The context a tool of `spec` runs in for `call`, its deadline counted from now.
-  ToolContext ContextFor(const ExecuteCall& call, const ToolSpec& spec,
-                         const Workspace& workspace) const;
-  // Runs `tool` in `context`: its result, exceptions as failures, the unsandboxed note.
-  ExecuteOutcome RunTool(const Tool& tool, const ToolContext& context,
-                         const nlohmann::json& full_args) const;
 
   ExecutorOptions options_;
   std::unique_ptr<WorkspaceRoot> root_;

@@ -50,6 +50,5 @@ build rein-router "$b/router_service/rein-router" "$b/common/rein-health"
 build rein-planner --ca "$b/planner_service/rein-planner" "$b/common/rein-health"
 build rein-executor --debs "$deb_cache" "${EXECUTOR_PACKAGES[@]}" \
   "$b/executor_service/rein-executor" "$b/common/rein-health" \
-  "$b/executor_service/rein-sandbox-init" "$b/executor_service/rein-spawner" \
-  "$b/executor_service/rein-sandbox-gate"
+  "$b/executor_service/rein-sandbox-init" "$b/executor_service/rein-spawner"
 build reinctl "$b/cli/reinctl"

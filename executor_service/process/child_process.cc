@@ -21,7 +21,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "executor_service/process/child_exec.h"
-#include "executor_service/process/command_gate.h"
 #include "executor_service/process/errno_status.h"
 #include "executor_service/process/fd_passing.h"
 #include "executor_service/process/unique_fd.h"
@@ -372,21 +371,16 @@ absl::StatusOr<ChildOutcome> RunChild(const ChildSpec& spec, absl::Time deadline
   };
   while (!eof || !exited) {
     const absl::Time now = absl::Now();
-    // Behind a pending gate the deadline waits (the gate's event wakes the poll).
-    const bool gate_pending =
-        spec.gate != nullptr && spec.gate->state() == CommandGate::State::kPending;
-    const absl::Time due = spec.gate != nullptr ? spec.gate->Deadline(deadline) : deadline;
-    if (!killed && now >= due) end_child(/*timeout=*/true);
+    if (!killed && now >= deadline) end_child(/*timeout=*/true);
     if (killed && now >= drain_until) break;
-    struct pollfd fds[4] = {};
+    struct pollfd fds[3] = {};
     int n = 0;
     if (!eof) fds[n++] = {read_end.get(), POLLIN, 0};
     const int pid_index = n;
     if (!exited && pidfd.valid()) fds[n++] = {pidfd.get(), POLLIN, 0};
     const int stop_index = n;
     if (!killed && spec.stop_fd >= 0) fds[n++] = {spec.stop_fd, POLLIN, 0};
-    if (!killed && gate_pending) fds[n++] = {spec.gate->event_fd(), POLLIN, 0};
-    int wait_ms = PollMillis(killed ? drain_until : due);
+    int wait_ms = PollMillis(killed ? drain_until : deadline);
     if (!exited && !pidfd.valid()) wait_ms = std::min(wait_ms, 10);  // no pidfd: poll waitpid
     if (n == 0) {
       // Output is at EOF and only the exit is missing, without a pidfd.
@@ -433,8 +427,7 @@ absl::StatusOr<ChildOutcome> RunChild(const ChildSpec& spec, absl::Time deadline
     }
     if (!killed) kill_rest(pid);
   }
-  const absl::Time opened = spec.gate != nullptr ? spec.gate->opened_at() : absl::InfinitePast();
-  outcome.elapsed = absl::Now() - std::max(start, opened);
+  outcome.elapsed = absl::Now() - start;
   return outcome;
 }
 

@@ -26,7 +26,6 @@ struct ResourceLimits {
   uint64_t core_bytes = 0;           // RLIMIT_CORE; always set, 0 = no core dumps
 };
 
-class CommandGate;
 class Spawner;
 
 // What to start. Every descriptor of the parent is closed in the child except stdin
@@ -53,10 +52,6 @@ struct ChildSpec {
   // When >= 0: once readable or hung up (its write end written or closed), the child is
   // killed as at the deadline, but not counted as timed out. Not owned.
   int stop_fd = -1;
-  // When set, the child runs its command only once this gate opens (command_gate.h): until
-  // then RunChild's deadline does not run, after it it is moved on by the time the gate
-  // stayed pending (CommandGate::Deadline), and `elapsed` counts from the opening. Not owned.
-  const CommandGate* gate = nullptr;
 };
 
 // How a child ended and what it wrote.

@@ -149,16 +149,9 @@ BwrapInvocation BuildBwrapInvocation(const std::vector<std::string>& static_args
             "--json-status-fd", absl::StrCat(kStatusChildFd), "--"});
   if (!command.init_binary.empty()) {
     a.insert(a.end(), {kSandboxInitPath, init_socket});
-    return out;
+  } else {
+    a.insert(a.end(), command.argv.begin(), command.argv.end());
   }
-  if (command.gate_program_fd >= 0 && command.gate_fd >= 0) {
-    const std::string program = absl::StrCat(3 + out.pass_fds.size());
-    out.pass_fds.push_back(command.gate_program_fd);
-    const std::string gate = absl::StrCat(3 + out.pass_fds.size());
-    out.pass_fds.push_back(command.gate_fd);
-    a.insert(a.end(), {absl::StrCat("/proc/self/fd/", program), gate, program});
-  }
-  a.insert(a.end(), command.argv.begin(), command.argv.end());
   return out;
 }
 

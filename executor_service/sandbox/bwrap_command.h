@@ -87,11 +87,6 @@ struct BwrapCommand {
   // `init_socket_fd` passed to it and its number as its argument.
   std::string init_binary;
   int init_socket_fd = -1;
-  // A command behind a gate (process/command_gate.h): when both are set (and no init_binary),
-  // rein-sandbox-gate, open as `gate_program_fd`, runs as /proc/self/fd/N in place of `argv`
-  // and executes `argv` once `gate_fd` (the gate's command end) gives the go-ahead.
-  int gate_program_fd = -1;
-  int gate_fd = -1;
 };
 
 // What to start: `argv` names each descriptor by its number in the child, which is 3 + its

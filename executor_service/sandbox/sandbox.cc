@@ -111,11 +111,6 @@ bool ResidentEligible(const CommandRequest& request) {
   return bytes <= ResidentSandbox::kMaxCommandBytes;
 }
 
-absl::Status GateShutError() {
-  return absl::AbortedError(
-      "the command was withdrawn before it ran: its call did not get to run (nothing ran)");
-}
-
 }  // namespace
 
 std::string LookUpProgram(const std::string& name) {
@@ -194,19 +189,17 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Create(SandboxOptions options)
     // Still sandboxed, only slower to start: a bind per entry of the host's /etc.
     sandbox->static_args_ = sandbox->per_entry_etc_args_;
   }
-  absl::Status probe = sandbox->Probe(/*through_gate=*/false);
+  absl::Status probe = sandbox->Probe();
   if (!probe.ok() && !sandbox->etc_dir_.empty()) {
     // Not the staged /etc's fault, most likely; but without it the sandbox may still work.
     std::error_code ignored;
     std::filesystem::remove_all(sandbox->etc_dir_, ignored);
     sandbox->etc_dir_.clear();
     sandbox->static_args_ = sandbox->per_entry_etc_args_;
-    probe = sandbox->Probe(/*through_gate=*/false);
+    probe = sandbox->Probe();
   }
   if (probe.ok()) {
     sandbox->state_ = State::kBwrap;
-    absl::Status gate = sandbox->OpenGate();
-    if (!gate.ok()) return gate;
     if (sandbox->options_.resident && !sandbox->options_.init_binary.empty() &&
         !sandbox->etc_dir_.empty()) {
       if (access(sandbox->options_.init_binary.c_str(), X_OK) != 0) {
@@ -245,28 +238,7 @@ std::vector<std::string> Sandbox::Environment(const std::string& home) const {
           "LOGNAME=sandbox"};
 }
 
-absl::Status Sandbox::OpenGate() {
-  const std::string& path = options_.gate_binary;
-  if (path.empty()) return absl::OkStatus();
-  UniqueFd program(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!program.valid() || access(path.c_str(), X_OK) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sandbox_gate: ", path, " is not an executable: ", strerror(errno)));
-  }
-  gate_program_ = std::move(program);
-  absl::Status probe = Probe(/*through_gate=*/true);
-  if (!probe.ok()) {
-    gate_program_.Reset();
-    gate_note_ = std::string(probe.message());
-    LogError(
-        "rein-sandbox-gate does not work here; each command's sandbox is set up after its "
-        "claim is durable",
-        {{"gate", path}, {"error", gate_note_}});
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Sandbox::Probe(bool through_gate) {
+absl::Status Sandbox::Probe() {
   if (access(options_.bwrap_path.c_str(), X_OK) != 0) {
     return absl::FailedPreconditionError(
         absl::StrCat(options_.bwrap_path, " is not an executable (", strerror(errno),
@@ -281,14 +253,6 @@ absl::Status Sandbox::Probe(bool through_gate) {
                                   : std::vector<std::string>{"sh", "-c", ": </dev/null >/dev/null"};
   request.deadline = absl::Now() + absl::Seconds(20);
   request.max_output_bytes = 4096;
-  std::unique_ptr<CommandGate> gate;
-  if (through_gate) {
-    absl::StatusOr<std::unique_ptr<CommandGate>> made = CommandGate::Create(request.deadline);
-    if (!made.ok()) return made.status();
-    gate = *std::move(made);
-    gate->Open();
-    request.gate = gate.get();
-  }
   absl::StatusOr<CommandOutcome> outcome = RunBwrap(probe, request, /*protect=*/false);
   if (!outcome.ok()) return outcome.status();
   if (outcome->child.exit_code != 0) {
@@ -307,22 +271,19 @@ std::string Sandbox::Description() const {
                               cgroup_note_, ")");
   switch (state_) {
     case State::kBwrap:
-      return absl::StrCat(
-          "bwrap: user/pid/net/ipc/uts/cgroup namespaces, uid ", options_.uid,
-          ", no capabilities, seccomp, read-only system, writable workspace "
-          "(protected: ",
-          absl::StrJoin(protected_.paths(), ", "), "), ",
-          dev_dir_.empty() ? ""
-                           : "own device nodes (the host's belong to the "
-                             "executor's uid), ",
-          "processes: ", processes, ", max_concurrent ", options_.max_concurrent,
-          StartsBehindGate()   ? ", set up while the call's claim is made durable"
-          : gate_note_.empty() ? ""
-                               : absl::StrCat(", set up after the claim (gate: ", gate_note_, ")"),
-          residents_ != nullptr ? absl::StrCat(", resident sandbox per run (idle ",
-                                               absl::FormatDuration(options_.resident_idle),
-                                               ", at most ", options_.max_residents, ")")
-                                : "");
+      return absl::StrCat("bwrap: user/pid/net/ipc/uts/cgroup namespaces, uid ", options_.uid,
+                          ", no capabilities, seccomp, read-only system, writable workspace "
+                          "(protected: ",
+                          absl::StrJoin(protected_.paths(), ", "), "), ",
+                          dev_dir_.empty() ? ""
+                                           : "own device nodes (the host's belong to the "
+                                             "executor's uid), ",
+                          "processes: ", processes, ", max_concurrent ", options_.max_concurrent,
+                          residents_ != nullptr
+                              ? absl::StrCat(", resident sandbox per run (idle ",
+                                             absl::FormatDuration(options_.resident_idle),
+                                             ", at most ", options_.max_residents, ")")
+                              : "");
     case State::kUnsandboxed:
       return "none (unsandboxed: --sandbox=none --allow_unsandboxed; commands run as the "
              "executor's user with its view of the machine)";
@@ -358,16 +319,6 @@ absl::StatusOr<CommandOutcome> Sandbox::Run(const Workspace& workspace,
                                             const CommandRequest& request) const {
   if (request.argv.empty() || request.argv[0].empty()) {
     return absl::InvalidArgumentError("the command is empty");
-  }
-  const bool gated_in_sandbox = state_ == State::kBwrap && gate_program_.valid() &&
-                                !(residents_ != nullptr && ResidentEligible(request));
-  if (request.gate != nullptr && !gated_in_sandbox) {
-    // Nothing can be set up ahead here: the command waits for its gate, then starts.
-    if (!request.gate->Wait()) return GateShutError();
-    CommandRequest opened = request;
-    opened.deadline = request.gate->Deadline(request.deadline);
-    opened.gate = nullptr;
-    return Run(workspace, opened);
   }
   switch (state_) {
     case State::kBwrap: return RunBwrap(workspace, request, /*protect=*/true);
@@ -440,10 +391,6 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   command.argv = request.argv;
   command.share_network = request.share_network;
   command.read_only_paths = request.read_only_paths;
-  if (request.gate != nullptr) {
-    command.gate_program_fd = gate_program_.get();
-    command.gate_fd = request.gate->command_end();
-  }
   BwrapInvocation invocation =
       BuildBwrapInvocation(staged_etc ? static_args_ : per_entry_etc_args_, command);
 
@@ -463,7 +410,6 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   spec.stdin_fd = request.stdin_fd;
   spec.stdout_fd = request.stdout_fd;
   spec.stop_fd = request.stop_fd;
-  spec.gate = request.gate;
 
   std::string status;
   absl::StatusOr<ChildOutcome> child =
@@ -482,9 +428,6 @@ absl::StatusOr<CommandOutcome> Sandbox::RunBwrap(const Workspace& workspace,
   RetireCgroup(*std::move(cgroup));
   mounts->Release();
   if (!child.ok()) return child.status();
-  if (request.gate != nullptr && request.gate->state() == CommandGate::State::kShut) {
-    return GateShutError();  // rein-sandbox-gate exited without running the command
-  }
   if (!absl::StrContains(status, "\"child-pid\"") && !child->timed_out) {
     // bwrap failed before it started the command; what it said is the output.
     return absl::FailedPreconditionError(

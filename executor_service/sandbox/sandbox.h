@@ -16,7 +16,6 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "executor_service/process/child_process.h"
-#include "executor_service/process/command_gate.h"
 #include "executor_service/process/pids_cgroup.h"
 #include "executor_service/sandbox/bwrap_command.h"
 #include "executor_service/sandbox/protected_mounts.h"
@@ -57,10 +56,6 @@ struct SandboxOptions {
   // executor's memory, whose execve of bubblewrap has almost nothing to tear down. "" = each
   // spawner is a fork of the executor (slower: its execve tears down a copy of the executor).
   std::string spawner_binary;
-  // rein-sandbox-gate, absolute (process/command_gate.h): a command given a gate
-  // (CommandRequest::gate) then has its fresh sandbox set up at once and runs once the gate
-  // opens. "" = such a command waits for its gate before its sandbox is set up.
-  std::string gate_binary;
   std::vector<std::string> protected_paths;  // in addition to kDefaultProtectedPaths
   // Commands, workspace snapshots and workspace copies at once; more are RESOURCE_EXHAUSTED.
   int max_concurrent = 8;
@@ -106,9 +101,6 @@ struct CommandRequest {
   // The run the command belongs to: its commands may share the run's resident sandbox. "" =
   // none (always a sandbox of its own).
   std::string run_id;
-  // When set, the command runs only once this gate opens, and its deadline counts from then
-  // (CommandGate::Deadline); a gate shut is ABORTED, with nothing run. Not owned.
-  const CommandGate* gate = nullptr;
 };
 
 // How a command went.
@@ -125,24 +117,15 @@ struct CommandOutcome {
 // destruction.
 class SandboxSlot {
  public:
-  SandboxSlot() = default;  // none held
   explicit SandboxSlot(std::atomic<int>* in_use) : in_use_(in_use) {}
   SandboxSlot(SandboxSlot&& other) noexcept : in_use_(std::exchange(other.in_use_, nullptr)) {}
-  SandboxSlot& operator=(SandboxSlot&& other) noexcept {
-    if (this != &other) {
-      Release();
-      in_use_ = std::exchange(other.in_use_, nullptr);
-    }
-    return *this;
-  }
-  ~SandboxSlot() { Release(); }
-  // Gives the slot back now (nothing when none is held).
-  void Release() {
-    if (in_use_ != nullptr) std::exchange(in_use_, nullptr)->fetch_sub(1);
+  SandboxSlot& operator=(SandboxSlot&&) = delete;
+  ~SandboxSlot() {
+    if (in_use_ != nullptr) in_use_->fetch_sub(1);
   }
 
  private:
-  std::atomic<int>* in_use_ = nullptr;
+  std::atomic<int>* in_use_;
 };
 
 // Runs commands confined to a workspace. Created once; thread-safe.
@@ -179,14 +162,6 @@ class Sandbox {
   absl::StatusOr<CommandOutcome> Run(const Workspace& workspace,
                                      const CommandRequest& request) const;
 
-  // True when a command given a gate has its sandbox set up before the gate opens (a fresh
-  // bubblewrap sandbox with rein-sandbox-gate), so that the work the gate waits for overlaps
-  // the set-up; false when it would only wait at the gate (no sandbox, resident sandboxes, no
-  // rein-sandbox-gate).
-  bool StartsBehindGate() const {
-    return state_ == State::kBwrap && gate_program_.valid() && residents_ == nullptr;
-  }
-
   // The run ended: its resident sandbox (if idle) is removed now.
   void ForgetRun(const std::string& run_id) const;
   // Resident sandboxes alive now (idle or running a command), for tests.
@@ -198,10 +173,7 @@ class Sandbox {
         protected_(std::move(protected_paths)),
         protected_mounts_(protected_, options_.placeholders) {}
 
-  absl::Status Probe(bool through_gate);
-  // Opens options_.gate_binary and probes a command through it; a gate that does not work is
-  // logged and left off (commands then wait for their gates before their sandboxes start).
-  absl::Status OpenGate();
+  absl::Status Probe();
   // `protect` = false only for the probe, whose "workspace" is / and must not be touched.
   absl::StatusOr<CommandOutcome> RunBwrap(const Workspace& workspace, const CommandRequest& request,
                                           bool protect) const;
@@ -236,8 +208,6 @@ class Sandbox {
   std::atomic<int> in_use_{0};
   mutable ProtectedMounts protected_mounts_;  // counts placeholders across const Run calls
   std::unique_ptr<ResidentPool> residents_;   // null when residents are off
-  UniqueFd gate_program_;  // rein-sandbox-gate, open for bubblewrap to run; invalid = none
-  std::string gate_note_;  // why there is none although one was given
 };
 
 }  // namespace rein

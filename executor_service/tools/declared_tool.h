@@ -45,7 +45,6 @@ class DeclaredTool final : public Tool {
 
   const ToolSpec& spec() const override { return spec_; }
   ToolResult Execute(const ToolContext& context, const nlohmann::json& args) const override;
-  bool RunsBehindGate() const override { return true; }
 
   // The argv for `args` (validated, defaults applied), or INVALID_ARGUMENT naming the
   // argument whose value is refused (a NUL byte, too long, or a '-' where no flag may be).

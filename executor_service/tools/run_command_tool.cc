@@ -14,7 +14,6 @@ ToolResult RunSandboxedCommand(const Sandbox& sandbox, const ToolContext& contex
                                CommandRequest request, absl::string_view tool) {
   request.max_output_bytes = context.max_output_bytes;
   request.run_id = context.run_id;
-  request.gate = context.gate;
 
   absl::StatusOr<CommandOutcome> outcome = sandbox.Run(*context.workspace, request);
   if (!outcome.ok()) return ToolResult::Failure(outcome.status());

@@ -27,7 +27,6 @@ class RunCommandTool final : public Tool {
   explicit RunCommandTool(const Sandbox* sandbox);
   const ToolSpec& spec() const override { return spec_; }
   ToolResult Execute(const ToolContext& context, const nlohmann::json& args) const override;
-  bool RunsBehindGate() const override { return true; }
 
  private:
   const Sandbox* sandbox_;

@@ -31,8 +31,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "executor_service/testing/host_processes.h"
 #include "executor_service/testing/loopback_listener.h"
+#include "executor_service/testing/host_processes.h"
 #include "executor_service/testing/temp_workspace.h"
 #include "executor_service/tool_executor.h"
 #include "gtest/gtest.h"
@@ -53,10 +53,6 @@ using ::rein::testing::TempWorkspace;
 
 std::string InitPath() {
   return absl::StrCat(std::getenv("TEST_SRCDIR"), "/rein/executor_service/rein-sandbox-init");
-}
-
-std::string GatePath() {
-  return absl::StrCat(std::getenv("TEST_SRCDIR"), "/rein/executor_service/rein-sandbox-gate");
 }
 
 std::string ProbePath() {
@@ -114,10 +110,7 @@ class RunCommandTest : public ::testing::TestWithParam<bool> {
       ASSERT_EQ(mkdir((ws + "/deep").c_str(), 0755), 0);
       ASSERT_TRUE(testing::MakeDeepTree(ws + "/deep", 30000).ok());
     }
-    WorkspaceHistoryOptions history;
-    history.retention = 16;
-    history.placeholders = &placeholders_;  // shared with the sandbox, as in rein-executor
-    history_ = std::make_unique<WorkspaceHistory>(temp_.root(), history);
+    history_ = std::make_unique<WorkspaceHistory>(temp_.root(), /*retention=*/16);
 #endif
     executor_ = MakeExecutor(SandboxOptions());
   }
@@ -149,11 +142,7 @@ class RunCommandTest : public ::testing::TestWithParam<bool> {
     if (resident()) {
       sandbox.resident = true;
       sandbox.init_binary = InitPath();
-    } else {
-      // As rein-executor by default: each sandbox set up behind its gate.
-      sandbox.gate_binary = GatePath();
     }
-    sandbox.placeholders = &placeholders_;
     ExecutorOptions options;
     options.workspace_root = temp_.root();
     options.executor_id = "test-executor";
@@ -197,7 +186,6 @@ class RunCommandTest : public ::testing::TestWithParam<bool> {
   }
 
   TempWorkspace temp_;
-  SandboxPlaceholders placeholders_;
   std::atomic<int> calls_{0};
   std::unique_ptr<ToolExecutor> executor_;
 };

@@ -16,8 +16,6 @@
 
 namespace rein {
 
-class CommandGate;  // executor_service/process/command_gate.h
-
 // A tool as the executor offers it (mirrors rein.v1.ToolSpec).
 struct ToolSpec {
   std::string name;
@@ -69,9 +67,6 @@ struct ToolContext {
   absl::Time deadline = absl::InfiniteFuture();  // on `clock`
   size_t max_output_bytes = kDefaultMaxOutputBytes;
   Clock* clock = RealClock();  // the executor's (ToolExecutorOptions.clock)
-  // Only for a tool that RunsBehindGate: its command runs once this opens (Sandbox's
-  // CommandRequest::gate). Not owned; null = at once.
-  const CommandGate* gate = nullptr;
 
   bool Expired() const { return clock->Now() >= deadline; }
 };
@@ -87,11 +82,6 @@ class Tool {
   // Whether calls of `namespace_name` ("" = "default") may see and call this tool. Every
   // namespace's, unless the tool says otherwise (an MCP server with credentials per namespace).
   virtual bool OfferedTo(absl::string_view /*namespace_name*/) const { return true; }
-
-  // True when Execute passes ToolContext::gate to the one command it runs and does nothing
-  // else that takes effect: the executor may then start it before the call's claim is durable
-  // and its workspace snapshotted, and open the gate after.
-  virtual bool RunsBehindGate() const { return false; }
 
   // Runs the tool. `args` has been validated against spec().input_schema and has its
   // defaults applied. Never throws; failures are results with ok=false.

@@ -74,7 +74,6 @@ class WorkspaceHistory {
   }
 
   int retention() const { return options_.retention; }
-  const SandboxPlaceholders* placeholders() const { return options_.placeholders; }
   const WorkspaceHistoryOptions& options() const { return options_; }
 
   // Takes the snapshot of `workspace` before call `call_id` of `run_id` runs; nothing when
