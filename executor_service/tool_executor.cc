@@ -293,11 +293,11 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::RunClaimed(
   // executor refuses the call before anything is copied or run. That is the caller's signal
   // to go elsewhere, so it is an RPC error.
   const bool snapshot_due = SnapshotDue(spec);
-  std::optional<SandboxSlot> slot;
+  SandboxSlot slot;
   if (spec.spawns_process || snapshot_due) {
     absl::StatusOr<SandboxSlot> admitted = sandbox_->Admit();
     if (!admitted.ok()) return admitted.status();
-    slot.emplace(*std::move(admitted));
+    slot = *std::move(admitted);
   }
   // The claim's flush (an fsync, mostly a wait for the disk) and the snapshot (a copy) overlap;
   // the claim is durable before anything below can run the call.
@@ -305,7 +305,7 @@ absl::StatusOr<ExecuteOutcome> ToolExecutor::RunClaimed(
   if (flush_claim) flushing.emplace(flush_claim);
   const std::string snapshot_skipped = snapshot_due ? SnapshotBeforeCall(call) : "";
   flushing.reset();
-  if (!spec.spawns_process) slot.reset();  // the snapshot's; the tool itself needs none
+  if (!spec.spawns_process) slot.Release();  // the snapshot's; the tool itself needs none
 
   absl::StatusOr<std::unique_ptr<Workspace>> workspace = root_->OpenWorkspace(call.workspace);
   if (!workspace.ok()) {

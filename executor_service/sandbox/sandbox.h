@@ -117,15 +117,24 @@ struct CommandOutcome {
 // destruction.
 class SandboxSlot {
  public:
+  SandboxSlot() = default;  // none held
   explicit SandboxSlot(std::atomic<int>* in_use) : in_use_(in_use) {}
   SandboxSlot(SandboxSlot&& other) noexcept : in_use_(std::exchange(other.in_use_, nullptr)) {}
-  SandboxSlot& operator=(SandboxSlot&&) = delete;
-  ~SandboxSlot() {
-    if (in_use_ != nullptr) in_use_->fetch_sub(1);
+  SandboxSlot& operator=(SandboxSlot&& other) noexcept {
+    if (this != &other) {
+      Release();
+      in_use_ = std::exchange(other.in_use_, nullptr);
+    }
+    return *this;
+  }
+  ~SandboxSlot() { Release(); }
+  // Gives the slot back now (nothing when none is held).
+  void Release() {
+    if (in_use_ != nullptr) std::exchange(in_use_, nullptr)->fetch_sub(1);
   }
 
  private:
-  std::atomic<int>* in_use_;
+  std::atomic<int>* in_use_ = nullptr;
 };
 
 // Runs commands confined to a workspace. Created once; thread-safe.
