@@ -91,8 +91,8 @@ int main(int argc, char** argv) {
   }
   rein::testing::WebhookReceiver receiver(kKey);
   if (!receiver.Start().ok()) return 1;
-  const rein::WebhookConfig config(std::vector<rein::WebhookEndpoint>{{receiver.url(), kKey, {}}},
-                                   {}, "");
+  const rein::WebhookConfig config(
+      std::vector<rein::WebhookEndpoint>{{receiver.url(), kKey, {}, ""}}, {}, "");
   rein::CurlWebhookTransport transport;
   rein::NotificationSenderOptions options;
   options.poll_interval = absl::Milliseconds(absl::GetFlag(FLAGS_poll_interval_ms));

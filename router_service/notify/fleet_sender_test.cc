@@ -38,9 +38,9 @@ class FleetSenderTest : public ::testing::Test {
     ASSERT_TRUE(url.ok()) << url.status();
     url_ = *url;
     ASSERT_TRUE(receiver_.Start().ok());
-    config_ =
-        std::make_unique<WebhookConfig>(std::vector<WebhookEndpoint>{{receiver_.url(), kKey, {}}},
-                                        std::vector<WebhookEndpoint>{}, "");
+    config_ = std::make_unique<WebhookConfig>(
+        std::vector<WebhookEndpoint>{{receiver_.url(), kKey, {}, ""}},
+        std::vector<WebhookEndpoint>{}, "");
   }
 
   std::unique_ptr<PostgresRunStore> Router(const std::string& id, absl::Duration ttl) {

@@ -102,7 +102,7 @@ class NotificationSenderTest : public ::testing::Test {
 
   void Configure(const std::string& url) {
     config_ =
-        std::make_unique<WebhookConfig>(std::vector<WebhookEndpoint>{{url, kKey, {}}},
+        std::make_unique<WebhookConfig>(std::vector<WebhookEndpoint>{{url, kKey, {}, ""}},
                                         std::vector<WebhookEndpoint>{}, "https://console.example");
     sender_ = std::make_unique<NotificationSender>(store_.get(), store_.get(), config_.get(),
                                                    &transport_, RealClock(), options_);
@@ -340,8 +340,8 @@ TEST_F(NotificationSenderTest, AHangingEndpointHoldsAtMostItsShareAndItsBacklogS
   const std::string hang = "http://127.0.0.1:9/hang";
   HangingTransport transport(&transport_, hang);
   config_ = std::make_unique<WebhookConfig>(
-      std::vector<WebhookEndpoint>{{hang, kKey, {kTypePaused}},
-                                   {receiver_.url(), kKey, {kTypeFinished}}},
+      std::vector<WebhookEndpoint>{{hang, kKey, {kTypePaused}, ""},
+                                   {receiver_.url(), kKey, {kTypeFinished}, ""}},
       std::vector<WebhookEndpoint>{}, "");
   sender_ = std::make_unique<NotificationSender>(store_.get(), store_.get(), config_.get(),
                                                  &transport, RealClock(), options_);

@@ -76,10 +76,10 @@ TEST(ParseWebhookFlagTest, BadValuesAreClearErrorsNamingTheFlag) {
 }
 
 WebhookConfig Config() {
-  WebhookEndpoint all{"https://ops.example/all", "k1", {}};
-  WebhookEndpoint paused_only{"https://ops.example/paused", "k2", {kTypePaused}};
-  WebhookEndpoint allowed{"https://hooks.example", "k3", {}};
-  WebhookEndpoint allowed_dir{"http://127.0.0.1:8080/rein/", "k4", {}};
+  WebhookEndpoint all{"https://ops.example/all", "k1", {}, ""};
+  WebhookEndpoint paused_only{"https://ops.example/paused", "k2", {kTypePaused}, ""};
+  WebhookEndpoint allowed{"https://hooks.example", "k3", {}, ""};
+  WebhookEndpoint allowed_dir{"http://127.0.0.1:8080/rein/", "k4", {}, ""};
   return WebhookConfig({all, paused_only}, {allowed, allowed_dir}, "https://console.example/");
 }
 

@@ -4,6 +4,7 @@
 //   bazel run //tests/replay:record_corpus -- $PWD/tests/replay/corpus
 // The demo run is recorded from the real services instead (see tests/replay/README.md).
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -161,6 +162,12 @@ RecordedRun Record(const std::string& run_id, const rein::v1::RunSpec& spec, Wor
         apply(router.OnEvaluate(run, world.evaluate(run, ++evaluates), now));
         break;
       case Effect::Kind::kNone: break;
+      case Effect::Kind::kCheckWorkspace:
+      case Effect::Kind::kChildren:
+        // No world here asks for these; a log that silently stopped short would replay.
+        std::fprintf(stderr, "record_corpus: effect %d is not modelled by these worlds\n",
+                     static_cast<int>(step.effect.kind));
+        std::exit(1);
     }
   }
   *run.mutable_updated_at() = ToProtoTime(now);
