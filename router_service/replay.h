@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "rein/v1/types.pb.h"
+#include "router_service/event_description.h"
 #include "router_service/stage_router.h"
 
 namespace rein {
@@ -48,9 +49,6 @@ absl::StatusOr<ReplayResult> ReplayRun(const StageRouter& router, const rein::v1
 
 // One line: "identical (N events)" or "diverges at seq S in STAGE: recorded ...; now ...".
 std::string DescribeReplay(const ReplayResult& result);
-
-// A one-line summary of an event's body, e.g. `decision: write_file {"path":"a"}`.
-std::string DescribeEvent(const rein::v1::RunEvent& event);
 
 }  // namespace rein
 
