@@ -274,6 +274,7 @@ absl::Status ParseSubcommandFlags(const SubcommandDef& def, const FlagValues& va
     case Subcommand::kNotifications: return ParseNotificationsFlags(values, command);
     case Subcommand::kExport: return RequireNonEmpty(values, "out", command.out_dir, def.name);
     case Subcommand::kTools:
+      command.namespace_name = Last(values, "namespace").value_or("");
       if (values.count("executor")) {
         return RequireNonEmpty(values, "executor", command.executor, def.name);
       }

@@ -103,7 +103,8 @@ struct Command {
   // replay: the router's --price_table ("" = none)
   std::string price_table;
 
-  // quota, notifications: the namespace asked ("" = the caller's own)
+  // quota, notifications: the namespace asked ("" = the caller's own); tools: the namespace
+  // whose offer is listed ("" = default)
   std::string namespace_name;
   // notifications: --failed or --pending (NOTICE_STATUS_UNSPECIFIED = every notice); page_size
   // above is the most shown

@@ -286,6 +286,10 @@ TEST(ParseArgs, ToolsAsksTheExecutor) {
   ASSERT_TRUE(tools.ok()) << tools.status();
   EXPECT_EQ(tools->executor, "10.0.0.2:7000");
   EXPECT_TRUE(tools->json);
+  EXPECT_EQ(tools->namespace_name, "");
+  tools = Parse({"tools", "--namespace=team-a"});
+  ASSERT_TRUE(tools.ok()) << tools.status();
+  EXPECT_EQ(tools->namespace_name, "team-a");
   ExpectUsageError({"tools", "--executor="}, "--executor: the value is empty");
   ExpectUsageError({"tools", "extra"}, "\"extra\"");
 }

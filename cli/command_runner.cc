@@ -87,8 +87,10 @@ int CommandRunner::Tools(const Command& command) {
   if (options_.executor == nullptr) return UsageError("tools: no executor to ask");
   grpc::ClientContext context;
   SetDeadline(context, options_.rpc_timeout);
+  v1::ListToolsRequest request;
+  request.set_namespace_(command.namespace_name);
   v1::ListToolsResponse response;
-  grpc::Status status = options_.executor->ListTools(&context, v1::ListToolsRequest(), &response);
+  grpc::Status status = options_.executor->ListTools(&context, request, &response);
   if (!status.ok()) {
     return RpcError(absl::StrCat("ListTools (executor ", command.executor, ")"), status);
   }

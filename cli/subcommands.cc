@@ -147,10 +147,12 @@ const std::vector<SubcommandDef>& Subcommands() {
       {"tools",
        Subcommand::kTools,
        false,
-       {{"executor", true, false}, {"json", false, false}},
-       "tools [--executor=HOST:PORT] [--json]\n"
+       {{"executor", true, false}, {"namespace", true, false}, {"json", false, false}},
+       "tools [--executor=HOST:PORT] [--namespace=NS] [--json]\n"
        "    Lists the tools an executor offers (default 127.0.0.1:50053): name, origin (builtin,\n"
        "    declared:<file>, mcp:<server>), mutating or read-only, timeout and input schema.\n"
+       "    --namespace lists what the runs of NS are offered (an MCP server with credentials\n"
+       "    per namespace only to those it has credentials for; default: `default`).\n"
        "    --json prints the ListToolsResponse in proto3 JSON."},
       {"fork",
        Subcommand::kFork,

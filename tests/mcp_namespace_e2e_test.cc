@@ -154,6 +154,18 @@ class McpNamespaceEndToEndTest : public ::testing::Test {
     return results;
   }
 
+  // What `reinctl tools --namespace=ns` printed about the executor, and its exit status.
+  std::string ReinctlTools(const std::string& ns, int* exit_status) {
+    const std::string out = absl::StrCat(dir_, "/reinctl-tools-", ++reinctl_runs_, ".out");
+    Process reinctl("reinctl",
+                    {RunfilePath("cli/reinctl"), "tools",
+                     "--executor=" + cluster_->executor_target(), "--namespace=" + ns},
+                    out);
+    EXPECT_TRUE(reinctl.Start());
+    *exit_status = reinctl.Wait(absl::Seconds(30));
+    return ReadFile(out);
+  }
+
   // The executor's ListTools for `ns`: the names offered.
   std::vector<std::string> Listed(const std::string& ns) {
     rein::v1::ListToolsRequest request;
@@ -184,6 +196,7 @@ class McpNamespaceEndToEndTest : public ::testing::Test {
   }
 
   std::string dir_, secrets_;
+  int reinctl_runs_ = 0;
   std::string shown_;  // everything the services showed: events, runs, tool lists
   std::unique_ptr<NodeHttpServer> http_;
   std::unique_ptr<Cluster> cluster_;
@@ -229,6 +242,19 @@ TEST_F(McpNamespaceEndToEndTest, EachNamespaceCallsWithItsOwnCredentialsAndOther
     EXPECT_FALSE(Has(names, "team__whoami") || Has(names, "web__whoami")) << ns;
   }
   EXPECT_TRUE(Has(Listed("team-a"), "team__whoami"));
+  // reinctl shows each namespace its own offer, and names a bad namespace.
+  int status = -1;
+  const std::string team_a = ReinctlTools("team-a", &status);
+  EXPECT_EQ(status, 0) << team_a;
+  EXPECT_TRUE(absl::StrContains(team_a, "team__whoami")) << team_a;
+  const std::string team_c = ReinctlTools("team-c", &status);
+  EXPECT_EQ(status, 0) << team_c;
+  EXPECT_TRUE(absl::StrContains(team_c, "read_file")) << team_c;
+  EXPECT_FALSE(absl::StrContains(team_c, "whoami")) << team_c;
+  const std::string bad = ReinctlTools("Team A", &status);
+  EXPECT_NE(status, 0) << bad;
+  EXPECT_TRUE(absl::StrContains(bad, "namespace")) << bad;
+  absl::StrAppend(&shown_, team_a, team_c, bad);
   // ...and a call naming one is answered as a tool that does not exist, word for word.
   const grpc::Status hidden = Execute("team-c", "team__whoami");
   const grpc::Status unknown = Execute("team-c", "team__whoamx");
