@@ -8,6 +8,7 @@
 #include <linux/capability.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -176,13 +177,19 @@ class RunCommandTest : public ::testing::TestWithParam<bool> {
     return Run({{"shell", command}, {"timeout_seconds", timeout_seconds}});
   }
 
+  // Copied by a cp of its own: a descriptor this process held open for writing would be in the
+  // copy a spawner forked meanwhile takes of our descriptors until it closes them, and the
+  // probe's exec would then fail with ETXTBSY (seen once in CI, in the resident mode).
   void CopyProbe() {
-    std::ifstream in(ProbePath(), std::ios::binary);
-    ASSERT_TRUE(in.good()) << ProbePath();
-    std::stringstream content;
-    content << in.rdbuf();
-    temp_.WriteFile("probe", content.str());
-    ASSERT_EQ(chmod(temp_.Path("probe").c_str(), 0755), 0);
+    const std::string from = ProbePath();
+    const std::string to = temp_.Path("probe");
+    const char* argv[] = {"cp", from.c_str(), to.c_str(), nullptr};
+    pid_t pid = -1;
+    ASSERT_EQ(posix_spawn(&pid, "/bin/cp", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << from;
+    ASSERT_EQ(chmod(to.c_str(), 0755), 0);
   }
 
   TempWorkspace temp_;
