@@ -813,8 +813,10 @@ TEST_P(ResidentTest, InitKilledFromOutsideIsAnUnknownOutcomeNeverRunAgain) {
   const std::string ns = PidNamespace("run-1");  // the resident sandbox exists
   const std::string marker = UniqueSleep();
   std::thread killer([&] {
+    // The shell's own command line names the marker too: wait until it has also written.
     const absl::Time until = absl::Now() + absl::Seconds(10);
-    while (!HostProcessWithCmdline(marker) && absl::Now() < until) {
+    while (!(HostProcessWithCmdline(marker) && ReadHostFile(temp_.Path("count")) == "ran\n") &&
+           absl::Now() < until) {
       absl::SleepFor(absl::Milliseconds(10));
     }
     // Init, the oldest process of the sandbox's pid namespace (the lowest pid, barring wrap).
